@@ -1,0 +1,3 @@
+//! ptc-bench.
+
+fn main() {}

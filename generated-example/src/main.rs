@@ -1,0 +1,3 @@
+//! The Observatory deployment binary.
+
+fn main() {}

@@ -1,0 +1,1 @@
+//! Plan -> Rust tokens for the ptc_upstreams! macro.

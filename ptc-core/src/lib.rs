@@ -1,0 +1,1 @@
+//! Upstream runtime: OpenAPI and MCP execution, credentials, redaction, catalog, discovery and the MCP host.

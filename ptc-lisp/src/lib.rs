@@ -1,0 +1,1 @@
+//! The PTC-Lisp language runtime.

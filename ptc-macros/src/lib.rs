@@ -1,0 +1,1 @@
+//! The ptc_upstreams! proc-macro.

@@ -1,0 +1,1 @@
+//! Cross-crate tests for ptc (incl. trybuild UI tests).
