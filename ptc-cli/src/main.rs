@@ -1,3 +1,32 @@
-//! The `ptc` command.
+//! The `ptc` command: thin entry points over the workspace crates.
 
-fn main() {}
+mod check;
+mod eval;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// ptc: programmatic tool calling with PTC-Lisp.
+#[derive(Parser)]
+#[command(name = "ptc", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Validate an upstreams.json and its OpenAPI documents; print the compiled catalog.
+    Check(check::CheckArgs),
+    /// Evaluate a PTC-Lisp program and print its result in Clojure syntax.
+    Eval(eval::EvalArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Check(args) => check::run(args),
+        Command::Eval(args) => eval::run(args),
+    }
+}
