@@ -1,13 +1,119 @@
-//! `ptc check`: validate a config and print the compiled catalog.
+//! `ptc check`: validate a config and its OpenAPI documents; print the compiled catalog.
 
+use std::fmt::Write as _;
+use std::path::PathBuf;
 use std::process::ExitCode;
+
+use ptc_plan::{Plan, Transport};
 
 /// Arguments of `ptc check`.
 #[derive(clap::Args)]
-pub struct CheckArgs {}
+pub struct CheckArgs {
+    /// The upstreams.json to check.
+    config: PathBuf,
+    /// Print the whole compiled plan as JSON instead of the catalog table.
+    #[arg(long)]
+    json: bool,
+}
 
-/// Runs `ptc check`.
-pub fn run(_args: CheckArgs) -> ExitCode {
-    eprintln!("ptc check is not implemented yet");
-    ExitCode::FAILURE
+/// Runs `ptc check`: exit 0 and the catalog on stdout, or exit 1 and every problem on stderr.
+pub fn run(args: CheckArgs) -> ExitCode {
+    match ptc_plan::load(&args.config) {
+        Ok(loaded) if args.json => match serde_json::to_string_pretty(&loaded.plan) {
+            Ok(json) => {
+                println!("{json}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("error: cannot render the plan as JSON: {e}");
+                ExitCode::FAILURE
+            }
+        },
+        Ok(loaded) => {
+            print!("{}", render_catalog(&loaded.plan));
+            ExitCode::SUCCESS
+        }
+        Err(diags) => {
+            eprintln!("{diags}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The human-readable catalog: one block per upstream, one line per tool.
+pub fn render_catalog(plan: &Plan) -> String {
+    let mut out = String::new();
+    let mut tools = 0;
+    for up in &plan.upstreams {
+        match &up.transport {
+            Transport::Openapi(api) => {
+                tools += api.tools.len();
+                let _ = writeln!(
+                    out,
+                    "{} (openapi, {} tool{}) {}",
+                    up.name,
+                    api.tools.len(),
+                    if api.tools.len() == 1 { "" } else { "s" },
+                    api.base_url
+                );
+                let width = api
+                    .tools
+                    .iter()
+                    .map(|t| up.name.len() + 1 + t.name.len())
+                    .max()
+                    .unwrap_or(0);
+                let route_width = api
+                    .tools
+                    .iter()
+                    .map(|t| t.ptc.method.len() + 1 + t.ptc.path.len())
+                    .max()
+                    .unwrap_or(0);
+                for t in &api.tools {
+                    let symbol = format!("{}/{}", up.name, t.name);
+                    let route = format!("{} {}", t.ptc.method, t.ptc.path);
+                    let required: Vec<&str> = t
+                        .ptc
+                        .params
+                        .iter()
+                        .filter(|p| p.required)
+                        .map(|p| p.name.as_str())
+                        .collect();
+                    let required = if required.is_empty() {
+                        "-".to_string()
+                    } else {
+                        required.join(", ")
+                    };
+                    let _ = writeln!(
+                        out,
+                        "  {symbol:width$}  {route:route_width$}  required: {required}"
+                    );
+                }
+            }
+            Transport::McpStdio(p) => {
+                let _ = writeln!(
+                    out,
+                    "{} (mcp_stdio) {}{}{}  [tools are listed when it starts]",
+                    up.name,
+                    p.command,
+                    if p.args.is_empty() { "" } else { " " },
+                    p.args.join(" ")
+                );
+            }
+            Transport::McpHttp(p) => {
+                let _ = writeln!(
+                    out,
+                    "{} (mcp_http) {}  [tools are listed when it connects]",
+                    up.name, p.url
+                );
+            }
+        }
+    }
+    let _ = writeln!(
+        out,
+        "ok: {} upstream{}, {tools} compiled tool{}",
+        plan.upstreams.len(),
+        if plan.upstreams.len() == 1 { "" } else { "s" },
+        if tools == 1 { "" } else { "s" }
+    );
+    out
 }

@@ -1,1 +1,30 @@
-//! ptc-plan
+//! `ptc-plan`: turns `upstreams.json` plus OpenAPI documents into a validated [`Plan`].
+//!
+//! The one compiler both paths share: the `ptc_upstreams!` macro runs it at build time, the `ptc`
+//! binary at start-up, so the same config gives the same catalog either way. It is pure: no
+//! async, no network (documents come through a [`DocumentSource`]), and every problem is
+//! reported at once as [`Diagnostics`] naming the file, the JSON pointer and the fix.
+//!
+//! ```
+//! let loaded = ptc_plan::load(std::path::Path::new(concat!(
+//!     env!("CARGO_MANIFEST_DIR"),
+//!     "/../fixtures/observatory/upstreams.json"
+//! )))
+//! .expect("the fixture config is valid");
+//! assert!(loaded.plan.upstream("observatory").is_some());
+//! ```
+
+pub mod config;
+pub mod diagnostic;
+pub mod headers;
+mod load;
+pub mod names;
+pub mod openapi;
+mod paths;
+pub mod plan;
+mod suggest;
+
+pub use config::Secrets;
+pub use diagnostic::{Diagnostic, Diagnostics};
+pub use load::{DocumentSource, FileSource, Loaded, load, load_str, read_capped};
+pub use plan::*;

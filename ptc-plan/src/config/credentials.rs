@@ -1,0 +1,166 @@
+//! `credentials`: named bindings that say where a secret is read from.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use super::Secrets;
+use super::fields::{Cx, Fields};
+use crate::diagnostic::pointer_join;
+use crate::plan::{CredentialBinding, CredentialSource, SchemeHint};
+use crate::suggest::did_you_mean;
+
+const SOURCES: [&str; 3] = ["env", "file", "literal"];
+
+pub(super) fn parse_all(
+    cx: &mut Cx,
+    value: &Value,
+    pointer: &str,
+    base_dir: &Path,
+    secrets: &mut Secrets,
+) -> Vec<CredentialBinding> {
+    let Value::Object(map) = value else {
+        cx.error(
+            pointer,
+            format!(
+                "`credentials` must be an object, got {}",
+                super::type_name(value)
+            ),
+            Some("map each binding name to {\"source\": \"env\"|\"file\"|\"literal\", ...}".into()),
+        );
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (name, entry) in map {
+        let at = pointer_join(pointer, name);
+        if !valid_binding_name(name) {
+            cx.error(
+                &at,
+                format!("credential binding name `{name}` is invalid"),
+                Some("use a letter followed by letters, digits, `_` or `-`".into()),
+            );
+        }
+        if let Some(b) = parse_one(cx, name, entry, &at, base_dir, secrets) {
+            out.push(b);
+        }
+    }
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    out
+}
+
+fn parse_one(
+    cx: &mut Cx,
+    name: &str,
+    entry: &Value,
+    at: &str,
+    base_dir: &Path,
+    secrets: &mut Secrets,
+) -> Option<CredentialBinding> {
+    let mut f = Fields::new(cx, entry, at, "a credential binding")?;
+    let source = f.required_string(
+        cx,
+        "source",
+        "set \"source\" to \"env\", \"file\" or \"literal\"",
+    );
+    let scheme_hint = match f.string(cx, "scheme_hint") {
+        None => None,
+        Some("bearer") => Some(SchemeHint::Bearer),
+        Some("basic") => Some(SchemeHint::Basic),
+        Some("raw") => Some(SchemeHint::Raw),
+        Some(other) => {
+            cx.error(
+                &f.at("scheme_hint"),
+                format!(
+                    "credential `{name}` has unknown scheme_hint `{other}`{}",
+                    did_you_mean(other, ["bearer", "basic", "raw"])
+                ),
+                Some("use \"bearer\", \"basic\" or \"raw\"".into()),
+            );
+            None
+        }
+    };
+    let parsed = match source? {
+        "env" => f
+            .required_string(
+                cx,
+                "var",
+                "name the environment variable, e.g. \"var\": \"OBSERVATORY_TOKEN\"",
+            )
+            .and_then(|var| {
+                if valid_env_name(var) {
+                    Some(CredentialSource::Env {
+                        var: var.to_string(),
+                    })
+                } else {
+                    cx.error(
+                        &f.at("var"),
+                        format!("`{var}` is not a valid environment variable name"),
+                        Some("use letters, digits and `_`, not starting with a digit".into()),
+                    );
+                    None
+                }
+            }),
+        "file" => f
+            .required_string(
+                cx,
+                "path",
+                "give the secret file's path, e.g. \"/run/secrets/token\"",
+            )
+            .map(|path| CredentialSource::File {
+                path: crate::paths::resolve(base_dir, path),
+            }),
+        "literal" => f
+            .required_string(
+                cx,
+                "value",
+                "give the secret as \"value\" (for local development only)",
+            )
+            .map(|value| {
+                secrets.insert(name, value);
+                CredentialSource::Literal
+            }),
+        "exec" => {
+            // Read the fields anyway so the only complaint is the unsupported source.
+            f.get("command");
+            f.get("args");
+            f.get("cache_ttl_ms");
+            cx.error(
+                &f.at("source"),
+                format!("credential `{name}` uses source \"exec\", which is not supported yet"),
+                Some("use \"file\" (rotated by replacing the file) or \"env\" instead".into()),
+            );
+            None
+        }
+        other => {
+            cx.error(
+                &f.at("source"),
+                format!(
+                    "credential `{name}` has unknown source `{other}`{}",
+                    did_you_mean(other, SOURCES)
+                ),
+                Some("use \"env\", \"file\" or \"literal\"".into()),
+            );
+            None
+        }
+    };
+    f.finish(cx);
+    parsed.map(|source| CredentialBinding {
+        name: name.to_string(),
+        source,
+        scheme_hint,
+    })
+}
+
+fn valid_binding_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+fn valid_env_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}

@@ -1,0 +1,162 @@
+//! The `upstreams.json` model and its validation.
+//!
+//! Parsing produces a [`Config`]: every rule that can be checked without the OpenAPI documents has
+//! been checked. The OpenAPI compiler then turns each OpenAPI upstream's config into tools.
+
+mod credentials;
+mod fields;
+mod http;
+mod upstreams;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::Path;
+
+use serde_json::{Map, Value};
+
+use crate::diagnostic::{Diagnostic, Diagnostics};
+use crate::plan::{CredentialBinding, HttpSettings, McpHttpPlan, McpStdioPlan, SchemaLocation};
+use fields::{Cx, Fields};
+
+pub(crate) use fields::type_name;
+
+/// A validated config, before the OpenAPI documents are compiled.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// Credential bindings, sorted by name.
+    pub credentials: Vec<CredentialBinding>,
+    /// Upstreams, sorted by name.
+    pub upstreams: Vec<UpstreamConfig>,
+}
+
+/// One upstream as configured.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UpstreamConfig {
+    /// Upstream name (its tool namespace).
+    pub name: String,
+    /// Operator description.
+    pub description: String,
+    /// JSON pointer of the entry in the config.
+    pub pointer: String,
+    /// Transport and its settings.
+    pub kind: UpstreamKind,
+}
+
+/// Transport-specific config.
+#[derive(Debug, Clone, PartialEq)]
+pub enum UpstreamKind {
+    /// OpenAPI: compiled against its document.
+    Openapi(OpenApiConfig),
+    /// MCP over stdio: complete as configured.
+    McpStdio(McpStdioPlan),
+    /// MCP over Streamable HTTP: complete as configured.
+    McpHttp(McpHttpPlan),
+}
+
+/// An OpenAPI upstream's config.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpenApiConfig {
+    /// Request origin and optional path prefix.
+    pub base_url: String,
+    /// The document's location.
+    pub schema: SchemaLocation,
+    /// Cap on the document's size.
+    pub schema_max_bytes: u64,
+    /// Transport settings.
+    pub http: HttpSettings,
+    /// operationIds to expose, in order.
+    pub include_operations: Vec<String>,
+    /// Operator patches by operationId.
+    pub overrides: BTreeMap<String, OperationOverride>,
+}
+
+/// Operator patches for one operation; they may narrow or rename, never widen.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct OperationOverride {
+    /// Exposed name (normalised to kebab-case).
+    pub name: Option<String>,
+    /// Description shown by discovery.
+    pub description: Option<String>,
+    /// Default args; replaces `x-ptc-default-args` when set.
+    pub default_args: Option<Map<String, Value>>,
+    /// Response cap (the smaller of this and the schema's/upstream's wins).
+    pub max_response_bytes: Option<u64>,
+    /// Request timeout (the smaller of this and the upstream's wins).
+    pub request_timeout_ms: Option<u64>,
+    /// Expose the operation even though the document marks it deprecated.
+    pub allow_deprecated: bool,
+    /// Agent guidance, appended to `x-ptc-notes`.
+    pub notes: Option<String>,
+}
+
+/// Secret values written literally in the config. Kept out of the plan; never printed.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Secrets {
+    literals: BTreeMap<String, String>,
+}
+
+impl Secrets {
+    /// The literal value of binding `name`.
+    pub fn literal(&self, name: &str) -> Option<&str> {
+        self.literals.get(name).map(String::as_str)
+    }
+
+    pub(crate) fn insert(&mut self, name: &str, value: &str) {
+        self.literals.insert(name.to_string(), value.to_string());
+    }
+}
+
+impl fmt::Debug for Secrets {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map()
+            .entries(self.literals.keys().map(|k| (k, "[REDACTED]")))
+            .finish()
+    }
+}
+
+/// Parses and validates config text. `file` names the config in messages; relative paths in it
+/// resolve against `base_dir` (the config file's folder).
+pub fn parse(text: &str, file: &Path, base_dir: &Path) -> Result<(Config, Secrets), Diagnostics> {
+    let mut diags = Diagnostics::default();
+    let root: Value = match serde_json::from_str(text) {
+        Ok(v) => v,
+        Err(e) => {
+            diags.push(
+                Diagnostic::new(file, "", format!("config is not valid JSON: {e}"))
+                    .help("fix the JSON syntax at the line and column given"),
+            );
+            return Err(diags);
+        }
+    };
+    let mut secrets = Secrets::default();
+    let mut cx = Cx {
+        file,
+        diags: &mut diags,
+        upstream: None,
+    };
+    match parse_root(&mut cx, &root, base_dir, &mut secrets) {
+        Some(config) if diags.is_empty() => Ok((config, secrets)),
+        _ => Err(diags),
+    }
+}
+
+fn parse_root(cx: &mut Cx, root: &Value, base_dir: &Path, secrets: &mut Secrets) -> Option<Config> {
+    let mut top = Fields::new(cx, root, "", "the config")?;
+    let credentials = match top.get("credentials") {
+        Some(v) => credentials::parse_all(cx, v, "/credentials", base_dir, secrets),
+        None => Vec::new(),
+    };
+    let upstreams = match top.required(
+        cx,
+        "upstreams",
+        "add an \"upstreams\" object mapping each upstream name to its settings",
+    ) {
+        Some(v) => upstreams::parse_all(cx, v, "/upstreams", base_dir, &credentials),
+        None => Vec::new(),
+    };
+    top.finish(cx);
+    Some(Config {
+        credentials,
+        upstreams,
+    })
+}

@@ -1,0 +1,399 @@
+//! `upstreams`: one entry per tool namespace, dispatched on `transport`.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde_json::Value;
+
+use super::fields::{Cx, Fields};
+use super::http::{self, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_REQUEST_TIMEOUT_MS};
+use super::{OpenApiConfig, OperationOverride, UpstreamConfig, UpstreamKind};
+use crate::diagnostic::pointer_join;
+use crate::plan::{CredentialBinding, McpHttpPlan, McpStdioPlan, SchemaLocation};
+use crate::suggest::did_you_mean;
+
+const TRANSPORTS: [&str; 3] = ["openapi", "mcp_stdio", "mcp_http"];
+const DEFAULT_HANDSHAKE_TIMEOUT_MS: u64 = 10_000;
+const DEFAULT_SCHEMA_MAX_BYTES: u64 = 16 * 1024 * 1024;
+
+/// Namespaces PTC-Lisp itself uses; an upstream may not shadow them.
+pub const RESERVED_NAMESPACES: &[&str] = &[
+    "tool",
+    "json",
+    "core",
+    "clojure",
+    "str",
+    "string",
+    "set",
+    "walk",
+    "regex",
+    "math",
+    "data",
+    "user",
+    "Math",
+    "System",
+    "Boolean",
+    "Double",
+    "Float",
+    "Integer",
+    "Long",
+    "LocalDate",
+    "Instant",
+    "Duration",
+];
+
+pub(super) fn parse_all(
+    cx: &mut Cx,
+    value: &Value,
+    pointer: &str,
+    base_dir: &Path,
+    credentials: &[CredentialBinding],
+) -> Vec<UpstreamConfig> {
+    let Value::Object(map) = value else {
+        cx.error(
+            pointer,
+            format!(
+                "`upstreams` must be an object, got {}",
+                super::type_name(value)
+            ),
+            Some("map each upstream name to its settings".into()),
+        );
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (name, entry) in map {
+        cx.upstream = Some(name.clone());
+        let at = pointer_join(pointer, name);
+        check_name(cx, &at, name);
+        if let Some(u) = parse_one(cx, name, entry, &at, base_dir, credentials) {
+            out.push(u);
+        }
+        cx.upstream = None;
+    }
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    out
+}
+
+fn check_name(cx: &mut Cx, at: &str, name: &str) {
+    let mut chars = name.chars();
+    let well_formed = chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if !well_formed {
+        cx.error(
+            at,
+            format!("upstream name `{name}` cannot be a PTC-Lisp namespace"),
+            Some("use a letter followed by letters, digits, `-` or `_` (it becomes the `name/` in `name/tool`)".into()),
+        );
+    } else if RESERVED_NAMESPACES.contains(&name) {
+        cx.error(
+            at,
+            format!("upstream name `{name}` is reserved by PTC-Lisp"),
+            Some("rename the upstream".into()),
+        );
+    }
+}
+
+fn parse_one(
+    cx: &mut Cx,
+    name: &str,
+    entry: &Value,
+    at: &str,
+    base_dir: &Path,
+    credentials: &[CredentialBinding],
+) -> Option<UpstreamConfig> {
+    let mut f = Fields::new(cx, entry, at, "an upstream")?;
+    let transport = f.required_string(
+        cx,
+        "transport",
+        "set \"transport\" to \"openapi\", \"mcp_stdio\" or \"mcp_http\"",
+    );
+    let description = f.string(cx, "description").unwrap_or_default().to_string();
+    let kind = match transport {
+        Some("openapi") => {
+            parse_openapi(cx, &mut f, base_dir, credentials).map(UpstreamKind::Openapi)
+        }
+        Some("mcp_stdio") => parse_stdio(cx, &mut f, base_dir).map(UpstreamKind::McpStdio),
+        Some("mcp_http") => parse_mcp_http(cx, &mut f, credentials).map(UpstreamKind::McpHttp),
+        Some(old @ ("stdio" | "http")) => {
+            cx.error(
+                &f.at("transport"),
+                format!("transport \"{old}\" is the old name"),
+                Some(format!("use \"mcp_{old}\"")),
+            );
+            None
+        }
+        Some(other) => {
+            cx.error(
+                &f.at("transport"),
+                format!(
+                    "unsupported transport `{other}`{}",
+                    did_you_mean(other, TRANSPORTS)
+                ),
+                Some("use \"openapi\", \"mcp_stdio\" or \"mcp_http\"".into()),
+            );
+            None
+        }
+        None => None,
+    };
+    // Unknown-field checks only make sense once we know which fields the transport has.
+    if kind.is_some() {
+        f.finish(cx);
+    }
+    kind.map(|kind| UpstreamConfig {
+        name: name.to_string(),
+        description,
+        pointer: at.to_string(),
+        kind,
+    })
+}
+
+fn parse_openapi(
+    cx: &mut Cx,
+    f: &mut Fields,
+    base_dir: &Path,
+    credentials: &[CredentialBinding],
+) -> Option<OpenApiConfig> {
+    let http = http::parse_settings(cx, f, credentials);
+    let base_url = f.required_string(
+        cx,
+        "base_url",
+        "set \"base_url\" to the API's https:// origin",
+    );
+    let base_ok = base_url.is_some_and(|u| {
+        let ok = http::check_url(cx, &f.at("base_url"), "base_url", u, &http);
+        if ok {
+            check_base_url_shape(cx, &f.at("base_url"), u)
+        } else {
+            false
+        }
+    });
+    let schema_file = f.string(cx, "schema_file");
+    let schema_url = f.string(cx, "schema_url");
+    let schema = match (schema_file, schema_url) {
+        (Some(path), None) => Some(SchemaLocation::File(crate::paths::resolve(base_dir, path))),
+        (None, Some(url)) => http::check_url(cx, &f.at("schema_url"), "schema_url", url, &http)
+            .then(|| SchemaLocation::Url(url.to_string())),
+        (Some(_), Some(_)) => {
+            cx.error(
+                &f.pointer,
+                "sets both `schema_file` and `schema_url`; exactly one schema source is allowed",
+                Some("keep `schema_file` for production (no network at start-up) and remove `schema_url`".into()),
+            );
+            None
+        }
+        (None, None) => {
+            cx.error(
+                &f.pointer,
+                "has no schema source: set exactly one of `schema_file` or `schema_url`",
+                Some(
+                    "e.g. \"schema_file\": \"observatory.openapi.json\" (relative to this config)"
+                        .into(),
+                ),
+            );
+            None
+        }
+    };
+    let schema_max_bytes = f.positive(cx, "schema_max_bytes", DEFAULT_SCHEMA_MAX_BYTES);
+    let include_operations = parse_includes(cx, f);
+    let overrides = match f.get("operation_overrides") {
+        Some(v) => parse_overrides(
+            cx,
+            v,
+            &f.at("operation_overrides"),
+            include_operations.as_deref().unwrap_or(&[]),
+        ),
+        None => BTreeMap::new(),
+    };
+    Some(OpenApiConfig {
+        base_url: base_url
+            .filter(|_| base_ok)?
+            .trim_end_matches('/')
+            .to_string(),
+        schema: schema?,
+        schema_max_bytes,
+        http,
+        include_operations: include_operations?,
+        overrides,
+    })
+}
+
+/// A base URL is an origin with an optional path prefix: no query, no fragment.
+fn check_base_url_shape(cx: &mut Cx, pointer: &str, raw: &str) -> bool {
+    let Ok(url) = url::Url::parse(raw) else {
+        return false;
+    };
+    if url.query().is_some() || url.fragment().is_some() {
+        cx.error(
+            pointer,
+            "`base_url` must not have a query string or fragment",
+            Some("keep only scheme, host, port and an optional path prefix".into()),
+        );
+        return false;
+    }
+    true
+}
+
+fn parse_includes(cx: &mut Cx, f: &mut Fields) -> Option<Vec<String>> {
+    let help = "list the operationIds to expose, e.g. \"include_operations\": [\"list_traces\"]; \
+                nothing is exposed by default";
+    let at = f.at("include_operations");
+    let Some(list) = f.string_list(cx, "include_operations") else {
+        if f.get("include_operations").is_none() {
+            cx.error(
+                &f.pointer,
+                "is missing required field `include_operations`",
+                Some(help.into()),
+            );
+        }
+        return None;
+    };
+    if list.is_empty() {
+        cx.error(
+            &at,
+            "`include_operations` is empty; v1 exposes only listed operations",
+            Some(help.into()),
+        );
+        return None;
+    }
+    let mut out: Vec<String> = Vec::with_capacity(list.len());
+    for (i, id) in list.iter().enumerate() {
+        if id.trim().is_empty() {
+            cx.error(
+                &pointer_join(&at, &i.to_string()),
+                "operationId must not be empty",
+                None,
+            );
+        } else if out.iter().any(|o| o == id) {
+            cx.error(
+                &pointer_join(&at, &i.to_string()),
+                format!("operation `{id}` is listed twice"),
+                Some("remove the duplicate".into()),
+            );
+        } else {
+            out.push(id.to_string());
+        }
+    }
+    Some(out)
+}
+
+fn parse_overrides(
+    cx: &mut Cx,
+    value: &Value,
+    pointer: &str,
+    includes: &[String],
+) -> BTreeMap<String, OperationOverride> {
+    let Value::Object(map) = value else {
+        cx.error(
+            pointer,
+            format!(
+                "`operation_overrides` must be an object, got {}",
+                super::type_name(value)
+            ),
+            Some("map operationIds to {\"name\", \"description\", \"default_args\", ...}".into()),
+        );
+        return BTreeMap::new();
+    };
+    let mut out = BTreeMap::new();
+    for (id, entry) in map {
+        let at = pointer_join(pointer, id);
+        if !includes.is_empty() && !includes.contains(id) {
+            cx.error(
+                &at,
+                format!(
+                    "operation_overrides names `{id}`, which is not in include_operations{}",
+                    did_you_mean(id, includes.iter().map(String::as_str))
+                ),
+                Some(format!(
+                    "add `{id}` to include_operations, or remove its override"
+                )),
+            );
+        }
+        let Some(mut f) = Fields::new(cx, entry, &at, "an operation override") else {
+            continue;
+        };
+        let mut o = OperationOverride {
+            name: f.string(cx, "name").map(str::to_string),
+            description: f.string(cx, "description").map(str::to_string),
+            ..OperationOverride::default()
+        };
+        o.default_args = match f.get("default_args") {
+            None => None,
+            Some(Value::Object(m)) => Some(m.clone()),
+            Some(other) => {
+                cx.error(
+                    &f.at("default_args"),
+                    format!(
+                        "`default_args` must be an object, got {}",
+                        super::type_name(other)
+                    ),
+                    Some("e.g. \"default_args\": {\"mode\": \"summary\"}".into()),
+                );
+                None
+            }
+        };
+        o.max_response_bytes = f.positive_opt(cx, "max_response_bytes");
+        o.request_timeout_ms = f.positive_opt(cx, "request_timeout_ms");
+        o.allow_deprecated = f.bool(cx, "allow_deprecated");
+        o.notes = f.string(cx, "notes").map(str::to_string);
+        f.finish(cx);
+        out.insert(id.clone(), o);
+    }
+    out
+}
+
+fn parse_stdio(cx: &mut Cx, f: &mut Fields, base_dir: &Path) -> Option<McpStdioPlan> {
+    let command = f.required_string(
+        cx,
+        "command",
+        "set \"command\" to the MCP server program, e.g. \"npx\"",
+    );
+    let args = f.string_list(cx, "args").unwrap_or_default();
+    let mut env: Vec<(String, String)> = f
+        .string_map(cx, "env")
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    env.sort();
+    let cwd = f
+        .string(cx, "cwd")
+        .map(|c| crate::paths::resolve(base_dir, c));
+    let handshake_timeout_ms = f.positive(cx, "handshake_timeout_ms", DEFAULT_HANDSHAKE_TIMEOUT_MS);
+    let request_timeout_ms = f.positive(cx, "request_timeout_ms", DEFAULT_REQUEST_TIMEOUT_MS);
+    let max_response_bytes = f.positive(cx, "max_response_bytes", DEFAULT_MAX_RESPONSE_BYTES);
+    let command = command?;
+    // A relative path with a slash is a file next to the config; a bare name is looked up on PATH.
+    let command = if command.contains('/') {
+        crate::paths::resolve(base_dir, command)
+    } else {
+        command.to_string()
+    };
+    Some(McpStdioPlan {
+        command,
+        args: args.into_iter().map(str::to_string).collect(),
+        env,
+        cwd,
+        handshake_timeout_ms,
+        request_timeout_ms,
+        max_response_bytes,
+    })
+}
+
+fn parse_mcp_http(
+    cx: &mut Cx,
+    f: &mut Fields,
+    credentials: &[CredentialBinding],
+) -> Option<McpHttpPlan> {
+    let http = http::parse_settings(cx, f, credentials);
+    let handshake_timeout_ms = f.positive(cx, "handshake_timeout_ms", DEFAULT_HANDSHAKE_TIMEOUT_MS);
+    let url = f.required_string(
+        cx,
+        "url",
+        "set \"url\" to the MCP endpoint, e.g. https://host/mcp",
+    )?;
+    http::check_url(cx, &f.at("url"), "url", url, &http).then(|| McpHttpPlan {
+        url: url.to_string(),
+        handshake_timeout_ms,
+        http,
+    })
+}

@@ -1,0 +1,160 @@
+//! Diagnostics: every problem found in a config or a schema, with where it is and how to fix it.
+//!
+//! The loader never stops at the first problem: it collects them all so a user fixes a config in
+//! one pass instead of one error per run.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// One problem, located in a file by JSON pointer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diagnostic {
+    /// The file the problem is in: the config or an OpenAPI document.
+    pub file: PathBuf,
+    /// JSON pointer (RFC 6901) to the offending value inside `file` (`""` is the whole document).
+    pub pointer: String,
+    /// The upstream the problem belongs to, when there is one.
+    pub upstream: Option<String>,
+    /// The OpenAPI operationId the problem belongs to, when there is one.
+    pub operation: Option<String>,
+    /// What is wrong.
+    pub message: String,
+    /// How to fix it.
+    pub help: Option<String>,
+}
+
+impl Diagnostic {
+    /// A problem at `pointer` in `file`.
+    pub fn new(file: &Path, pointer: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            file: file.to_path_buf(),
+            pointer: pointer.into(),
+            upstream: None,
+            operation: None,
+            message: message.into(),
+            help: None,
+        }
+    }
+
+    /// Attaches the upstream name.
+    pub fn upstream(mut self, name: &str) -> Self {
+        self.upstream = Some(name.to_string());
+        self
+    }
+
+    /// Attaches the operationId.
+    pub fn operation(mut self, id: &str) -> Self {
+        self.operation = Some(id.to_string());
+        self
+    }
+
+    /// Attaches a fix.
+    pub fn help(mut self, help: impl Into<String>) -> Self {
+        self.help = Some(help.into());
+        self
+    }
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("error: ")?;
+        match (&self.upstream, &self.operation) {
+            (Some(u), Some(o)) => write!(f, "upstream '{u}', operation '{o}': ")?,
+            (Some(u), None) => write!(f, "upstream '{u}': ")?,
+            (None, Some(o)) => write!(f, "operation '{o}': ")?,
+            (None, None) => {}
+        }
+        writeln!(f, "{}", self.message)?;
+        write!(f, "  --> {}", self.file.display())?;
+        if !self.pointer.is_empty() {
+            write!(f, "#{}", self.pointer)?;
+        }
+        if let Some(help) = &self.help {
+            write!(f, "\n  = help: {help}")?;
+        }
+        Ok(())
+    }
+}
+
+/// All problems found in one load, in the order they were found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Diagnostics(pub Vec<Diagnostic>);
+
+impl Diagnostics {
+    /// Adds a problem.
+    pub fn push(&mut self, d: Diagnostic) {
+        self.0.push(d);
+    }
+
+    /// True when nothing is wrong.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Number of problems.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// The problems.
+    pub fn iter(&self) -> impl Iterator<Item = &Diagnostic> {
+        self.0.iter()
+    }
+
+    /// True when some problem's message or help contains `needle` (for tests and tools).
+    pub fn mentions(&self, needle: &str) -> bool {
+        self.0.iter().any(|d| {
+            d.message.contains(needle) || d.help.as_deref().is_some_and(|h| h.contains(needle))
+        })
+    }
+}
+
+impl fmt::Display for Diagnostics {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for d in &self.0 {
+            writeln!(f, "{d}")?;
+        }
+        let n = self.0.len();
+        write!(f, "{n} error{} found", if n == 1 { "" } else { "s" })
+    }
+}
+
+impl std::error::Error for Diagnostics {}
+
+/// Appends one reference token to a JSON pointer, escaping `~` and `/` as RFC 6901 requires.
+pub fn pointer_join(base: &str, token: &str) -> String {
+    let mut out = String::with_capacity(base.len() + token.len() + 1);
+    out.push_str(base);
+    out.push('/');
+    for c in token.chars() {
+        match c {
+            '~' => out.push_str("~0"),
+            '/' => out.push_str("~1"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pointer_tokens_are_escaped() {
+        assert_eq!(pointer_join("/paths", "/api/{id}"), "/paths/~1api~1{id}");
+        assert_eq!(pointer_join("", "a~b"), "/a~0b");
+    }
+
+    #[test]
+    fn display_names_upstream_operation_location_and_fix() {
+        let d = Diagnostic::new(Path::new("x.json"), "/a", "is bad")
+            .upstream("obs")
+            .operation("op")
+            .help("fix it");
+        assert_eq!(
+            d.to_string(),
+            "error: upstream 'obs', operation 'op': is bad\n  --> x.json#/a\n  = help: fix it"
+        );
+    }
+}

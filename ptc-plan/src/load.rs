@@ -1,0 +1,154 @@
+//! The loader: config text + documents → [`Plan`], collecting every problem on the way.
+
+use std::path::{Path, PathBuf};
+
+use crate::config::{self, Secrets, UpstreamKind};
+use crate::diagnostic::{Diagnostic, Diagnostics, pointer_join};
+use crate::openapi::{self, compile::Origin};
+use crate::plan::{OpenApiPlan, Plan, SchemaLocation, Transport, UpstreamPlan};
+
+/// Supplies OpenAPI documents. ptc-plan reads files; a runtime that may use the network
+/// supplies one that also fetches `schema_url`s.
+pub trait DocumentSource {
+    /// The document's bytes, at most `max_bytes` of them; an error message otherwise.
+    fn fetch(&self, location: &SchemaLocation, max_bytes: u64) -> Result<Vec<u8>, String>;
+}
+
+/// Reads `schema_file` documents from disk and refuses `schema_url` (ptc-plan never uses the network).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct FileSource;
+
+impl DocumentSource for FileSource {
+    fn fetch(&self, location: &SchemaLocation, max_bytes: u64) -> Result<Vec<u8>, String> {
+        match location {
+            SchemaLocation::File(path) => read_capped(Path::new(path), max_bytes),
+            SchemaLocation::Url(url) => Err(format!(
+                "cannot fetch schema_url `{url}` here: this loader reads local files only"
+            )),
+        }
+    }
+}
+
+/// Reads a file, checking its size before reading so a huge file is refused without loading it.
+pub fn read_capped(path: &Path, max_bytes: u64) -> Result<Vec<u8>, String> {
+    let meta =
+        std::fs::metadata(path).map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
+    if !meta.is_file() {
+        return Err(format!("`{}` is not a file", path.display()));
+    }
+    if meta.len() > max_bytes {
+        return Err(format!(
+            "`{}` is {} bytes, over the {max_bytes}-byte cap (schema_max_bytes)",
+            path.display(),
+            meta.len()
+        ));
+    }
+    std::fs::read(path).map_err(|e| format!("cannot read `{}`: {e}", path.display()))
+}
+
+/// A loaded deployment: the plan, the literal secrets kept apart from it, and every file read
+/// (so the compile-time macro can make cargo rebuild when one changes).
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    /// The validated plan.
+    pub plan: Plan,
+    /// Literal credential values; never part of the plan.
+    pub secrets: Secrets,
+    /// Config and document files read, in order.
+    pub files: Vec<PathBuf>,
+}
+
+/// Loads and compiles the config at `path`, reading documents from disk.
+pub fn load(path: &Path) -> Result<Loaded, Diagnostics> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        Diagnostics(vec![
+            Diagnostic::new(path, "", format!("cannot read config: {e}")).help("check the path"),
+        ])
+    })?;
+    load_str(&text, path, &FileSource)
+}
+
+/// Compiles config `text` that was read from `path`, fetching documents through `source`.
+pub fn load_str(
+    text: &str,
+    path: &Path,
+    source: &dyn DocumentSource,
+) -> Result<Loaded, Diagnostics> {
+    let base_dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let base_dir = crate::paths::normalize(&std::path::absolute(&base_dir).unwrap_or(base_dir));
+    let (config, secrets) = config::parse(text, path, &base_dir)?;
+    let mut diags = Diagnostics::default();
+    let mut files = vec![path.to_path_buf()];
+    let mut upstreams = Vec::with_capacity(config.upstreams.len());
+    for up in config.upstreams {
+        let transport = match up.kind {
+            UpstreamKind::McpStdio(p) => Transport::McpStdio(p),
+            UpstreamKind::McpHttp(p) => Transport::McpHttp(p),
+            UpstreamKind::Openapi(cfg) => {
+                let doc_name = match &cfg.schema {
+                    SchemaLocation::File(p) => PathBuf::from(p),
+                    SchemaLocation::Url(u) => PathBuf::from(u),
+                };
+                let field = match &cfg.schema {
+                    SchemaLocation::File(_) => "schema_file",
+                    SchemaLocation::Url(_) => "schema_url",
+                };
+                let fetched = source.fetch(&cfg.schema, cfg.schema_max_bytes);
+                if let SchemaLocation::File(p) = &cfg.schema {
+                    files.push(PathBuf::from(p));
+                }
+                let doc = fetched.map_err(|m| {
+                    Box::new(
+                        Diagnostic::new(path, pointer_join(&up.pointer, field), m)
+                            .upstream(&up.name)
+                            .help(format!("fix `{field}` or raise `schema_max_bytes`")),
+                    )
+                });
+                let doc = doc.and_then(|bytes| {
+                    openapi::document::parse(&bytes, &doc_name)
+                        .map_err(|d| Box::new(d.upstream(&up.name)))
+                });
+                let doc = match doc {
+                    Ok(doc) => doc,
+                    Err(d) => {
+                        diags.push(*d);
+                        continue;
+                    }
+                };
+                let origin = Origin {
+                    upstream: &up.name,
+                    config_file: path,
+                    config_pointer: &up.pointer,
+                    doc_file: &doc_name,
+                };
+                let tools = openapi::compile::compile(&origin, &cfg, &doc, &mut diags);
+                Transport::Openapi(OpenApiPlan {
+                    base_url: cfg.base_url,
+                    schema: cfg.schema,
+                    schema_max_bytes: cfg.schema_max_bytes,
+                    http: cfg.http,
+                    tools,
+                })
+            }
+        };
+        upstreams.push(UpstreamPlan {
+            name: up.name,
+            description: up.description,
+            transport,
+        });
+    }
+    if !diags.is_empty() {
+        return Err(diags);
+    }
+    Ok(Loaded {
+        plan: Plan {
+            credentials: config.credentials,
+            upstreams,
+        },
+        secrets,
+        files,
+    })
+}

@@ -1,0 +1,935 @@
+//! Compiling the included operations of one OpenAPI upstream into tools.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde_json::{Map, Value, json};
+
+use super::document::Document;
+use super::extensions::{self, Extensions};
+use super::resolve::{RefError, Resolver};
+use crate::config::{OpenApiConfig, OperationOverride};
+use crate::diagnostic::{Diagnostic, Diagnostics, pointer_join};
+use crate::names;
+use crate::plan::{Annotations, OperationBinding, Param, ParamLocation, ToolPlan};
+use crate::suggest::did_you_mean;
+
+const METHODS: [&str; 8] = [
+    "get", "put", "post", "delete", "options", "head", "patch", "trace",
+];
+
+/// Where the upstream came from, for messages.
+pub struct Origin<'a> {
+    /// The upstream's name.
+    pub upstream: &'a str,
+    /// The config file and the upstream's pointer in it.
+    pub config_file: &'a Path,
+    /// Pointer of the upstream entry in the config.
+    pub config_pointer: &'a str,
+    /// The OpenAPI document's file (or URL).
+    pub doc_file: &'a Path,
+}
+
+/// An operation found in the document.
+struct Located<'d> {
+    path: &'d str,
+    method: &'d str,
+    op: &'d Map<String, Value>,
+    path_item: &'d Map<String, Value>,
+    pointer: String,
+}
+
+/// Compiles the upstream's included operations, reporting every problem into `diags`.
+pub fn compile(
+    origin: &Origin,
+    cfg: &OpenApiConfig,
+    doc: &Document,
+    diags: &mut Diagnostics,
+) -> Vec<ToolPlan> {
+    let resolver = Resolver::new(&doc.root, doc.version);
+    let index = index_operations(origin, &resolver, &doc.root, diags);
+    let mut tools: Vec<ToolPlan> = Vec::new();
+    let includes_at = pointer_join(origin.config_pointer, "include_operations");
+    for (i, id) in cfg.include_operations.iter().enumerate() {
+        let Some(found) = index.get(id.as_str()) else {
+            let ids = index.keys().copied();
+            diags.push(
+                Diagnostic::new(
+                    origin.config_file,
+                    pointer_join(&includes_at, &i.to_string()),
+                    format!(
+                        "include_operations names `{id}`, which is not an operationId in {}{}",
+                        origin.doc_file.display(),
+                        did_you_mean(id, ids)
+                    ),
+                )
+                .upstream(origin.upstream)
+                .operation(id)
+                .help("fix the operationId, or update the document if the API renamed it"),
+            );
+            continue;
+        };
+        let overrides = cfg.overrides.get(id).cloned().unwrap_or_default();
+        let mut op = OpCompiler {
+            origin,
+            cfg,
+            resolver: &resolver,
+            id,
+            found,
+            overrides: &overrides,
+            diags,
+            failed: false,
+        };
+        if let Some(tool) = op.compile() {
+            tools.push(tool);
+        }
+    }
+    check_collisions(origin, cfg, &tools, diags);
+    tools
+}
+
+fn index_operations<'d>(
+    origin: &Origin,
+    resolver: &Resolver<'d>,
+    root: &'d Value,
+    diags: &mut Diagnostics,
+) -> BTreeMap<&'d str, Located<'d>> {
+    let mut index: BTreeMap<&str, Located> = BTreeMap::new();
+    let Some(paths) = root.get("paths").and_then(Value::as_object) else {
+        return index;
+    };
+    for (path, item) in paths {
+        let item_at = pointer_join("/paths", path);
+        let item = match resolver.follow(item, &item_at) {
+            Ok((Value::Object(m), _)) => m,
+            _ => continue,
+        };
+        for method in METHODS {
+            let Some(Value::Object(op)) = item.get(method) else {
+                continue;
+            };
+            let Some(Value::String(id)) = op.get("operationId") else {
+                continue;
+            };
+            let pointer = pointer_join(&item_at, method);
+            if let Some(prev) = index.get(id.as_str()) {
+                diags.push(
+                    Diagnostic::new(
+                        origin.doc_file,
+                        &pointer,
+                        format!("operationId `{id}` is used twice"),
+                    )
+                    .upstream(origin.upstream)
+                    .operation(id)
+                    .help(format!(
+                        "it is also {} {}; operationIds must be unique",
+                        prev.method.to_uppercase(),
+                        prev.path
+                    )),
+                );
+                continue;
+            }
+            index.insert(
+                id,
+                Located {
+                    path,
+                    method,
+                    op,
+                    path_item: item,
+                    pointer,
+                },
+            );
+        }
+    }
+    index
+}
+
+struct OpCompiler<'a, 'd> {
+    origin: &'a Origin<'a>,
+    cfg: &'a OpenApiConfig,
+    resolver: &'a Resolver<'d>,
+    id: &'a str,
+    found: &'a Located<'d>,
+    overrides: &'a OperationOverride,
+    diags: &'a mut Diagnostics,
+    failed: bool,
+}
+
+/// One query or path parameter, as declared.
+struct Declared {
+    name: String,
+    location: ParamLocation,
+    required: bool,
+    repeated: bool,
+    schema: Value,
+}
+
+impl OpCompiler<'_, '_> {
+    fn error(&mut self, pointer: &str, message: impl Into<String>, help: impl Into<String>) {
+        self.failed = true;
+        self.diags.push(
+            Diagnostic::new(self.origin.doc_file, pointer, message)
+                .upstream(self.origin.upstream)
+                .operation(self.id)
+                .help(help),
+        );
+    }
+
+    fn config_error(&mut self, field: &str, message: impl Into<String>, help: impl Into<String>) {
+        self.failed = true;
+        let at = pointer_join(
+            &pointer_join(self.origin.config_pointer, "operation_overrides"),
+            self.id,
+        );
+        self.diags.push(
+            Diagnostic::new(self.origin.config_file, pointer_join(&at, field), message)
+                .upstream(self.origin.upstream)
+                .operation(self.id)
+                .help(help),
+        );
+    }
+
+    fn ref_error(&mut self, e: RefError) {
+        self.error(&e.pointer, e.message, "fix the reference in the document");
+    }
+
+    fn compile(&mut self) -> Option<ToolPlan> {
+        let op = self.found.op;
+        let at = self.found.pointer.clone();
+        let remove = "remove it from include_operations";
+        let (ext, problems) = extensions::read(op);
+        for (key, message) in problems {
+            self.error(
+                &pointer_join(&at, &key),
+                message,
+                "fix the extension (see docs/openapi.md)",
+            );
+        }
+        let method = self.found.method.to_uppercase();
+        if method != "GET" {
+            let also = if ext.read_only == Some(true) {
+                " (x-ptc-read-only does not enable write methods)"
+            } else {
+                ""
+            };
+            self.error(
+                &at,
+                format!("uses method {method}; v1 supports GET only{also}"),
+                remove,
+            );
+        }
+        if ext.read_only == Some(false) {
+            self.error(
+                &pointer_join(&at, "x-ptc-read-only"),
+                "is marked x-ptc-read-only: false; v1 exposes read-only operations only",
+                remove,
+            );
+        }
+        if op.get("deprecated") == Some(&Value::Bool(true)) && !self.overrides.allow_deprecated {
+            self.error(
+                &pointer_join(&at, "deprecated"),
+                "is deprecated, so it is hidden",
+                format!(
+                    "{remove}, or set operation_overrides.{}.allow_deprecated to true to expose it anyway",
+                    self.id
+                ),
+            );
+        }
+        if op.contains_key("requestBody") {
+            self.error(
+                &pointer_join(&at, "requestBody"),
+                "has a requestBody; v1 GET operations cannot send bodies",
+                remove,
+            );
+        }
+        let base_url = self.operation_server(&at);
+        let params = self.parameters(&at);
+        let name = self.name(&ext);
+        let input_schema = self.input_schema(&params, &ext);
+        let mut unvalidated = Vec::new();
+        let output_schema = self.output_schema(&at, &mut unvalidated);
+        for (location, schema) in params.iter().map(|p| (&p.name, &p.schema)) {
+            collect_unvalidated(schema, &format!("param {location}"), &mut unvalidated);
+        }
+        let default_args = self.default_args(&params, &ext);
+        if let Some(p) = &ext.pagination
+            && !params
+                .iter()
+                .any(|d| d.name == p.cursor_arg && d.location == ParamLocation::Query)
+        {
+            self.error(
+                &pointer_join(&at, "x-ptc-pagination"),
+                format!(
+                    "x-ptc-pagination.cursor_arg `{}` is not a query parameter of this operation",
+                    p.cursor_arg
+                ),
+                "name the query parameter that carries the cursor",
+            );
+        }
+        if self.failed {
+            return None;
+        }
+        let http = &self.cfg.http;
+        let max_response_bytes = [
+            Some(http.max_response_bytes),
+            self.overrides.max_response_bytes,
+            ext.max_response_bytes,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+        .unwrap_or(http.max_response_bytes);
+        let request_timeout_ms = self
+            .overrides
+            .request_timeout_ms
+            .map_or(http.request_timeout_ms, |t| t.min(http.request_timeout_ms));
+        let notes = match (ext.notes.clone(), self.overrides.notes.clone()) {
+            (Some(a), Some(b)) => Some(format!("{a}\n{b}")),
+            (a, b) => a.or(b),
+        };
+        Some(ToolPlan {
+            name,
+            description: self.description(),
+            input_schema,
+            output_schema,
+            annotations: Annotations {
+                read_only_hint: true,
+            },
+            ptc: OperationBinding {
+                transport: "openapi".into(),
+                operation_id: self.id.to_string(),
+                method,
+                path: self.found.path.to_string(),
+                base_url,
+                params: params
+                    .iter()
+                    .map(|d| Param {
+                        name: d.name.clone(),
+                        location: d.location,
+                        required: d.required && !default_args.contains_key(&d.name),
+                        repeated: d.repeated,
+                    })
+                    .collect(),
+                default_args,
+                request_timeout_ms,
+                connect_timeout_ms: http.connect_timeout_ms.min(request_timeout_ms),
+                max_response_bytes,
+                result_path: ext.result_path,
+                pagination: ext.pagination,
+                notes,
+                unvalidated,
+            },
+        })
+    }
+
+    fn name(&mut self, ext: &Extensions) -> String {
+        let (raw, source) = match (&self.overrides.name, &ext.name) {
+            (Some(n), _) => (n.as_str(), "operation_overrides name"),
+            (None, Some(n)) => (n.as_str(), "x-ptc-name"),
+            (None, None) => (self.id, "operationId"),
+        };
+        let name = names::normalize(raw);
+        let problem = if name.is_empty() {
+            Some("it is empty after normalisation")
+        } else {
+            names::invalid_reason(&name)
+        };
+        if let Some(why) = problem {
+            let message = format!(
+                "exposed name `{name}` (from {source} `{raw}`) is not a valid PTC-Lisp symbol: {why}"
+            );
+            let help = format!(
+                "set operation_overrides.{}.name to a name like `list-traces`",
+                self.id
+            );
+            if self.overrides.name.is_some() {
+                self.config_error("name", message, help);
+            } else {
+                let at = self.found.pointer.clone();
+                self.error(&at, message, help);
+            }
+        }
+        name
+    }
+
+    fn description(&self) -> String {
+        if let Some(d) = &self.overrides.description {
+            return d.clone();
+        }
+        let get = |k: &str| {
+            self.found
+                .op
+                .get(k)
+                .and_then(Value::as_str)
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+        };
+        match (get("summary"), get("description")) {
+            (Some(s), Some(d)) if d.starts_with(s) => d.to_string(),
+            (Some(s), Some(d)) => format!("{s}\n\n{d}"),
+            (a, b) => a.or(b).unwrap_or_default().to_string(),
+        }
+    }
+
+    /// Same-origin operation-level servers are allowed and give the operation its own base URL.
+    fn operation_server(&mut self, at: &str) -> Option<String> {
+        let servers = self.found.op.get("servers")?.as_array()?;
+        let base = url::Url::parse(&self.cfg.base_url).ok()?;
+        let mut chosen = None;
+        for (i, server) in servers.iter().enumerate() {
+            let server_at = pointer_join(&pointer_join(at, "servers"), &i.to_string());
+            let Some(raw) = server.get("url").and_then(Value::as_str) else {
+                self.error(
+                    &server_at,
+                    "server entry has no `url`",
+                    "give each server a url",
+                );
+                continue;
+            };
+            let expanded = expand_server_variables(raw, server.get("variables"));
+            let resolved = match base.join(&expanded) {
+                Ok(u) => u,
+                Err(e) => {
+                    self.error(
+                        &server_at,
+                        format!("server url `{raw}` is invalid: {e}"),
+                        "fix the server url",
+                    );
+                    continue;
+                }
+            };
+            let same_origin = resolved.scheme() == base.scheme()
+                && resolved.host_str() == base.host_str()
+                && resolved.port_or_known_default() == base.port_or_known_default();
+            if !same_origin {
+                self.error(
+                    &server_at,
+                    format!(
+                        "has operation-level server `{raw}`, which is not same-origin with base_url `{}`",
+                        self.cfg.base_url
+                    ),
+                    "v1 never calls other hosts than base_url; remove it from include_operations",
+                );
+            } else if chosen.is_none() {
+                let url = resolved.as_str().trim_end_matches('/').to_string();
+                chosen = (url != self.cfg.base_url).then_some(url);
+            }
+        }
+        chosen
+    }
+
+    fn parameters(&mut self, at: &str) -> Vec<Declared> {
+        let mut declared: Vec<Declared> = Vec::new();
+        let sources = [
+            (
+                self.found.path_item.get("parameters"),
+                pointer_join(
+                    &self
+                        .found
+                        .pointer
+                        .rsplit_once('/')
+                        .map(|(p, _)| p.to_string())
+                        .unwrap_or_default(),
+                    "parameters",
+                ),
+            ),
+            (
+                self.found.op.get("parameters"),
+                pointer_join(at, "parameters"),
+            ),
+        ];
+        for (list, list_at) in sources {
+            let Some(list) = list else { continue };
+            let Some(items) = list.as_array() else {
+                self.error(
+                    &list_at,
+                    "`parameters` must be an array",
+                    "fix the document",
+                );
+                continue;
+            };
+            for (i, raw) in items.iter().enumerate() {
+                let p_at = pointer_join(&list_at, &i.to_string());
+                let (param, p_at) = match self.resolver.follow(raw, &p_at) {
+                    Ok(x) => x,
+                    Err(e) => {
+                        self.ref_error(e);
+                        continue;
+                    }
+                };
+                if let Some(d) = self.parameter(param, &p_at) {
+                    // Operation-level parameters override path-item-level ones with the same name and location.
+                    declared.retain(|o| !(o.name == d.name && o.location == d.location));
+                    declared.push(d);
+                }
+            }
+        }
+        self.check_path_template(at, &declared);
+        declared.sort_by_key(|d| d.location != ParamLocation::Path);
+        declared
+    }
+
+    fn parameter(&mut self, param: &Value, at: &str) -> Option<Declared> {
+        let name = param.get("name").and_then(Value::as_str);
+        let location = param.get("in").and_then(Value::as_str);
+        let (Some(name), Some(location)) = (name, location) else {
+            self.error(
+                at,
+                "parameter needs a string `name` and `in`",
+                "fix the document",
+            );
+            return None;
+        };
+        let location = match location {
+            "path" => ParamLocation::Path,
+            "query" => ParamLocation::Query,
+            "header" | "cookie" => {
+                self.error(
+                    at,
+                    format!("has {location} parameter `{name}`; programs cannot set {location}s in v1"),
+                    "remove it from include_operations, or, if the value is constant, drop the parameter and set it in static_headers",
+                );
+                return None;
+            }
+            other => {
+                self.error(
+                    at,
+                    format!("parameter `{name}` has unknown location `{other}`"),
+                    "use path or query",
+                );
+                return None;
+            }
+        };
+        let required = param.get("required") == Some(&Value::Bool(true));
+        if location == ParamLocation::Path && !required {
+            self.error(
+                at,
+                format!("path parameter `{name}` is not marked required"),
+                "path parameters must have `required: true` (OpenAPI requires it)",
+            );
+        }
+        if param.get("content").is_some() {
+            self.error(
+                at,
+                format!("parameter `{name}` uses `content` serialisation; v1 supports `schema` parameters only"),
+                "remove it from include_operations",
+            );
+            return None;
+        }
+        let style = param.get("style").and_then(Value::as_str);
+        let default_style = if location == ParamLocation::Path {
+            "simple"
+        } else {
+            "form"
+        };
+        if style.is_some_and(|s| s != default_style) {
+            self.error(
+                at,
+                format!(
+                    "parameter `{name}` uses style `{}`; v1 supports the default style only",
+                    style.unwrap_or_default()
+                ),
+                "remove it from include_operations",
+            );
+            return None;
+        }
+        let raw_schema = param
+            .get("schema")
+            .cloned()
+            .unwrap_or_else(|| json!({"type": "string"}));
+        let mut notes = Vec::new();
+        let mut schema =
+            match self
+                .resolver
+                .inline(&raw_schema, &pointer_join(at, "schema"), &mut notes)
+            {
+                Ok(s) => s,
+                Err(e) => {
+                    self.ref_error(e);
+                    return None;
+                }
+            };
+        if let Value::Object(m) = &mut schema {
+            m.entry("type").or_insert_with(|| json!("string"));
+            if let Some(d) = param.get("description").and_then(Value::as_str) {
+                m.entry("description").or_insert_with(|| json!(d));
+            }
+        }
+        let kind = scalar_kind(&schema);
+        let repeated = kind == Kind::Array;
+        let explode = param
+            .get("explode")
+            .and_then(Value::as_bool)
+            .unwrap_or(true);
+        match kind {
+            Kind::Scalar => {}
+            Kind::Array if location == ParamLocation::Query && explode => {}
+            _ => {
+                self.error(
+                    &pointer_join(at, "schema"),
+                    format!(
+                        "{} parameter `{name}` is not a simple value (string, number, integer, boolean{})",
+                        if location == ParamLocation::Path { "path" } else { "query" },
+                        if location == ParamLocation::Query { ", or an exploded array of them" } else { "" }
+                    ),
+                    "v1 supports simple parameters only; remove it from include_operations",
+                );
+                return None;
+            }
+        }
+        Some(Declared {
+            name: name.to_string(),
+            location,
+            required: required || location == ParamLocation::Path,
+            repeated,
+            schema,
+        })
+    }
+
+    fn check_path_template(&mut self, at: &str, declared: &[Declared]) {
+        let placeholders = path_placeholders(self.found.path);
+        let missing: Vec<&str> = placeholders
+            .iter()
+            .copied()
+            .filter(|p| {
+                !declared
+                    .iter()
+                    .any(|d| d.location == ParamLocation::Path && d.name == *p)
+            })
+            .collect();
+        if !missing.is_empty() {
+            self.error(
+                at,
+                format!(
+                    "path template `{}` uses {} that {} not declared as path parameter{}",
+                    self.found.path,
+                    missing
+                        .iter()
+                        .map(|m| format!("`{{{m}}}`"))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    if missing.len() == 1 { "is" } else { "are" },
+                    if missing.len() == 1 { "" } else { "s" },
+                ),
+                "declare each placeholder as a parameter with `in: path` and `required: true`",
+            );
+        }
+        for d in declared
+            .iter()
+            .filter(|d| d.location == ParamLocation::Path)
+        {
+            if !placeholders.contains(&d.name.as_str()) {
+                self.error(
+                    at,
+                    format!(
+                        "declares path parameter `{}` but the template `{}` has no `{{{}}}`",
+                        d.name, self.found.path, d.name
+                    ),
+                    "remove the parameter or fix the path template",
+                );
+            }
+        }
+    }
+
+    fn default_args(&mut self, params: &[Declared], ext: &Extensions) -> Map<String, Value> {
+        let (defaults, from_override) = match (&self.overrides.default_args, &ext.default_args) {
+            (Some(d), _) => (d.clone(), true),
+            (None, Some(d)) => (d.clone(), false),
+            (None, None) => return Map::new(),
+        };
+        let mut out = Map::new();
+        for (key, value) in defaults {
+            let problem = match params.iter().find(|p| p.name == key) {
+                None => Some(format!(
+                    "default arg `{key}` is not a parameter of this operation{}",
+                    did_you_mean(&key, params.iter().map(|p| p.name.as_str()))
+                )),
+                Some(p) => value_problem(&p.schema, &value)
+                    .map(|why| format!("default arg `{key}` = {value} {why}")),
+            };
+            match problem {
+                Some(message) if from_override => {
+                    self.config_error(
+                        &format!("default_args/{key}"),
+                        message,
+                        "fix or remove the default",
+                    );
+                }
+                Some(message) => {
+                    let at = pointer_join(&self.found.pointer, "x-ptc-default-args");
+                    self.error(&at, message, "fix or remove the default");
+                }
+                None => {
+                    out.insert(key, value);
+                }
+            }
+        }
+        out
+    }
+
+    fn input_schema(&mut self, params: &[Declared], ext: &Extensions) -> Value {
+        let defaults = self
+            .overrides
+            .default_args
+            .as_ref()
+            .or(ext.default_args.as_ref());
+        let mut properties = Map::new();
+        let mut required = Vec::new();
+        for p in params {
+            let mut schema = p.schema.clone();
+            if let (Some(d), Value::Object(m)) =
+                (defaults.and_then(|d| d.get(&p.name)), &mut schema)
+            {
+                m.insert("default".into(), d.clone());
+            }
+            let defaulted = defaults.is_some_and(|d| d.contains_key(&p.name));
+            if p.required && !defaulted && !required.contains(&json!(p.name)) {
+                required.push(json!(p.name));
+            }
+            properties.insert(p.name.clone(), schema);
+        }
+        json!({
+            "type": "object",
+            "properties": properties,
+            "required": required,
+            "additionalProperties": false
+        })
+    }
+
+    fn output_schema(&mut self, at: &str, unvalidated: &mut Vec<String>) -> Value {
+        let responses_at = pointer_join(at, "responses");
+        let Some(responses) = self.found.op.get("responses").and_then(Value::as_object) else {
+            self.error(
+                at,
+                "has no responses",
+                "document at least one 2xx JSON response",
+            );
+            return Value::Null;
+        };
+        let mut success: Vec<(&String, &Value)> = responses
+            .iter()
+            .filter(|(code, _)| code.starts_with('2') && code.len() == 3)
+            .collect();
+        success.sort_by(|a, b| a.0.cmp(b.0));
+        if success.is_empty() {
+            self.error(
+                &responses_at,
+                "has no 2xx response",
+                "document the success response (JSON, or 204 for none)",
+            );
+            return Value::Null;
+        }
+        let mut output: Option<Value> = None;
+        for (code, response) in success {
+            let r_at = pointer_join(&responses_at, code);
+            let (response, r_at) = match self.resolver.follow(response, &r_at) {
+                Ok(x) => x,
+                Err(e) => {
+                    self.ref_error(e);
+                    continue;
+                }
+            };
+            let content = response.get("content").and_then(Value::as_object);
+            let Some(content) = content.filter(|c| !c.is_empty()) else {
+                continue;
+            };
+            let json_entry = content.iter().find(|(media, _)| is_json_media(media));
+            let Some((media, entry)) = json_entry else {
+                let kinds = content.keys().cloned().collect::<Vec<_>>().join(", ");
+                self.error(
+                    &pointer_join(&r_at, "content"),
+                    format!(
+                        "{code} response is not JSON ({kinds}); v1 supports JSON responses only"
+                    ),
+                    "remove it from include_operations",
+                );
+                continue;
+            };
+            if output.is_none() {
+                let schema_at = pointer_join(
+                    &pointer_join(&pointer_join(&r_at, "content"), media),
+                    "schema",
+                );
+                let schema = match entry.get("schema") {
+                    None => json!({}),
+                    Some(s) => match self.resolver.inline(s, &schema_at, unvalidated) {
+                        Ok(s) => s,
+                        Err(e) => {
+                            self.ref_error(e);
+                            json!({})
+                        }
+                    },
+                };
+                output = Some(schema);
+            }
+        }
+        output.unwrap_or_else(|| json!({"type": "null"}))
+    }
+}
+
+#[derive(PartialEq)]
+enum Kind {
+    Scalar,
+    Array,
+    Complex,
+}
+
+/// Whether a (normalised) parameter schema is a scalar, an array of scalars, or something else.
+fn scalar_kind(schema: &Value) -> Kind {
+    let types: Vec<&str> = match schema.get("type") {
+        Some(Value::String(t)) => vec![t.as_str()],
+        Some(Value::Array(ts)) => ts
+            .iter()
+            .filter_map(Value::as_str)
+            .filter(|t| *t != "null")
+            .collect(),
+        _ => vec!["string"],
+    };
+    let scalar = |t: &&str| matches!(*t, "string" | "integer" | "number" | "boolean");
+    if types.iter().all(scalar) {
+        Kind::Scalar
+    } else if types == ["array"]
+        && schema
+            .get("items")
+            .is_none_or(|i| scalar_kind(i) == Kind::Scalar)
+    {
+        Kind::Array
+    } else {
+        Kind::Complex
+    }
+}
+
+/// Why `value` does not fit the parameter `schema` (type and enum only), if it does not.
+fn value_problem(schema: &Value, value: &Value) -> Option<String> {
+    if let Some(Value::Array(allowed)) = schema.get("enum")
+        && !allowed.contains(value)
+    {
+        let list = allowed
+            .iter()
+            .map(Value::to_string)
+            .collect::<Vec<_>>()
+            .join(", ");
+        return Some(format!("is not one of the allowed values ({list})"));
+    }
+    let types: Vec<&str> = match schema.get("type") {
+        Some(Value::String(t)) => vec![t.as_str()],
+        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
+        _ => return None,
+    };
+    let fits = |t: &str| match t {
+        "string" => value.is_string(),
+        "integer" => value.is_i64() || value.is_u64(),
+        "number" => value.is_number(),
+        "boolean" => value.is_boolean(),
+        "array" => value.is_array(),
+        "null" => value.is_null(),
+        _ => true,
+    };
+    (!types.iter().any(|t| fits(t)))
+        .then(|| format!("does not match the parameter type {}", types.join(" | ")))
+}
+
+fn collect_unvalidated(schema: &Value, label: &str, out: &mut Vec<String>) {
+    if let Value::Object(m) = schema {
+        for key in ["allOf", "anyOf", "oneOf", "not"] {
+            if m.contains_key(key) {
+                out.push(format!("{key} in {label}"));
+            }
+        }
+    }
+}
+
+fn is_json_media(media: &str) -> bool {
+    let essence = media
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    essence == "application/json"
+        || (essence.starts_with("application/") && essence.ends_with("+json"))
+}
+
+fn path_placeholders(path: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = path;
+    while let Some(start) = rest.find('{') {
+        let after = &rest[start + 1..];
+        let Some(end) = after.find('}') else { break };
+        out.push(&after[..end]);
+        rest = &after[end + 1..];
+    }
+    out
+}
+
+fn expand_server_variables(url: &str, variables: Option<&Value>) -> String {
+    let mut out = url.to_string();
+    if let Some(Value::Object(vars)) = variables {
+        for (name, var) in vars {
+            if let Some(default) = var.get("default").and_then(Value::as_str) {
+                out = out.replace(&format!("{{{name}}}"), default);
+            }
+        }
+    }
+    out
+}
+
+fn check_collisions(
+    origin: &Origin,
+    cfg: &OpenApiConfig,
+    tools: &[ToolPlan],
+    diags: &mut Diagnostics,
+) {
+    let mut seen: BTreeMap<&str, &str> = BTreeMap::new();
+    for tool in tools {
+        if let Some(first) = seen.insert(&tool.name, &tool.ptc.operation_id) {
+            let second = &tool.ptc.operation_id;
+            let i = cfg
+                .include_operations
+                .iter()
+                .position(|o| o == second)
+                .unwrap_or(0);
+            diags.push(
+                Diagnostic::new(
+                    origin.config_file,
+                    pointer_join(&pointer_join(origin.config_pointer, "include_operations"), &i.to_string()),
+                    format!("operations `{first}` and `{second}` both become tool `{}` after name normalisation", tool.name),
+                )
+                .upstream(origin.upstream)
+                .operation(second)
+                .help(format!("give one a distinct name: operation_overrides.{second}.name")),
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placeholders() {
+        assert_eq!(
+            path_placeholders("/a/{id}/b/{step_id}"),
+            vec!["id", "step_id"]
+        );
+        assert!(path_placeholders("/a").is_empty());
+    }
+
+    #[test]
+    fn json_media_types() {
+        assert!(is_json_media("application/json"));
+        assert!(is_json_media("application/json; charset=utf-8"));
+        assert!(is_json_media("application/problem+json"));
+        assert!(!is_json_media("text/plain"));
+        assert!(!is_json_media("application/jsonl"));
+    }
+
+    #[test]
+    fn param_kinds() {
+        assert!(scalar_kind(&json!({"type": "string"})) == Kind::Scalar);
+        assert!(scalar_kind(&json!({"type": ["integer", "null"]})) == Kind::Scalar);
+        assert!(scalar_kind(&json!({"type": "array", "items": {"type": "string"}})) == Kind::Array);
+        assert!(scalar_kind(&json!({"type": "object"})) == Kind::Complex);
+    }
+}

@@ -1,0 +1,347 @@
+//! The validated plan: what every later stage consumes.
+//!
+//! A `Plan` is plain data (serde both ways) so the compile-time path (`ptc_upstreams!` emits it as
+//! Rust) and the run-time path (`ptc serve` loads it directly) see the same thing. It never holds a
+//! secret value: credentials appear as bindings (where to read the secret), literal values live in
+//! [`crate::Secrets`], which cannot be serialised.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// Everything a host needs to run a deployment's upstreams.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    /// Named credential bindings, sorted by name.
+    pub credentials: Vec<CredentialBinding>,
+    /// Upstreams, sorted by name.
+    pub upstreams: Vec<UpstreamPlan>,
+}
+
+impl Plan {
+    /// The upstream called `name`.
+    pub fn upstream(&self, name: &str) -> Option<&UpstreamPlan> {
+        self.upstreams.iter().find(|u| u.name == name)
+    }
+
+    /// The credential binding called `name`.
+    pub fn credential(&self, name: &str) -> Option<&CredentialBinding> {
+        self.credentials.iter().find(|c| c.name == name)
+    }
+}
+
+/// Where a secret is read from. Values are read per request by the runtime, never stored here.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CredentialBinding {
+    /// Binding name referenced by `auth` emitters.
+    pub name: String,
+    /// Source of the secret.
+    pub source: CredentialSource,
+    /// What the secret is meant for; checked against the emitters that use it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheme_hint: Option<SchemeHint>,
+}
+
+/// Source of a secret value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "source", rename_all = "snake_case")]
+pub enum CredentialSource {
+    /// An environment variable, read on each use.
+    Env {
+        /// Variable name.
+        var: String,
+    },
+    /// A file, read on each use (so rotation needs no restart); trailing whitespace is trimmed.
+    File {
+        /// Absolute path (relative paths were resolved against the config's folder).
+        path: String,
+    },
+    /// A value written in the config; held in [`crate::Secrets`], never in the plan.
+    Literal,
+}
+
+/// What a credential is meant to be used as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SchemeHint {
+    /// A bearer token.
+    Bearer,
+    /// `user:pass` or `{"user","pass"}`.
+    Basic,
+    /// A raw value for a custom header.
+    Raw,
+}
+
+/// One configured upstream.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UpstreamPlan {
+    /// Namespace the upstream's tools live in (`observatory` in `observatory/list-traces`).
+    pub name: String,
+    /// Operator description shown by `(tool/servers)`.
+    #[serde(default)]
+    pub description: String,
+    /// How the upstream is reached.
+    pub transport: Transport,
+}
+
+/// How an upstream is reached, with its transport-specific settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "transport", rename_all = "snake_case")]
+pub enum Transport {
+    /// A read-only HTTPS JSON API described by OpenAPI; its tools are compiled here.
+    Openapi(OpenApiPlan),
+    /// An MCP server spawned as a child process speaking stdio; tools are listed at run time.
+    McpStdio(McpStdioPlan),
+    /// An MCP server over Streamable HTTP; tools are listed at run time.
+    McpHttp(McpHttpPlan),
+}
+
+impl Transport {
+    /// The transport tag as written in the config.
+    pub fn tag(&self) -> &'static str {
+        match self {
+            Transport::Openapi(_) => "openapi",
+            Transport::McpStdio(_) => "mcp_stdio",
+            Transport::McpHttp(_) => "mcp_http",
+        }
+    }
+}
+
+/// Settings shared by the HTTP-based transports.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HttpSettings {
+    /// Header emitters, applied in order.
+    pub auth: Vec<AuthEmitter>,
+    /// Non-secret headers sent on every request, names lowercased, sorted.
+    pub static_headers: Vec<(String, String)>,
+    /// `http://` allowed.
+    pub allow_insecure_http: bool,
+    /// Credentials may be sent over `http://`.
+    pub allow_insecure_auth: bool,
+    /// Whole-request timeout.
+    pub request_timeout_ms: u64,
+    /// Connect timeout.
+    pub connect_timeout_ms: u64,
+    /// Largest response body read before giving up with `response_too_large`.
+    pub max_response_bytes: u64,
+    /// Idle connections kept per host.
+    pub pool_size: u32,
+    /// Retry policy for idempotent requests that failed in transit or with 502/503/504.
+    pub backoff: Backoff,
+}
+
+/// Retry policy: exponential backoff with full jitter between `initial_ms` and `max_ms`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Backoff {
+    /// Retries after the first attempt (0 = never retry).
+    pub max_retries: u32,
+    /// First delay.
+    pub initial_ms: u64,
+    /// Largest delay.
+    pub max_ms: u64,
+}
+
+/// Turns a credential binding into a request header.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "scheme", rename_all = "snake_case")]
+pub enum AuthEmitter {
+    /// `Authorization: Bearer <secret>`.
+    Bearer {
+        /// Credential binding name.
+        binding: String,
+    },
+    /// `Authorization: Basic base64(user:pass)`.
+    Basic {
+        /// Credential binding name.
+        binding: String,
+    },
+    /// `<header>: <secret>`.
+    CustomHeader {
+        /// Credential binding name.
+        binding: String,
+        /// Header name (an RFC 7230 token), as written.
+        header: String,
+    },
+}
+
+impl AuthEmitter {
+    /// The binding this emitter reads.
+    pub fn binding(&self) -> &str {
+        match self {
+            AuthEmitter::Bearer { binding }
+            | AuthEmitter::Basic { binding }
+            | AuthEmitter::CustomHeader { binding, .. } => binding,
+        }
+    }
+
+    /// The header this emitter sets, lowercased.
+    pub fn header(&self) -> String {
+        match self {
+            AuthEmitter::Bearer { .. } | AuthEmitter::Basic { .. } => "authorization".into(),
+            AuthEmitter::CustomHeader { header, .. } => header.to_ascii_lowercase(),
+        }
+    }
+}
+
+/// Where an OpenAPI document comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SchemaLocation {
+    /// A local file (absolute path).
+    File(String),
+    /// An HTTPS URL, fetched once at start-up by the runtime.
+    Url(String),
+}
+
+/// An OpenAPI upstream with its compiled tools.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OpenApiPlan {
+    /// Origin (and optional path prefix) every request goes to.
+    pub base_url: String,
+    /// Where the document came from.
+    pub schema: SchemaLocation,
+    /// Cap on the document's size.
+    pub schema_max_bytes: u64,
+    /// Transport settings.
+    pub http: HttpSettings,
+    /// The included operations, compiled, in `include_operations` order.
+    pub tools: Vec<ToolPlan>,
+}
+
+/// An MCP server started as a child process.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct McpStdioPlan {
+    /// Program to run (absolute, or looked up on `PATH`).
+    pub command: String,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// Extra environment variables, sorted by name.
+    pub env: Vec<(String, String)>,
+    /// Working directory (absolute), if set.
+    pub cwd: Option<String>,
+    /// Time allowed for the MCP initialize handshake.
+    pub handshake_timeout_ms: u64,
+    /// Time allowed for one tool call.
+    pub request_timeout_ms: u64,
+    /// Largest response accepted.
+    pub max_response_bytes: u64,
+}
+
+/// An MCP server over Streamable HTTP.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct McpHttpPlan {
+    /// Endpoint URL.
+    pub url: String,
+    /// Time allowed for the MCP initialize handshake.
+    pub handshake_timeout_ms: u64,
+    /// Transport settings.
+    pub http: HttpSettings,
+}
+
+/// One tool in the normalised catalog shape shared with MCP tool metadata.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolPlan {
+    /// Exposed, Lisp-facing name (kebab-case): `list-traces`.
+    pub name: String,
+    /// Description shown by discovery.
+    pub description: String,
+    /// JSON Schema of the arguments (an object of the path and query parameters).
+    #[serde(rename = "inputSchema")]
+    pub input_schema: Value,
+    /// JSON Schema of a successful result (`{"type":"null"}` for empty responses).
+    #[serde(rename = "outputSchema")]
+    pub output_schema: Value,
+    /// MCP-style hints.
+    pub annotations: Annotations,
+    /// Provenance and execution hints; shown by `meta`, never sent upstream.
+    #[serde(rename = "_ptc")]
+    pub ptc: OperationBinding,
+}
+
+/// MCP tool annotations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Annotations {
+    /// The tool does not change the world.
+    #[serde(rename = "readOnlyHint")]
+    pub read_only_hint: bool,
+}
+
+/// How a tool maps onto its OpenAPI operation, and how to execute it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OperationBinding {
+    /// Always `"openapi"`.
+    pub transport: String,
+    /// The original operationId.
+    #[serde(rename = "operationId")]
+    pub operation_id: String,
+    /// HTTP method (`GET` in v1).
+    pub method: String,
+    /// Path template relative to the base URL, e.g. `/api/traces/{id}`.
+    pub path: String,
+    /// Base URL for this operation when a same-origin operation-level server overrides the upstream's.
+    #[serde(rename = "baseUrl", default, skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    /// Parameters, path ones first, in declaration order.
+    pub params: Vec<Param>,
+    /// Arguments applied when the caller omits them.
+    #[serde(rename = "defaultArgs")]
+    pub default_args: Map<String, Value>,
+    /// Effective per-request timeout.
+    #[serde(rename = "requestTimeoutMs")]
+    pub request_timeout_ms: u64,
+    /// Effective connect timeout.
+    #[serde(rename = "connectTimeoutMs")]
+    pub connect_timeout_ms: u64,
+    /// Effective response cap: the smallest of the upstream's, the override's and the schema's.
+    #[serde(rename = "maxResponseBytes")]
+    pub max_response_bytes: u64,
+    /// `x-ptc-result-path`: where the interesting part of the result is (metadata only in v1).
+    #[serde(
+        rename = "resultPath",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub result_path: Option<String>,
+    /// `x-ptc-pagination`: how to ask for the next page (metadata only; no auto-paging).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pagination: Option<Pagination>,
+    /// `x-ptc-notes` and operator notes: agent guidance.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notes: Option<String>,
+    /// Schema constructs kept as metadata but not validated in v1 (`oneOf at /properties/x`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unvalidated: Vec<String>,
+}
+
+/// Where a parameter goes in the request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ParamLocation {
+    /// Substituted into the path template, percent-encoded as one segment.
+    Path,
+    /// Appended to the query string.
+    Query,
+}
+
+/// One request parameter.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Param {
+    /// Name on the wire.
+    pub name: String,
+    /// Where it goes.
+    #[serde(rename = "in")]
+    pub location: ParamLocation,
+    /// The caller must supply it (after default args).
+    pub required: bool,
+    /// Array values are sent as repeated `name=v` pairs (form style, explode).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub repeated: bool,
+}
+
+/// Cursor pagination shape (`x-ptc-pagination`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pagination {
+    /// Argument that carries the cursor.
+    pub cursor_arg: String,
+    /// Where the next cursor is in the result, e.g. `$.next_cursor`.
+    pub next_cursor_path: String,
+}
