@@ -115,6 +115,7 @@
    (def union clojure.set/union)
    (def intersection clojure.set/intersection)
    (def difference clojure.set/difference)
+   (defn regex? [x] (instance? java.util.regex.Pattern x))
    (defn parse-int [s] (when (string? s) (parse-long s)))
    (defn floor [x] (Math/floor x))
    (defn ceil [x] (Math/ceil x))
