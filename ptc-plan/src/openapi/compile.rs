@@ -175,14 +175,23 @@ impl OpCompiler<'_, '_> {
         );
     }
 
-    fn config_error(&mut self, field: &str, message: impl Into<String>, help: impl Into<String>) {
+    /// A problem in the operator's override; `field` is the path of tokens below the override.
+    fn config_error(
+        &mut self,
+        field: &[&str],
+        message: impl Into<String>,
+        help: impl Into<String>,
+    ) {
         self.failed = true;
-        let at = pointer_join(
+        let mut at = pointer_join(
             &pointer_join(self.origin.config_pointer, "operation_overrides"),
             self.id,
         );
+        for token in field {
+            at = pointer_join(&at, token);
+        }
         self.diags.push(
-            Diagnostic::new(self.origin.config_file, pointer_join(&at, field), message)
+            Diagnostic::new(self.origin.config_file, at, message)
                 .upstream(self.origin.upstream)
                 .operation(self.id)
                 .help(help),
@@ -343,7 +352,7 @@ impl OpCompiler<'_, '_> {
                 self.id
             );
             if self.overrides.name.is_some() {
-                self.config_error("name", message, help);
+                self.config_error(&["name"], message, help);
             } else {
                 let at = self.found.pointer.clone();
                 self.error(&at, message, help);
@@ -650,7 +659,7 @@ impl OpCompiler<'_, '_> {
             match problem {
                 Some(message) if from_override => {
                     self.config_error(
-                        &format!("default_args/{key}"),
+                        &["default_args", &key],
                         message,
                         "fix or remove the default",
                     );

@@ -24,13 +24,14 @@ pub struct Document {
     pub version: Version,
 }
 
-/// Parses JSON or YAML bytes into a document and checks the version. YAML is chosen by the file
-/// extension, or when the text does not start with `{`.
+/// Parses JSON or YAML bytes into a document and checks the version. The file extension picks
+/// the syntax; without one, text that does not start with `{` is read as YAML.
 pub fn parse(bytes: &[u8], file: &Path) -> Result<Document, Box<Diagnostic>> {
-    let is_yaml = matches!(
-        file.extension().and_then(|e| e.to_str()),
-        Some("yaml" | "yml")
-    ) || bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{');
+    let is_yaml = match file.extension().and_then(|e| e.to_str()) {
+        Some("json") => false,
+        Some("yaml" | "yml") => true,
+        _ => bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{'),
+    };
     let root = if is_yaml {
         let y: serde_yaml_ng::Value = serde_yaml_ng::from_slice(bytes).map_err(|e| {
             Box::new(Diagnostic::new(

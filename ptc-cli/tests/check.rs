@@ -1,0 +1,92 @@
+//! `ptc check` end to end: the binary, its output and its exit codes.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures")
+}
+
+fn ptc(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_ptc"))
+        .args(args)
+        .output()
+        .expect("ptc runs")
+}
+
+#[test]
+fn prints_the_observatory_catalog() {
+    let config = fixtures().join("observatory/upstreams.json");
+    let out = ptc(&["check", config.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        stdout.starts_with("observatory (openapi, 7 tools) http://127.0.0.1:8787\n"),
+        "{stdout}"
+    );
+    let line = stdout
+        .lines()
+        .find(|l| l.contains("observatory/get-trace-step "))
+        .expect("get-trace-step listed");
+    assert!(
+        line.contains("GET /api/traces/{id}/steps/{step_id}"),
+        "{line}"
+    );
+    assert!(line.ends_with("required: id, step_id, org_id"), "{line}");
+    assert!(stdout.contains("observatory/get-trace-steps"));
+    assert!(
+        stdout.ends_with("ok: 1 upstream, 7 compiled tools\n"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn json_flag_prints_the_plan() {
+    let config = fixtures().join("observatory/upstreams.json");
+    let out = ptc(&["check", "--json", config.to_str().unwrap()]);
+    assert!(out.status.success());
+    let plan: ptc_plan::Plan = serde_json::from_slice(&out.stdout).expect("the plan as JSON");
+    assert_eq!(plan, ptc_plan::load(&config).unwrap().plan);
+}
+
+#[test]
+fn invalid_configs_exit_1_with_their_message() {
+    let dir = fixtures().join("configs/invalid");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "json") {
+            continue;
+        }
+        let out = ptc(&["check", path.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(1), "{}", path.display());
+        assert!(
+            out.stdout.is_empty(),
+            "nothing on stdout for {}",
+            path.display()
+        );
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        let first = std::fs::read_to_string(path.with_extension("expect")).unwrap();
+        let first = first.lines().next().unwrap();
+        assert!(
+            stderr.contains(first),
+            "{}: `{first}` not in\n{stderr}",
+            path.display()
+        );
+        assert!(stderr.contains("error"), "{stderr}");
+        checked += 1;
+    }
+    assert!(checked >= 45);
+}
+
+#[test]
+fn missing_config_is_a_clear_error() {
+    let out = ptc(&["check", "/nonexistent/upstreams.json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.contains("cannot read config"), "{stderr}");
+}

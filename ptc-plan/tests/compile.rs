@@ -1,0 +1,283 @@
+//! The compiler's output on valid configs: names, schemas, defaults, caps and provenance.
+
+use std::path::{Path, PathBuf};
+
+use ptc_plan::{CredentialSource, Loaded, ParamLocation, ToolPlan, Transport};
+use serde_json::json;
+
+fn fixture(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../fixtures")
+        .join(rel)
+}
+
+fn load(rel: &str) -> Loaded {
+    ptc_plan::load(&fixture(rel)).unwrap_or_else(|d| panic!("{rel} must load:\n{d}"))
+}
+
+fn tools<'a>(loaded: &'a Loaded, upstream: &str) -> &'a [ToolPlan] {
+    match &loaded.plan.upstream(upstream).expect("upstream").transport {
+        Transport::Openapi(api) => &api.tools,
+        other => panic!("{upstream} is {}", other.tag()),
+    }
+}
+
+fn tool<'a>(loaded: &'a Loaded, upstream: &str, name: &str) -> &'a ToolPlan {
+    tools(loaded, upstream)
+        .iter()
+        .find(|t| t.name == name)
+        .unwrap_or_else(|| panic!("no tool {name}"))
+}
+
+#[test]
+fn observatory_compiles_to_the_seed_shape() {
+    let loaded = load("observatory/upstreams.json");
+    let names: Vec<&str> = tools(&loaded, "observatory")
+        .iter()
+        .map(|t| t.name.as_str())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "list-traces",
+            "get-trace",
+            "get-trace-steps",
+            "get-trace-step",
+            "search-traces",
+            "costs",
+            "list-errors"
+        ]
+    );
+    let list = tool(&loaded, "observatory", "list-traces");
+    let v = serde_json::to_value(list).unwrap();
+    for key in [
+        "name",
+        "description",
+        "inputSchema",
+        "outputSchema",
+        "annotations",
+        "_ptc",
+    ] {
+        assert!(v.get(key).is_some(), "missing {key}");
+    }
+    assert_eq!(v["annotations"], json!({"readOnlyHint": true}));
+    assert_eq!(v["_ptc"]["transport"], "openapi");
+    assert_eq!(v["_ptc"]["operationId"], "list_traces");
+    assert_eq!(v["_ptc"]["method"], "GET");
+    assert_eq!(v["_ptc"]["path"], "/api/traces");
+    assert_eq!(v["inputSchema"]["required"], json!(["org_id"]));
+    assert_eq!(v["inputSchema"]["type"], "object");
+    // $ref'd shared parameters are inlined with their schema and description.
+    assert_eq!(
+        v["inputSchema"]["properties"]["environment"]["enum"],
+        json!(["production", "staging"])
+    );
+    // The output schema is the inlined 2xx JSON schema.
+    assert_eq!(v["outputSchema"]["properties"]["traces"]["type"], "array");
+    assert!(
+        v["outputSchema"]["properties"]["traces"]["items"]["properties"]["cost_usd"].is_object()
+    );
+    assert!(
+        !v.to_string().contains("$ref\":\"#/components"),
+        "no component refs left: {v}"
+    );
+    assert_eq!(list.ptc.result_path.as_deref(), Some("$.traces"));
+    assert_eq!(list.ptc.pagination.as_ref().unwrap().cursor_arg, "cursor");
+}
+
+#[test]
+fn renames_come_from_overrides_and_keep_the_operation_id() {
+    let loaded = load("observatory/upstreams.json");
+    let costs = tool(&loaded, "observatory", "costs");
+    assert_eq!(costs.ptc.operation_id, "aggregate_costs");
+}
+
+#[test]
+fn default_args_apply_and_leave_required() {
+    let loaded = load("observatory/upstreams.json");
+    let steps = tool(&loaded, "observatory", "get-trace-steps");
+    assert_eq!(steps.ptc.default_args["mode"], "summary");
+    assert_eq!(
+        steps.input_schema["properties"]["mode"]["default"],
+        "summary"
+    );
+    let required = steps.input_schema["required"].as_array().unwrap();
+    assert!(!required.contains(&json!("mode")));
+    assert!(required.contains(&json!("id")) && required.contains(&json!("org_id")));
+    assert_eq!(
+        steps.description,
+        "Fetch trace steps. Prefer mode=summary unless full payload is explicitly needed."
+    );
+}
+
+#[test]
+fn response_caps_take_the_smallest_grant() {
+    let loaded = load("observatory/upstreams.json");
+    // override 512 KiB < x-ptc 1 MiB < upstream 8 MiB
+    assert_eq!(
+        tool(&loaded, "observatory", "get-trace-steps")
+            .ptc
+            .max_response_bytes,
+        524_288
+    );
+    // no schema cap: the upstream's
+    assert_eq!(
+        tool(&loaded, "observatory", "list-traces")
+            .ptc
+            .max_response_bytes,
+        8_388_608
+    );
+    let rules = load("configs/valid/rules_ok.json");
+    // upstream 4096, override 2000, x-ptc 1000: schema narrows further, never widens
+    assert_eq!(
+        tool(&rules, "api", "good-default").ptc.max_response_bytes,
+        1000
+    );
+    assert_eq!(tool(&rules, "api", "get-item").ptc.max_response_bytes, 4096);
+}
+
+#[test]
+fn path_params_come_first_and_are_required() {
+    let loaded = load("observatory/upstreams.json");
+    let step = tool(&loaded, "observatory", "get-trace-step");
+    let params: Vec<(&str, ParamLocation, bool)> = step
+        .ptc
+        .params
+        .iter()
+        .map(|p| (p.name.as_str(), p.location, p.required))
+        .collect();
+    assert_eq!(
+        params,
+        [
+            ("id", ParamLocation::Path, true),
+            ("step_id", ParamLocation::Path, true),
+            ("org_id", ParamLocation::Query, true)
+        ]
+    );
+}
+
+#[test]
+fn rule_edge_cases_that_are_accepted() {
+    let rules = load("configs/valid/rules_ok.json");
+    // Collision separated by an override.
+    assert_eq!(
+        tool(&rules, "api", "list-items-legacy").ptc.operation_id,
+        "list_items"
+    );
+    assert_eq!(
+        tool(&rules, "api", "list-items").ptc.operation_id,
+        "listItems"
+    );
+    // Deprecated, explicitly allowed.
+    assert_eq!(
+        tool(&rules, "api", "old-items").ptc.operation_id,
+        "old_items"
+    );
+    // Same-origin operation server gives the operation its own base.
+    assert_eq!(
+        tool(&rules, "api", "same-origin-server")
+            .ptc
+            .base_url
+            .as_deref(),
+        Some("https://api.example.test/v2")
+    );
+    // 204-only success: no value.
+    assert_eq!(
+        tool(&rules, "api", "ping").output_schema,
+        json!({"type": "null"})
+    );
+    // Path-item-level $ref parameter.
+    assert_eq!(
+        tool(&rules, "api", "get-item").input_schema["required"],
+        json!(["item_id"])
+    );
+    // Exploded array query parameters are sent repeated.
+    assert!(tool(&rules, "api", "array-query").ptc.params[0].repeated);
+    // Combinators are kept and listed as unvalidated.
+    let union = tool(&rules, "api", "union-result");
+    assert!(union.output_schema.get("oneOf").is_some());
+    assert!(
+        union
+            .ptc
+            .unvalidated
+            .iter()
+            .any(|n| n.starts_with("oneOf at /")),
+        "{:?}",
+        union.ptc.unvalidated
+    );
+    // Recursive schema keeps a $defs entry.
+    let item = tool(&rules, "api", "get-item");
+    assert_eq!(
+        item.output_schema["$defs"]["Item"]["properties"]["id"]["type"],
+        "string"
+    );
+    // Operator notes are appended.
+    assert_eq!(
+        tool(&rules, "api", "good-default").ptc.notes.as_deref(),
+        Some("Operator note.")
+    );
+}
+
+#[test]
+fn seed_003_get_health_compiles() {
+    let loaded = load("configs/valid/seed003.json");
+    let health = tool(&loaded, "resilient", "get-health");
+    assert_eq!(health.ptc.operation_id, "getHealth");
+    assert_eq!(
+        health.output_schema["required"],
+        json!(["status", "service", "transport", "version"])
+    );
+    assert!(health.description.starts_with("Liveness check"));
+}
+
+#[test]
+fn mcp_upstreams_and_credentials_are_carried_without_secrets() {
+    let loaded = load("configs/valid/mixed.json");
+    let plan = &loaded.plan;
+    let Transport::McpStdio(files) = &plan.upstream("files").unwrap().transport else {
+        panic!()
+    };
+    assert_eq!(files.command, "npx");
+    assert_eq!(
+        files.env,
+        vec![("NODE_ENV".to_string(), "production".to_string())]
+    );
+    assert!(Path::new(files.cwd.as_deref().unwrap()).is_absolute());
+    let Transport::McpHttp(tickets) = &plan.upstream("tickets").unwrap().transport else {
+        panic!()
+    };
+    assert_eq!(tickets.url, "https://tickets.example/mcp");
+    assert_eq!(tickets.http.backoff.max_retries, 2);
+    assert_eq!(
+        tickets.http.static_headers,
+        vec![("x-client".to_string(), "ptc".to_string())]
+    );
+    // Relative credential paths resolve against the config's folder.
+    let CredentialSource::File { path } = &plan.credential("observatory-token").unwrap().source
+    else {
+        panic!()
+    };
+    assert!(Path::new(path).is_file(), "{path}");
+    // Literal values are in Secrets only, never in the plan or in debug output.
+    assert_eq!(
+        plan.credential("tickets-key").unwrap().source,
+        CredentialSource::Literal
+    );
+    assert_eq!(
+        loaded.secrets.literal("tickets-key"),
+        Some("lit-secret-123")
+    );
+    let json = serde_json::to_string(plan).unwrap();
+    assert!(!json.contains("lit-secret-123"));
+    assert!(!format!("{:?}", loaded).contains("lit-secret-123"));
+    // The plan round-trips through JSON (the run-time path loads it that way).
+    let back: ptc_plan::Plan = serde_json::from_str(&json).unwrap();
+    assert_eq!(&back, plan);
+}
+
+#[test]
+fn files_read_are_reported_for_rebuild_tracking() {
+    let loaded = load("observatory/upstreams.json");
+    assert_eq!(loaded.files.len(), 2);
+    assert!(loaded.files[1].ends_with("observatory.openapi.json"));
+}
