@@ -1,3 +1,48 @@
-//! ptc-bench.
+//! `ptc-bench`: every benchmark beside its baseline, measured in the same run.
+//!
+//! `cargo run --release -p ptc-bench [-- --quick] [-- <suite>...]` prints one Markdown table
+//! and writes it as JSON to `target/bench-results.json`.
 
-fn main() {}
+mod data;
+mod measure;
+mod report;
+mod suites;
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let quick = args.iter().any(|a| a == "--quick");
+    let wanted: Vec<&str> = args
+        .iter()
+        .filter(|a| !a.starts_with("--"))
+        .map(String::as_str)
+        .collect();
+    let budget = if quick {
+        measure::Budget::quick()
+    } else {
+        measure::Budget::full()
+    };
+    if cfg!(debug_assertions) {
+        eprintln!("warning: ptc-bench is a debug build; run it with --release for real numbers");
+    }
+    let enabled = |suite: &str| wanted.is_empty() || wanted.contains(&suite);
+    let mut rows = Vec::new();
+    if enabled("plan") {
+        rows.extend(suites::plan_compile::run(budget));
+    }
+    println!("{}", report::markdown(&rows));
+    let json_path = data::dir().with_file_name("bench-results.json");
+    match serde_json::to_string_pretty(&rows) {
+        Ok(json) => match std::fs::write(&json_path, json) {
+            Ok(()) => eprintln!("wrote {}", json_path.display()),
+            Err(e) => eprintln!("cannot write {}: {e}", json_path.display()),
+        },
+        Err(e) => eprintln!("cannot render JSON: {e}"),
+    }
+    if rows.iter().all(report::Row::meets_target) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(2)
+    }
+}
