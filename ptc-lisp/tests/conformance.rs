@@ -57,7 +57,10 @@ fn parse_cases(file: &str, text: &str) -> Result<Vec<Case>, String> {
         let line = raw.trim_end();
         if let Some(name) = line.strip_prefix(";; case:") {
             if let Some(o) = open.take() {
-                return Err(format!("{file}:{}: case `{}` has no result line", o.line, o.name));
+                return Err(format!(
+                    "{file}:{}: case `{}` has no result line",
+                    o.line, o.name
+                ));
             }
             let name = name.trim();
             if name.is_empty() {
@@ -82,7 +85,9 @@ fn parse_cases(file: &str, text: &str) -> Result<Vec<Case>, String> {
                 .map(|r| Expect::Error(r.trim().to_string()))
         };
         if let Some(expect) = result {
-            let o = open.take().ok_or_else(|| format!("{file}:{lineno}: no open case"))?;
+            let o = open
+                .take()
+                .ok_or_else(|| format!("{file}:{lineno}: no open case"))?;
             cases.push(Case {
                 file: file.to_string(),
                 line: o.line,
@@ -100,7 +105,10 @@ fn parse_cases(file: &str, text: &str) -> Result<Vec<Case>, String> {
         }
     }
     if let Some(o) = open {
-        return Err(format!("{file}:{}: case `{}` has no result line", o.line, o.name));
+        return Err(format!(
+            "{file}:{}: case `{}` has no result line",
+            o.line, o.name
+        ));
     }
     Ok(cases)
 }
@@ -302,13 +310,16 @@ fn conformance_corpus() {
     );
     println!("{report}");
 
+    // The report above (test stdout) lists every failing case.
     assert!(
         unexpected.is_empty() && gaps_now_passing.is_empty(),
-        "conformance failures:\n{report}"
+        "{} unexpected conformance failures, {} known gaps now passing (see the report above)",
+        unexpected.len(),
+        gaps_now_passing.len()
     );
     assert!(
         filter.is_some() || rate >= MIN_PASS_RATE,
-        "pass rate {:.1}% is below {:.0}%:\n{report}",
+        "pass rate {:.1}% is below {:.0}%",
         rate * 100.0,
         MIN_PASS_RATE * 100.0
     );
