@@ -19,15 +19,12 @@ pub(super) fn parse_all(
     base_dir: &Path,
     secrets: &mut Secrets,
 ) -> Vec<CredentialBinding> {
-    let Value::Object(map) = value else {
-        cx.error(
-            pointer,
-            format!(
-                "`credentials` must be an object, got {}",
-                super::type_name(value)
-            ),
-            Some("map each binding name to {\"source\": \"env\"|\"file\"|\"literal\", ...}".into()),
-        );
+    let Some(map) = cx.object(
+        value,
+        pointer,
+        "`credentials`",
+        "map each binding name to {\"source\": \"env\"|\"file\"|\"literal\", ...}",
+    ) else {
         return Vec::new();
     };
     let mut out = Vec::new();

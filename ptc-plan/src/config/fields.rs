@@ -19,6 +19,39 @@ pub(crate) struct Cx<'a> {
 }
 
 impl Cx<'_> {
+    /// Records that `what` at `pointer` has the wrong JSON type.
+    pub fn wrong_type(
+        &mut self,
+        pointer: &str,
+        what: &str,
+        expected: &str,
+        got: &Value,
+        help: Option<String>,
+    ) {
+        self.error(
+            pointer,
+            format!("{what} must be {expected}, got {}", type_name(got)),
+            help,
+        );
+    }
+
+    /// `value` as an object, or a recorded problem.
+    pub fn object<'v>(
+        &mut self,
+        value: &'v Value,
+        pointer: &str,
+        what: &str,
+        help: &str,
+    ) -> Option<&'v Map<String, Value>> {
+        match value {
+            Value::Object(map) => Some(map),
+            other => {
+                self.wrong_type(pointer, what, "an object", other, Some(help.to_string()));
+                None
+            }
+        }
+    }
+
     /// Records a problem at `pointer`, with a fix when one is known.
     pub fn error(&mut self, pointer: &str, message: impl Into<String>, help: Option<String>) {
         let mut d = Diagnostic::new(self.file, pointer, message);
@@ -63,11 +96,7 @@ impl<'v> Fields<'v> {
                 known: Vec::new(),
             }),
             other => {
-                cx.error(
-                    pointer,
-                    format!("{what} must be a JSON object, got {}", type_name(other)),
-                    None,
-                );
+                cx.wrong_type(pointer, what, "a JSON object", other, None);
                 None
             }
         }
@@ -76,6 +105,11 @@ impl<'v> Fields<'v> {
     /// Pointer to one of this object's fields.
     pub fn at(&self, key: &str) -> String {
         pointer_join(&self.pointer, key)
+    }
+
+    /// Records that field `key` has the wrong type.
+    fn wrong(&self, cx: &mut Cx, key: &str, expected: &str, got: &Value, help: Option<String>) {
+        cx.wrong_type(&self.at(key), &format!("`{key}`"), expected, got, help);
     }
 
     /// The raw field, marking it as known.
@@ -102,11 +136,7 @@ impl<'v> Fields<'v> {
         match self.get(key)? {
             Value::String(s) => Some(s),
             other => {
-                cx.error(
-                    &self.at(key),
-                    format!("`{key}` must be a string, got {}", type_name(other)),
-                    None,
-                );
+                self.wrong(cx, key, "a string", other, None);
                 None
             }
         }
@@ -119,8 +149,7 @@ impl<'v> Fields<'v> {
         key: &'static str,
         help: &str,
     ) -> Option<&'v str> {
-        let v = self.required(cx, key, help)?;
-        match v {
+        match self.required(cx, key, help)? {
             Value::String(s) if !s.trim().is_empty() => Some(s),
             Value::String(_) => {
                 cx.error(
@@ -131,27 +160,19 @@ impl<'v> Fields<'v> {
                 None
             }
             other => {
-                cx.error(
-                    &self.at(key),
-                    format!("`{key}` must be a string, got {}", type_name(other)),
-                    Some(help.into()),
-                );
+                self.wrong(cx, key, "a string", other, Some(help.into()));
                 None
             }
         }
     }
 
-    /// An optional boolean field.
+    /// An optional boolean field (false when absent).
     pub fn bool(&mut self, cx: &mut Cx, key: &'static str) -> bool {
         match self.get(key) {
             None => false,
             Some(Value::Bool(b)) => *b,
             Some(other) => {
-                cx.error(
-                    &self.at(key),
-                    format!("`{key}` must be true or false, got {}", type_name(other)),
-                    None,
-                );
+                self.wrong(cx, key, "true or false", other, None);
                 false
             }
         }
@@ -164,27 +185,11 @@ impl<'v> Fields<'v> {
 
     /// An optional positive integer field.
     pub fn positive_opt(&mut self, cx: &mut Cx, key: &'static str) -> Option<u64> {
-        match self.get(key)? {
-            Value::Number(n) => match n.as_u64() {
-                Some(v) if v > 0 => Some(v),
-                _ => {
-                    cx.error(
-                        &self.at(key),
-                        format!("`{key}` must be a positive integer, got {n}"),
-                        None,
-                    );
-                    None
-                }
-            },
-            other => {
-                cx.error(
-                    &self.at(key),
-                    format!(
-                        "`{key}` must be a positive integer, got {}",
-                        type_name(other)
-                    ),
-                    None,
-                );
+        let value = self.get(key)?;
+        match value.as_u64() {
+            Some(v) if v > 0 => Some(v),
+            _ => {
+                self.integer_problem(cx, key, "a positive integer", value);
                 None
             }
         }
@@ -192,30 +197,26 @@ impl<'v> Fields<'v> {
 
     /// An optional non-negative integer field that fits in u32; `default` when absent.
     pub fn count(&mut self, cx: &mut Cx, key: &'static str, default: u32) -> u32 {
-        match self.get(key) {
-            None => default,
-            Some(Value::Number(n)) => match n.as_u64().and_then(|v| u32::try_from(v).ok()) {
-                Some(v) => v,
-                None => {
-                    cx.error(
-                        &self.at(key),
-                        format!("`{key}` must be a non-negative integer, got {n}"),
-                        None,
-                    );
-                    default
-                }
-            },
-            Some(other) => {
-                cx.error(
-                    &self.at(key),
-                    format!(
-                        "`{key}` must be a non-negative integer, got {}",
-                        type_name(other)
-                    ),
-                    None,
-                );
+        let Some(value) = self.get(key) else {
+            return default;
+        };
+        match value.as_u64().and_then(|v| u32::try_from(v).ok()) {
+            Some(v) => v,
+            None => {
+                self.integer_problem(cx, key, "a non-negative integer", value);
                 default
             }
+        }
+    }
+
+    fn integer_problem(&self, cx: &mut Cx, key: &str, expected: &str, value: &Value) {
+        match value {
+            Value::Number(n) => cx.error(
+                &self.at(key),
+                format!("`{key}` must be {expected}, got {n}"),
+                None,
+            ),
+            other => self.wrong(cx, key, expected, other, None),
         }
     }
 
@@ -228,9 +229,11 @@ impl<'v> Fields<'v> {
                 for (i, item) in items.iter().enumerate() {
                     match item {
                         Value::String(s) => out.push(s.as_str()),
-                        other => cx.error(
+                        other => cx.wrong_type(
                             &pointer_join(&at, &i.to_string()),
-                            format!("`{key}` items must be strings, got {}", type_name(other)),
+                            &format!("`{key}` items"),
+                            "strings",
+                            other,
                             None,
                         ),
                     }
@@ -238,14 +241,7 @@ impl<'v> Fields<'v> {
                 Some(out)
             }
             other => {
-                cx.error(
-                    &at,
-                    format!(
-                        "`{key}` must be an array of strings, got {}",
-                        type_name(other)
-                    ),
-                    None,
-                );
+                self.wrong(cx, key, "an array of strings", other, None);
                 None
             }
         }
@@ -264,12 +260,11 @@ impl<'v> Fields<'v> {
                 for (k, v) in map {
                     match v {
                         Value::String(s) => out.push((k.as_str(), s.as_str())),
-                        other => cx.error(
+                        other => cx.wrong_type(
                             &pointer_join(&at, k),
-                            format!(
-                                "`{key}` values must be strings, got {} for `{k}`",
-                                type_name(other)
-                            ),
+                            &format!("`{key}` values"),
+                            "strings",
+                            other,
                             None,
                         ),
                     }
@@ -277,14 +272,7 @@ impl<'v> Fields<'v> {
                 Some(out)
             }
             other => {
-                cx.error(
-                    &at,
-                    format!(
-                        "`{key}` must be an object of strings, got {}",
-                        type_name(other)
-                    ),
-                    None,
-                );
+                self.wrong(cx, key, "an object of strings", other, None);
                 None
             }
         }

@@ -49,15 +49,12 @@ pub(super) fn parse_all(
     base_dir: &Path,
     credentials: &[CredentialBinding],
 ) -> Vec<UpstreamConfig> {
-    let Value::Object(map) = value else {
-        cx.error(
-            pointer,
-            format!(
-                "`upstreams` must be an object, got {}",
-                super::type_name(value)
-            ),
-            Some("map each upstream name to its settings".into()),
-        );
+    let Some(map) = cx.object(
+        value,
+        pointer,
+        "`upstreams`",
+        "map each upstream name to its settings",
+    ) else {
         return Vec::new();
     };
     let mut out = Vec::new();
@@ -282,15 +279,12 @@ fn parse_overrides(
     pointer: &str,
     includes: &[String],
 ) -> BTreeMap<String, OperationOverride> {
-    let Value::Object(map) = value else {
-        cx.error(
-            pointer,
-            format!(
-                "`operation_overrides` must be an object, got {}",
-                super::type_name(value)
-            ),
-            Some("map operationIds to {\"name\", \"description\", \"default_args\", ...}".into()),
-        );
+    let Some(map) = cx.object(
+        value,
+        pointer,
+        "`operation_overrides`",
+        "map operationIds to {\"name\", \"description\", \"default_args\", ...}",
+    ) else {
         return BTreeMap::new();
     };
     let mut out = BTreeMap::new();
@@ -316,21 +310,16 @@ fn parse_overrides(
             description: f.string(cx, "description").map(str::to_string),
             ..OperationOverride::default()
         };
-        o.default_args = match f.get("default_args") {
-            None => None,
-            Some(Value::Object(m)) => Some(m.clone()),
-            Some(other) => {
-                cx.error(
-                    &f.at("default_args"),
-                    format!(
-                        "`default_args` must be an object, got {}",
-                        super::type_name(other)
-                    ),
-                    Some("e.g. \"default_args\": {\"mode\": \"summary\"}".into()),
-                );
-                None
-            }
-        };
+        let at = f.at("default_args");
+        o.default_args = f.get("default_args").and_then(|v| {
+            cx.object(
+                v,
+                &at,
+                "`default_args`",
+                "e.g. \"default_args\": {\"mode\": \"summary\"}",
+            )
+            .cloned()
+        });
         o.max_response_bytes = f.positive_opt(cx, "max_response_bytes");
         o.request_timeout_ms = f.positive_opt(cx, "request_timeout_ms");
         o.allow_deprecated = f.bool(cx, "allow_deprecated");
