@@ -151,12 +151,11 @@ fn parse_auth(
     credentials: &[CredentialBinding],
 ) -> Vec<AuthEmitter> {
     let Value::Array(items) = value else {
-        cx.error(
+        cx.wrong_type(
             pointer,
-            format!(
-                "`auth` must be a list of emitters, got {}",
-                super::type_name(value)
-            ),
+            "`auth`",
+            "a list of emitters",
+            value,
             Some("e.g. \"auth\": [{\"scheme\": \"bearer\", \"binding\": \"my-token\"}]".into()),
         );
         return Vec::new();
