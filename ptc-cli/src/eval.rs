@@ -1,13 +1,101 @@
 //! `ptc eval`: evaluate a PTC-Lisp program.
 
+use std::io::Read;
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
+
+use ptc_lisp::{Interpreter, Limits};
 
 /// Arguments of `ptc eval`.
 #[derive(clap::Args)]
-pub struct EvalArgs {}
+pub struct EvalArgs {
+    /// Program text to evaluate.
+    #[arg(short = 'e', long = "expr", conflicts_with = "file")]
+    expr: Option<String>,
+    /// Program file to evaluate (`-` reads standard input).
+    file: Option<PathBuf>,
+    /// Wall-clock limit in milliseconds.
+    #[arg(long)]
+    timeout_ms: Option<u64>,
+    /// Memory budget in bytes.
+    #[arg(long)]
+    memory_bytes: Option<u64>,
+    /// Print the result as JSON instead of Clojure syntax.
+    #[arg(long)]
+    json: bool,
+}
+
+fn read_program(args: &EvalArgs) -> Result<String, String> {
+    if let Some(e) = &args.expr {
+        return Ok(e.clone());
+    }
+    match args.file.as_deref() {
+        Some(p) if p.as_os_str() == "-" => {
+            let mut s = String::new();
+            std::io::stdin()
+                .read_to_string(&mut s)
+                .map_err(|e| format!("cannot read standard input: {e}"))?;
+            Ok(s)
+        }
+        Some(p) => {
+            std::fs::read_to_string(p).map_err(|e| format!("cannot read {}: {e}", p.display()))
+        }
+        None => Err("give a program with -e, a file, or - for standard input".into()),
+    }
+}
 
 /// Runs `ptc eval`.
-pub fn run(_args: EvalArgs) -> ExitCode {
-    eprintln!("ptc eval is not implemented yet");
-    ExitCode::FAILURE
+pub fn run(args: EvalArgs) -> ExitCode {
+    let src = match read_program(&args) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("ptc eval: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut limits = Limits::default();
+    if let Some(ms) = args.timeout_ms {
+        limits.timeout = Some(Duration::from_millis(ms));
+    }
+    if let Some(b) = args.memory_bytes {
+        limits.max_memory_bytes = b;
+    }
+    let mut interp = Interpreter::new(limits);
+    let result = interp.eval_str(&src);
+    let printed = interp.take_output();
+    if !printed.is_empty() {
+        print!("{printed}");
+    }
+    match result {
+        Ok(v) => {
+            if args.json {
+                match v.to_json_string() {
+                    Ok(s) => println!("{s}"),
+                    Err(e) => {
+                        eprintln!("{}", format_error(&e));
+                        return ExitCode::FAILURE;
+                    }
+                }
+            } else {
+                println!("{v}");
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("{}", format_error(&e));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn format_error(e: &ptc_lisp::LispError) -> String {
+    let mut s = format!("{}: {}", e.reason(), e.message());
+    if let Some(h) = e.hint() {
+        s.push_str(&format!(" — {h}"));
+    }
+    if let Some(p) = e.pos() {
+        s.push_str(&format!(" ({p})"));
+    }
+    s
 }

@@ -1,1 +1,39 @@
-//! The PTC-Lisp language runtime.
+//! PTC-Lisp: the language LLM-written programs run in — a Clojure dialect that is eager,
+//! bounded and impossible to crash.
+//!
+//! ```
+//! use ptc_lisp::{Interpreter, Limits};
+//! let mut interp = Interpreter::new(Limits::default());
+//! let v = interp.eval_str("(->> [1 2 3 4] (filter odd?) (map inc))").unwrap();
+//! assert_eq!(v.to_string(), "[2 4]");
+//! ```
+//!
+//! Pipeline: [`reader`] (text → forms) → `analyze` (forms → resolved nodes, macros expanded)
+//! → `eval` (nodes → values, limits enforced) → [`printer`] / `json` (values → text).
+
+// Values hold regexes (which cache internally) and functions, but their hash and equality
+// never depend on that interior state.
+#![allow(clippy::mutable_key_type)]
+
+mod analyze;
+mod ast;
+pub mod builtins;
+mod error;
+mod eval;
+pub mod host;
+mod interp;
+mod json;
+mod limits;
+mod liveness;
+pub mod printer;
+mod read_data;
+mod reader;
+mod value;
+
+pub use error::{Ctl, LispError, Pos, R};
+pub use eval::{Closure, Function};
+pub use host::{CallContext, Discovery, Host, HostError, HostValue};
+pub use interp::Interpreter;
+pub use limits::Limits;
+pub use read_data::read_value;
+pub use value::{FxBuild, Items, MapData, SetData, Value, compare, equal};

@@ -1,0 +1,1505 @@
+//! The analyzer: forms to [`Node`]s. Special forms and the core macros (threading, `cond`,
+//! `when`, `for`, ...) are handled here; symbols resolve to frame slots, captures, globals,
+//! builtins (through namespace aliases such as `clojure.string/join`) or host functions.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::ast::{Arity, Bind, CapSrc, ForClause, Lambda, Node};
+use crate::builtins::{self, Builtin};
+use crate::error::{LispError, Pos};
+use crate::eval::Function;
+use crate::reader::{Form, FormKind};
+use crate::value::Value;
+
+/// User definitions (`def`/`defn`), shared by successive top-level forms and evaluations.
+#[derive(Default, Clone)]
+pub(crate) struct Globals {
+    pub names: HashMap<Arc<str>, usize>,
+    pub values: Vec<Option<Value>>,
+}
+
+impl Globals {
+    pub(crate) fn declare(&mut self, name: &Arc<str>) -> usize {
+        if let Some(i) = self.names.get(name) {
+            return *i;
+        }
+        let i = self.names.len();
+        self.names.insert(name.clone(), i);
+        i
+    }
+}
+
+struct FnScope {
+    names: Vec<(Arc<str>, usize)>,
+    n_slots: usize,
+    captures: Vec<(Arc<str>, CapSrc)>,
+    self_name: Option<Arc<str>>,
+}
+
+#[derive(Clone, Copy)]
+struct RecurTarget {
+    n_args: usize,
+}
+
+/// Names that are handled by the analyzer rather than looked up.
+pub(crate) const SPECIAL_FORMS: &[&str] = &[
+    "quote",
+    "var",
+    "if",
+    "do",
+    "let",
+    "let*",
+    "loop",
+    "recur",
+    "fn",
+    "fn*",
+    "def",
+    "defn",
+    "defn-",
+    "defonce",
+    "and",
+    "or",
+    "when",
+    "when-not",
+    "if-not",
+    "cond",
+    "condp",
+    "case",
+    "if-let",
+    "when-let",
+    "if-some",
+    "when-some",
+    "when-first",
+    "->",
+    "->>",
+    "as->",
+    "cond->",
+    "cond->>",
+    "some->",
+    "some->>",
+    "for",
+    "doseq",
+    "dotimes",
+    "comment",
+    "return",
+    "fail",
+    "ns",
+    "require",
+    "import",
+    "doc",
+    "dir",
+    "source",
+];
+
+pub(crate) struct Analyzer<'a> {
+    scopes: Vec<FnScope>,
+    globals: &'a mut Globals,
+    host_namespaces: &'a [String],
+    recur: Option<RecurTarget>,
+    gensym: usize,
+    max_depth: usize,
+    depth: usize,
+}
+
+fn invalid(msg: impl Into<String>, pos: Pos) -> LispError {
+    LispError::new("invalid_form", msg).with_pos(pos)
+}
+
+type AR<T> = Result<T, LispError>;
+
+fn sym(name: &str, pos: Pos) -> Form {
+    Form {
+        kind: FormKind::Symbol(name.into()),
+        pos,
+    }
+}
+
+fn list(items: Vec<Form>, pos: Pos) -> Form {
+    Form {
+        kind: FormKind::List(items),
+        pos,
+    }
+}
+
+fn nil_form(pos: Pos) -> Form {
+    Form {
+        kind: FormKind::Nil,
+        pos,
+    }
+}
+
+/// Map a namespace alias to the builtin registry prefix; `None` if it is not a local namespace.
+fn builtin_ns(ns: &str) -> Option<&'static str> {
+    Some(match ns {
+        "clojure.core" | "core" => "",
+        "clojure.string" | "str" | "string" | "s" => "clojure.string/",
+        "clojure.set" | "set" => "clojure.set/",
+        "clojure.walk" | "walk" => "",
+        "json" => "json/",
+        "regex" => "",
+        "Math" | "java.lang.Math" => "Math/",
+        "Integer" | "Long" | "Double" | "Float" | "Boolean" | "String" | "System" => "java/",
+        _ => return None,
+    })
+}
+
+/// The namespaces the runtime itself knows (for error messages).
+pub(crate) const LOCAL_NAMESPACES: &[&str] = &[
+    "clojure.core",
+    "clojure.string",
+    "clojure.set",
+    "clojure.walk",
+    "json",
+    "Math",
+    "data",
+];
+
+impl<'a> Analyzer<'a> {
+    pub(crate) fn new(
+        globals: &'a mut Globals,
+        host_namespaces: &'a [String],
+        max_depth: usize,
+    ) -> Self {
+        Analyzer {
+            scopes: Vec::new(),
+            globals,
+            host_namespaces,
+            recur: None,
+            gensym: 0,
+            max_depth,
+            depth: 0,
+        }
+    }
+
+    /// Analyzes one top-level form as its own frame; returns the node and the frame size.
+    pub(crate) fn analyze_top(&mut self, form: &Form) -> AR<(Node, usize)> {
+        self.scopes.push(FnScope {
+            names: Vec::new(),
+            n_slots: 0,
+            captures: Vec::new(),
+            self_name: None,
+        });
+        self.recur = None;
+        let r = self.analyze(form, true);
+        let scope = self.scopes.pop();
+        let mut node = r?;
+        let n = scope.map(|s| s.n_slots).unwrap_or(0);
+        crate::liveness::mark_moves(&mut node, n);
+        Ok((node, n))
+    }
+
+    fn gensym(&mut self, base: &str) -> Arc<str> {
+        self.gensym += 1;
+        // A space can never appear in a symbol the reader produces, so no clash with user names.
+        format!("{base} {}", self.gensym).into()
+    }
+
+    fn scope(&mut self) -> &mut FnScope {
+        let n = self.scopes.len() - 1;
+        &mut self.scopes[n]
+    }
+
+    fn new_slot(&mut self) -> usize {
+        let s = self.scope();
+        let slot = s.n_slots;
+        s.n_slots += 1;
+        slot
+    }
+
+    fn bind_name(&mut self, name: Arc<str>) -> usize {
+        let slot = self.new_slot();
+        self.scope().names.push((name, slot));
+        slot
+    }
+
+    fn lookup_local(&mut self, idx: usize, name: &str) -> Option<CapSrc> {
+        let scope = &self.scopes[idx];
+        if let Some((_, slot)) = scope.names.iter().rev().find(|(n, _)| &**n == name) {
+            return Some(CapSrc::Local(*slot));
+        }
+        if let Some(i) = scope.captures.iter().position(|(n, _)| &**n == name) {
+            return Some(CapSrc::Capture(i));
+        }
+        if scope.self_name.as_deref() == Some(name) {
+            return Some(CapSrc::SelfRef);
+        }
+        if idx == 0 {
+            return None;
+        }
+        let src = self.lookup_local(idx - 1, name)?;
+        let scope = &mut self.scopes[idx];
+        scope.captures.push((name.into(), src));
+        Some(CapSrc::Capture(scope.captures.len() - 1))
+    }
+
+    fn local(&mut self, name: &str) -> Option<Node> {
+        let idx = self.scopes.len().checked_sub(1)?;
+        Some(match self.lookup_local(idx, name)? {
+            CapSrc::Local(s) => Node::Local(s),
+            CapSrc::Capture(i) => Node::Capture(i),
+            CapSrc::SelfRef => Node::SelfRef,
+        })
+    }
+
+    pub(crate) fn analyze(&mut self, form: &Form, tail: bool) -> AR<Node> {
+        self.depth += 1;
+        if self.depth > self.max_depth {
+            self.depth -= 1;
+            return Err(LispError::new(
+                "depth_exceeded",
+                format!(
+                    "program nesting deeper than {} levels after macro expansion",
+                    self.max_depth
+                ),
+            )
+            .with_pos(form.pos));
+        }
+        let r = self.analyze_inner(form, tail);
+        self.depth -= 1;
+        r
+    }
+
+    fn analyze_inner(&mut self, form: &Form, tail: bool) -> AR<Node> {
+        let pos = form.pos;
+        match &form.kind {
+            FormKind::Nil => Ok(Node::Const(Value::Nil)),
+            FormKind::Bool(b) => Ok(Node::Const(Value::Bool(*b))),
+            FormKind::Int(i) => Ok(Node::Const(Value::Int(*i))),
+            FormKind::Float(f) => Ok(Node::Const(Value::Float(*f))),
+            FormKind::Str(s) => Ok(Node::Const(Value::Str(s.clone()))),
+            FormKind::Keyword(k) => Ok(Node::Const(Value::Keyword(k.clone()))),
+            FormKind::Regex(r) => match regex::Regex::new(r) {
+                Ok(re) => Ok(Node::Const(Value::Regex(Arc::new(re)))),
+                Err(e) => Err(LispError::new(
+                    "parse_error",
+                    format!("invalid regex #\"{r}\": {e}"),
+                )
+                .with_pos(pos)),
+            },
+            FormKind::Symbol(s) => self.resolve_symbol(s, pos),
+            FormKind::Vector(items) => {
+                let nodes = items
+                    .iter()
+                    .map(|f| self.analyze(f, false))
+                    .collect::<AR<Vec<_>>>()?;
+                if nodes.iter().all(|n| matches!(n, Node::Const(_))) {
+                    let vals = nodes
+                        .into_iter()
+                        .map(|n| match n {
+                            Node::Const(v) => v,
+                            _ => Value::Nil,
+                        })
+                        .collect();
+                    return Ok(Node::Const(Value::vector(vals)));
+                }
+                Ok(Node::MakeVec(nodes))
+            }
+            FormKind::Map(items) => {
+                let mut pairs = Vec::new();
+                for kv in items.chunks(2) {
+                    pairs.push((self.analyze(&kv[0], false)?, self.analyze(&kv[1], false)?));
+                }
+                if pairs
+                    .iter()
+                    .all(|(k, v)| matches!(k, Node::Const(_)) && matches!(v, Node::Const(_)))
+                {
+                    let mut entries = Vec::new();
+                    for (k, v) in pairs {
+                        if let (Node::Const(k), Node::Const(v)) = (k, v) {
+                            if entries.iter().any(|(ek, _): &(Value, Value)| *ek == k) {
+                                return Err(invalid(
+                                    format!("duplicate key {k} in map literal"),
+                                    pos,
+                                ));
+                            }
+                            entries.push((k, v));
+                        }
+                    }
+                    return Ok(Node::Const(Value::map_from(entries)));
+                }
+                Ok(Node::MakeMap(pairs))
+            }
+            FormKind::Set(items) => {
+                let nodes = items
+                    .iter()
+                    .map(|f| self.analyze(f, false))
+                    .collect::<AR<Vec<_>>>()?;
+                Ok(Node::MakeSet(nodes))
+            }
+            FormKind::AnonFn(body) => self.analyze_anon_fn(body, pos),
+            FormKind::List(items) => {
+                if items.is_empty() {
+                    return Ok(Node::Const(Value::vector(vec![])));
+                }
+                self.analyze_list(items, pos, tail)
+            }
+        }
+    }
+
+    fn resolve_symbol(&mut self, s: &Arc<str>, pos: Pos) -> AR<Node> {
+        if let Some(n) = self.local(s) {
+            return Ok(n);
+        }
+        if let Some((ns, name)) = s.split_once('/')
+            && !ns.is_empty()
+            && !name.is_empty()
+        {
+            return self.resolve_qualified(ns, name, pos);
+        }
+        if let Some(i) = self.globals.names.get(&**s) {
+            return Ok(Node::Global(*i, s.clone()));
+        }
+        if let Some(b) = builtins::lookup(s) {
+            return Ok(Node::Const(builtin_value(b)));
+        }
+        if SPECIAL_FORMS.contains(&&**s) {
+            return Err(LispError::new(
+                "invalid_form",
+                format!("`{s}` is a special form and cannot be used as a value"),
+            )
+            .with_pos(pos));
+        }
+        Err(self.unknown_symbol(s, pos))
+    }
+
+    fn unknown_symbol(&mut self, s: &str, pos: Pos) -> LispError {
+        let mut best: Option<(f64, String)> = None;
+        let mut consider = |cand: &str| {
+            let score = strsim::jaro_winkler(s, cand);
+            if score > 0.85 && best.as_ref().is_none_or(|(b, _)| score > *b) {
+                best = Some((score, cand.to_string()));
+            }
+        };
+        for name in builtins::names() {
+            if !name.contains('/') {
+                consider(name);
+            }
+        }
+        for name in SPECIAL_FORMS {
+            consider(name);
+        }
+        for name in self.globals.names.keys() {
+            consider(name);
+        }
+        for scope in &self.scopes {
+            for (name, _) in &scope.names {
+                if !name.contains(' ') {
+                    consider(name);
+                }
+            }
+        }
+        let e = LispError::new("unbound_var", format!("unknown symbol {s}")).with_pos(pos);
+        match best {
+            Some((_, cand)) => e.with_hint(format!("did you mean {cand}?")),
+            None => e,
+        }
+    }
+
+    fn resolve_qualified(&mut self, ns: &str, name: &str, pos: Pos) -> AR<Node> {
+        if ns == "data" {
+            return Ok(Node::Data(name.into(), pos));
+        }
+        if let Some(prefix) = builtin_ns(ns) {
+            let full = format!("{prefix}{name}");
+            if let Some(b) = builtins::lookup(&full).or_else(|| builtins::lookup(name)) {
+                return Ok(Node::Const(builtin_value(b)));
+            }
+            if ns == "Math" && name == "PI" {
+                return Ok(Node::Const(Value::Float(std::f64::consts::PI)));
+            }
+            if ns == "Math" && name == "E" {
+                return Ok(Node::Const(Value::Float(std::f64::consts::E)));
+            }
+            if matches!(ns, "Double" | "Float") {
+                match name {
+                    "POSITIVE_INFINITY" => return Ok(Node::Const(Value::Float(f64::INFINITY))),
+                    "NEGATIVE_INFINITY" => return Ok(Node::Const(Value::Float(f64::NEG_INFINITY))),
+                    "NaN" => return Ok(Node::Const(Value::Float(f64::NAN))),
+                    "MAX_VALUE" => return Ok(Node::Const(Value::Float(f64::MAX))),
+                    _ => {}
+                }
+            }
+            if matches!(ns, "Long" | "Integer") {
+                match name {
+                    "MAX_VALUE" => return Ok(Node::Const(Value::Int(i64::MAX))),
+                    "MIN_VALUE" => return Ok(Node::Const(Value::Int(i64::MIN))),
+                    _ => {}
+                }
+            }
+            return Err(
+                LispError::new("unbound_var", format!("unknown function {ns}/{name}"))
+                    .with_pos(pos),
+            );
+        }
+        if self.host_namespaces.iter().any(|h| h == ns) {
+            return Ok(Node::Const(Value::Func(Arc::new(Function::Host {
+                ns: ns.into(),
+                name: name.into(),
+            }))));
+        }
+        let mut known: Vec<String> = LOCAL_NAMESPACES.iter().map(|s| s.to_string()).collect();
+        known.extend(self.host_namespaces.iter().cloned());
+        Err(LispError::new(
+            "unbound_var",
+            format!(
+                "unknown namespace `{ns}` in {ns}/{name}; known namespaces: {}",
+                known.join(", ")
+            ),
+        )
+        .with_pos(pos))
+    }
+
+    fn analyze_body(&mut self, forms: &[Form], tail: bool) -> AR<Node> {
+        match forms.len() {
+            0 => Ok(Node::Const(Value::Nil)),
+            1 => self.analyze(&forms[0], tail),
+            n => {
+                let mut nodes = Vec::with_capacity(n);
+                for (i, f) in forms.iter().enumerate() {
+                    nodes.push(self.analyze(f, tail && i == n - 1)?);
+                }
+                Ok(Node::Do(nodes))
+            }
+        }
+    }
+
+    fn analyze_list(&mut self, items: &[Form], pos: Pos, tail: bool) -> AR<Node> {
+        let head = &items[0];
+        let args = &items[1..];
+        if let FormKind::Symbol(name) = &head.kind {
+            let is_local = self.local(name).is_some();
+            if !is_local && SPECIAL_FORMS.contains(&&**name) {
+                return self.analyze_special(name, args, pos, tail);
+            }
+        }
+        if let FormKind::Keyword(k) = &head.kind {
+            if args.is_empty() || args.len() > 2 {
+                return Err(LispError::new(
+                    "arity_error",
+                    format!(
+                        "arity error: keyword :{k} expects 1 or 2 argument(s), got {}",
+                        args.len()
+                    ),
+                )
+                .with_pos(pos));
+            }
+            let target = self.analyze(&args[0], false)?;
+            let default = match args.get(1) {
+                Some(d) => Some(Box::new(self.analyze(d, false)?)),
+                None => None,
+            };
+            return Ok(Node::KwGet(
+                Value::Keyword(k.clone()),
+                Box::new(target),
+                default,
+            ));
+        }
+        let f = self.analyze(head, false)?;
+        let arg_nodes = args
+            .iter()
+            .map(|a| self.analyze(a, false))
+            .collect::<AR<Vec<_>>>()?;
+        if let Node::Const(Value::Func(func)) = &f
+            && let Function::Builtin(b) = &**func
+        {
+            return Ok(Node::CallBuiltin(b, arg_nodes, pos));
+        }
+        Ok(Node::Call(Box::new(f), arg_nodes, pos))
+    }
+
+    fn expect_args(
+        &self,
+        name: &str,
+        args: &[Form],
+        min: usize,
+        max: Option<usize>,
+        pos: Pos,
+    ) -> AR<()> {
+        let n = args.len();
+        if n < min || max.is_some_and(|m| n > m) {
+            let expect = match max {
+                Some(m) if m == min => format!("{min}"),
+                Some(m) => format!("{min} to {m}"),
+                None => format!("at least {min}"),
+            };
+            return Err(LispError::new(
+                "arity_error",
+                format!("arity error: {name} expects {expect} argument(s), got {n}"),
+            )
+            .with_pos(pos));
+        }
+        Ok(())
+    }
+
+    fn binding_vector<'f>(&self, name: &str, form: Option<&'f Form>, pos: Pos) -> AR<&'f [Form]> {
+        match form.map(|f| &f.kind) {
+            Some(FormKind::Vector(items)) => {
+                if items.len() % 2 != 0 {
+                    return Err(invalid(
+                        format!("{name} requires an even number of forms in its binding vector"),
+                        pos,
+                    ));
+                }
+                Ok(items)
+            }
+            _ => Err(invalid(
+                format!("{name} requires a vector of bindings"),
+                pos,
+            )),
+        }
+    }
+
+    fn analyze_special(&mut self, name: &str, args: &[Form], pos: Pos, tail: bool) -> AR<Node> {
+        match name {
+            "quote" => {
+                self.expect_args("quote", args, 1, Some(1), pos)?;
+                Ok(Node::Const(crate::read_data::form_to_value(&args[0])?))
+            }
+            "var" => {
+                self.expect_args("var", args, 1, Some(1), pos)?;
+                match args[0].sym_name() {
+                    Some(s) => Ok(Node::Const(Value::Var(s.into()))),
+                    None => Err(invalid("var expects a symbol", pos)),
+                }
+            }
+            "if" => {
+                self.expect_args("if", args, 2, Some(3), pos)?;
+                let c = self.analyze(&args[0], false)?;
+                let t = self.analyze(&args[1], tail)?;
+                let e = match args.get(2) {
+                    Some(f) => self.analyze(f, tail)?,
+                    None => Node::Const(Value::Nil),
+                };
+                Ok(Node::If(Box::new(c), Box::new(t), Box::new(e)))
+            }
+            "if-not" => {
+                self.expect_args("if-not", args, 2, Some(3), pos)?;
+                let c = self.analyze(&args[0], false)?;
+                let t = self.analyze(&args[1], tail)?;
+                let e = match args.get(2) {
+                    Some(f) => self.analyze(f, tail)?,
+                    None => Node::Const(Value::Nil),
+                };
+                Ok(Node::If(Box::new(c), Box::new(e), Box::new(t)))
+            }
+            "do" => self.analyze_body(args, tail),
+            "comment" | "ns" | "require" | "import" => Ok(Node::Const(Value::Nil)),
+            "when" | "when-not" => {
+                self.expect_args(name, args, 1, None, pos)?;
+                let c = self.analyze(&args[0], false)?;
+                let body = self.analyze_body(&args[1..], tail)?;
+                let nil = Node::Const(Value::Nil);
+                Ok(if name == "when" {
+                    Node::If(Box::new(c), Box::new(body), Box::new(nil))
+                } else {
+                    Node::If(Box::new(c), Box::new(nil), Box::new(body))
+                })
+            }
+            "and" | "or" => {
+                if args.is_empty() {
+                    return Ok(Node::Const(Value::Bool(name == "and")));
+                }
+                let n = args.len();
+                let nodes = args
+                    .iter()
+                    .enumerate()
+                    .map(|(i, a)| self.analyze(a, tail && i == n - 1))
+                    .collect::<AR<Vec<_>>>()?;
+                if n == 1 {
+                    return Ok(nodes.into_iter().next().unwrap_or(Node::Const(Value::Nil)));
+                }
+                Ok(if name == "and" {
+                    Node::And(nodes)
+                } else {
+                    Node::Or(nodes)
+                })
+            }
+            "let" | "let*" => {
+                let bv = self.binding_vector(name, args.first(), pos)?;
+                let mark = self.scope().names.len();
+                let mut binds = Vec::new();
+                for pair in bv.chunks(2) {
+                    let init = self.analyze(&pair[1], false)?;
+                    self.bind_pattern(&pair[0], init, &mut binds)?;
+                }
+                let body = self.analyze_body(&args[1..], tail)?;
+                self.scope().names.truncate(mark);
+                Ok(Node::Let(binds, Box::new(body)))
+            }
+            "loop" => self.analyze_loop(args, pos),
+            "recur" => {
+                let target = match self.recur {
+                    Some(t) => t,
+                    None => return Err(invalid("recur is only allowed inside loop or fn", pos)),
+                };
+                if !tail {
+                    return Err(invalid("recur must be in tail position", pos));
+                }
+                if args.len() != target.n_args {
+                    return Err(LispError::new(
+                        "arity_error",
+                        format!(
+                            "arity error: recur expects {} argument(s), got {}",
+                            target.n_args,
+                            args.len()
+                        ),
+                    )
+                    .with_pos(pos));
+                }
+                let nodes = args
+                    .iter()
+                    .map(|a| self.analyze(a, false))
+                    .collect::<AR<Vec<_>>>()?;
+                Ok(Node::Recur(nodes))
+            }
+            "fn" | "fn*" => self.analyze_fn(args, pos, None),
+            "def" => {
+                self.expect_args("def", args, 1, Some(3), pos)?;
+                let name: Arc<str> = match args[0].sym_name() {
+                    Some(s) if !s.contains('/') => s.into(),
+                    _ => return Err(invalid("def expects a symbol name", pos)),
+                };
+                let idx = self.globals.declare(&name);
+                let value = match args.len() {
+                    1 => Node::Const(Value::Nil),
+                    2 => self.analyze(&args[1], false)?,
+                    _ => self.analyze(&args[2], false)?,
+                };
+                Ok(Node::Def {
+                    idx,
+                    name,
+                    value: Box::new(value),
+                    once: false,
+                })
+            }
+            "defonce" => {
+                self.expect_args("defonce", args, 2, Some(2), pos)?;
+                let name: Arc<str> = match args[0].sym_name() {
+                    Some(s) if !s.contains('/') => s.into(),
+                    _ => return Err(invalid("defonce expects a symbol name", pos)),
+                };
+                let idx = self.globals.declare(&name);
+                let value = self.analyze(&args[1], false)?;
+                Ok(Node::Def {
+                    idx,
+                    name,
+                    value: Box::new(value),
+                    once: true,
+                })
+            }
+            "defn" | "defn-" => {
+                self.expect_args(name, args, 2, None, pos)?;
+                let fname: Arc<str> = match args[0].sym_name() {
+                    Some(s) if !s.contains('/') => s.into(),
+                    _ => return Err(invalid("defn expects a symbol name", pos)),
+                };
+                let mut rest = &args[1..];
+                if let Some(FormKind::Str(_)) = rest.first().map(|f| &f.kind)
+                    && rest.len() > 1
+                {
+                    rest = &rest[1..];
+                }
+                if let Some(FormKind::Map(_)) = rest.first().map(|f| &f.kind)
+                    && rest.len() > 1
+                {
+                    rest = &rest[1..];
+                }
+                let idx = self.globals.declare(&fname);
+                let f = self.analyze_fn(rest, pos, Some(fname.clone()))?;
+                Ok(Node::Def {
+                    idx,
+                    name: fname,
+                    value: Box::new(f),
+                    once: false,
+                })
+            }
+            "cond" => {
+                if !args.len().is_multiple_of(2) {
+                    return Err(invalid("cond requires an even number of forms", pos));
+                }
+                let mut node = Node::Const(Value::Nil);
+                for pair in args.chunks(2).rev() {
+                    let test = if matches!(pair[0].kind, FormKind::Keyword(_)) {
+                        Node::Const(Value::Bool(true))
+                    } else {
+                        self.analyze(&pair[0], false)?
+                    };
+                    let then = self.analyze(&pair[1], tail)?;
+                    node = Node::If(Box::new(test), Box::new(then), Box::new(node));
+                }
+                Ok(node)
+            }
+            "condp" => {
+                self.expect_args("condp", args, 2, None, pos)?;
+                let pred = self.gensym("pred");
+                let val = self.gensym("val");
+                let clauses = &args[2..];
+                let mut expr = nil_form(pos);
+                let (pairs, default) = if clauses.len() % 2 == 1 {
+                    (
+                        &clauses[..clauses.len() - 1],
+                        Some(clauses[clauses.len() - 1].clone()),
+                    )
+                } else {
+                    (clauses, None)
+                };
+                if let Some(d) = default {
+                    expr = d;
+                }
+                for pair in pairs.chunks(2).rev() {
+                    let test = list(vec![sym(&pred, pos), pair[0].clone(), sym(&val, pos)], pos);
+                    expr = list(vec![sym("if", pos), test, pair[1].clone(), expr], pos);
+                }
+                let form = list(
+                    vec![
+                        sym("let", pos),
+                        Form {
+                            kind: FormKind::Vector(vec![
+                                sym(&pred, pos),
+                                args[0].clone(),
+                                sym(&val, pos),
+                                args[1].clone(),
+                            ]),
+                            pos,
+                        },
+                        expr,
+                    ],
+                    pos,
+                );
+                self.analyze(&form, tail)
+            }
+            "case" => {
+                self.expect_args("case", args, 1, None, pos)?;
+                let e = self.analyze(&args[0], false)?;
+                let clauses = &args[1..];
+                let (pairs, default) = if clauses.len() % 2 == 1 {
+                    (
+                        &clauses[..clauses.len() - 1],
+                        Some(&clauses[clauses.len() - 1]),
+                    )
+                } else {
+                    (clauses, None)
+                };
+                let mut table = Vec::new();
+                for pair in pairs.chunks(2) {
+                    let body = self.analyze(&pair[1], tail)?;
+                    match &pair[0].kind {
+                        FormKind::List(alts) => {
+                            // A list of alternatives shares one body; analyze it once per alternative.
+                            for (i, alt) in alts.iter().enumerate() {
+                                let v = crate::read_data::form_to_value(alt)?;
+                                let b = if i + 1 == alts.len() {
+                                    None
+                                } else {
+                                    Some(self.analyze(&pair[1], tail)?)
+                                };
+                                table.push((v, b));
+                            }
+                            if let Some(last) = table.last_mut() {
+                                last.1 = Some(body);
+                            }
+                        }
+                        _ => table.push((crate::read_data::form_to_value(&pair[0])?, Some(body))),
+                    }
+                }
+                let table = table
+                    .into_iter()
+                    .map(|(v, b)| (v, b.unwrap_or(Node::Const(Value::Nil))))
+                    .collect();
+                let default = match default {
+                    Some(d) => self.analyze(d, tail)?,
+                    None => Node::Const(Value::Nil),
+                };
+                Ok(Node::Case(Box::new(e), table, Box::new(default)))
+            }
+            "if-let" | "if-some" | "when-let" | "when-some" => {
+                let is_if = name.starts_with("if");
+                self.expect_args(
+                    name,
+                    args,
+                    if is_if { 2 } else { 1 },
+                    if is_if { Some(3) } else { None },
+                    pos,
+                )?;
+                let bv = self.binding_vector(name, args.first(), pos)?;
+                if bv.len() != 2 {
+                    return Err(invalid(format!("{name} requires exactly one binding"), pos));
+                }
+                let tmp = self.gensym("tmp");
+                let test = if name.ends_with("some") {
+                    list(vec![sym("some?", pos), sym(&tmp, pos)], pos)
+                } else {
+                    sym(&tmp, pos)
+                };
+                let then_body: Vec<Form> = if is_if {
+                    vec![args[1].clone()]
+                } else {
+                    args[1..].to_vec()
+                };
+                let mut then = vec![
+                    sym("let", pos),
+                    Form {
+                        kind: FormKind::Vector(vec![bv[0].clone(), sym(&tmp, pos)]),
+                        pos,
+                    },
+                ];
+                then.extend(then_body);
+                let else_form = if is_if {
+                    args.get(2).cloned().unwrap_or(nil_form(pos))
+                } else {
+                    nil_form(pos)
+                };
+                let form = list(
+                    vec![
+                        sym("let", pos),
+                        Form {
+                            kind: FormKind::Vector(vec![sym(&tmp, pos), bv[1].clone()]),
+                            pos,
+                        },
+                        list(vec![sym("if", pos), test, list(then, pos), else_form], pos),
+                    ],
+                    pos,
+                );
+                self.analyze(&form, tail)
+            }
+            "when-first" => {
+                self.expect_args(name, args, 1, None, pos)?;
+                let bv = self.binding_vector(name, args.first(), pos)?;
+                if bv.len() != 2 {
+                    return Err(invalid("when-first requires exactly one binding", pos));
+                }
+                let tmp = self.gensym("coll");
+                let mut then = vec![
+                    sym("let", pos),
+                    Form {
+                        kind: FormKind::Vector(vec![
+                            bv[0].clone(),
+                            list(vec![sym("first", pos), sym(&tmp, pos)], pos),
+                        ]),
+                        pos,
+                    },
+                ];
+                then.extend(args[1..].iter().cloned());
+                let form = list(
+                    vec![
+                        sym("let", pos),
+                        Form {
+                            kind: FormKind::Vector(vec![sym(&tmp, pos), bv[1].clone()]),
+                            pos,
+                        },
+                        list(
+                            vec![
+                                sym("if", pos),
+                                list(vec![sym("seq", pos), sym(&tmp, pos)], pos),
+                                list(then, pos),
+                                nil_form(pos),
+                            ],
+                            pos,
+                        ),
+                    ],
+                    pos,
+                );
+                self.analyze(&form, tail)
+            }
+            "->" | "->>" => {
+                self.expect_args(name, args, 1, None, pos)?;
+                let mut acc = args[0].clone();
+                for step in &args[1..] {
+                    acc = thread_step(step, acc, name == "->>");
+                }
+                self.analyze(&acc, tail)
+            }
+            "as->" => {
+                self.expect_args(name, args, 2, None, pos)?;
+                let mut bindings = vec![args[1].clone(), args[0].clone()];
+                for step in &args[2..] {
+                    bindings.push(args[1].clone());
+                    bindings.push(step.clone());
+                }
+                let form = list(
+                    vec![
+                        sym("let", pos),
+                        Form {
+                            kind: FormKind::Vector(bindings),
+                            pos,
+                        },
+                        args[1].clone(),
+                    ],
+                    pos,
+                );
+                self.analyze(&form, tail)
+            }
+            "cond->" | "cond->>" | "some->" | "some->>" => {
+                self.expect_args(name, args, 1, None, pos)?;
+                let last = name.ends_with(">>");
+                let is_cond = name.starts_with("cond");
+                let g = self.gensym("v");
+                let mut bindings = vec![sym(&g, pos), args[0].clone()];
+                if is_cond {
+                    if !(args.len() - 1).is_multiple_of(2) {
+                        return Err(invalid(format!("{name} requires test/form pairs"), pos));
+                    }
+                    for pair in args[1..].chunks(2) {
+                        let stepped = thread_step(&pair[1], sym(&g, pos), last);
+                        bindings.push(sym(&g, pos));
+                        bindings.push(list(
+                            vec![sym("if", pos), pair[0].clone(), stepped, sym(&g, pos)],
+                            pos,
+                        ));
+                    }
+                } else {
+                    for step in &args[1..] {
+                        let stepped = thread_step(step, sym(&g, pos), last);
+                        bindings.push(sym(&g, pos));
+                        bindings.push(list(
+                            vec![
+                                sym("if", pos),
+                                list(vec![sym("nil?", pos), sym(&g, pos)], pos),
+                                nil_form(pos),
+                                stepped,
+                            ],
+                            pos,
+                        ));
+                    }
+                }
+                let form = list(
+                    vec![
+                        sym("let", pos),
+                        Form {
+                            kind: FormKind::Vector(bindings),
+                            pos,
+                        },
+                        sym(&g, pos),
+                    ],
+                    pos,
+                );
+                self.analyze(&form, tail)
+            }
+            "for" | "doseq" => self.analyze_for(args, pos, name == "for"),
+            "dotimes" => {
+                let bv = self.binding_vector(name, args.first(), pos)?;
+                if bv.len() != 2 {
+                    return Err(invalid("dotimes requires one binding", pos));
+                }
+                let form = list(
+                    {
+                        let mut v = vec![
+                            sym("doseq", pos),
+                            Form {
+                                kind: FormKind::Vector(vec![
+                                    bv[0].clone(),
+                                    list(vec![sym("range", pos), bv[1].clone()], pos),
+                                ]),
+                                pos,
+                            },
+                        ];
+                        v.extend(args[1..].iter().cloned());
+                        v
+                    },
+                    pos,
+                );
+                self.analyze(&form, tail)
+            }
+            "return" => {
+                self.expect_args(name, args, 0, Some(1), pos)?;
+                let v = match args.first() {
+                    Some(a) => self.analyze(a, false)?,
+                    None => Node::Const(Value::Nil),
+                };
+                Ok(Node::Return(Box::new(v)))
+            }
+            "fail" => {
+                self.expect_args(name, args, 0, Some(1), pos)?;
+                let v = match args.first() {
+                    Some(a) => self.analyze(a, false)?,
+                    None => Node::Const(Value::Nil),
+                };
+                Ok(Node::Fail(Box::new(v), pos))
+            }
+            "doc" | "dir" | "source" => {
+                // Like clojure.repl, the argument is a name, quoted or not.
+                let mut nodes = Vec::new();
+                for a in args {
+                    match &a.kind {
+                        FormKind::Symbol(s) => nodes.push(Node::Const(Value::Symbol(s.clone()))),
+                        _ => nodes.push(self.analyze(a, false)?),
+                    }
+                }
+                let b = builtins::lookup(&format!("repl/{name}"))
+                    .ok_or_else(|| invalid(format!("{name} is unavailable"), pos))?;
+                Ok(Node::CallBuiltin(b, nodes, pos))
+            }
+            _ => Err(invalid(format!("unsupported special form {name}"), pos)),
+        }
+    }
+
+    fn analyze_loop(&mut self, args: &[Form], pos: Pos) -> AR<Node> {
+        let bv = self.binding_vector("loop", args.first(), pos)?;
+        let mark = self.scope().names.len();
+        let first_slot = self.scope().n_slots;
+        let mut binds = Vec::new();
+        let mut recur_slots = Vec::new();
+        let mut prologue = Vec::new();
+        for pair in bv.chunks(2) {
+            let init = self.analyze(&pair[1], false)?;
+            match &pair[0].kind {
+                FormKind::Symbol(s) => {
+                    let slot = self.bind_name(s.clone());
+                    binds.push(Bind { slot, init });
+                    recur_slots.push(slot);
+                }
+                _ => {
+                    // Destructuring loop binding: recur rebinds a hidden slot, the body re-destructures.
+                    let slot = self.new_slot();
+                    binds.push(Bind { slot, init });
+                    recur_slots.push(slot);
+                    self.bind_pattern(&pair[0], Node::Local(slot), &mut prologue)?;
+                }
+            }
+        }
+        let saved = self.recur.replace(RecurTarget {
+            n_args: recur_slots.len(),
+        });
+        let body = self.analyze_body(&args[1..], true);
+        self.recur = saved;
+        let mut body = body?;
+        if !prologue.is_empty() {
+            body = Node::Let(prologue, Box::new(body));
+        }
+        self.scope().names.truncate(mark);
+        Ok(Node::Loop {
+            binds,
+            recur_slots,
+            first_slot,
+            body: Box::new(body),
+            pos,
+        })
+    }
+
+    fn analyze_for(&mut self, args: &[Form], pos: Pos, collect: bool) -> AR<Node> {
+        let what = if collect { "for" } else { "doseq" };
+        let bv = match args.first().map(|f| &f.kind) {
+            Some(FormKind::Vector(items)) if items.len() % 2 == 0 && !items.is_empty() => items,
+            _ => {
+                return Err(invalid(
+                    format!("{what} requires a vector of bindings"),
+                    pos,
+                ));
+            }
+        };
+        let mark = self.scope().names.len();
+        let first_slot = self.scope().n_slots;
+        let saved = self.recur.take();
+        let result = (|| -> AR<Node> {
+            let mut clauses = Vec::new();
+            for pair in bv.chunks(2) {
+                match &pair[0].kind {
+                    FormKind::Keyword(k) if &**k == "when" => {
+                        clauses.push(ForClause::When(self.analyze(&pair[1], false)?))
+                    }
+                    FormKind::Keyword(k) if &**k == "while" => {
+                        clauses.push(ForClause::While(self.analyze(&pair[1], false)?))
+                    }
+                    FormKind::Keyword(k) if &**k == "let" => {
+                        let lets = match &pair[1].kind {
+                            FormKind::Vector(items) if items.len() % 2 == 0 => items,
+                            _ => {
+                                return Err(invalid(
+                                    ":let in for requires a binding vector",
+                                    pair[1].pos,
+                                ));
+                            }
+                        };
+                        let mut binds = Vec::new();
+                        for lp in lets.chunks(2) {
+                            let init = self.analyze(&lp[1], false)?;
+                            self.bind_pattern(&lp[0], init, &mut binds)?;
+                        }
+                        clauses.push(ForClause::Let(binds));
+                    }
+                    FormKind::Keyword(k) => {
+                        return Err(invalid(
+                            format!("unsupported {what} modifier :{k}"),
+                            pair[0].pos,
+                        ));
+                    }
+                    _ => {
+                        let coll = self.analyze(&pair[1], false)?;
+                        let slot = self.new_slot();
+                        let mut binds = Vec::new();
+                        self.bind_pattern(&pair[0], Node::Local(slot), &mut binds)?;
+                        clauses.push(ForClause::Each { slot, coll, binds });
+                    }
+                }
+            }
+            let body = self.analyze_body(&args[1..], false)?;
+            Ok(Node::For {
+                clauses,
+                first_slot,
+                body: Box::new(body),
+                collect,
+                pos,
+            })
+        })();
+        self.recur = saved;
+        self.scope().names.truncate(mark);
+        result
+    }
+
+    fn analyze_anon_fn(&mut self, body: &[Form], pos: Pos) -> AR<Node> {
+        let mut max = 0usize;
+        let mut rest = false;
+        let mut stack: Vec<&Form> = body.iter().collect();
+        while let Some(f) = stack.pop() {
+            match &f.kind {
+                FormKind::Symbol(s) => {
+                    if &**s == "%" || &**s == "%1" {
+                        max = max.max(1);
+                    } else if &**s == "%&" {
+                        rest = true;
+                    } else if let Some(n) =
+                        s.strip_prefix('%').and_then(|d| d.parse::<usize>().ok())
+                    {
+                        max = max.max(n);
+                    }
+                }
+                FormKind::List(items)
+                | FormKind::Vector(items)
+                | FormKind::Map(items)
+                | FormKind::Set(items) => stack.extend(items.iter()),
+                FormKind::AnonFn(_) => {
+                    return Err(invalid(
+                        "nested #() function literals are not allowed",
+                        f.pos,
+                    ));
+                }
+                _ => {}
+            }
+        }
+        let mut params: Vec<Form> = (1..=max).map(|i| sym(&format!("%{i}"), pos)).collect();
+        if rest {
+            params.push(sym("&", pos));
+            params.push(sym("%&", pos));
+        }
+        let body_form = list(body.to_vec(), pos);
+        // `%` is an alias of `%1`: bind it inside the body.
+        let inner = if max >= 1 {
+            list(
+                vec![
+                    sym("let", pos),
+                    Form {
+                        kind: FormKind::Vector(vec![sym("%", pos), sym("%1", pos)]),
+                        pos,
+                    },
+                    body_form,
+                ],
+                pos,
+            )
+        } else {
+            body_form
+        };
+        let fn_args = vec![
+            Form {
+                kind: FormKind::Vector(params),
+                pos,
+            },
+            inner,
+        ];
+        self.analyze_fn(&fn_args, pos, None)
+    }
+
+    fn analyze_fn(&mut self, args: &[Form], pos: Pos, def_name: Option<Arc<str>>) -> AR<Node> {
+        let mut rest = args;
+        let mut self_name = None;
+        if let Some(FormKind::Symbol(s)) = rest.first().map(|f| &f.kind) {
+            self_name = Some(s.clone());
+            rest = &rest[1..];
+        }
+        let arity_forms: Vec<(&[Form], &[Form])> = match rest.first().map(|f| &f.kind) {
+            Some(FormKind::Vector(params)) => vec![(params.as_slice(), &rest[1..])],
+            Some(FormKind::List(_)) => {
+                let mut v = Vec::new();
+                for f in rest {
+                    match &f.kind {
+                        FormKind::List(items) => match items.first().map(|p| &p.kind) {
+                            Some(FormKind::Vector(params)) => {
+                                v.push((params.as_slice(), &items[1..]))
+                            }
+                            _ => {
+                                return Err(invalid(
+                                    "each arity of fn must start with a parameter vector",
+                                    f.pos,
+                                ));
+                            }
+                        },
+                        _ => return Err(invalid("fn arities must be lists", f.pos)),
+                    }
+                }
+                v
+            }
+            _ => return Err(invalid("fn requires a parameter vector", pos)),
+        };
+        let name = self_name.clone().or(def_name);
+        self.scopes.push(FnScope {
+            names: Vec::new(),
+            n_slots: 0,
+            captures: Vec::new(),
+            self_name,
+        });
+        let saved_recur = self.recur;
+        let result = (|| -> AR<Vec<Arity>> {
+            let mut arities = Vec::new();
+            for (params, body) in arity_forms {
+                let mark = self.scope().names.len();
+                let mut fixed: Vec<&Form> = Vec::new();
+                let mut variadic: Option<&Form> = None;
+                let mut i = 0;
+                while i < params.len() {
+                    if params[i].sym_name() == Some("&") {
+                        match params.get(i + 1) {
+                            Some(p) if i + 2 == params.len() => variadic = Some(p),
+                            _ => {
+                                return Err(invalid(
+                                    "& in a parameter vector must be followed by exactly one parameter",
+                                    params[i].pos,
+                                ));
+                            }
+                        }
+                        break;
+                    }
+                    fixed.push(&params[i]);
+                    i += 1;
+                }
+                // Parameters occupy the first slots in order; destructuring follows in a prologue.
+                let mut param_slots = Vec::new();
+                for _ in 0..fixed.len() + usize::from(variadic.is_some()) {
+                    param_slots.push(self.new_slot());
+                }
+                let mut prologue = Vec::new();
+                for (p, slot) in fixed.iter().chain(variadic.iter()).zip(param_slots.iter()) {
+                    match &p.kind {
+                        FormKind::Symbol(s) => self.scope().names.push((s.clone(), *slot)),
+                        _ => self.bind_pattern(p, Node::Local(*slot), &mut prologue)?,
+                    }
+                }
+                self.recur = Some(RecurTarget {
+                    n_args: param_slots.len(),
+                });
+                let mut body_node = self.analyze_body(body, true)?;
+                if !prologue.is_empty() {
+                    body_node = Node::Let(prologue, Box::new(body_node));
+                }
+                self.scope().names.truncate(mark);
+                if arities
+                    .iter()
+                    .any(|a: &Arity| a.n_fixed == fixed.len() && a.variadic == variadic.is_some())
+                {
+                    return Err(invalid(
+                        "fn has two arities with the same number of parameters",
+                        pos,
+                    ));
+                }
+                arities.push(Arity {
+                    n_fixed: fixed.len(),
+                    variadic: variadic.is_some(),
+                    body: body_node,
+                });
+            }
+            Ok(arities)
+        })();
+        self.recur = saved_recur;
+        let scope = self.scopes.pop();
+        let mut arities = result?;
+        let scope = match scope {
+            Some(s) => s,
+            None => return Err(invalid("internal: scope underflow", pos)),
+        };
+        for a in &mut arities {
+            crate::liveness::mark_moves(&mut a.body, scope.n_slots);
+        }
+        let lambda = Lambda {
+            name,
+            arities,
+            n_slots: scope.n_slots,
+        };
+        let caps = scope.captures.into_iter().map(|(_, src)| src).collect();
+        Ok(Node::Fn(Arc::new(lambda), caps))
+    }
+
+    /// Binds a (possibly destructuring) pattern to `init`, appending sequential bindings.
+    fn bind_pattern(&mut self, pat: &Form, init: Node, out: &mut Vec<Bind>) -> AR<()> {
+        match &pat.kind {
+            FormKind::Symbol(s) => {
+                if s.contains('/') {
+                    return Err(LispError::new(
+                        "destructure_error",
+                        format!("cannot bind qualified symbol {s}"),
+                    )
+                    .with_pos(pat.pos));
+                }
+                let slot = self.new_slot();
+                out.push(Bind { slot, init });
+                self.scope().names.push((s.clone(), slot));
+                Ok(())
+            }
+            FormKind::Vector(items) => {
+                let tmp = self.new_slot();
+                out.push(Bind { slot: tmp, init });
+                let mut i = 0;
+                let mut idx = 0;
+                while i < items.len() {
+                    let p = &items[i];
+                    if p.sym_name() == Some("&") {
+                        let rp = items.get(i + 1).ok_or_else(|| {
+                            LispError::new("destructure_error", "& must be followed by a pattern")
+                                .with_pos(p.pos)
+                        })?;
+                        self.bind_pattern(
+                            rp,
+                            Node::RestFrom(Box::new(Node::Local(tmp)), idx),
+                            out,
+                        )?;
+                        i += 2;
+                        continue;
+                    }
+                    if let FormKind::Keyword(k) = &p.kind
+                        && &**k == "as"
+                    {
+                        let ap = items.get(i + 1).ok_or_else(|| {
+                            LispError::new("destructure_error", ":as must be followed by a symbol")
+                                .with_pos(p.pos)
+                        })?;
+                        self.bind_pattern(ap, Node::Local(tmp), out)?;
+                        i += 2;
+                        continue;
+                    }
+                    self.bind_pattern(p, Node::Nth(Box::new(Node::Local(tmp)), idx), out)?;
+                    idx += 1;
+                    i += 1;
+                }
+                Ok(())
+            }
+            FormKind::Map(items) => {
+                let tmp = self.new_slot();
+                out.push(Bind { slot: tmp, init });
+                // Defaults from :or, analyzed lazily per binding.
+                let mut defaults: Vec<(Arc<str>, &Form)> = Vec::new();
+                for kv in items.chunks(2) {
+                    if let FormKind::Keyword(k) = &kv[0].kind
+                        && &**k == "or"
+                    {
+                        match &kv[1].kind {
+                            FormKind::Map(ds) => {
+                                for d in ds.chunks(2) {
+                                    if let Some(n) = d[0].sym_name() {
+                                        defaults.push((n.into(), &d[1]));
+                                    }
+                                }
+                            }
+                            _ => {
+                                return Err(LispError::new(
+                                    "destructure_error",
+                                    ":or requires a map",
+                                )
+                                .with_pos(kv[1].pos));
+                            }
+                        }
+                    }
+                }
+                for kv in items.chunks(2) {
+                    let (k, v) = (&kv[0], &kv[1]);
+                    match &k.kind {
+                        FormKind::Keyword(kw) if matches!(&**kw, "keys" | "strs" | "syms") => {
+                            let names = match &v.kind {
+                                FormKind::Vector(ns) => ns,
+                                _ => {
+                                    return Err(LispError::new(
+                                        "destructure_error",
+                                        format!(":{kw} requires a vector"),
+                                    )
+                                    .with_pos(v.pos));
+                                }
+                            };
+                            for n in names {
+                                let (full, local): (Arc<str>, Arc<str>) = match &n.kind {
+                                    FormKind::Symbol(s) | FormKind::Keyword(s) => {
+                                        let local = s.rsplit('/').next().unwrap_or(s).into();
+                                        (s.clone(), local)
+                                    }
+                                    _ => {
+                                        return Err(LispError::new(
+                                            "destructure_error",
+                                            "destructuring names must be symbols",
+                                        )
+                                        .with_pos(n.pos));
+                                    }
+                                };
+                                let key = match &**kw {
+                                    "keys" => Value::Keyword(full),
+                                    "strs" => Value::Str(full),
+                                    _ => Value::Symbol(full),
+                                };
+                                let default = match defaults.iter().find(|(d, _)| *d == local) {
+                                    Some((_, f)) => Some(Box::new(self.analyze(f, false)?)),
+                                    None => None,
+                                };
+                                let slot = self.new_slot();
+                                out.push(Bind {
+                                    slot,
+                                    init: Node::MapGet(Box::new(Node::Local(tmp)), key, default),
+                                });
+                                self.scope().names.push((local, slot));
+                            }
+                        }
+                        FormKind::Keyword(kw) if &**kw == "as" => {
+                            self.bind_pattern(v, Node::Local(tmp), out)?;
+                        }
+                        FormKind::Keyword(kw) if &**kw == "or" => {}
+                        _ => {
+                            let key = crate::read_data::form_to_value(v)?;
+                            let default = match k
+                                .sym_name()
+                                .and_then(|n| defaults.iter().find(|(d, _)| &**d == n))
+                            {
+                                Some((_, f)) => Some(Box::new(self.analyze(f, false)?)),
+                                None => None,
+                            };
+                            self.bind_pattern(
+                                k,
+                                Node::MapGet(Box::new(Node::Local(tmp)), key, default),
+                                out,
+                            )?;
+                        }
+                    }
+                }
+                Ok(())
+            }
+            _ => Err(LispError::new(
+                "destructure_error",
+                "unsupported binding form: expected a symbol, vector or map",
+            )
+            .with_pos(pat.pos)),
+        }
+    }
+}
+
+fn thread_step(step: &Form, acc: Form, last: bool) -> Form {
+    let pos = step.pos;
+    match &step.kind {
+        FormKind::List(items) if !items.is_empty() => {
+            let mut v = items.clone();
+            if last {
+                v.push(acc);
+            } else {
+                v.insert(1, acc);
+            }
+            list(v, pos)
+        }
+        _ => list(vec![step.clone(), acc], pos),
+    }
+}
+
+pub(crate) fn builtin_value(b: &'static Builtin) -> Value {
+    Value::Func(Arc::new(Function::Builtin(b)))
+}

@@ -1,0 +1,102 @@
+//! The analyzed program: symbols resolved to frame slots, captures, globals or constants.
+
+use std::sync::Arc;
+
+use crate::builtins::Builtin;
+use crate::error::Pos;
+use crate::value::Value;
+
+/// Where a closure capture comes from in the enclosing frame.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum CapSrc {
+    Local(usize),
+    Capture(usize),
+    SelfRef,
+}
+
+/// One sequential binding into a frame slot.
+pub(crate) struct Bind {
+    pub slot: usize,
+    pub init: Node,
+}
+
+/// One arity of a function.
+pub(crate) struct Arity {
+    pub n_fixed: usize,
+    pub variadic: bool,
+    pub body: Node,
+}
+
+/// A function literal after analysis.
+pub(crate) struct Lambda {
+    pub name: Option<Arc<str>>,
+    pub arities: Vec<Arity>,
+    pub n_slots: usize,
+}
+
+/// A clause of `for` / `doseq`.
+pub(crate) enum ForClause {
+    /// Iterate `coll`, binding each element into `slot` and then running `binds` (destructuring).
+    Each {
+        slot: usize,
+        coll: Node,
+        binds: Vec<Bind>,
+    },
+    Let(Vec<Bind>),
+    When(Node),
+    While(Node),
+}
+
+/// An analyzed expression.
+pub(crate) enum Node {
+    Const(Value),
+    Local(usize),
+    /// Last use of a local: moves the value out so collections stay uniquely owned.
+    Move(usize),
+    Capture(usize),
+    SelfRef,
+    Global(usize, Arc<str>),
+    Data(Arc<str>, Pos),
+    If(Box<Node>, Box<Node>, Box<Node>),
+    Do(Vec<Node>),
+    Let(Vec<Bind>, Box<Node>),
+    /// Bindings, the slots `recur` writes (first slot index of the loop's own locals), body.
+    Loop {
+        binds: Vec<Bind>,
+        recur_slots: Vec<usize>,
+        first_slot: usize,
+        body: Box<Node>,
+        pos: Pos,
+    },
+    Recur(Vec<Node>),
+    Fn(Arc<Lambda>, Vec<CapSrc>),
+    Def {
+        idx: usize,
+        name: Arc<str>,
+        value: Box<Node>,
+        once: bool,
+    },
+    And(Vec<Node>),
+    Or(Vec<Node>),
+    Call(Box<Node>, Vec<Node>, Pos),
+    CallBuiltin(&'static Builtin, Vec<Node>, Pos),
+    /// `(:k m)` / `(:k m default)` with flexible key lookup.
+    KwGet(Value, Box<Node>, Option<Box<Node>>),
+    Case(Box<Node>, Vec<(Value, Node)>, Box<Node>),
+    For {
+        clauses: Vec<ForClause>,
+        first_slot: usize,
+        body: Box<Node>,
+        collect: bool,
+        pos: Pos,
+    },
+    MakeVec(Vec<Node>),
+    MakeMap(Vec<(Node, Node)>),
+    MakeSet(Vec<Node>),
+    /// Destructuring helpers.
+    Nth(Box<Node>, usize),
+    RestFrom(Box<Node>, usize),
+    MapGet(Box<Node>, Value, Option<Box<Node>>),
+    Return(Box<Node>),
+    Fail(Box<Node>, Pos),
+}

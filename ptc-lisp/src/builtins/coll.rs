@@ -1,0 +1,456 @@
+//! Collection access and construction: count, first/rest, nth, get, conj, into, vec, ...
+
+use std::sync::Arc;
+
+use super::{
+    Builtin, VARIADIC, b, count_of, get_flex, has_key_flex, into_items, seq_items, take, type_err,
+    vec_value,
+};
+use crate::error::{R, err};
+use crate::eval::Ctx;
+use crate::value::{MapData, SetData, Value};
+
+pub(crate) const BUILTINS: &[Builtin] = &[
+    b!(
+        "count",
+        1,
+        1,
+        |_, a| Ok(Value::Int(count_of(&a[0])? as i64)),
+        "(count coll): number of elements"
+    ),
+    b!(
+        "first",
+        1,
+        1,
+        first,
+        "(first coll): the first element or nil"
+    ),
+    b!("second", 1, 1, |_, a| nth_or_nil(&a[0], 1), "(second coll)"),
+    b!(
+        "ffirst",
+        1,
+        1,
+        |ctx, a| {
+            let f = first(ctx, a)?;
+            first(ctx, &mut [f])
+        },
+        "(ffirst coll)"
+    ),
+    b!("fnext", 1, 1, |_, a| nth_or_nil(&a[0], 1), "(fnext coll)"),
+    b!(
+        "nfirst",
+        1,
+        1,
+        |ctx, a| {
+            let f = first(ctx, a)?;
+            next(ctx, &mut [f])
+        },
+        "(nfirst coll)"
+    ),
+    b!(
+        "nnext",
+        1,
+        1,
+        |ctx, a| {
+            let n = next(ctx, a)?;
+            next(ctx, &mut [n])
+        },
+        "(nnext coll)"
+    ),
+    b!("last", 1, 1, last, "(last coll): the last element or nil"),
+    b!(
+        "rest",
+        1,
+        1,
+        rest,
+        "(rest coll): all but the first, [] when none"
+    ),
+    b!(
+        "next",
+        1,
+        1,
+        next,
+        "(next coll): all but the first, nil when none"
+    ),
+    b!(
+        "butlast",
+        1,
+        1,
+        butlast,
+        "(butlast coll): all but the last, nil when none"
+    ),
+    b!(
+        "nth",
+        2,
+        3,
+        nth,
+        "(nth coll i [not-found]): element i; nil when out of range"
+    ),
+    b!(
+        "get",
+        2,
+        3,
+        get,
+        "(get m k [not-found]): value at key k (keyword/string keys match both ways)"
+    ),
+    b!(
+        "contains?",
+        2,
+        2,
+        |_, a| Ok(Value::Bool(has_key_flex(&a[0], &a[1]))),
+        "(contains? coll k): true if key (or index) k is present"
+    ),
+    b!(
+        "conj",
+        0,
+        VARIADIC,
+        conj,
+        "(conj coll & xs): adds to the end of a vector, or to a map/set"
+    ),
+    b!("cons", 2, 2, cons, "(cons x coll): x prepended to coll"),
+    b!(
+        "peek",
+        1,
+        1,
+        |_, a| match &a[0] {
+            Value::Nil => Ok(Value::Nil),
+            Value::Vector(v) => Ok(v.last().cloned().unwrap_or(Value::Nil)),
+            o => type_err("peek", "a vector", o),
+        },
+        "(peek v): the last element"
+    ),
+    b!("pop", 1, 1, pop, "(pop v): v without its last element"),
+    b!(
+        "empty",
+        1,
+        1,
+        empty,
+        "(empty coll): an empty collection of the same kind"
+    ),
+    b!(
+        "vec",
+        1,
+        1,
+        |ctx, a| {
+            let v = into_items(take(a, 0))?;
+            vec_value(ctx, v)
+        },
+        "(vec coll): a vector of the elements"
+    ),
+    b!(
+        "vector",
+        0,
+        VARIADIC,
+        |ctx, a| vec_value(ctx, a.to_vec()),
+        "(vector & xs)"
+    ),
+    b!(
+        "list",
+        0,
+        VARIADIC,
+        |ctx, a| vec_value(ctx, a.to_vec()),
+        "(list & xs): a vector (lists are vectors)"
+    ),
+    b!(
+        "seq",
+        1,
+        1,
+        |ctx, a| {
+            let v = into_items(take(a, 0))?;
+            if v.is_empty() {
+                Ok(Value::Nil)
+            } else {
+                vec_value(ctx, v)
+            }
+        },
+        "(seq coll): the elements as a vector, nil when empty"
+    ),
+    b!(
+        "sequence",
+        1,
+        1,
+        |ctx, a| {
+            let v = into_items(take(a, 0))?;
+            vec_value(ctx, v)
+        },
+        "(sequence coll)"
+    ),
+    b!(
+        "doall",
+        1,
+        1,
+        |_, a| Ok(take(a, 0)),
+        "(doall coll): coll (sequences are eager)"
+    ),
+    b!("dorun", 1, 1, |_, _| Ok(Value::Nil), "(dorun coll): nil"),
+    b!("hash-map", 0, VARIADIC, hash_map, "(hash-map & kvs)"),
+    b!("array-map", 0, VARIADIC, hash_map, "(array-map & kvs)"),
+    b!(
+        "hash-set",
+        0,
+        VARIADIC,
+        |ctx, a| {
+            ctx.charge_items(a.len())?;
+            Ok(Value::set_from(a.to_vec()))
+        },
+        "(hash-set & xs)"
+    ),
+    b!(
+        "set",
+        1,
+        1,
+        |ctx, a| {
+            let v = into_items(take(a, 0))?;
+            ctx.charge_items(v.len())?;
+            Ok(Value::set_from(v))
+        },
+        "(set coll): a set of the elements"
+    ),
+    b!(
+        "into",
+        1,
+        3,
+        into,
+        "(into to from): conj every element of from onto to"
+    ),
+    b!("subvec", 2, 3, subvec, "(subvec v start [end])"),
+];
+
+fn first(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
+    nth_or_nil(&a[0], 0)
+}
+
+pub(crate) fn nth_or_nil(v: &Value, i: usize) -> R<Value> {
+    match v {
+        Value::Nil => Ok(Value::Nil),
+        Value::Vector(items) => Ok(items.get(i).cloned().unwrap_or(Value::Nil)),
+        Value::Str(s) => Ok(s
+            .chars()
+            .nth(i)
+            .map(|c| Value::str(c.encode_utf8(&mut [0; 4])))
+            .unwrap_or(Value::Nil)),
+        Value::Map(_) | Value::Set(_) => Ok(seq_items(v)?.get(i).cloned().unwrap_or(Value::Nil)),
+        other => type_err("first", "a collection", other),
+    }
+}
+
+fn last(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
+    match &a[0] {
+        Value::Vector(items) => Ok(items.last().cloned().unwrap_or(Value::Nil)),
+        other => Ok(seq_items(other)?.last().cloned().unwrap_or(Value::Nil)),
+    }
+}
+
+fn rest(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
+    let items = into_items(take(a, 0))?;
+    if items.is_empty() {
+        return Ok(Value::vector(vec![]));
+    }
+    let mut items = items;
+    items.remove(0);
+    vec_value(ctx, items)
+}
+
+fn next(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
+    let items = into_items(take(a, 0))?;
+    if items.len() <= 1 {
+        return Ok(Value::Nil);
+    }
+    let mut items = items;
+    items.remove(0);
+    vec_value(ctx, items)
+}
+
+fn butlast(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
+    let mut items = into_items(take(a, 0))?;
+    if items.len() <= 1 {
+        return Ok(Value::Nil);
+    }
+    items.pop();
+    vec_value(ctx, items)
+}
+
+fn nth(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
+    let i = match &a[1] {
+        Value::Int(i) => *i,
+        Value::Float(f) if f.fract() == 0.0 => *f as i64,
+        other => return type_err("nth", "an integer index", other),
+    };
+    if matches!(a[0], Value::Map(_)) {
+        return type_err("nth", "an indexed collection", &a[0]);
+    }
+    if matches!(a[0], Value::Set(_)) {
+        return type_err("nth", "an indexed collection (sets are unordered)", &a[0]);
+    }
+    let v = if i < 0 {
+        Value::Nil
+    } else {
+        nth_or_nil(&a[0], i as usize)?
+    };
+    let found = i >= 0 && (i as usize) < count_of(&a[0]).unwrap_or(0);
+    if !found && a.len() == 3 {
+        return Ok(take(a, 2));
+    }
+    Ok(v)
+}
+
+fn get(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
+    match get_flex(&a[0], &a[1]) {
+        Some(v) => Ok(v),
+        None => Ok(if a.len() == 3 { take(a, 2) } else { Value::Nil }),
+    }
+}
+
+/// Adds one element to a collection in place (the collection must be uniquely owned to avoid a copy).
+pub(crate) fn conj1(coll: &mut Value, x: Value) -> R<()> {
+    match coll {
+        Value::Nil => {
+            *coll = Value::vector(vec![x]);
+        }
+        Value::Vector(items) => Arc::make_mut(items).push(x),
+        Value::Set(s) => {
+            Arc::make_mut(s).0.insert(x);
+        }
+        Value::Map(m) => match x {
+            Value::Vector(pair) if pair.len() == 2 => {
+                Arc::make_mut(m).insert(pair[0].clone(), pair[1].clone());
+            }
+            Value::Map(other) => {
+                let mm = Arc::make_mut(m);
+                for (k, v) in other.iter() {
+                    mm.insert(k.clone(), v.clone());
+                }
+            }
+            Value::Nil => {}
+            other => return type_err("conj", "a [key value] pair for a map", &other),
+        },
+        other => return type_err("conj", "a collection", other),
+    }
+    Ok(())
+}
+
+fn conj(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
+    if a.is_empty() {
+        return Ok(Value::vector(vec![]));
+    }
+    let mut coll = take(a, 0);
+    ctx.charge_items(a.len() - 1)?;
+    for x in a[1..].iter_mut() {
+        conj1(&mut coll, std::mem::take(x))?;
+    }
+    Ok(coll)
+}
+
+fn cons(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
+    let x = take(a, 0);
+    let items = into_items(take(a, 1))?;
+    let mut v = Vec::with_capacity(items.len() + 1);
+    v.push(x);
+    v.extend(items);
+    vec_value(ctx, v)
+}
+
+fn pop(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
+    match take(a, 0) {
+        Value::Nil => Ok(Value::Nil),
+        Value::Vector(mut items) => {
+            if items.is_empty() {
+                return err("type_error", "pop of an empty vector");
+            }
+            Arc::make_mut(&mut items).pop();
+            Ok(Value::Vector(items))
+        }
+        other => type_err("pop", "a vector", &other),
+    }
+}
+
+fn empty(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
+    Ok(match &a[0] {
+        Value::Vector(_) | Value::Str(_) => Value::vector(vec![]),
+        Value::Map(_) => Value::Map(Arc::new(MapData::default())),
+        Value::Set(_) => Value::Set(Arc::new(SetData::default())),
+        _ => Value::Nil,
+    })
+}
+
+fn hash_map(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
+    if !a.len().is_multiple_of(2) {
+        return err(
+            "arity_error",
+            "hash-map expects an even number of arguments",
+        );
+    }
+    ctx.charge_items(a.len())?;
+    let mut m = MapData::with_capacity(a.len() / 2);
+    for kv in a.chunks_mut(2) {
+        m.insert(std::mem::take(&mut kv[0]), std::mem::take(&mut kv[1]));
+    }
+    Ok(Value::Map(Arc::new(m)))
+}
+
+fn into(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
+    if a.len() == 1 {
+        return Ok(take(a, 0));
+    }
+    let from_idx = a.len() - 1;
+    let mut to = take(a, 0);
+    let from = take(a, from_idx);
+    let items = match &from {
+        // A map merged into a map keeps its entries without building pairs.
+        Value::Map(m) if matches!(to, Value::Map(_)) => {
+            let mm = match &mut to {
+                Value::Map(t) => Arc::make_mut(t),
+                _ => return Ok(to),
+            };
+            ctx.charge_items(m.len() * 2)?;
+            for (k, v) in m.iter() {
+                mm.insert(k.clone(), v.clone());
+            }
+            return Ok(to);
+        }
+        _ => into_items(from)?,
+    };
+    let items = if a.len() == 3 {
+        // (into to xform from): the transducer position takes a function applied with map.
+        let f = take(a, 1);
+        let mut out = Vec::with_capacity(items.len());
+        for x in items {
+            out.push(ctx.apply(&f, &mut [x])?);
+        }
+        out
+    } else {
+        items
+    };
+    ctx.charge_items(items.len())?;
+    if let Value::Vector(v) = &mut to {
+        Arc::make_mut(v).extend(items);
+        return Ok(to);
+    }
+    for x in items {
+        conj1(&mut to, x)?;
+    }
+    Ok(to)
+}
+
+fn subvec(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
+    let items = match &a[0] {
+        Value::Vector(v) => v.clone(),
+        other => return type_err("subvec", "a vector", other),
+    };
+    let start = super::int_arg("subvec", &a[1])?;
+    let end = if a.len() == 3 {
+        super::int_arg("subvec", &a[2])?
+    } else {
+        items.len() as i64
+    };
+    if start < 0 || end < start || end as usize > items.len() {
+        return err(
+            "type_error",
+            format!(
+                "subvec index out of bounds: {start}..{end} of {}",
+                items.len()
+            ),
+        );
+    }
+    vec_value(ctx, items[start as usize..end as usize].to_vec())
+}

@@ -1,0 +1,596 @@
+//! Equality, comparison, predicates and function combinators.
+
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+use super::{Builtin, VARIADIC, b, count_of, take, type_err};
+use crate::error::{R, err};
+use crate::eval::{Ctx, Function};
+use crate::value::{Value, compare, equal, ordering_for_lt};
+
+pub(crate) const BUILTINS: &[Builtin] = &[
+    b!(
+        "=",
+        1,
+        VARIADIC,
+        eq,
+        "(= x y & more): true if all arguments are equal; (= 1 1.0) is true"
+    ),
+    b!("==", 1, VARIADIC, eq, "(== x y & more): numeric equality"),
+    b!(
+        "not=",
+        1,
+        VARIADIC,
+        not_eq,
+        "(not= x y & more): (not (= x y ...))"
+    ),
+    b!(
+        "<",
+        1,
+        VARIADIC,
+        lt,
+        "(< x y & more): strictly increasing; never throws, NaN compares false"
+    ),
+    b!(">", 1, VARIADIC, gt, "(> x y & more): strictly decreasing"),
+    b!("<=", 1, VARIADIC, le, "(<= x y & more): non-decreasing"),
+    b!(">=", 1, VARIADIC, ge, "(>= x y & more): non-increasing"),
+    b!("compare", 2, 2, compare_fn, "(compare x y): -1, 0 or 1"),
+    b!("not", 1, 1, not, "(not x): true if x is nil or false"),
+    b!("identity", 1, 1, identity, "(identity x): x"),
+    b!(
+        "nil?",
+        1,
+        1,
+        |_, a| Ok(Value::Bool(a[0].is_nil())),
+        "(nil? x)"
+    ),
+    b!(
+        "some?",
+        1,
+        1,
+        |_, a| Ok(Value::Bool(!a[0].is_nil())),
+        "(some? x): true unless x is nil"
+    ),
+    b!(
+        "true?",
+        1,
+        1,
+        |_, a| Ok(Value::Bool(matches!(a[0], Value::Bool(true)))),
+        "(true? x)"
+    ),
+    b!(
+        "false?",
+        1,
+        1,
+        |_, a| Ok(Value::Bool(matches!(a[0], Value::Bool(false)))),
+        "(false? x)"
+    ),
+    b!(
+        "boolean?",
+        1,
+        1,
+        |_, a| Ok(Value::Bool(matches!(a[0], Value::Bool(_)))),
+        "(boolean? x)"
+    ),
+    b!(
+        "number?",
+        1,
+        1,
+        |_, a| Ok(Value::Bool(matches!(a[0], Value::Int(_) | Value::Float(_)))),
+        "(number? x)"
+    ),
+    b!(
+        "integer?",
+        1,
+        1,
+        |_, a| Ok(Value::Bool(matches!(a[0], Value::Int(_)))),
+        "(integer? x)"
+    ),
+    b!(
+        "int?",
+        1,
+        1,
+        |_, a| Ok(Value::Bool(matches!(a[0], Value::Int(_)))),
+        "(int? x)"
+    ),
+    b!(
+        "nat-int?",
+        1,
+        1,
+        |_, a| Ok(Value::Bool(matches!(a[0], Value::Int(i) if i >= 0))),
+        "(nat-int? x)"
+    ),
+    b!(
+        "pos-int?",
+        1,
+        1,
+        |_, a| Ok(Value::Bool(matches!(a[0], Value::Int(i) if i > 0))),
+        "(pos-int? x)"
+    ),
+    b!(
+        "neg-int?",
+        1,
+        1,
+        |_, a| Ok(Value::Bool(matches!(a[0], Value::Int(i) if i < 0))),
+        "(neg-int? x)"
+    ),
+    b!(
+        "float?",
+        1,
+        1,
+        |_, a| Ok(Value::Bool(matches!(a[0], Value::Float(_)))),
+        "(float? x)"
+    ),
+    b!(
+        "double?",
+        1,
+        1,
+        |_, a| Ok(Value::Bool(matches!(a[0], Value::Float(_)))),
+        "(double? x)"
+    ),
+    b!(
+        "decimal?",
+        1,
+        1,
+        |_, _| Ok(Value::Bool(false)),
+        "(decimal? x): always false (no BigDecimal)"
+    ),
+    b!(
+        "ratio?",
+        1,
+        1,
+        |_, _| Ok(Value::Bool(false)),
+        "(ratio? x): always false (no ratios)"
+    ),
+    b!(
+        "rational?",
+        1,
+        1,
+        |_, a| Ok(Value::Bool(matches!(a[0], Value::Int(_)))),
+        "(rational? x)"
+    ),
+    b!(
+        "string?",
+        1,
+        1,
+        |_, a| Ok(Value::Bool(matches!(a[0], Value::Str(_)))),
+        "(string? x)"
+    ),
+    b!(
+        "char?",
+        1,
+        1,
+        |_, a| Ok(Value::Bool(
+            matches!(&a[0], Value::Str(s) if s.chars().count() == 1)
+        )),
+        "(char? x): true for one-character strings"
+    ),
+    b!(
+        "keyword?",
+        1,
+        1,
+        |_, a| Ok(Value::Bool(matches!(a[0], Value::Keyword(_)))),
+        "(keyword? x)"
+    ),
+    b!(
+        "symbol?",
+        1,
+        1,
+        |_, a| Ok(Value::Bool(matches!(a[0], Value::Symbol(_)))),
+        "(symbol? x)"
+    ),
+    b!(
+        "map?",
+        1,
+        1,
+        |_, a| Ok(Value::Bool(matches!(a[0], Value::Map(_)))),
+        "(map? x)"
+    ),
+    b!(
+        "vector?",
+        1,
+        1,
+        |_, a| Ok(Value::Bool(matches!(a[0], Value::Vector(_)))),
+        "(vector? x)"
+    ),
+    b!(
+        "set?",
+        1,
+        1,
+        |_, a| Ok(Value::Bool(matches!(a[0], Value::Set(_)))),
+        "(set? x)"
+    ),
+    b!(
+        "coll?",
+        1,
+        1,
+        |_, a| Ok(Value::Bool(matches!(
+            a[0],
+            Value::Vector(_) | Value::Map(_) | Value::Set(_)
+        ))),
+        "(coll? x)"
+    ),
+    b!(
+        "seq?",
+        1,
+        1,
+        |_, _| Ok(Value::Bool(false)),
+        "(seq? x): false; sequences are vectors"
+    ),
+    b!(
+        "list?",
+        1,
+        1,
+        |_, _| Ok(Value::Bool(false)),
+        "(list? x): false; lists are vectors"
+    ),
+    b!(
+        "sequential?",
+        1,
+        1,
+        |_, a| Ok(Value::Bool(matches!(a[0], Value::Vector(_)))),
+        "(sequential? x)"
+    ),
+    b!(
+        "associative?",
+        1,
+        1,
+        |_, a| Ok(Value::Bool(matches!(
+            a[0],
+            Value::Vector(_) | Value::Map(_)
+        ))),
+        "(associative? x)"
+    ),
+    b!(
+        "counted?",
+        1,
+        1,
+        |_, a| Ok(Value::Bool(matches!(
+            a[0],
+            Value::Vector(_) | Value::Map(_) | Value::Set(_)
+        ))),
+        "(counted? x)"
+    ),
+    b!(
+        "indexed?",
+        1,
+        1,
+        |_, a| Ok(Value::Bool(matches!(a[0], Value::Vector(_)))),
+        "(indexed? x)"
+    ),
+    b!(
+        "reversible?",
+        1,
+        1,
+        |_, a| Ok(Value::Bool(matches!(a[0], Value::Vector(_)))),
+        "(reversible? x)"
+    ),
+    b!(
+        "sorted?",
+        1,
+        1,
+        |_, _| Ok(Value::Bool(false)),
+        "(sorted? x): false; no sorted collections"
+    ),
+    b!(
+        "seqable?",
+        1,
+        1,
+        |_, a| Ok(Value::Bool(matches!(
+            a[0],
+            Value::Nil | Value::Vector(_) | Value::Map(_) | Value::Set(_) | Value::Str(_)
+        ))),
+        "(seqable? x)"
+    ),
+    b!(
+        "fn?",
+        1,
+        1,
+        |_, a| Ok(Value::Bool(matches!(a[0], Value::Func(_)))),
+        "(fn? x)"
+    ),
+    b!(
+        "ifn?",
+        1,
+        1,
+        |_, a| Ok(Value::Bool(matches!(
+            a[0],
+            Value::Func(_)
+                | Value::Keyword(_)
+                | Value::Map(_)
+                | Value::Set(_)
+                | Value::Vector(_)
+                | Value::Symbol(_)
+        ))),
+        "(ifn? x)"
+    ),
+    b!(
+        "var?",
+        1,
+        1,
+        |_, a| Ok(Value::Bool(matches!(a[0], Value::Var(_)))),
+        "(var? x)"
+    ),
+    b!(
+        "map-entry?",
+        1,
+        1,
+        |_, _| Ok(Value::Bool(false)),
+        "(map-entry? x): false; entries are vectors"
+    ),
+    b!(
+        "empty?",
+        1,
+        1,
+        |_, a| Ok(Value::Bool(count_of(&a[0])? == 0)),
+        "(empty? coll)"
+    ),
+    b!(
+        "not-empty",
+        1,
+        1,
+        |_, a| Ok(if count_of(&a[0])? == 0 {
+            Value::Nil
+        } else {
+            take(a, 0)
+        }),
+        "(not-empty coll): coll, or nil when empty"
+    ),
+    b!(
+        "distinct?",
+        1,
+        VARIADIC,
+        distinct_p,
+        "(distinct? x & more): true if no two arguments are equal"
+    ),
+    b!(
+        "apply",
+        2,
+        VARIADIC,
+        apply,
+        "(apply f args* coll): calls f with args and the elements of coll"
+    ),
+    b!(
+        "constantly",
+        1,
+        1,
+        constantly,
+        "(constantly x): a function that always returns x"
+    ),
+    b!(
+        "complement",
+        1,
+        1,
+        complement,
+        "(complement f): a function returning (not (f ...))"
+    ),
+    b!(
+        "partial",
+        1,
+        VARIADIC,
+        partial,
+        "(partial f & args): f with leading args fixed"
+    ),
+    b!(
+        "comp",
+        0,
+        VARIADIC,
+        comp,
+        "(comp f g ...): right-to-left composition"
+    ),
+    b!(
+        "juxt",
+        1,
+        VARIADIC,
+        juxt,
+        "(juxt f g ...): a function returning [(f x) (g x) ...]"
+    ),
+    b!(
+        "fnil",
+        2,
+        4,
+        fnil,
+        "(fnil f default ...): f with nil arguments replaced by defaults"
+    ),
+    b!(
+        "every-pred",
+        1,
+        VARIADIC,
+        every_pred,
+        "(every-pred p ...): true if every predicate holds for every argument"
+    ),
+    b!(
+        "some-fn",
+        1,
+        VARIADIC,
+        some_fn,
+        "(some-fn p ...): the first truthy predicate result"
+    ),
+    b!("type", 1, 1, type_fn, "(type x): a keyword naming the type"),
+    b!(
+        "boolean",
+        1,
+        1,
+        |_, a| Ok(Value::Bool(a[0].truthy())),
+        "(boolean x)"
+    ),
+];
+
+fn eq(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
+    Ok(Value::Bool(a.windows(2).all(|w| equal(&w[0], &w[1]))))
+}
+
+fn not_eq(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
+    Ok(Value::Bool(!a.windows(2).all(|w| equal(&w[0], &w[1]))))
+}
+
+fn chain(a: &[Value], ok: fn(Ordering) -> bool) -> Value {
+    Value::Bool(
+        a.windows(2)
+            .all(|w| ordering_for_lt(&w[0], &w[1]).is_some_and(ok)),
+    )
+}
+
+fn lt(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
+    Ok(chain(a, |o| o == Ordering::Less))
+}
+fn gt(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
+    Ok(chain(a, |o| o == Ordering::Greater))
+}
+fn le(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
+    Ok(chain(a, |o| o != Ordering::Greater))
+}
+fn ge(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
+    Ok(chain(a, |o| o != Ordering::Less))
+}
+
+fn compare_fn(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
+    Ok(Value::Int(match compare(&a[0], &a[1]) {
+        Ordering::Less => -1,
+        Ordering::Equal => 0,
+        Ordering::Greater => 1,
+    }))
+}
+
+fn not(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
+    Ok(Value::Bool(!a[0].truthy()))
+}
+
+fn identity(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
+    Ok(take(a, 0))
+}
+
+fn distinct_p(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
+    let mut seen = std::collections::HashSet::with_capacity_and_hasher(
+        a.len(),
+        crate::value::FxBuild::default(),
+    );
+    Ok(Value::Bool(a.iter().all(|v| seen.insert(v.clone()))))
+}
+
+fn apply(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
+    let n = a.len();
+    let last = take(a, n - 1);
+    let mut args: Vec<Value> = a[1..n - 1].iter_mut().map(std::mem::take).collect();
+    args.extend(super::into_items(last)?);
+    let f = take(a, 0);
+    ctx.apply(&f, &mut args)
+}
+
+fn native(
+    name: &'static str,
+    f: impl Fn(&mut Ctx<'_>, &mut [Value]) -> R<Value> + Send + Sync + 'static,
+) -> Value {
+    Value::Func(Arc::new(Function::Native(name, Box::new(f))))
+}
+
+fn constantly(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
+    let v = take(a, 0);
+    Ok(native("constantly", move |_, _| Ok(v.clone())))
+}
+
+fn complement(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
+    let f = take(a, 0);
+    Ok(native("complement", move |ctx, args| {
+        Ok(Value::Bool(!ctx.apply(&f, args)?.truthy()))
+    }))
+}
+
+fn partial(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
+    let f = take(a, 0);
+    let fixed: Vec<Value> = a[1..].to_vec();
+    Ok(native("partial", move |ctx, args| {
+        let mut all = fixed.clone();
+        all.extend(args.iter_mut().map(std::mem::take));
+        ctx.apply(&f, &mut all)
+    }))
+}
+
+fn comp(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
+    let fs: Vec<Value> = a.to_vec();
+    if fs.is_empty() {
+        return Ok(native("identity", |_, args| match args.len() {
+            1 => Ok(take(args, 0)),
+            n => err(
+                "arity_error",
+                format!("arity error: (comp) expects 1 argument, got {n}"),
+            ),
+        }));
+    }
+    Ok(native("comp", move |ctx, args| {
+        let (last, rest) = match fs.split_last() {
+            Some(x) => x,
+            None => return Ok(Value::Nil),
+        };
+        let mut v = ctx.apply(last, args)?;
+        for f in rest.iter().rev() {
+            v = ctx.apply(f, &mut [v])?;
+        }
+        Ok(v)
+    }))
+}
+
+fn juxt(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
+    let fs: Vec<Value> = a.to_vec();
+    Ok(native("juxt", move |ctx, args| {
+        let mut out = Vec::with_capacity(fs.len());
+        for f in &fs {
+            let mut copy = args.to_vec();
+            out.push(ctx.apply(f, &mut copy)?);
+        }
+        Ok(Value::vector(out))
+    }))
+}
+
+fn fnil(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
+    let f = take(a, 0);
+    let defaults: Vec<Value> = a[1..].to_vec();
+    Ok(native("fnil", move |ctx, args| {
+        for (i, d) in defaults.iter().enumerate() {
+            if let Some(x) = args.get_mut(i)
+                && x.is_nil()
+            {
+                *x = d.clone();
+            }
+        }
+        ctx.apply(&f, args)
+    }))
+}
+
+fn every_pred(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
+    let ps: Vec<Value> = a.to_vec();
+    Ok(native("every-pred", move |ctx, args| {
+        for p in &ps {
+            for x in args.iter() {
+                if !ctx.apply(p, &mut [x.clone()])?.truthy() {
+                    return Ok(Value::Bool(false));
+                }
+            }
+        }
+        Ok(Value::Bool(true))
+    }))
+}
+
+fn some_fn(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
+    let ps: Vec<Value> = a.to_vec();
+    Ok(native("some-fn", move |ctx, args| {
+        for p in &ps {
+            for x in args.iter() {
+                let r = ctx.apply(p, &mut [x.clone()])?;
+                if r.truthy() {
+                    return Ok(r);
+                }
+            }
+        }
+        Ok(Value::Nil)
+    }))
+}
+
+fn type_fn(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
+    Ok(Value::keyword(a[0].type_name()))
+}
+
+#[allow(dead_code)]
+fn unused(v: &Value) -> R<Value> {
+    type_err("unused", "nothing", v)
+}

@@ -1,0 +1,134 @@
+//! Printing. `println` and friends write to the program's captured output (never stdout),
+//! bounded by `Limits::max_output_bytes`.
+
+use super::{Builtin, VARIADIC, b};
+use crate::error::R;
+use crate::eval::Ctx;
+use crate::printer;
+use crate::value::Value;
+
+pub(crate) const BUILTINS: &[Builtin] = &[
+    b!(
+        "println",
+        0,
+        VARIADIC,
+        |ctx, a| emit(ctx, a, false, true),
+        "(println & xs): print to the captured output, then newline"
+    ),
+    b!(
+        "print",
+        0,
+        VARIADIC,
+        |ctx, a| emit(ctx, a, false, false),
+        "(print & xs)"
+    ),
+    b!(
+        "prn",
+        0,
+        VARIADIC,
+        |ctx, a| emit(ctx, a, true, true),
+        "(prn & xs): readable forms, then newline"
+    ),
+    b!(
+        "pr",
+        0,
+        VARIADIC,
+        |ctx, a| emit(ctx, a, true, false),
+        "(pr & xs): readable forms"
+    ),
+    b!(
+        "newline",
+        0,
+        0,
+        |ctx, _| {
+            let max = ctx.limits().max_output_bytes;
+            append_output(&mut ctx.output, "\n", max);
+            Ok(Value::Nil)
+        },
+        "(newline)"
+    ),
+    b!(
+        "pr-str",
+        0,
+        VARIADIC,
+        |ctx, a| render(ctx, a, true),
+        "(pr-str & xs): readable forms joined by spaces"
+    ),
+    b!(
+        "prn-str",
+        0,
+        VARIADIC,
+        |ctx, a| {
+            let s = join(a, true) + "\n";
+            super::strings::string_value(ctx, s)
+        },
+        "(prn-str & xs)"
+    ),
+    b!(
+        "print-str",
+        0,
+        VARIADIC,
+        |ctx, a| render(ctx, a, false),
+        "(print-str & xs)"
+    ),
+    b!(
+        "println-str",
+        0,
+        VARIADIC,
+        |ctx, a| {
+            let s = join(a, false) + "\n";
+            super::strings::string_value(ctx, s)
+        },
+        "(println-str & xs)"
+    ),
+];
+
+const TRUNCATED: &str = "\n[output truncated]\n";
+
+/// Appends to captured output, truncating once the cap is reached.
+pub(crate) fn append_output(out: &mut String, text: &str, max: usize) {
+    if out.ends_with(TRUNCATED) {
+        return;
+    }
+    if out.len() + text.len() <= max {
+        out.push_str(text);
+        return;
+    }
+    let room = max.saturating_sub(out.len());
+    let mut cut = room.min(text.len());
+    while cut > 0 && !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    out.push_str(&text[..cut]);
+    out.push_str(TRUNCATED);
+}
+
+fn join(a: &[Value], readable: bool) -> String {
+    let mut s = String::new();
+    for (i, v) in a.iter().enumerate() {
+        if i > 0 {
+            s.push(' ');
+        }
+        if readable {
+            printer::pr(v, &mut s);
+        } else {
+            printer::print_plain(v, &mut s);
+        }
+    }
+    s
+}
+
+fn emit(ctx: &mut Ctx<'_>, a: &mut [Value], readable: bool, newline: bool) -> R<Value> {
+    let mut s = join(a, readable);
+    if newline {
+        s.push('\n');
+    }
+    let max = ctx.limits().max_output_bytes;
+    append_output(&mut ctx.output, &s, max);
+    Ok(Value::Nil)
+}
+
+fn render(ctx: &mut Ctx<'_>, a: &mut [Value], readable: bool) -> R<Value> {
+    let s = join(a, readable);
+    super::strings::string_value(ctx, s)
+}

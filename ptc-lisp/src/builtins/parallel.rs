@@ -1,0 +1,143 @@
+//! `pmap` and `pcalls`: order-preserving, on a bounded pool of scoped worker threads so host
+//! calls that block on I/O overlap. Each branch sees a snapshot of the definitions; `def` inside
+//! a branch is discarded; `return`/`fail` inside a branch are errors; the first failing branch
+//! (by position) fails the whole call.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use super::{Builtin, VARIADIC, b, into_items, take};
+use crate::error::{Ctl, LispError, R, err};
+use crate::eval::Ctx;
+use crate::value::Value;
+
+pub(crate) const BUILTINS: &[Builtin] = &[
+    b!(
+        "pmap",
+        2,
+        2,
+        pmap,
+        "(pmap f coll): like map, with calls run in parallel"
+    ),
+    b!(
+        "pcalls",
+        0,
+        VARIADIC,
+        pcalls,
+        "(pcalls & fs): [(f1) (f2) ...] run in parallel"
+    ),
+];
+
+type ItemResult = (usize, R<Value>, String);
+
+/// Runs `job(ctx, i)` for i in 0..n on worker threads; results in index order.
+fn par_run(
+    ctx: &mut Ctx<'_>,
+    n: usize,
+    job: &(dyn Fn(&mut Ctx<'_>, usize) -> R<Value> + Sync),
+) -> R<Vec<Value>> {
+    let workers = ctx.limits().max_workers.max(1).min(n);
+    if n == 0 {
+        return Ok(vec![]);
+    }
+    let shared = ctx.shared;
+    let globals = &ctx.globals;
+    let next = AtomicUsize::new(0);
+    let failed = AtomicBool::new(false);
+    let base_steps = ctx.steps;
+    let depth = ctx.depth;
+    let stack_bytes = ctx.limits().stack_bytes;
+    let mut results: Vec<ItemResult> = Vec::with_capacity(n);
+    let mut steps_used = 0u64;
+    let mut spawn_error = None;
+    std::thread::scope(|scope| {
+        let mut handles = Vec::new();
+        for _ in 0..workers {
+            let next = &next;
+            let failed = &failed;
+            let builder = std::thread::Builder::new()
+                .name("ptc-pmap".into())
+                .stack_size(stack_bytes);
+            let h = builder.spawn_scoped(scope, move || {
+                let mut wctx = Ctx::new(shared, globals.clone());
+                wctx.in_parallel = true;
+                wctx.steps = base_steps;
+                wctx.depth = depth;
+                let mut local: Vec<ItemResult> = Vec::new();
+                loop {
+                    if failed.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= n {
+                        break;
+                    }
+                    let r = job(&mut wctx, i);
+                    if r.is_err() {
+                        failed.store(true, Ordering::Relaxed);
+                    }
+                    let out = std::mem::take(&mut wctx.output);
+                    local.push((i, r, out));
+                }
+                (local, wctx.steps - base_steps)
+            });
+            match h {
+                Ok(h) => handles.push(h),
+                Err(e) => spawn_error = Some(e.to_string()),
+            }
+        }
+        for h in handles {
+            match h.join() {
+                Ok((local, steps)) => {
+                    results.extend(local);
+                    steps_used += steps;
+                }
+                Err(_) => spawn_error = Some("a parallel worker stopped unexpectedly".into()),
+            }
+        }
+    });
+    ctx.steps += steps_used;
+    if let Some(e) = spawn_error
+        && results.len() < n
+    {
+        return err(
+            "parallel_capacity_exceeded",
+            format!("could not run parallel workers: {e}"),
+        );
+    }
+    results.sort_by_key(|(i, _, _)| *i);
+    let mut out = Vec::with_capacity(n);
+    let max = ctx.limits().max_output_bytes;
+    for (i, r, printed) in results {
+        super::io::append_output(&mut ctx.output, &printed, max);
+        match r {
+            Ok(v) => out.push(v),
+            Err(Ctl::Err(e)) => {
+                let msg = format!("parallel branch {i} failed: {}", e.message());
+                let mut ne = LispError::new(e.reason(), msg);
+                if let Some(p) = e.pos() {
+                    ne = ne.with_pos(p);
+                }
+                return Err(Ctl::from(ne));
+            }
+            Err(Ctl::Recur) => return err("invalid_form", "recur escaped a parallel branch"),
+        }
+    }
+    if out.len() < n {
+        return err("cancelled", "parallel call did not complete");
+    }
+    Ok(out)
+}
+
+fn pmap(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
+    let f = take(a, 0);
+    let items = into_items(take(a, 1))?;
+    let n = items.len();
+    let out = par_run(ctx, n, &|wctx, i| wctx.apply(&f, &mut [items[i].clone()]))?;
+    super::vec_value(ctx, out)
+}
+
+fn pcalls(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
+    let fs: Vec<Value> = a.to_vec();
+    let out = par_run(ctx, fs.len(), &|wctx, i| wctx.apply(&fs[i], &mut []))?;
+    super::vec_value(ctx, out)
+}

@@ -1,0 +1,808 @@
+//! The evaluator: walks analyzed [`Node`]s over a value stack of frame slots, applies functions,
+//! and enforces the limits (steps, deadline, memory, loop iterations, call depth, native stack).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Instant;
+
+use crate::ast::{Arity, Bind, CapSrc, ForClause, Lambda, Node};
+use crate::builtins::{self, Builtin};
+use crate::error::{Ctl, LispError, Pos, R, RETURN_REASON, err};
+use crate::host::{CallContext, Host, HostValue};
+use crate::limits::Limits;
+use crate::value::{MapData, SetData, Value};
+
+/// A native closure built by combinators such as `partial`, `comp` and `juxt`.
+pub(crate) type NativeFn = dyn Fn(&mut Ctx<'_>, &mut [Value]) -> R<Value> + Send + Sync;
+
+/// A callable value.
+pub enum Function {
+    /// A core library function.
+    Builtin(&'static Builtin),
+    /// A user function with its captured values.
+    Closure(Closure),
+    /// A combinator result (`partial`, `comp`, ...).
+    Native(&'static str, Box<NativeFn>),
+    /// A function served by the host, e.g. `tool/call`.
+    Host {
+        /// Namespace, e.g. `tool`.
+        ns: Arc<str>,
+        /// Name, e.g. `call`.
+        name: Arc<str>,
+    },
+}
+
+/// A user function value.
+pub struct Closure {
+    pub(crate) lambda: Arc<Lambda>,
+    pub(crate) captures: Vec<Value>,
+}
+
+impl Function {
+    /// The function's name for printing and error messages.
+    pub fn name(&self) -> String {
+        match self {
+            Function::Builtin(b) => b.name.to_string(),
+            Function::Closure(c) => c.lambda.name.as_deref().unwrap_or("fn").to_string(),
+            Function::Native(n, _) => n.to_string(),
+            Function::Host { ns, name } => format!("{ns}/{name}"),
+        }
+    }
+}
+
+pub(crate) struct Frame<'a> {
+    pub base: usize,
+    pub captures: &'a [Value],
+    pub this: Option<&'a Value>,
+}
+
+/// State shared by the main evaluation and its `pmap` workers.
+pub(crate) struct Shared<'a> {
+    pub limits: &'a Limits,
+    pub deadline: Option<Instant>,
+    pub mem_used: AtomicU64,
+    pub cancel: AtomicBool,
+    pub host: Option<&'a dyn Host>,
+    pub data: &'a Value,
+}
+
+/// Per-thread evaluation context.
+pub struct Ctx<'a> {
+    pub(crate) shared: &'a Shared<'a>,
+    pub(crate) steps: u64,
+    pub(crate) depth: usize,
+    pub(crate) stack_base: usize,
+    pub(crate) stack: Vec<Value>,
+    pub(crate) recur_buf: Vec<Value>,
+    pub(crate) globals: Vec<Option<Value>>,
+    pub(crate) output: String,
+    pub(crate) in_parallel: bool,
+}
+
+fn stack_addr() -> usize {
+    let marker = 0u8;
+    std::hint::black_box(&marker) as *const u8 as usize
+}
+
+/// Native stack kept in reserve below the limit for builtins and the printer.
+const STACK_RESERVE: usize = 1 << 20;
+
+impl<'a> Ctx<'a> {
+    pub(crate) fn new(shared: &'a Shared<'a>, globals: Vec<Option<Value>>) -> Self {
+        Ctx {
+            shared,
+            steps: 0,
+            depth: 0,
+            stack_base: stack_addr(),
+            stack: Vec::with_capacity(256),
+            recur_buf: Vec::new(),
+            globals,
+            output: String::new(),
+            in_parallel: false,
+        }
+    }
+
+    /// The limits in force.
+    pub fn limits(&self) -> &Limits {
+        self.shared.limits
+    }
+
+    #[inline]
+    pub(crate) fn tick(&mut self) -> R<()> {
+        self.steps += 1;
+        if self.steps & 1023 == 0 {
+            self.check_slow()?;
+        }
+        Ok(())
+    }
+
+    #[cold]
+    pub(crate) fn check_slow(&mut self) -> R<()> {
+        if let Some(max) = self.shared.limits.max_steps
+            && self.steps > max
+        {
+            return err(
+                "timeout",
+                format!("step budget of {max} evaluation steps exhausted"),
+            );
+        }
+        self.check_deadline()
+    }
+
+    /// Checks the wall-clock deadline and cancellation (used inside long-running builtins).
+    pub(crate) fn check_deadline(&self) -> R<()> {
+        if let Some(d) = self.shared.deadline
+            && Instant::now() >= d
+        {
+            let ms = self
+                .shared
+                .limits
+                .timeout
+                .map(|t| t.as_millis())
+                .unwrap_or(0);
+            return err("timeout", format!("program exceeded its {ms} ms deadline"));
+        }
+        if self.shared.cancel.load(Ordering::Relaxed) {
+            return err("cancelled", "a parallel branch failed");
+        }
+        Ok(())
+    }
+
+    /// Charges `bytes` against the memory budget.
+    #[inline]
+    pub(crate) fn charge(&self, bytes: u64) -> R<()> {
+        let used = self.shared.mem_used.fetch_add(bytes, Ordering::Relaxed) + bytes;
+        if used > self.shared.limits.max_memory_bytes {
+            return err(
+                "memory_exceeded",
+                format!(
+                    "program allocated more than {} bytes",
+                    self.shared.limits.max_memory_bytes
+                ),
+            );
+        }
+        Ok(())
+    }
+
+    /// Charges for a vector of `n` elements.
+    #[inline]
+    pub(crate) fn charge_items(&self, n: usize) -> R<()> {
+        self.charge(n as u64 * std::mem::size_of::<Value>() as u64 + 32)
+    }
+
+    /// Checks that a collection of `n` elements could be charged, before building it.
+    pub(crate) fn precheck_items(&self, n: u64) -> R<()> {
+        let bytes = n.saturating_mul(std::mem::size_of::<Value>() as u64);
+        let used = self.shared.mem_used.load(Ordering::Relaxed);
+        if used.saturating_add(bytes) > self.shared.limits.max_memory_bytes {
+            return err(
+                "memory_exceeded",
+                format!(
+                    "a collection of {n} elements would exceed the {} byte memory budget",
+                    self.shared.limits.max_memory_bytes
+                ),
+            );
+        }
+        Ok(())
+    }
+
+    fn enter(&mut self) -> R<()> {
+        self.depth += 1;
+        if self.depth > self.shared.limits.max_call_depth {
+            return err(
+                "depth_exceeded",
+                format!(
+                    "call depth exceeded {} nested calls",
+                    self.shared.limits.max_call_depth
+                ),
+            );
+        }
+        let used = self.stack_base.abs_diff(stack_addr());
+        if used + STACK_RESERVE > self.shared.limits.stack_bytes {
+            return err(
+                "depth_exceeded",
+                "native stack exhausted by nested evaluation",
+            );
+        }
+        self.tick()
+    }
+
+    /// Evaluates a node in a frame.
+    pub(crate) fn eval(&mut self, node: &Node, fr: &Frame<'_>) -> R<Value> {
+        match node {
+            Node::Const(v) => Ok(v.clone()),
+            Node::Local(s) => Ok(self.stack[fr.base + s].clone()),
+            Node::Move(s) => Ok(std::mem::take(&mut self.stack[fr.base + s])),
+            Node::Capture(i) => Ok(fr.captures[*i].clone()),
+            Node::SelfRef => Ok(fr.this.cloned().unwrap_or(Value::Nil)),
+            Node::Global(i, name) => match self.globals.get(*i) {
+                Some(Some(v)) => Ok(v.clone()),
+                _ => err(
+                    "unbound_var",
+                    format!("{name} is declared but has no value yet"),
+                ),
+            },
+            Node::Data(key, pos) => self.data_lookup(key, *pos),
+            Node::If(c, t, e) => {
+                if self.eval(c, fr)?.truthy() {
+                    self.eval(t, fr)
+                } else {
+                    self.eval(e, fr)
+                }
+            }
+            Node::Do(nodes) => {
+                let (last, init) = match nodes.split_last() {
+                    Some(x) => x,
+                    None => return Ok(Value::Nil),
+                };
+                for n in init {
+                    self.eval(n, fr)?;
+                }
+                self.eval(last, fr)
+            }
+            Node::Let(binds, body) => {
+                self.bind_all(binds, fr)?;
+                self.eval(body, fr)
+            }
+            Node::Loop {
+                binds,
+                recur_slots,
+                body,
+                pos,
+                ..
+            } => {
+                self.bind_all(binds, fr)?;
+                let mut iterations: u64 = 0;
+                loop {
+                    match self.eval(body, fr) {
+                        Err(Ctl::Recur) => {
+                            iterations += 1;
+                            if iterations > self.shared.limits.max_loop_iterations {
+                                return Err(Ctl::from(
+                                    LispError::new(
+                                        "loop_limit_exceeded",
+                                        format!(
+                                            "loop exceeded {} iterations",
+                                            self.shared.limits.max_loop_iterations
+                                        ),
+                                    )
+                                    .with_pos(*pos),
+                                ));
+                            }
+                            self.tick()?;
+                            let n = recur_slots.len();
+                            let start = self.recur_buf.len() - n;
+                            for (i, v) in self.recur_buf.drain(start..).enumerate() {
+                                self.stack[fr.base + recur_slots[i]] = v;
+                            }
+                        }
+                        r => return r,
+                    }
+                }
+            }
+            Node::Recur(args) => {
+                for a in args {
+                    let v = self.eval(a, fr)?;
+                    self.recur_buf.push(v);
+                }
+                Err(Ctl::Recur)
+            }
+            Node::Fn(lambda, caps) => {
+                let captures = caps
+                    .iter()
+                    .map(|c| match c {
+                        CapSrc::Local(s) => self.stack[fr.base + s].clone(),
+                        CapSrc::Capture(i) => fr.captures[*i].clone(),
+                        CapSrc::SelfRef => fr.this.cloned().unwrap_or(Value::Nil),
+                    })
+                    .collect();
+                Ok(Value::Func(Arc::new(Function::Closure(Closure {
+                    lambda: lambda.clone(),
+                    captures,
+                }))))
+            }
+            Node::Def {
+                idx,
+                name,
+                value,
+                once,
+            } => {
+                if *once && matches!(self.globals.get(*idx), Some(Some(_))) {
+                    return Ok(Value::Var(name.clone()));
+                }
+                let v = self.eval(value, fr)?;
+                if self.globals.len() <= *idx {
+                    self.globals.resize(*idx + 1, None);
+                }
+                self.globals[*idx] = Some(v);
+                Ok(Value::Var(name.clone()))
+            }
+            Node::And(nodes) => {
+                let mut v = Value::Bool(true);
+                for n in nodes {
+                    v = self.eval(n, fr)?;
+                    if !v.truthy() {
+                        return Ok(v);
+                    }
+                }
+                Ok(v)
+            }
+            Node::Or(nodes) => {
+                let mut v = Value::Nil;
+                for n in nodes {
+                    v = self.eval(n, fr)?;
+                    if v.truthy() {
+                        return Ok(v);
+                    }
+                }
+                Ok(v)
+            }
+            Node::CallBuiltin(b, args, pos) => self.call_builtin(b, args, *pos, fr),
+            Node::Call(f, args, pos) => {
+                let fv = self.eval(f, fr)?;
+                let r = match args.len() {
+                    0 => self.apply(&fv, &mut []),
+                    1 => {
+                        let mut a = [self.eval(&args[0], fr)?];
+                        self.apply(&fv, &mut a)
+                    }
+                    2 => {
+                        let mut a = [self.eval(&args[0], fr)?, self.eval(&args[1], fr)?];
+                        self.apply(&fv, &mut a)
+                    }
+                    3 => {
+                        let mut a = [
+                            self.eval(&args[0], fr)?,
+                            self.eval(&args[1], fr)?,
+                            self.eval(&args[2], fr)?,
+                        ];
+                        self.apply(&fv, &mut a)
+                    }
+                    _ => {
+                        let mut v = Vec::with_capacity(args.len());
+                        for a in args {
+                            v.push(self.eval(a, fr)?);
+                        }
+                        self.apply(&fv, &mut v)
+                    }
+                };
+                r.map_err(|e| at(e, *pos))
+            }
+            Node::KwGet(k, target, default) => {
+                let t = self.eval(target, fr)?;
+                match builtins::get_flex(&t, k) {
+                    Some(v) => Ok(v),
+                    None => match default {
+                        Some(d) => self.eval(d, fr),
+                        None => Ok(Value::Nil),
+                    },
+                }
+            }
+            Node::Case(e, table, default) => {
+                let v = self.eval(e, fr)?;
+                for (k, body) in table {
+                    if *k == v {
+                        return self.eval(body, fr);
+                    }
+                }
+                self.eval(default, fr)
+            }
+            Node::For {
+                clauses,
+                body,
+                collect,
+                pos,
+                ..
+            } => {
+                let mut out = Vec::new();
+                self.run_for(clauses, 0, body, fr, &mut out, *collect)
+                    .map_err(|e| at(e, *pos))?;
+                if *collect {
+                    self.charge_items(out.len())?;
+                    Ok(Value::vector(out))
+                } else {
+                    Ok(Value::Nil)
+                }
+            }
+            Node::MakeVec(nodes) => {
+                let mut v = Vec::with_capacity(nodes.len());
+                for n in nodes {
+                    v.push(self.eval(n, fr)?);
+                }
+                self.charge_items(v.len())?;
+                Ok(Value::vector(v))
+            }
+            Node::MakeMap(pairs) => {
+                let mut m = MapData::with_capacity(pairs.len());
+                for (k, v) in pairs {
+                    let k = self.eval(k, fr)?;
+                    let v = self.eval(v, fr)?;
+                    m.insert(k, v);
+                }
+                self.charge_items(pairs.len() * 2)?;
+                Ok(Value::Map(Arc::new(m)))
+            }
+            Node::MakeSet(nodes) => {
+                let mut s = SetData::default();
+                for n in nodes {
+                    s.0.insert(self.eval(n, fr)?);
+                }
+                self.charge_items(nodes.len())?;
+                Ok(Value::Set(Arc::new(s)))
+            }
+            Node::Nth(src, i) => {
+                let v = self.eval(src, fr)?;
+                builtins::destructure_nth(&v, *i)
+            }
+            Node::RestFrom(src, i) => {
+                let v = self.eval(src, fr)?;
+                builtins::destructure_rest(self, &v, *i)
+            }
+            Node::MapGet(src, key, default) => {
+                let v = self.eval(src, fr)?;
+                match builtins::destructure_get(&v, key)? {
+                    Some(x) => Ok(x),
+                    None => match default {
+                        Some(d) => self.eval(d, fr),
+                        None => Ok(Value::Nil),
+                    },
+                }
+            }
+            Node::Return(v) => {
+                let v = self.eval(v, fr)?;
+                if self.in_parallel {
+                    return err("invalid_form", "return is not allowed inside pmap/pcalls");
+                }
+                Err(Ctl::from(
+                    LispError::new(RETURN_REASON, "return").with_value(v),
+                ))
+            }
+            Node::Fail(v, pos) => {
+                let v = self.eval(v, fr)?;
+                if self.in_parallel {
+                    return err("invalid_form", "fail is not allowed inside pmap/pcalls");
+                }
+                let msg = match &v {
+                    Value::Str(s) => s.to_string(),
+                    other => other.to_string(),
+                };
+                Err(Ctl::from(
+                    LispError::new("fail", msg).with_value(v).with_pos(*pos),
+                ))
+            }
+        }
+    }
+
+    fn bind_all(&mut self, binds: &[Bind], fr: &Frame<'_>) -> R<()> {
+        for b in binds {
+            let v = self.eval(&b.init, fr)?;
+            self.stack[fr.base + b.slot] = v;
+        }
+        Ok(())
+    }
+
+    fn data_lookup(&self, key: &str, pos: Pos) -> R<Value> {
+        match builtins::get_flex(self.shared.data, &Value::keyword(key)) {
+            Some(v) => Ok(v),
+            None => Err(Ctl::from(
+                LispError::new(
+                    "unbound_var",
+                    format!("data/{key} is not in the request context"),
+                )
+                .with_pos(pos),
+            )),
+        }
+    }
+
+    fn run_for(
+        &mut self,
+        clauses: &[ForClause],
+        i: usize,
+        body: &Node,
+        fr: &Frame<'_>,
+        out: &mut Vec<Value>,
+        collect: bool,
+    ) -> R<bool> {
+        // Returns false when a :while clause stopped the enclosing iteration.
+        let Some(clause) = clauses.get(i) else {
+            let v = self.eval(body, fr)?;
+            if collect {
+                out.push(v);
+            }
+            return Ok(true);
+        };
+        match clause {
+            ForClause::Each { slot, coll, binds } => {
+                let c = self.eval(coll, fr)?;
+                let items = builtins::seq_items(&c)?;
+                for item in items.iter() {
+                    self.tick()?;
+                    self.stack[fr.base + slot] = item.clone();
+                    self.bind_all(binds, fr)?;
+                    if !self.run_for(clauses, i + 1, body, fr, out, collect)? {
+                        break;
+                    }
+                }
+                Ok(true)
+            }
+            ForClause::Let(binds) => {
+                self.bind_all(binds, fr)?;
+                self.run_for(clauses, i + 1, body, fr, out, collect)
+            }
+            ForClause::When(test) => {
+                if self.eval(test, fr)?.truthy() {
+                    self.run_for(clauses, i + 1, body, fr, out, collect)
+                } else {
+                    Ok(true)
+                }
+            }
+            ForClause::While(test) => {
+                if self.eval(test, fr)?.truthy() {
+                    self.run_for(clauses, i + 1, body, fr, out, collect)
+                } else {
+                    Ok(false)
+                }
+            }
+        }
+    }
+
+    fn call_builtin(
+        &mut self,
+        b: &'static Builtin,
+        args: &[Node],
+        pos: Pos,
+        fr: &Frame<'_>,
+    ) -> R<Value> {
+        let n = args.len();
+        if n < b.min || n > b.max {
+            return Err(at(Ctl::from(builtins::arity_error(b, n)), pos));
+        }
+        let r = match n {
+            0 => (b.f)(self, &mut []),
+            1 => {
+                let mut a = [self.eval(&args[0], fr)?];
+                (b.f)(self, &mut a)
+            }
+            2 => {
+                let mut a = [self.eval(&args[0], fr)?, self.eval(&args[1], fr)?];
+                (b.f)(self, &mut a)
+            }
+            3 => {
+                let mut a = [
+                    self.eval(&args[0], fr)?,
+                    self.eval(&args[1], fr)?,
+                    self.eval(&args[2], fr)?,
+                ];
+                (b.f)(self, &mut a)
+            }
+            _ => {
+                let mut v = Vec::with_capacity(n);
+                for a in args {
+                    v.push(self.eval(a, fr)?);
+                }
+                (b.f)(self, &mut v)
+            }
+        };
+        r.map_err(|e| at(e, pos))
+    }
+
+    /// Applies any callable value to arguments (which may be moved out of `args`).
+    pub(crate) fn apply(&mut self, f: &Value, args: &mut [Value]) -> R<Value> {
+        match f {
+            Value::Func(func) => match &**func {
+                Function::Builtin(b) => {
+                    if args.len() < b.min || args.len() > b.max {
+                        return Err(Ctl::from(builtins::arity_error(b, args.len())));
+                    }
+                    (b.f)(self, args)
+                }
+                Function::Closure(c) => self.call_closure(f, c, args),
+                Function::Native(_, nf) => {
+                    self.tick()?;
+                    nf(self, args)
+                }
+                Function::Host { ns, name } => self.call_host(ns, name, args),
+            },
+            Value::Keyword(_) | Value::Symbol(_) => {
+                match args.len() {
+                    1 => Ok(builtins::get_flex(&args[0], f).unwrap_or(Value::Nil)),
+                    2 => Ok(builtins::get_flex(&args[0], f)
+                        .unwrap_or_else(|| std::mem::take(&mut args[1]))),
+                    n => err(
+                        "arity_error",
+                        format!("arity error: {f} expects 1 or 2 argument(s), got {n}"),
+                    ),
+                }
+            }
+            Value::Map(m) => match args.len() {
+                1 | 2 => Ok(builtins::map_get_flex(m, &args[0])
+                    .cloned()
+                    .unwrap_or_else(|| args.get_mut(1).map(std::mem::take).unwrap_or(Value::Nil))),
+                n => err(
+                    "arity_error",
+                    format!("arity error: a map expects 1 or 2 argument(s), got {n}"),
+                ),
+            },
+            Value::Set(s) => match args.len() {
+                1 => Ok(if s.0.contains(&args[0]) {
+                    args[0].clone()
+                } else {
+                    Value::Nil
+                }),
+                n => err(
+                    "arity_error",
+                    format!("arity error: a set expects 1 argument, got {n}"),
+                ),
+            },
+            Value::Vector(v) => match args.len() {
+                1 => match &args[0] {
+                    Value::Int(i) if *i >= 0 && (*i as usize) < v.len() => {
+                        Ok(v[*i as usize].clone())
+                    }
+                    Value::Int(_) => Ok(Value::Nil),
+                    other => err(
+                        "type_error",
+                        format!("vector index must be an integer, got {other}"),
+                    ),
+                },
+                n => err(
+                    "arity_error",
+                    format!("arity error: a vector expects 1 argument, got {n}"),
+                ),
+            },
+            other => err(
+                "not_callable",
+                format!("{} ({}) is not a function", short(other), other.type_name()),
+            ),
+        }
+    }
+
+    fn call_closure(&mut self, this: &Value, c: &Closure, args: &mut [Value]) -> R<Value> {
+        let lambda = &*c.lambda;
+        let n = args.len();
+        let arity = match select_arity(&lambda.arities, n) {
+            Some(a) => a,
+            None => {
+                return Err(Ctl::from(closure_arity_error(lambda, n)));
+            }
+        };
+        self.enter()?;
+        let base = self.stack.len();
+        for a in args.iter_mut().take(arity.n_fixed) {
+            self.stack.push(std::mem::take(a));
+        }
+        if arity.variadic {
+            let rest: Vec<Value> = args[arity.n_fixed..]
+                .iter_mut()
+                .map(std::mem::take)
+                .collect();
+            self.stack.push(if rest.is_empty() {
+                Value::Nil
+            } else {
+                Value::vector(rest)
+            });
+        }
+        self.stack.resize(base + lambda.n_slots.max(1), Value::Nil);
+        let fr = Frame {
+            base,
+            captures: &c.captures,
+            this: Some(this),
+        };
+        let n_params = arity.n_fixed + usize::from(arity.variadic);
+        let mut iterations: u64 = 0;
+        let result = loop {
+            match self.eval(&arity.body, &fr) {
+                Err(Ctl::Recur) => {
+                    iterations += 1;
+                    if iterations > self.shared.limits.max_loop_iterations {
+                        break err(
+                            "loop_limit_exceeded",
+                            format!(
+                                "recur exceeded {} iterations",
+                                self.shared.limits.max_loop_iterations
+                            ),
+                        );
+                    }
+                    if let Err(e) = self.tick() {
+                        break Err(e);
+                    }
+                    let start = self.recur_buf.len() - n_params;
+                    for (i, v) in self.recur_buf.drain(start..).enumerate() {
+                        self.stack[base + i] = v;
+                    }
+                }
+                r => break r,
+            }
+        };
+        self.stack.truncate(base);
+        self.depth -= 1;
+        result
+    }
+
+    fn call_host(&mut self, ns: &str, name: &str, args: &mut [Value]) -> R<Value> {
+        let host = match self.shared.host {
+            Some(h) => h,
+            None => return err("unbound_var", format!("no host provides {ns}/{name}")),
+        };
+        self.tick()?;
+        self.check_deadline()?;
+        let max_output = self.shared.limits.max_output_bytes;
+        let mut cx = CallContext {
+            deadline: self.shared.deadline,
+            output: &mut self.output,
+            max_output,
+        };
+        match host.call(&mut cx, ns, name, args) {
+            Ok(HostValue::Value(v)) => Ok(v),
+            Ok(HostValue::Json(bytes)) => self.decode_json(&bytes),
+            Err(e) => err(e.reason, e.message),
+        }
+    }
+
+    /// Decodes JSON bytes into values, charging the memory budget.
+    pub(crate) fn decode_json(&mut self, bytes: &[u8]) -> R<Value> {
+        let used = self.shared.mem_used.load(Ordering::Relaxed);
+        let budget = self.shared.limits.max_memory_bytes.saturating_sub(used);
+        let (v, charged) = crate::json::decode(
+            bytes,
+            self.shared.limits.max_json_depth,
+            budget,
+            self.shared.deadline,
+        )
+        .map_err(Ctl::from)?;
+        self.charge(charged)?;
+        Ok(v)
+    }
+}
+
+fn select_arity(arities: &[Arity], n: usize) -> Option<&Arity> {
+    arities
+        .iter()
+        .find(|a| !a.variadic && a.n_fixed == n)
+        .or_else(|| arities.iter().find(|a| a.variadic && n >= a.n_fixed))
+}
+
+fn closure_arity_error(lambda: &Lambda, n: usize) -> LispError {
+    let mut expects: Vec<String> = lambda
+        .arities
+        .iter()
+        .map(|a| {
+            if a.variadic {
+                format!("{}+", a.n_fixed)
+            } else {
+                a.n_fixed.to_string()
+            }
+        })
+        .collect();
+    expects.sort();
+    let name = lambda.name.as_deref().unwrap_or("fn");
+    LispError::new(
+        "arity_error",
+        format!(
+            "arity error: {name} expects {} argument(s), got {n}",
+            expects.join(" or ")
+        ),
+    )
+}
+
+pub(crate) fn at(e: Ctl, pos: Pos) -> Ctl {
+    match e {
+        Ctl::Err(mut b) => {
+            b.set_pos_if_none(pos);
+            Ctl::Err(b)
+        }
+        other => other,
+    }
+}
+
+/// A short rendering of a value for error messages.
+pub(crate) fn short(v: &Value) -> String {
+    let s = v.to_string();
+    if s.chars().count() > 60 {
+        let mut t: String = s.chars().take(57).collect();
+        t.push_str("...");
+        t
+    } else {
+        s
+    }
+}

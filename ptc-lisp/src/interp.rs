@@ -1,0 +1,174 @@
+//! The interpreter: reads, analyzes and evaluates programs on a dedicated thread with a large
+//! stack, under the configured limits. Definitions persist across `eval_str` calls.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::time::Instant;
+
+use crate::analyze::{Analyzer, Globals};
+use crate::error::{Ctl, LispError, RETURN_REASON};
+use crate::eval::{Ctx, Frame, Shared};
+use crate::host::Host;
+use crate::limits::Limits;
+use crate::reader::Reader;
+use crate::value::Value;
+
+/// A PTC-Lisp interpreter.
+pub struct Interpreter {
+    limits: Limits,
+    host: Option<Arc<dyn Host>>,
+    globals: Globals,
+    data: Value,
+    output: String,
+    last_memory: u64,
+}
+
+impl Interpreter {
+    /// An interpreter without a host (no `tool/...` functions).
+    pub fn new(limits: Limits) -> Self {
+        Interpreter {
+            limits,
+            host: None,
+            globals: Globals::default(),
+            data: Value::Nil,
+            output: String::new(),
+            last_memory: 0,
+        }
+    }
+
+    /// An interpreter whose namespaced functions (e.g. `tool/call`) are served by `host`.
+    pub fn with_host(limits: Limits, host: Arc<dyn Host>) -> Self {
+        let mut i = Interpreter::new(limits);
+        i.host = Some(host);
+        i
+    }
+
+    /// Sets the request context read by `data/<key>` (a map).
+    pub fn set_context(&mut self, data: Value) {
+        self.data = data;
+    }
+
+    /// The limits in force.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// Output captured from `println` and friends so far.
+    pub fn output(&self) -> &str {
+        &self.output
+    }
+
+    /// Takes the captured output, leaving it empty.
+    pub fn take_output(&mut self) -> String {
+        std::mem::take(&mut self.output)
+    }
+
+    /// Bytes charged to the memory budget by the last evaluation.
+    pub fn last_memory_bytes(&self) -> u64 {
+        self.last_memory
+    }
+
+    /// Evaluates a program (one or more top-level forms; the last value is the result).
+    pub fn eval_str(&mut self, src: &str) -> Result<Value, LispError> {
+        if src.len() > self.limits.max_program_bytes {
+            return Err(LispError::new(
+                "parse_error",
+                format!(
+                    "program is {} bytes, more than the limit of {}",
+                    src.len(),
+                    self.limits.max_program_bytes
+                ),
+            ));
+        }
+        let stack = self.limits.stack_bytes;
+        let limits = &self.limits;
+        let globals = &mut self.globals;
+        let host = self.host.as_deref();
+        let data = &self.data;
+        let output = &mut self.output;
+        let last_memory = &mut self.last_memory;
+        std::thread::scope(|s| {
+            let handle = std::thread::Builder::new()
+                .name("ptc-lisp-eval".into())
+                .stack_size(stack)
+                .spawn_scoped(s, move || {
+                    run(src, limits, globals, host, data, output, last_memory)
+                });
+            match handle {
+                Ok(h) => h.join().unwrap_or_else(|_| {
+                    Err(LispError::new(
+                        "internal_error",
+                        "the evaluator stopped unexpectedly",
+                    ))
+                }),
+                Err(e) => Err(LispError::new(
+                    "internal_error",
+                    format!("could not start the evaluator: {e}"),
+                )),
+            }
+        })
+    }
+}
+
+fn run(
+    src: &str,
+    limits: &Limits,
+    globals: &mut Globals,
+    host: Option<&dyn Host>,
+    data: &Value,
+    output: &mut String,
+    last_memory: &mut u64,
+) -> Result<Value, LispError> {
+    let host_namespaces = host.map(|h| h.namespaces()).unwrap_or_default();
+    let shared = Shared {
+        limits,
+        deadline: limits.timeout.map(|t| Instant::now() + t),
+        mem_used: AtomicU64::new(0),
+        cancel: AtomicBool::new(false),
+        host,
+        data,
+    };
+    let forms = Reader::new(src, limits.max_reader_depth).read_all()?;
+    let mut ctx = Ctx::new(&shared, std::mem::take(&mut globals.values));
+    let result = (|| {
+        let mut last = Value::Nil;
+        for form in &forms {
+            let (node, n_slots) = {
+                let mut an = Analyzer::new(globals, &host_namespaces, limits.max_reader_depth * 4);
+                an.analyze_top(form)?
+            };
+            if ctx.globals.len() < globals.names.len() {
+                ctx.globals.resize(globals.names.len(), None);
+            }
+            ctx.stack.clear();
+            ctx.stack.resize(n_slots, Value::Nil);
+            ctx.recur_buf.clear();
+            let fr = Frame {
+                base: 0,
+                captures: &[],
+                this: None,
+            };
+            match ctx.eval(&node, &fr) {
+                Ok(v) => last = v,
+                Err(Ctl::Err(e)) => {
+                    if e.reason() == RETURN_REASON {
+                        return Ok(e.value().cloned().unwrap_or(Value::Nil));
+                    }
+                    return Err(*e);
+                }
+                Err(Ctl::Recur) => {
+                    return Err(LispError::new(
+                        "invalid_form",
+                        "recur outside of loop or fn",
+                    ));
+                }
+            }
+        }
+        Ok(last)
+    })();
+    ctx.stack.clear();
+    globals.values = std::mem::take(&mut ctx.globals);
+    output.push_str(&ctx.output);
+    *last_memory = shared.mem_used.load(std::sync::atomic::Ordering::Relaxed);
+    result
+}

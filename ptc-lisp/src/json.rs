@@ -1,0 +1,518 @@
+//! JSON in and out. Decoding goes straight from bytes to [`Value`]s (no intermediate
+//! `serde_json::Value`), interns object keys and short strings (tool results repeat them
+//! millions of times), enforces a depth limit and charges the memory budget as it goes.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::error::LispError;
+use crate::limits::Limits;
+use crate::printer::format_float;
+use crate::value::{FxBuild, Items, MapData, Value};
+
+const VALUE_BYTES: u64 = std::mem::size_of::<Value>() as u64;
+const MAX_INTERNED_LEN: usize = 32;
+const MAX_INTERNED: usize = 1 << 16;
+
+struct Decoder<'a> {
+    b: &'a [u8],
+    i: usize,
+    max_depth: usize,
+    budget: u64,
+    used: u64,
+    deadline: Option<Instant>,
+    count: u64,
+    interned: HashMap<&'a [u8], Arc<str>, FxBuild>,
+    scratch: Vec<Value>,
+    scratch_pairs: Vec<(Value, Value)>,
+    buf: String,
+}
+
+fn jerr(msg: impl Into<String>) -> LispError {
+    LispError::new("parse_error", msg)
+}
+
+impl<'a> Decoder<'a> {
+    fn ws(&mut self) {
+        while self.i < self.b.len() && matches!(self.b[self.i], b' ' | b'\n' | b'\r' | b'\t') {
+            self.i += 1;
+        }
+    }
+
+    fn charge(&mut self, n: u64) -> Result<(), LispError> {
+        self.used += n;
+        if self.used > self.budget {
+            return Err(LispError::new(
+                "memory_exceeded",
+                format!(
+                    "decoding JSON would exceed the memory budget ({} bytes left)",
+                    self.budget
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    fn tick(&mut self) -> Result<(), LispError> {
+        self.count += 1;
+        if self.count & 0xFFFF == 0
+            && let Some(d) = self.deadline
+            && Instant::now() >= d
+        {
+            return Err(LispError::new(
+                "timeout",
+                "deadline reached while decoding JSON",
+            ));
+        }
+        Ok(())
+    }
+
+    fn value(&mut self, depth: usize) -> Result<Value, LispError> {
+        self.tick()?;
+        self.ws();
+        let c = match self.b.get(self.i) {
+            Some(c) => *c,
+            None => return Err(jerr(format!("unexpected end of JSON at byte {}", self.i))),
+        };
+        match c {
+            b'{' => {
+                if depth >= self.max_depth {
+                    return Err(LispError::new(
+                        "depth_exceeded",
+                        format!("JSON nested deeper than {}", self.max_depth),
+                    ));
+                }
+                self.i += 1;
+                let start = self.scratch_pairs.len();
+                self.ws();
+                if self.b.get(self.i) == Some(&b'}') {
+                    self.i += 1;
+                } else {
+                    loop {
+                        self.ws();
+                        if self.b.get(self.i) != Some(&b'"') {
+                            return Err(jerr(format!("expected a string key at byte {}", self.i)));
+                        }
+                        self.i += 1;
+                        let k = self.string(true)?;
+                        self.ws();
+                        if self.b.get(self.i) != Some(&b':') {
+                            return Err(jerr(format!("expected `:` at byte {}", self.i)));
+                        }
+                        self.i += 1;
+                        let v = self.value(depth + 1)?;
+                        self.scratch_pairs.push((Value::Str(k), v));
+                        self.ws();
+                        match self.b.get(self.i) {
+                            Some(b',') => self.i += 1,
+                            Some(b'}') => {
+                                self.i += 1;
+                                break;
+                            }
+                            _ => {
+                                return Err(jerr(format!(
+                                    "expected `,` or `}}` at byte {}",
+                                    self.i
+                                )));
+                            }
+                        }
+                    }
+                }
+                let n = self.scratch_pairs.len() - start;
+                self.charge(n as u64 * 2 * VALUE_BYTES + 32)?;
+                let mut m = MapData::with_capacity(n);
+                match &mut m {
+                    MapData::Small(v) => {
+                        // Duplicate keys are rare; insert() handles them, a plain push is the fast path.
+                        for (k, x) in self.scratch_pairs.drain(start..) {
+                            if v.iter().any(|(kk, _)| kk.fast_eq(&k)) {
+                                if let Some(e) = v.iter_mut().find(|(kk, _)| kk.fast_eq(&k)) {
+                                    e.1 = x;
+                                }
+                            } else {
+                                v.push((k, x));
+                            }
+                        }
+                    }
+                    MapData::Large(_) => {
+                        for (k, x) in self.scratch_pairs.drain(start..) {
+                            m.insert(k, x);
+                        }
+                    }
+                }
+                Ok(Value::Map(Arc::new(m)))
+            }
+            b'[' => {
+                if depth >= self.max_depth {
+                    return Err(LispError::new(
+                        "depth_exceeded",
+                        format!("JSON nested deeper than {}", self.max_depth),
+                    ));
+                }
+                self.i += 1;
+                let start = self.scratch.len();
+                self.ws();
+                if self.b.get(self.i) == Some(&b']') {
+                    self.i += 1;
+                } else {
+                    loop {
+                        let v = self.value(depth + 1)?;
+                        self.scratch.push(v);
+                        self.ws();
+                        match self.b.get(self.i) {
+                            Some(b',') => self.i += 1,
+                            Some(b']') => {
+                                self.i += 1;
+                                break;
+                            }
+                            _ => {
+                                return Err(jerr(format!(
+                                    "expected `,` or `]` at byte {}",
+                                    self.i
+                                )));
+                            }
+                        }
+                    }
+                }
+                let n = self.scratch.len() - start;
+                self.charge(n as u64 * VALUE_BYTES + 32)?;
+                let items: Vec<Value> = self.scratch.drain(start..).collect();
+                Ok(Value::Vector(Arc::new(Items(items))))
+            }
+            b'"' => {
+                self.i += 1;
+                Ok(Value::Str(self.string(false)?))
+            }
+            b't' => self.lit(b"true", Value::Bool(true)),
+            b'f' => self.lit(b"false", Value::Bool(false)),
+            b'n' => self.lit(b"null", Value::Nil),
+            b'-' | b'0'..=b'9' => self.number(),
+            _ => Err(jerr(format!(
+                "unexpected character `{}` at byte {}",
+                c as char, self.i
+            ))),
+        }
+    }
+
+    fn lit(&mut self, word: &[u8], v: Value) -> Result<Value, LispError> {
+        if self.b[self.i..].starts_with(word) {
+            self.i += word.len();
+            Ok(v)
+        } else {
+            Err(jerr(format!("invalid literal at byte {}", self.i)))
+        }
+    }
+
+    fn number(&mut self) -> Result<Value, LispError> {
+        let start = self.i;
+        let mut neg = false;
+        if self.b[self.i] == b'-' {
+            neg = true;
+            self.i += 1;
+        }
+        let mut acc: i64 = 0;
+        let mut overflow = false;
+        let digits_start = self.i;
+        while let Some(c) = self.b.get(self.i).copied().filter(u8::is_ascii_digit) {
+            match acc
+                .checked_mul(10)
+                .and_then(|a| a.checked_add((c - b'0') as i64))
+            {
+                Some(a) => acc = a,
+                None => overflow = true,
+            }
+            self.i += 1;
+        }
+        if self.i == digits_start {
+            return Err(jerr(format!("invalid number at byte {start}")));
+        }
+        let mut is_float = false;
+        if self.b.get(self.i) == Some(&b'.') {
+            is_float = true;
+            self.i += 1;
+            while self.b.get(self.i).is_some_and(u8::is_ascii_digit) {
+                self.i += 1;
+            }
+        }
+        if matches!(self.b.get(self.i), Some(b'e' | b'E')) {
+            is_float = true;
+            self.i += 1;
+            if matches!(self.b.get(self.i), Some(b'+' | b'-')) {
+                self.i += 1;
+            }
+            while self.b.get(self.i).is_some_and(u8::is_ascii_digit) {
+                self.i += 1;
+            }
+        }
+        if !is_float && !overflow {
+            return Ok(Value::Int(if neg { -acc } else { acc }));
+        }
+        let text =
+            std::str::from_utf8(&self.b[start..self.i]).map_err(|_| jerr("invalid number"))?;
+        text.parse::<f64>()
+            .map(Value::Float)
+            .map_err(|_| jerr(format!("invalid number `{text}`")))
+    }
+
+    /// Reads a string body (after the opening quote).
+    fn string(&mut self, key: bool) -> Result<Arc<str>, LispError> {
+        let start = self.i;
+        while let Some(&c) = self.b.get(self.i) {
+            if c == b'"' {
+                let raw = &self.b[start..self.i];
+                self.i += 1;
+                if key || raw.len() <= MAX_INTERNED_LEN {
+                    if let Some(s) = self.interned.get(raw) {
+                        return Ok(s.clone());
+                    }
+                    let s: Arc<str> = std::str::from_utf8(raw)
+                        .map_err(|_| jerr("invalid UTF-8 in JSON string"))?
+                        .into();
+                    self.charge(raw.len() as u64 + 16)?;
+                    if self.interned.len() < MAX_INTERNED {
+                        self.interned.insert(raw, s.clone());
+                    }
+                    return Ok(s);
+                }
+                self.charge(raw.len() as u64 + 16)?;
+                let s =
+                    std::str::from_utf8(raw).map_err(|_| jerr("invalid UTF-8 in JSON string"))?;
+                return Ok(s.into());
+            }
+            if c == b'\\' || c < 0x20 {
+                break;
+            }
+            self.i += 1;
+        }
+        // Slow path with escapes.
+        self.buf.clear();
+        self.buf.push_str(
+            std::str::from_utf8(&self.b[start..self.i])
+                .map_err(|_| jerr("invalid UTF-8 in JSON string"))?,
+        );
+        loop {
+            let c = match self.b.get(self.i) {
+                Some(c) => *c,
+                None => return Err(jerr("unterminated JSON string")),
+            };
+            match c {
+                b'"' => {
+                    self.i += 1;
+                    self.charge(self.buf.len() as u64 + 16)?;
+                    return Ok(self.buf.as_str().into());
+                }
+                b'\\' => {
+                    self.i += 1;
+                    let e = self
+                        .b
+                        .get(self.i)
+                        .copied()
+                        .ok_or_else(|| jerr("unterminated escape"))?;
+                    self.i += 1;
+                    match e {
+                        b'"' => self.buf.push('"'),
+                        b'\\' => self.buf.push('\\'),
+                        b'/' => self.buf.push('/'),
+                        b'b' => self.buf.push('\u{8}'),
+                        b'f' => self.buf.push('\u{c}'),
+                        b'n' => self.buf.push('\n'),
+                        b'r' => self.buf.push('\r'),
+                        b't' => self.buf.push('\t'),
+                        b'u' => {
+                            let hi = self.hex4()?;
+                            let code = if (0xD800..0xDC00).contains(&hi) {
+                                if self.b.get(self.i) == Some(&b'\\')
+                                    && self.b.get(self.i + 1) == Some(&b'u')
+                                {
+                                    self.i += 2;
+                                    let lo = self.hex4()?;
+                                    0x10000
+                                        + ((hi - 0xD800) << 10)
+                                        + (lo.wrapping_sub(0xDC00) & 0x3FF)
+                                } else {
+                                    0xFFFD
+                                }
+                            } else {
+                                hi
+                            };
+                            self.buf.push(char::from_u32(code).unwrap_or('\u{FFFD}'));
+                        }
+                        _ => return Err(jerr("invalid escape in JSON string")),
+                    }
+                }
+                c if c < 0x20 => return Err(jerr("control character in JSON string")),
+                _ => {
+                    let run_start = self.i;
+                    while let Some(&c) = self.b.get(self.i) {
+                        if c == b'"' || c == b'\\' || c < 0x20 {
+                            break;
+                        }
+                        self.i += 1;
+                    }
+                    let s = std::str::from_utf8(&self.b[run_start..self.i])
+                        .map_err(|_| jerr("invalid UTF-8 in JSON string"))?;
+                    self.buf.push_str(s);
+                }
+            }
+        }
+    }
+
+    fn hex4(&mut self) -> Result<u32, LispError> {
+        let h = self
+            .b
+            .get(self.i..self.i + 4)
+            .ok_or_else(|| jerr("truncated \\u escape"))?;
+        let s = std::str::from_utf8(h).map_err(|_| jerr("invalid \\u escape"))?;
+        let v = u32::from_str_radix(s, 16).map_err(|_| jerr("invalid \\u escape"))?;
+        self.i += 4;
+        Ok(v)
+    }
+}
+
+/// Decodes JSON; returns the value and the bytes charged.
+pub(crate) fn decode(
+    bytes: &[u8],
+    max_depth: usize,
+    budget: u64,
+    deadline: Option<Instant>,
+) -> Result<(Value, u64), LispError> {
+    let mut d = Decoder {
+        b: bytes,
+        i: 0,
+        max_depth,
+        budget,
+        used: 0,
+        deadline,
+        count: 0,
+        interned: HashMap::with_hasher(FxBuild::default()),
+        scratch: Vec::new(),
+        scratch_pairs: Vec::new(),
+        buf: String::new(),
+    };
+    let v = d.value(0)?;
+    d.ws();
+    if d.i != bytes.len() {
+        return Err(jerr(format!(
+            "trailing characters after JSON value at byte {}",
+            d.i
+        )));
+    }
+    Ok((v, d.used))
+}
+
+impl Value {
+    /// Decodes JSON bytes straight into values, with `limits.max_json_depth` and
+    /// `limits.max_memory_bytes` applied.
+    pub fn from_json_bytes(bytes: &[u8], limits: &Limits) -> Result<Value, LispError> {
+        decode(bytes, limits.max_json_depth, limits.max_memory_bytes, None).map(|(v, _)| v)
+    }
+
+    /// Encodes as JSON: keywords and symbols become strings, sets become arrays, map keys are
+    /// stringified, non-finite floats become `null`. Errors on functions and on nesting beyond
+    /// the printer's bound.
+    pub fn to_json_string(&self) -> Result<String, LispError> {
+        let mut out = String::new();
+        encode(self, &mut out, 0)?;
+        Ok(out)
+    }
+}
+
+const MAX_ENCODE_DEPTH: usize = 1_000;
+
+fn encode_str(s: &str, out: &mut String) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => {
+                out.push_str(&format!("\\u{:04x}", c as u32));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+fn key_string(k: &Value) -> String {
+    match k {
+        Value::Str(s) | Value::Keyword(s) | Value::Symbol(s) => s.to_string(),
+        other => {
+            let mut s = String::new();
+            crate::printer::to_str(other, &mut s);
+            s
+        }
+    }
+}
+
+pub(crate) fn encode(v: &Value, out: &mut String, depth: usize) -> Result<(), LispError> {
+    if depth > MAX_ENCODE_DEPTH {
+        return Err(LispError::new(
+            "depth_exceeded",
+            "value nested too deeply to encode as JSON",
+        ));
+    }
+    match v {
+        Value::Nil => out.push_str("null"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Int(i) => out.push_str(&i.to_string()),
+        Value::Float(f) => {
+            if f.is_finite() {
+                let mut s = String::new();
+                format_float(*f, &mut s);
+                out.push_str(&s.replace('E', "e"));
+            } else {
+                out.push_str("null");
+            }
+        }
+        Value::Str(s) | Value::Keyword(s) | Value::Symbol(s) => encode_str(s, out),
+        Value::Var(s) => encode_str(&format!("#'{s}"), out),
+        Value::Regex(r) => encode_str(r.as_str(), out),
+        Value::Func(f) => {
+            return Err(LispError::new(
+                "type_error",
+                format!("cannot encode function {} as JSON", f.name()),
+            ));
+        }
+        Value::Vector(items) => {
+            out.push('[');
+            for (i, x) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                encode(x, out, depth + 1)?;
+            }
+            out.push(']');
+        }
+        Value::Set(s) => {
+            out.push('[');
+            for (i, x) in s.sorted().into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                encode(x, out, depth + 1)?;
+            }
+            out.push(']');
+        }
+        Value::Map(m) => {
+            out.push('{');
+            let mut entries: Vec<(String, &Value)> =
+                m.iter().map(|(k, v)| (key_string(k), v)).collect();
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            for (i, (k, x)) in entries.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                encode_str(&k, out);
+                out.push(':');
+                encode(x, out, depth + 1)?;
+            }
+            out.push('}');
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,64 @@
+//! Sandbox limits with safe defaults.
+
+use std::time::Duration;
+
+/// Every resource a program may use. `Default` gives safe defaults.
+#[derive(Clone, Debug)]
+pub struct Limits {
+    /// Wall-clock deadline for one evaluation (`timeout`).
+    pub timeout: Option<Duration>,
+    /// Evaluation steps (function calls and loop iterations) per evaluation (`timeout`).
+    pub max_steps: Option<u64>,
+    /// Bytes the program may allocate for values, decoded tool results included (`memory_exceeded`).
+    /// Accounting is cumulative: freed values are not credited back.
+    pub max_memory_bytes: u64,
+    /// Iterations of one `loop`/`recur` (`loop_limit_exceeded`).
+    pub max_loop_iterations: u64,
+    /// Nested function calls (`depth_exceeded`).
+    pub max_call_depth: usize,
+    /// Nesting depth of source forms (`depth_exceeded`, reported as a parse error).
+    pub max_reader_depth: usize,
+    /// Nesting depth of decoded JSON (`depth_exceeded`).
+    pub max_json_depth: usize,
+    /// Program size in bytes (`parse_error`).
+    pub max_program_bytes: usize,
+    /// Bytes of captured `println` output; beyond it output is truncated.
+    pub max_output_bytes: usize,
+    /// Worker threads for `pmap`/`pcalls`.
+    pub max_workers: usize,
+    /// Stack reserved for the evaluation thread; deep recursion errors before using it up.
+    pub stack_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            timeout: Some(Duration::from_secs(10)),
+            max_steps: Some(200_000_000),
+            max_memory_bytes: 1 << 30,
+            max_loop_iterations: 10_000_000,
+            max_call_depth: 5_000,
+            max_reader_depth: 256,
+            max_json_depth: 512,
+            max_program_bytes: 1 << 20,
+            max_output_bytes: 64 * 1024,
+            max_workers: 8,
+            stack_bytes: 256 << 20,
+        }
+    }
+}
+
+impl Limits {
+    /// Limits with every bound switched off except the ones that protect the process
+    /// (depths and stack), for benchmarking the cost of the sandbox.
+    pub fn unlimited() -> Self {
+        Limits {
+            timeout: None,
+            max_steps: None,
+            max_memory_bytes: u64::MAX,
+            max_loop_iterations: u64::MAX,
+            max_output_bytes: usize::MAX,
+            ..Limits::default()
+        }
+    }
+}

@@ -1,0 +1,720 @@
+//! The value model: immutable, `Arc`-shared (so values are `Send + Sync` and can cross `pmap`
+//! workers), with copy-on-write updates through `Arc::make_mut` when a collection is uniquely owned.
+//!
+//! Maps are flat arrays up to [`SMALL_MAP`] entries (tool results are millions of small objects,
+//! see docs/performance.md) and hash maps beyond. Dropping, equality and hashing never recurse
+//! without a bound, so arbitrarily deep values cannot overflow the stack.
+
+use std::cmp::Ordering;
+use std::hash::{BuildHasherDefault, Hash, Hasher};
+use std::ops::{Deref, DerefMut};
+use std::sync::Arc;
+
+use indexmap::{IndexMap, IndexSet};
+
+use crate::eval::Function;
+
+/// Maps with at most this many entries are stored as a flat array with linear lookup.
+pub const SMALL_MAP: usize = 12;
+
+/// Recursion bound for equality, hashing and ordering of nested values.
+pub(crate) const MAX_VALUE_DEPTH: usize = 2_000;
+
+/// A fast non-cryptographic hasher (FxHash); keys come from the program or its tools, and
+/// hash-flooding is bounded by the memory and time limits anyway.
+#[derive(Default, Clone, Copy)]
+pub struct FxHasher {
+    hash: u64,
+}
+
+const FX_SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+
+impl FxHasher {
+    #[inline]
+    fn add(&mut self, w: u64) {
+        self.hash = (self.hash.rotate_left(5) ^ w).wrapping_mul(FX_SEED);
+    }
+}
+
+impl Hasher for FxHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(c);
+            self.add(u64::from_le_bytes(a));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut a = [0u8; 8];
+            a[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(a));
+        }
+        self.add(bytes.len() as u64);
+    }
+    #[inline]
+    fn write_u8(&mut self, i: u8) {
+        self.add(i as u64);
+    }
+    #[inline]
+    fn write_u64(&mut self, i: u64) {
+        self.add(i);
+    }
+    #[inline]
+    fn write_usize(&mut self, i: usize) {
+        self.add(i as u64);
+    }
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.hash
+    }
+}
+
+/// Hash builder for [`FxHasher`].
+pub type FxBuild = BuildHasherDefault<FxHasher>;
+
+/// A PTC-Lisp value.
+#[derive(Clone, Default)]
+pub enum Value {
+    /// `nil`
+    #[default]
+    Nil,
+    /// `true` / `false`
+    Bool(bool),
+    /// 64-bit integer; overflow is an `arithmetic_error`.
+    Int(i64),
+    /// IEEE double.
+    Float(f64),
+    /// A string (chars are one-character strings).
+    Str(Arc<str>),
+    /// A keyword, stored without the leading colon (`"a"` or `"ns/a"`).
+    Keyword(Arc<str>),
+    /// A symbol (a value only when quoted), e.g. `observatory/list-traces`.
+    Symbol(Arc<str>),
+    /// A vector; every sequence is an eager vector.
+    Vector(Arc<Items>),
+    /// A map.
+    Map(Arc<MapData>),
+    /// A set.
+    Set(Arc<SetData>),
+    /// A function: builtin, closure, combinator or host function.
+    Func(Arc<Function>),
+    /// A compiled regular expression.
+    Regex(Arc<regex::Regex>),
+    /// A var reference `#'x`, what `def` returns.
+    Var(Arc<str>),
+}
+
+/// The element storage of a vector. Dropping it is iterative.
+#[derive(Clone, Default)]
+pub struct Items(pub Vec<Value>);
+
+impl Deref for Items {
+    type Target = Vec<Value>;
+    fn deref(&self) -> &Vec<Value> {
+        &self.0
+    }
+}
+impl DerefMut for Items {
+    fn deref_mut(&mut self) -> &mut Vec<Value> {
+        &mut self.0
+    }
+}
+
+fn is_container(v: &Value) -> bool {
+    matches!(v, Value::Vector(_) | Value::Map(_) | Value::Set(_))
+}
+
+/// Moves the children of uniquely owned containers onto `stack` so they drop one level at a time.
+fn drain_into(stack: &mut Vec<Value>) {
+    while let Some(v) = stack.pop() {
+        match v {
+            Value::Vector(a) => {
+                if let Some(mut items) = Arc::into_inner(a) {
+                    stack.append(&mut items.0);
+                }
+            }
+            Value::Map(a) => {
+                if let Some(mut m) = Arc::into_inner(a) {
+                    m.drain_values(stack);
+                }
+            }
+            Value::Set(a) => {
+                if let Some(mut s) = Arc::into_inner(a) {
+                    stack.extend(std::mem::take(&mut s.0));
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+impl Drop for Items {
+    fn drop(&mut self) {
+        if self.0.iter().any(is_container) {
+            let mut stack = std::mem::take(&mut self.0);
+            drain_into(&mut stack);
+        }
+    }
+}
+
+/// Map storage: a flat array when small, an insertion-ordered hash map when large.
+/// Sequence views (keys, vals, seq, printing) are sorted by key, never by insertion order.
+#[derive(Clone)]
+pub enum MapData {
+    /// Up to [`SMALL_MAP`] entries, linear lookup.
+    Small(Vec<(Value, Value)>),
+    /// Hash map.
+    Large(IndexMap<Value, Value, FxBuild>),
+}
+
+impl Default for MapData {
+    fn default() -> Self {
+        MapData::Small(Vec::new())
+    }
+}
+
+impl Drop for MapData {
+    fn drop(&mut self) {
+        let nested = match self {
+            MapData::Small(v) => v.iter().any(|(k, v)| is_container(k) || is_container(v)),
+            MapData::Large(m) => m.iter().any(|(k, v)| is_container(k) || is_container(v)),
+        };
+        if nested {
+            let mut stack = Vec::new();
+            self.drain_values(&mut stack);
+            drain_into(&mut stack);
+        }
+    }
+}
+
+impl MapData {
+    /// An empty map with room for `n` entries.
+    pub fn with_capacity(n: usize) -> Self {
+        if n <= SMALL_MAP {
+            MapData::Small(Vec::with_capacity(n))
+        } else {
+            MapData::Large(IndexMap::with_capacity_and_hasher(n, FxBuild::default()))
+        }
+    }
+
+    fn drain_values(&mut self, stack: &mut Vec<Value>) {
+        match self {
+            MapData::Small(v) => {
+                for (k, x) in std::mem::take(v) {
+                    stack.push(k);
+                    stack.push(x);
+                }
+            }
+            MapData::Large(m) => {
+                for (k, x) in std::mem::take(m) {
+                    stack.push(k);
+                    stack.push(x);
+                }
+            }
+        }
+    }
+
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        match self {
+            MapData::Small(v) => v.len(),
+            MapData::Large(m) => m.len(),
+        }
+    }
+
+    /// True when empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Exact-key lookup.
+    pub fn get(&self, k: &Value) -> Option<&Value> {
+        match self {
+            MapData::Small(v) => {
+                // Pointer-equal interned keys are the common case for decoded JSON.
+                for (kk, vv) in v {
+                    if kk.fast_eq(k) {
+                        return Some(vv);
+                    }
+                }
+                None
+            }
+            MapData::Large(m) => m.get(k),
+        }
+    }
+
+    /// Lookup of a string-like key by name: a keyword or string key equal to `name`.
+    pub fn get_named(&self, name: &str, keyword: bool) -> Option<&Value> {
+        match self {
+            MapData::Small(v) => v.iter().find_map(|(kk, vv)| match kk {
+                Value::Keyword(s) if keyword && &**s == name => Some(vv),
+                Value::Str(s) if !keyword && &**s == name => Some(vv),
+                _ => None,
+            }),
+            MapData::Large(m) => {
+                let key = if keyword {
+                    Value::Keyword(Arc::from(name))
+                } else {
+                    Value::Str(Arc::from(name))
+                };
+                m.get(&key)
+            }
+        }
+    }
+
+    /// True if the exact key is present.
+    pub fn contains_key(&self, k: &Value) -> bool {
+        self.get(k).is_some()
+    }
+
+    /// Inserts or replaces.
+    pub fn insert(&mut self, k: Value, val: Value) {
+        match self {
+            MapData::Small(v) => {
+                for (kk, vv) in v.iter_mut() {
+                    if kk.fast_eq(&k) {
+                        *vv = val;
+                        return;
+                    }
+                }
+                if v.len() < SMALL_MAP {
+                    v.push((k, val));
+                } else {
+                    let mut m: IndexMap<Value, Value, FxBuild> =
+                        IndexMap::with_capacity_and_hasher(v.len() * 2, FxBuild::default());
+                    for (a, b) in std::mem::take(v) {
+                        m.insert(a, b);
+                    }
+                    m.insert(k, val);
+                    *self = MapData::Large(m);
+                }
+            }
+            MapData::Large(m) => {
+                m.insert(k, val);
+            }
+        }
+    }
+
+    /// Removes a key.
+    pub fn remove(&mut self, k: &Value) {
+        match self {
+            MapData::Small(v) => {
+                if let Some(i) = v.iter().position(|(kk, _)| kk.fast_eq(k)) {
+                    v.remove(i);
+                }
+            }
+            MapData::Large(m) => {
+                m.shift_remove(k);
+            }
+        }
+    }
+
+    /// Entries in storage order (not sorted).
+    pub fn iter(&self) -> Box<dyn Iterator<Item = (&Value, &Value)> + '_> {
+        match self {
+            MapData::Small(v) => Box::new(v.iter().map(|(k, v)| (k, v))),
+            MapData::Large(m) => Box::new(m.iter()),
+        }
+    }
+
+    /// Entries sorted by key (the order every sequence view of a map uses).
+    pub fn sorted(&self) -> Vec<(&Value, &Value)> {
+        let v: Vec<(&Value, &Value)> = self.iter().collect();
+        stable_sort_by(v, |a, b| compare(a.0, b.0))
+    }
+}
+
+/// Set storage (insertion-ordered hash set); printed and iterated in sorted order.
+#[derive(Clone, Default)]
+pub struct SetData(pub IndexSet<Value, FxBuild>);
+
+impl Drop for SetData {
+    fn drop(&mut self) {
+        if self.0.iter().any(is_container) {
+            let mut stack: Vec<Value> = std::mem::take(&mut self.0).into_iter().collect();
+            drain_into(&mut stack);
+        }
+    }
+}
+
+impl SetData {
+    /// Elements sorted (the order every sequence view of a set uses).
+    pub fn sorted(&self) -> Vec<&Value> {
+        let v: Vec<&Value> = self.0.iter().collect();
+        stable_sort_by(v, |a, b| compare(a, b))
+    }
+}
+
+impl Value {
+    /// A string value.
+    pub fn str(s: &str) -> Value {
+        Value::Str(Arc::from(s))
+    }
+    /// A keyword value (name without colon).
+    pub fn keyword(s: &str) -> Value {
+        Value::Keyword(Arc::from(s))
+    }
+    /// A symbol value.
+    pub fn symbol(s: &str) -> Value {
+        Value::Symbol(Arc::from(s))
+    }
+    /// A vector value.
+    pub fn vector(v: Vec<Value>) -> Value {
+        Value::Vector(Arc::new(Items(v)))
+    }
+    /// A map value from entries (later duplicates win).
+    pub fn map_from(entries: Vec<(Value, Value)>) -> Value {
+        let mut m = MapData::with_capacity(entries.len());
+        for (k, v) in entries {
+            m.insert(k, v);
+        }
+        Value::Map(Arc::new(m))
+    }
+    /// A set value.
+    pub fn set_from(items: Vec<Value>) -> Value {
+        let mut s = IndexSet::with_capacity_and_hasher(items.len(), FxBuild::default());
+        for v in items {
+            s.insert(v);
+        }
+        Value::Set(Arc::new(SetData(s)))
+    }
+
+    /// Clojure truthiness: only `nil` and `false` are falsy.
+    #[inline]
+    pub fn truthy(&self) -> bool {
+        !matches!(self, Value::Nil | Value::Bool(false))
+    }
+
+    /// True for `nil`.
+    #[inline]
+    pub fn is_nil(&self) -> bool {
+        matches!(self, Value::Nil)
+    }
+
+    /// A short type name used in error messages.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Value::Nil => "nil",
+            Value::Bool(_) => "boolean",
+            Value::Int(_) => "integer",
+            Value::Float(_) => "float",
+            Value::Str(_) => "string",
+            Value::Keyword(_) => "keyword",
+            Value::Symbol(_) => "symbol",
+            Value::Vector(_) => "vector",
+            Value::Map(_) => "map",
+            Value::Set(_) => "set",
+            Value::Func(_) => "function",
+            Value::Regex(_) => "regex",
+            Value::Var(_) => "var",
+        }
+    }
+
+    /// Equality with a pointer fast path (used for map keys).
+    #[inline]
+    pub(crate) fn fast_eq(&self, other: &Value) -> bool {
+        match (self, other) {
+            (Value::Keyword(a), Value::Keyword(b)) | (Value::Str(a), Value::Str(b)) => {
+                Arc::ptr_eq(a, b) || a == b
+            }
+            _ => equal(self, other),
+        }
+    }
+}
+
+/// Clojure `=` with the PTC divergence that `(= 1 1.0)` is true. Bounded recursion.
+pub fn equal(a: &Value, b: &Value) -> bool {
+    eq_depth(a, b, 0)
+}
+
+fn eq_depth(a: &Value, b: &Value, depth: usize) -> bool {
+    use Value::*;
+    match (a, b) {
+        (Nil, Nil) => true,
+        (Bool(x), Bool(y)) => x == y,
+        (Int(x), Int(y)) => x == y,
+        (Float(x), Float(y)) => x == y,
+        (Int(x), Float(y)) | (Float(y), Int(x)) => (*x as f64) == *y,
+        (Str(x), Str(y)) => x == y,
+        (Keyword(x), Keyword(y)) => x == y,
+        (Symbol(x), Symbol(y)) => x == y,
+        (Var(x), Var(y)) => x == y,
+        (Regex(x), Regex(y)) => Arc::ptr_eq(x, y),
+        (Func(x), Func(y)) => Arc::ptr_eq(x, y),
+        (Vector(x), Vector(y)) => {
+            if Arc::ptr_eq(x, y) {
+                return true;
+            }
+            if x.len() != y.len() || depth > MAX_VALUE_DEPTH {
+                return false;
+            }
+            x.iter()
+                .zip(y.iter())
+                .all(|(p, q)| eq_depth(p, q, depth + 1))
+        }
+        (Map(x), Map(y)) => {
+            if Arc::ptr_eq(x, y) {
+                return true;
+            }
+            if x.len() != y.len() || depth > MAX_VALUE_DEPTH {
+                return false;
+            }
+            x.iter().all(|(k, v)| match y.get(k) {
+                Some(w) => eq_depth(v, w, depth + 1),
+                None => false,
+            })
+        }
+        (Set(x), Set(y)) => {
+            if Arc::ptr_eq(x, y) {
+                return true;
+            }
+            x.0.len() == y.0.len() && x.0.iter().all(|k| y.0.contains(k))
+        }
+        _ => false,
+    }
+}
+
+impl PartialEq for Value {
+    fn eq(&self, other: &Value) -> bool {
+        equal(self, other)
+    }
+}
+impl Eq for Value {}
+
+impl Hash for Value {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        hash_depth(self, state, 0);
+    }
+}
+
+fn hash_depth<H: Hasher>(v: &Value, state: &mut H, depth: usize) {
+    use Value::*;
+    match v {
+        Nil => state.write_u8(0),
+        Bool(b) => state.write_u8(if *b { 2 } else { 1 }),
+        Int(i) => {
+            state.write_u8(3);
+            state.write_u64(*i as u64);
+        }
+        Float(f) => {
+            // Integral floats hash like the equal integer because (= 1 1.0).
+            if f.fract() == 0.0 && f.abs() < 9.2e18 {
+                state.write_u8(3);
+                state.write_u64(*f as i64 as u64);
+            } else {
+                state.write_u8(4);
+                state.write_u64(f.to_bits());
+            }
+        }
+        Str(s) => {
+            state.write_u8(5);
+            state.write(s.as_bytes());
+        }
+        Keyword(s) => {
+            state.write_u8(6);
+            state.write(s.as_bytes());
+        }
+        Symbol(s) => {
+            state.write_u8(7);
+            state.write(s.as_bytes());
+        }
+        Var(s) => {
+            state.write_u8(8);
+            state.write(s.as_bytes());
+        }
+        Vector(items) => {
+            state.write_u8(9);
+            state.write_usize(items.len());
+            if depth < 32 {
+                for x in items.iter() {
+                    hash_depth(x, state, depth + 1);
+                }
+            }
+        }
+        Map(m) => {
+            // Order-independent: sum of entry hashes.
+            state.write_u8(10);
+            state.write_usize(m.len());
+            if depth < 32 {
+                let mut acc: u64 = 0;
+                for (k, x) in m.iter() {
+                    let mut h = FxHasher::default();
+                    hash_depth(k, &mut h, depth + 1);
+                    hash_depth(x, &mut h, depth + 1);
+                    acc = acc.wrapping_add(h.finish());
+                }
+                state.write_u64(acc);
+            }
+        }
+        Set(s) => {
+            state.write_u8(11);
+            state.write_usize(s.0.len());
+            if depth < 32 {
+                let mut acc: u64 = 0;
+                for k in s.0.iter() {
+                    let mut h = FxHasher::default();
+                    hash_depth(k, &mut h, depth + 1);
+                    acc = acc.wrapping_add(h.finish());
+                }
+                state.write_u64(acc);
+            }
+        }
+        Func(f) => {
+            state.write_u8(12);
+            state.write_usize(Arc::as_ptr(f) as *const u8 as usize);
+        }
+        Regex(r) => {
+            state.write_u8(13);
+            state.write(r.as_str().as_bytes());
+        }
+    }
+}
+
+fn type_rank(v: &Value) -> u8 {
+    match v {
+        Value::Nil => 0,
+        Value::Bool(_) => 1,
+        Value::Int(_) | Value::Float(_) => 2,
+        Value::Str(_) => 3,
+        Value::Keyword(_) => 4,
+        Value::Symbol(_) => 5,
+        Value::Vector(_) => 6,
+        Value::Map(_) => 7,
+        Value::Set(_) => 8,
+        Value::Var(_) => 9,
+        Value::Regex(_) => 10,
+        Value::Func(_) => 11,
+    }
+}
+
+/// Numeric comparison that treats NaN as equal to avoid panics in sorts.
+pub(crate) fn cmp_f64(a: f64, b: f64) -> Ordering {
+    a.partial_cmp(&b).unwrap_or(Ordering::Equal)
+}
+
+/// Total order used by `compare`, `sort`, `sort-by` and map/set printing: Clojure's order within
+/// a type (vectors by length first), `nil` first, and a fixed order between types.
+pub fn compare(a: &Value, b: &Value) -> Ordering {
+    cmp_depth(a, b, 0)
+}
+
+fn cmp_depth(a: &Value, b: &Value, depth: usize) -> Ordering {
+    use Value::*;
+    match (a, b) {
+        (Int(x), Int(y)) => x.cmp(y),
+        (Int(x), Float(y)) => cmp_f64(*x as f64, *y),
+        (Float(x), Int(y)) => cmp_f64(*x, *y as f64),
+        (Float(x), Float(y)) => cmp_f64(*x, *y),
+        (Str(x), Str(y)) => x.cmp(y),
+        (Keyword(x), Keyword(y)) | (Symbol(x), Symbol(y)) | (Var(x), Var(y)) => x.cmp(y),
+        (Bool(x), Bool(y)) => x.cmp(y),
+        (Vector(x), Vector(y)) => {
+            if depth > MAX_VALUE_DEPTH {
+                return Ordering::Equal;
+            }
+            x.len().cmp(&y.len()).then_with(|| {
+                for (p, q) in x.iter().zip(y.iter()) {
+                    let o = cmp_depth(p, q, depth + 1);
+                    if o != Ordering::Equal {
+                        return o;
+                    }
+                }
+                Ordering::Equal
+            })
+        }
+        (Map(x), Map(y)) => x.len().cmp(&y.len()),
+        (Set(x), Set(y)) => x.0.len().cmp(&y.0.len()),
+        (Regex(x), Regex(y)) => x.as_str().cmp(y.as_str()),
+        _ => type_rank(a).cmp(&type_rank(b)),
+    }
+}
+
+/// Order used by `<`, `>`, `<=`, `>=`: numbers compare numerically, any comparison with NaN
+/// is false, and mixed types follow the reference's term order (numbers before everything).
+/// Returns `None` when the comparison must be false (NaN).
+pub(crate) fn ordering_for_lt(a: &Value, b: &Value) -> Option<Ordering> {
+    use Value::*;
+    match (a, b) {
+        (Int(x), Int(y)) => Some(x.cmp(y)),
+        (Int(x), Float(y)) => (*x as f64).partial_cmp(y),
+        (Float(x), Int(y)) => x.partial_cmp(&(*y as f64)),
+        (Float(x), Float(y)) => x.partial_cmp(y),
+        _ => {
+            let ra = lt_rank(a);
+            let rb = lt_rank(b);
+            if ra != rb {
+                Some(ra.cmp(&rb))
+            } else {
+                Some(compare(a, b))
+            }
+        }
+    }
+}
+
+fn lt_rank(v: &Value) -> u8 {
+    // Mirrors the BEAM term order of the reference: number < atom < fun < map < list < string.
+    match v {
+        Value::Int(_) | Value::Float(_) => 0,
+        Value::Nil | Value::Bool(_) | Value::Keyword(_) | Value::Symbol(_) | Value::Var(_) => 1,
+        Value::Func(_) | Value::Regex(_) => 2,
+        Value::Map(_) => 3,
+        Value::Set(_) => 4,
+        Value::Vector(_) => 5,
+        Value::Str(_) => 6,
+    }
+}
+
+impl std::fmt::Debug for Value {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
+    }
+}
+
+/// A stable merge sort that never panics, whatever the comparator returns (user comparators
+/// need not be consistent, and `std`'s sorts may panic on an inconsistent order).
+pub(crate) fn stable_sort_by<T>(v: Vec<T>, mut cmp: impl FnMut(&T, &T) -> Ordering) -> Vec<T> {
+    let n = v.len();
+    if n < 2 {
+        return v;
+    }
+    let mut idx: Vec<usize> = (0..n).collect();
+    let mut buf: Vec<usize> = vec![0; n];
+    let mut width = 1;
+    while width < n {
+        let mut i = 0;
+        while i < n {
+            let mid = (i + width).min(n);
+            let hi = (i + 2 * width).min(n);
+            let (mut a, mut b, mut k) = (i, mid, i);
+            while a < mid && b < hi {
+                if cmp(&v[idx[b]], &v[idx[a]]) == Ordering::Less {
+                    buf[k] = idx[b];
+                    b += 1;
+                } else {
+                    buf[k] = idx[a];
+                    a += 1;
+                }
+                k += 1;
+            }
+            while a < mid {
+                buf[k] = idx[a];
+                a += 1;
+                k += 1;
+            }
+            while b < hi {
+                buf[k] = idx[b];
+                b += 1;
+                k += 1;
+            }
+            i += 2 * width;
+        }
+        std::mem::swap(&mut idx, &mut buf);
+        width *= 2;
+    }
+    let mut slots: Vec<Option<T>> = v.into_iter().map(Some).collect();
+    idx.into_iter()
+        .filter_map(|i| slots.get_mut(i).and_then(Option::take))
+        .collect()
+}
