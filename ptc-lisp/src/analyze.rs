@@ -90,6 +90,7 @@ pub(crate) const SPECIAL_FORMS: &[&str] = &[
     "doc",
     "dir",
     "source",
+    "declare",
 ];
 
 pub(crate) struct Analyzer<'a> {
@@ -585,6 +586,17 @@ impl<'a> Analyzer<'a> {
             }
             "do" => self.analyze_body(args, tail),
             "comment" | "ns" | "require" | "import" => Ok(Node::Const(Value::Nil)),
+            "declare" => {
+                for a in args {
+                    match a.sym_name() {
+                        Some(s) if !s.contains('/') => {
+                            self.globals.declare(&Arc::from(s));
+                        }
+                        _ => return Err(invalid("declare expects symbols", a.pos)),
+                    }
+                }
+                Ok(Node::Const(Value::Nil))
+            }
             "when" | "when-not" => {
                 self.expect_args(name, args, 1, None, pos)?;
                 let c = self.analyze(&args[0], false)?;
@@ -598,7 +610,7 @@ impl<'a> Analyzer<'a> {
             }
             "and" | "or" => {
                 if args.is_empty() {
-                    return Ok(Node::Const(Value::Bool(name == "and")));
+                    return Ok(Node::Const(if name == "and" { Value::Bool(true) } else { Value::Nil }));
                 }
                 let n = args.len();
                 let nodes = args
@@ -1250,7 +1262,10 @@ impl<'a> Analyzer<'a> {
         let saved_recur = self.recur;
         let result = (|| -> AR<Vec<Arity>> {
             let mut arities = Vec::new();
+            let mut max_slots = 0;
             for (params, body) in arity_forms {
+                // Every arity numbers its frame from slot 0: arguments land in the first slots.
+                self.scope().n_slots = 0;
                 let mark = self.scope().names.len();
                 let mut fixed: Vec<&Form> = Vec::new();
                 let mut variadic: Option<&Form> = None;
@@ -1305,7 +1320,9 @@ impl<'a> Analyzer<'a> {
                     variadic: variadic.is_some(),
                     body: body_node,
                 });
+                max_slots = max_slots.max(self.scope().n_slots);
             }
+            self.scope().n_slots = max_slots;
             Ok(arities)
         })();
         self.recur = saved_recur;

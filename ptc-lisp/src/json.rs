@@ -68,130 +68,153 @@ impl<'a> Decoder<'a> {
         Ok(())
     }
 
-    fn value(&mut self, depth: usize) -> Result<Value, LispError> {
-        self.tick()?;
-        self.ws();
-        let c = match self.b.get(self.i) {
-            Some(c) => *c,
-            None => return Err(jerr(format!("unexpected end of JSON at byte {}", self.i))),
-        };
-        match c {
-            b'{' => {
-                if depth >= self.max_depth {
-                    return Err(LispError::new(
-                        "depth_exceeded",
-                        format!("JSON nested deeper than {}", self.max_depth),
-                    ));
-                }
-                self.i += 1;
-                let start = self.scratch_pairs.len();
-                self.ws();
-                if self.b.get(self.i) == Some(&b'}') {
-                    self.i += 1;
-                } else {
-                    loop {
-                        self.ws();
-                        if self.b.get(self.i) != Some(&b'"') {
-                            return Err(jerr(format!("expected a string key at byte {}", self.i)));
-                        }
-                        self.i += 1;
-                        let k = self.string(true)?;
-                        self.ws();
-                        if self.b.get(self.i) != Some(&b':') {
-                            return Err(jerr(format!("expected `:` at byte {}", self.i)));
-                        }
-                        self.i += 1;
-                        let v = self.value(depth + 1)?;
-                        self.scratch_pairs.push((Value::Str(k), v));
-                        self.ws();
-                        match self.b.get(self.i) {
-                            Some(b',') => self.i += 1,
-                            Some(b'}') => {
-                                self.i += 1;
-                                break;
-                            }
-                            _ => {
-                                return Err(jerr(format!(
-                                    "expected `,` or `}}` at byte {}",
-                                    self.i
-                                )));
-                            }
-                        }
+    fn finish_object(&mut self, start: usize) -> Result<Value, LispError> {
+        let n = self.scratch_pairs.len() - start;
+        self.charge(n as u64 * 2 * VALUE_BYTES + 32)?;
+        let mut m = MapData::with_capacity(n);
+        match &mut m {
+            MapData::Small(v) => {
+                // Duplicate keys are rare: the last one wins, as in most JSON decoders.
+                for (k, x) in self.scratch_pairs.drain(start..) {
+                    if let Some(e) = v.iter_mut().find(|(kk, _)| kk.fast_eq(&k)) {
+                        e.1 = x;
+                    } else {
+                        v.push((k, x));
                     }
                 }
-                let n = self.scratch_pairs.len() - start;
-                self.charge(n as u64 * 2 * VALUE_BYTES + 32)?;
-                let mut m = MapData::with_capacity(n);
-                match &mut m {
-                    MapData::Small(v) => {
-                        // Duplicate keys are rare; insert() handles them, a plain push is the fast path.
-                        for (k, x) in self.scratch_pairs.drain(start..) {
-                            if v.iter().any(|(kk, _)| kk.fast_eq(&k)) {
-                                if let Some(e) = v.iter_mut().find(|(kk, _)| kk.fast_eq(&k)) {
-                                    e.1 = x;
-                                }
-                            } else {
-                                v.push((k, x));
-                            }
-                        }
-                    }
-                    MapData::Large(_) => {
-                        for (k, x) in self.scratch_pairs.drain(start..) {
-                            m.insert(k, x);
-                        }
-                    }
-                }
-                Ok(Value::Map(Arc::new(m)))
             }
-            b'[' => {
-                if depth >= self.max_depth {
-                    return Err(LispError::new(
-                        "depth_exceeded",
-                        format!("JSON nested deeper than {}", self.max_depth),
-                    ));
+            MapData::Large(_) => {
+                for (k, x) in self.scratch_pairs.drain(start..) {
+                    m.insert(k, x);
                 }
-                self.i += 1;
-                let start = self.scratch.len();
-                self.ws();
-                if self.b.get(self.i) == Some(&b']') {
+            }
+        }
+        Ok(Value::Map(Arc::new(m)))
+    }
+
+    fn finish_array(&mut self, start: usize) -> Result<Value, LispError> {
+        let n = self.scratch.len() - start;
+        self.charge(n as u64 * VALUE_BYTES + 32)?;
+        let items: Vec<Value> = self.scratch.drain(start..).collect();
+        Ok(Value::Vector(Arc::new(Items(items))))
+    }
+
+    /// Reads `"key":` (after the opening quote has been checked).
+    fn key(&mut self) -> Result<Arc<str>, LispError> {
+        self.ws();
+        if self.b.get(self.i) != Some(&b'"') {
+            return Err(jerr(format!("expected a string key at byte {}", self.i)));
+        }
+        self.i += 1;
+        let k = self.string(true)?;
+        self.ws();
+        if self.b.get(self.i) != Some(&b':') {
+            return Err(jerr(format!("expected `:` at byte {}", self.i)));
+        }
+        self.i += 1;
+        Ok(k)
+    }
+
+    /// Parses one value with an explicit stack (no recursion, whatever the nesting).
+    fn value(&mut self) -> Result<Value, LispError> {
+        enum Open {
+            Arr(usize),
+            Obj(usize, Option<Arc<str>>),
+        }
+        let mut stack: Vec<Open> = Vec::new();
+        loop {
+            self.tick()?;
+            self.ws();
+            let c = match self.b.get(self.i) {
+                Some(c) => *c,
+                None => return Err(jerr(format!("unexpected end of JSON at byte {}", self.i))),
+            };
+            let mut v = match c {
+                b'{' | b'[' => {
+                    if stack.len() >= self.max_depth {
+                        return Err(LispError::new(
+                            "depth_exceeded",
+                            format!("JSON nested deeper than {}", self.max_depth),
+                        ));
+                    }
                     self.i += 1;
-                } else {
-                    loop {
-                        let v = self.value(depth + 1)?;
+                    self.ws();
+                    if c == b'{' {
+                        let start = self.scratch_pairs.len();
+                        if self.b.get(self.i) == Some(&b'}') {
+                            self.i += 1;
+                            self.finish_object(start)?
+                        } else {
+                            let k = self.key()?;
+                            stack.push(Open::Obj(start, Some(k)));
+                            continue;
+                        }
+                    } else {
+                        let start = self.scratch.len();
+                        if self.b.get(self.i) == Some(&b']') {
+                            self.i += 1;
+                            self.finish_array(start)?
+                        } else {
+                            stack.push(Open::Arr(start));
+                            continue;
+                        }
+                    }
+                }
+                b'"' => {
+                    self.i += 1;
+                    Value::Str(self.string(false)?)
+                }
+                b't' => self.lit(b"true", Value::Bool(true))?,
+                b'f' => self.lit(b"false", Value::Bool(false))?,
+                b'n' => self.lit(b"null", Value::Nil)?,
+                b'-' | b'0'..=b'9' => self.number()?,
+                _ => return Err(jerr(format!("unexpected character `{}` at byte {}", c as char, self.i))),
+            };
+            // Attach the finished value to its parent, closing containers as they end.
+            loop {
+                match stack.last_mut() {
+                    None => return Ok(v),
+                    Some(Open::Arr(start)) => {
+                        let start = *start;
                         self.scratch.push(v);
                         self.ws();
                         match self.b.get(self.i) {
-                            Some(b',') => self.i += 1,
-                            Some(b']') => {
+                            Some(b',') => {
                                 self.i += 1;
                                 break;
                             }
-                            _ => {
-                                return Err(jerr(format!(
-                                    "expected `,` or `]` at byte {}",
-                                    self.i
-                                )));
+                            Some(b']') => {
+                                self.i += 1;
+                                stack.pop();
+                                v = self.finish_array(start)?;
                             }
+                            _ => return Err(jerr(format!("expected `,` or `]` at byte {}", self.i))),
+                        }
+                    }
+                    Some(Open::Obj(start, key)) => {
+                        let start = *start;
+                        let k = key.take().unwrap_or_else(|| Arc::from(""));
+                        self.scratch_pairs.push((Value::Str(k), v));
+                        self.ws();
+                        match self.b.get(self.i) {
+                            Some(b',') => {
+                                self.i += 1;
+                                let k = self.key()?;
+                                if let Some(Open::Obj(_, slot)) = stack.last_mut() {
+                                    *slot = Some(k);
+                                }
+                                break;
+                            }
+                            Some(b'}') => {
+                                self.i += 1;
+                                stack.pop();
+                                v = self.finish_object(start)?;
+                            }
+                            _ => return Err(jerr(format!("expected `,` or `}}` at byte {}", self.i))),
                         }
                     }
                 }
-                let n = self.scratch.len() - start;
-                self.charge(n as u64 * VALUE_BYTES + 32)?;
-                let items: Vec<Value> = self.scratch.drain(start..).collect();
-                Ok(Value::Vector(Arc::new(Items(items))))
             }
-            b'"' => {
-                self.i += 1;
-                Ok(Value::Str(self.string(false)?))
-            }
-            b't' => self.lit(b"true", Value::Bool(true)),
-            b'f' => self.lit(b"false", Value::Bool(false)),
-            b'n' => self.lit(b"null", Value::Nil),
-            b'-' | b'0'..=b'9' => self.number(),
-            _ => Err(jerr(format!(
-                "unexpected character `{}` at byte {}",
-                c as char, self.i
-            ))),
         }
     }
 
@@ -390,7 +413,7 @@ pub(crate) fn decode(
         scratch_pairs: Vec::new(),
         buf: String::new(),
     };
-    let v = d.value(0)?;
+    let v = d.value()?;
     d.ws();
     if d.i != bytes.len() {
         return Err(jerr(format!(

@@ -36,7 +36,7 @@ impl Default for Limits {
             timeout: Some(Duration::from_secs(10)),
             max_steps: Some(200_000_000),
             max_memory_bytes: 1 << 30,
-            max_loop_iterations: 10_000_000,
+            max_loop_iterations: 1_000_000,
             max_call_depth: 5_000,
             max_reader_depth: 256,
             max_json_depth: 512,

@@ -50,16 +50,29 @@ pub(crate) fn form_to_value(form: &Form) -> Result<Value, LispError> {
 /// Lists read as vectors, since PTC-Lisp sequences are vectors.
 pub fn read_value(src: &str) -> Result<Value, LispError> {
     let limits = Limits::default();
+    // The reader recurses (bounded by its depth limit); give it the same roomy stack as eval.
+    std::thread::scope(|s| {
+        let h = std::thread::Builder::new()
+            .name("ptc-lisp-read".into())
+            .stack_size(limits.stack_bytes)
+            .spawn_scoped(s, || read_value_here(src, &limits));
+        match h {
+            Ok(h) => h
+                .join()
+                .unwrap_or_else(|_| Err(LispError::new("internal_error", "the reader stopped unexpectedly"))),
+            Err(e) => Err(LispError::new("internal_error", format!("could not start the reader: {e}"))),
+        }
+    })
+}
+
+fn read_value_here(src: &str, limits: &Limits) -> Result<Value, LispError> {
     let mut r = Reader::new(src, limits.max_reader_depth);
     let form = match r.read_next(0)? {
         Some(f) => f,
         None => return Err(LispError::new("parse_error", "no data to read")),
     };
     if r.read_next(0)?.is_some() {
-        return Err(LispError::new(
-            "parse_error",
-            "expected exactly one data literal",
-        ));
+        return Err(LispError::new("parse_error", "expected exactly one data literal"));
     }
     form_to_value(&form)
 }

@@ -1,0 +1,170 @@
+//! The host interface: namespaced functions, first-class `tool/call`, parallel host calls,
+//! JSON results decoded by the runtime, typed host errors and discovery.
+
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+use ptc_lisp::{CallContext, Discovery, Host, HostError, HostValue, Interpreter, Limits, Value};
+
+/// A fake upstream: records calls, and optionally waits until `rendezvous` calls are in flight
+/// at once (proving that `pmap` overlaps them).
+struct Fake {
+    calls: Mutex<Vec<String>>,
+    rendezvous: usize,
+    in_flight: Mutex<usize>,
+    all_arrived: Condvar,
+}
+
+impl Fake {
+    fn new(rendezvous: usize) -> Arc<Self> {
+        Arc::new(Fake {
+            calls: Mutex::new(Vec::new()),
+            rendezvous,
+            in_flight: Mutex::new(0),
+            all_arrived: Condvar::new(),
+        })
+    }
+
+    /// Waits until `rendezvous` calls have arrived; false if they never do (no overlap).
+    fn meet(&self) -> bool {
+        let mut n = self.in_flight.lock().unwrap();
+        *n += 1;
+        self.all_arrived.notify_all();
+        let (n, res) = self
+            .all_arrived
+            .wait_timeout_while(n, Duration::from_secs(10), |n| *n < self.rendezvous)
+            .unwrap();
+        drop(n);
+        !res.timed_out()
+    }
+}
+
+impl Host for Fake {
+    fn namespaces(&self) -> Vec<String> {
+        vec!["tool".into()]
+    }
+
+    fn call(&self, cx: &mut CallContext<'_>, ns: &str, name: &str, args: &[Value]) -> Result<HostValue, HostError> {
+        assert!(cx.remaining().is_some());
+        let rendered: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        self.calls.lock().unwrap().push(format!("{ns}/{name} {}", rendered.join(" ")));
+        match name {
+            "call" => {
+                if self.rendezvous > 1 && !self.meet() {
+                    return Err(HostError::new("runtime_error", "calls did not overlap"));
+                }
+                match args.first() {
+                    Some(Value::Symbol(s)) if &**s == "o/fail" => {
+                        Err(HostError::new("runtime_error", "no upstream 'o' configured"))
+                    }
+                    Some(Value::Symbol(s)) if &**s == "o/json" => Ok(HostValue::Json(
+                        br#"{"ok":true,"value":{"traces":[{"id":"t1","cost":1.5},{"id":"t2","cost":2}]}}"#.to_vec(),
+                    )),
+                    _ => Ok(HostValue::Value(Value::map_from(vec![
+                        (Value::keyword("ok"), Value::Bool(true)),
+                        (Value::keyword("value"), args.get(1).cloned().unwrap_or(Value::Nil)),
+                    ]))),
+                }
+            }
+            "servers" => Ok(HostValue::Value(Value::vector(vec![Value::str("o")]))),
+            other => Err(HostError::new("unbound_var", format!("no tool/{other}"))),
+        }
+    }
+
+    fn discover(&self, cx: &mut CallContext<'_>, op: Discovery, args: &[Value]) -> Result<Option<HostValue>, HostError> {
+        match (op, args.first()) {
+            (Discovery::Doc, Some(Value::Symbol(s))) if s.starts_with("o/") => {
+                cx.print(&format!("{s}\n  An upstream tool.\n"));
+                Ok(Some(HostValue::Value(Value::Nil)))
+            }
+            (Discovery::Dir, Some(Value::Symbol(s))) if &**s == "o" => {
+                Ok(Some(HostValue::Value(Value::vector(vec![Value::symbol("o/list-traces")]))))
+            }
+            (Discovery::Apropos, _) => Ok(Some(HostValue::Value(Value::vector(vec![Value::str("o/list-traces - List traces")])))),
+            _ => Ok(None),
+        }
+    }
+}
+
+fn interp(host: Arc<Fake>) -> Interpreter {
+    Interpreter::with_host(Limits::default(), host)
+}
+
+#[test]
+fn quoted_symbol_and_map_forms_reach_the_host_unchanged() {
+    let fake = Fake::new(1);
+    let mut i = interp(fake.clone());
+    let v = i.eval_str("(tool/call 'observatory/list-traces {:org-id \"acme\"})").unwrap();
+    assert_eq!(v.to_string(), "{:ok true :value {:org-id \"acme\"}}");
+    i.eval_str("(tool/call {:server \"observatory\" :tool \"list-traces\" :args {:limit 1}})").unwrap();
+    let calls = fake.calls.lock().unwrap().clone();
+    assert_eq!(
+        calls,
+        vec![
+            "tool/call observatory/list-traces {:org-id \"acme\"}".to_string(),
+            "tool/call {:args {:limit 1} :server \"observatory\" :tool \"list-traces\"}".to_string(),
+        ]
+    );
+}
+
+#[test]
+fn tool_call_is_a_first_class_value() {
+    let fake = Fake::new(1);
+    let mut i = interp(fake.clone());
+    let v = i.eval_str("(map #(tool/call 'o/t {:n %}) [1 2])").unwrap();
+    assert_eq!(v.to_string(), "[{:ok true :value {:n 1}} {:ok true :value {:n 2}}]");
+    let v = i.eval_str("(let [f tool/call] (:ok (f 'o/t)))").unwrap();
+    assert_eq!(v.to_string(), "true");
+}
+
+#[test]
+fn pmap_overlaps_host_calls() {
+    let fake = Fake::new(4);
+    let mut i = interp(fake.clone());
+    let v = i
+        .eval_str("(mapv :ok (pmap tool/call [{:server \"o\" :tool \"a\"} {:server \"o\" :tool \"b\"} {:server \"o\" :tool \"c\"} {:server \"o\" :tool \"d\"}]))")
+        .unwrap();
+    assert_eq!(v.to_string(), "[true true true true]");
+    assert_eq!(fake.calls.lock().unwrap().len(), 4);
+}
+
+#[test]
+fn json_results_are_decoded_by_the_runtime() {
+    let mut i = interp(Fake::new(1));
+    let v = i.eval_str("(->> (tool/call 'o/json) :value :traces (map :cost) (reduce +))").unwrap();
+    assert_eq!(v.to_string(), "3.5");
+}
+
+#[test]
+fn host_errors_are_typed_program_errors() {
+    let mut i = interp(Fake::new(1));
+    let e = i.eval_str("(tool/call 'o/fail {})").unwrap_err();
+    assert_eq!(e.reason(), "runtime_error");
+    assert!(e.message().contains("no upstream"));
+    assert!(e.pos().is_some());
+}
+
+#[test]
+fn unknown_namespace_lists_the_known_ones() {
+    let mut i = interp(Fake::new(1));
+    let e = i.eval_str("(foo/bar 1)").unwrap_err();
+    assert_eq!(e.reason(), "unbound_var");
+    assert!(e.message().contains("tool"), "{}", e.message());
+    assert!(e.message().contains("clojure.string"), "{}", e.message());
+    let mut no_host = Interpreter::new(Limits::default());
+    assert_eq!(no_host.eval_str("(tool/call 'a/b)").unwrap_err().reason(), "unbound_var");
+}
+
+#[test]
+fn discovery_goes_local_first_then_to_the_host() {
+    let mut i = interp(Fake::new(1));
+    assert_eq!(i.eval_str("(doc 'o/list-traces)").unwrap().to_string(), "nil");
+    assert!(i.take_output().contains("An upstream tool."));
+    assert_eq!(i.eval_str("(doc filter)").unwrap().to_string(), "nil");
+    assert!(i.take_output().contains("(filter pred coll)"));
+    assert_eq!(i.eval_str("(dir o)").unwrap().to_string(), "[o/list-traces]");
+    let v = i.eval_str("(first (apropos \"list-traces\"))").unwrap();
+    assert_eq!(v.to_string(), "\"o/list-traces - List traces\"");
+    assert_eq!(i.eval_str("(tool/servers)").unwrap().to_string(), "[\"o\"]");
+    assert_eq!(i.eval_str("(doc 'nope/nothing)").unwrap_err().reason(), "unbound_var");
+}
