@@ -524,11 +524,10 @@ impl<'a> Analyzer<'a> {
                 Some(m) => format!("{min} to {m}"),
                 None => format!("at least {min}"),
             };
-            return Err(LispError::new(
-                "arity_error",
-                format!("arity error: {name} expects {expect} argument(s), got {n}"),
-            )
-            .with_pos(pos));
+            return Err(invalid(
+                format!("{name} expects {expect} argument(s), got {n}"),
+                pos,
+            ));
         }
         Ok(())
     }
@@ -610,7 +609,11 @@ impl<'a> Analyzer<'a> {
             }
             "and" | "or" => {
                 if args.is_empty() {
-                    return Ok(Node::Const(if name == "and" { Value::Bool(true) } else { Value::Nil }));
+                    return Ok(Node::Const(if name == "and" {
+                        Value::Bool(true)
+                    } else {
+                        Value::Nil
+                    }));
                 }
                 let n = args.len();
                 let nodes = args
@@ -1492,11 +1495,10 @@ impl<'a> Analyzer<'a> {
                 }
                 Ok(())
             }
-            _ => Err(LispError::new(
-                "destructure_error",
+            _ => Err(invalid(
                 "unsupported binding form: expected a symbol, vector or map",
-            )
-            .with_pos(pat.pos)),
+                pat.pos,
+            )),
         }
     }
 }

@@ -603,7 +603,13 @@ impl<'a> Ctx<'a> {
                 }
                 Function::Host { ns, name } => self.call_host(ns, name, args),
             },
-            Value::Keyword(_) | Value::Symbol(_) => {
+            // Strings act as map accessors too (`(sort-by "cost" rows)`), like keywords; on
+            // anything but a map a string is still not a function.
+            Value::Str(_) if !matches!(args.first(), Some(Value::Map(_) | Value::Nil)) => err(
+                "not_callable",
+                format!("{} (string) is not a function", short(f)),
+            ),
+            Value::Keyword(_) | Value::Symbol(_) | Value::Str(_) => {
                 match args.len() {
                     1 => Ok(builtins::get_flex(&args[0], f).unwrap_or(Value::Nil)),
                     2 => Ok(builtins::get_flex(&args[0], f)

@@ -168,7 +168,12 @@ impl<'a> Decoder<'a> {
                 b'f' => self.lit(b"false", Value::Bool(false))?,
                 b'n' => self.lit(b"null", Value::Nil)?,
                 b'-' | b'0'..=b'9' => self.number()?,
-                _ => return Err(jerr(format!("unexpected character `{}` at byte {}", c as char, self.i))),
+                _ => {
+                    return Err(jerr(format!(
+                        "unexpected character `{}` at byte {}",
+                        c as char, self.i
+                    )));
+                }
             };
             // Attach the finished value to its parent, closing containers as they end.
             loop {
@@ -188,7 +193,12 @@ impl<'a> Decoder<'a> {
                                 stack.pop();
                                 v = self.finish_array(start)?;
                             }
-                            _ => return Err(jerr(format!("expected `,` or `]` at byte {}", self.i))),
+                            _ => {
+                                return Err(jerr(format!(
+                                    "expected `,` or `]` at byte {}",
+                                    self.i
+                                )));
+                            }
                         }
                     }
                     Some(Open::Obj(start, key)) => {
@@ -210,7 +220,12 @@ impl<'a> Decoder<'a> {
                                 stack.pop();
                                 v = self.finish_object(start)?;
                             }
-                            _ => return Err(jerr(format!("expected `,` or `}}` at byte {}", self.i))),
+                            _ => {
+                                return Err(jerr(format!(
+                                    "expected `,` or `}}` at byte {}",
+                                    self.i
+                                )));
+                            }
                         }
                     }
                 }

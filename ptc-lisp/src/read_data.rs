@@ -17,6 +17,13 @@ pub(crate) fn form_to_value(form: &Form) -> Result<Value, LispError> {
         FormKind::Str(s) => Value::Str(s.clone()),
         FormKind::Keyword(k) => Value::Keyword(k.clone()),
         FormKind::Symbol(s) => Value::Symbol(s.clone()),
+        FormKind::List(items)
+            if items.len() == 2
+                && items[0].sym_name() == Some("var")
+                && let Some(name) = items[1].sym_name() =>
+        {
+            Value::Var(name.into())
+        }
         FormKind::List(items) | FormKind::Vector(items) => {
             Value::vector(items.iter().map(form_to_value).collect::<Result<_, _>>()?)
         }
@@ -57,10 +64,16 @@ pub fn read_value(src: &str) -> Result<Value, LispError> {
             .stack_size(limits.stack_bytes)
             .spawn_scoped(s, || read_value_here(src, &limits));
         match h {
-            Ok(h) => h
-                .join()
-                .unwrap_or_else(|_| Err(LispError::new("internal_error", "the reader stopped unexpectedly"))),
-            Err(e) => Err(LispError::new("internal_error", format!("could not start the reader: {e}"))),
+            Ok(h) => h.join().unwrap_or_else(|_| {
+                Err(LispError::new(
+                    "internal_error",
+                    "the reader stopped unexpectedly",
+                ))
+            }),
+            Err(e) => Err(LispError::new(
+                "internal_error",
+                format!("could not start the reader: {e}"),
+            )),
         }
     })
 }
@@ -72,7 +85,10 @@ fn read_value_here(src: &str, limits: &Limits) -> Result<Value, LispError> {
         None => return Err(LispError::new("parse_error", "no data to read")),
     };
     if r.read_next(0)?.is_some() {
-        return Err(LispError::new("parse_error", "expected exactly one data literal"));
+        return Err(LispError::new(
+            "parse_error",
+            "expected exactly one data literal",
+        ));
     }
     form_to_value(&form)
 }

@@ -4,7 +4,9 @@ use ptc_lisp::{Interpreter, Limits};
 
 fn eval(src: &str) -> Result<String, String> {
     let mut i = Interpreter::new(Limits::default());
-    i.eval_str(src).map(|v| v.to_string()).map_err(|e| e.reason().to_string())
+    i.eval_str(src)
+        .map(|v| v.to_string())
+        .map_err(|e| e.reason().to_string())
 }
 
 fn check(cases: &[(&str, &str)]) {
@@ -18,7 +20,12 @@ fn check(cases: &[(&str, &str)]) {
             failures.push(format!("{src}\n   want {want}\n   got  {got}"));
         }
     }
-    assert!(failures.is_empty(), "{} failing case(s):\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} failing case(s):\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]
@@ -117,12 +124,24 @@ fn functions_closures_arities() {
         ("(#(+ %1 %2) 1 2)", "3"),
         ("(#(* % 2) 5)", "10"),
         ("(#(apply + %&) 1 2 3)", "6"),
-        ("(defn f ([x] (f x 10)) ([x y] (+ x y))) [(f 1) (f 1 2)]", "[11 3]"),
-        ("(defn g [a & more] [a more]) [(g 1) (g 1 2 3)]", "[[1 nil] [1 [2 3]]]"),
+        (
+            "(defn f ([x] (f x 10)) ([x y] (+ x y))) [(f 1) (f 1 2)]",
+            "[11 3]",
+        ),
+        (
+            "(defn g [a & more] [a more]) [(g 1) (g 1 2 3)]",
+            "[[1 nil] [1 [2 3]]]",
+        ),
         ("(let [n 5 add (fn [x] (+ x n))] (add 1))", "6"),
         ("(defn make [n] (fn [x] (+ x n))) ((make 3) 4)", "7"),
-        ("((fn fact [n] (if (<= n 1) 1 (* n (fact (dec n))))) 10)", "3628800"),
-        ("((fn [n acc] (if (> n 0) (recur (dec n) (* acc n)) acc)) 5 1)", "120"),
+        (
+            "((fn fact [n] (if (<= n 1) 1 (* n (fact (dec n))))) 10)",
+            "3628800",
+        ),
+        (
+            "((fn [n acc] (if (> n 0) (recur (dec n) (* acc n)) acc)) 5 1)",
+            "120",
+        ),
         ("((fn [x] x))", "!arity_error"),
         ("(1 2)", "!not_callable"),
         ("(:a {:a 1})", "1"),
@@ -139,7 +158,10 @@ fn functions_closures_arities() {
         ("((some-fn even? neg?) 3 -1)", "true"),
         ("(apply max 1 [5 3])", "5"),
         ("(loop [i 0] (if (< i 3) (recur (inc i)) i))", "3"),
-        ("(loop [[x & xs] [1 2 3] acc 0] (if x (recur xs (+ acc x)) acc))", "6"),
+        (
+            "(loop [[x & xs] [1 2 3] acc 0] (if x (recur xs (+ acc x)) acc))",
+            "6",
+        ),
         ("(recur 1)", "!invalid_form"),
         ("(loop [i 0] (inc (recur i)))", "!invalid_form"),
     ]);
@@ -148,16 +170,37 @@ fn functions_closures_arities() {
 #[test]
 fn destructuring() {
     check(&[
-        ("(let [{:keys [name age] :or {age 0}} {:name \"Bob\"}] age)", "0"),
-        ("(let [[a b & rest] [1 2 3 4 5]] [a b rest])", "[1 2 [3 4 5]]"),
-        ("(let [{:strs [name]} {\"name\" \"Alice\"}] name)", "\"Alice\""),
+        (
+            "(let [{:keys [name age] :or {age 0}} {:name \"Bob\"}] age)",
+            "0",
+        ),
+        (
+            "(let [[a b & rest] [1 2 3 4 5]] [a b rest])",
+            "[1 2 [3 4 5]]",
+        ),
+        (
+            "(let [{:strs [name]} {\"name\" \"Alice\"}] name)",
+            "\"Alice\"",
+        ),
         ("(let [{a :a [b c] :v} {:a 1 :v [2 3]}] [a b c])", "[1 2 3]"),
-        ("(let [[_ second :as all] [1 2 3]] [second all])", "[2 [1 2 3]]"),
-        ("(let [{:keys [a] :as m} {:a 1 :b 2}] [a (count m)])", "[1 2]"),
+        (
+            "(let [[_ second :as all] [1 2 3]] [second all])",
+            "[2 [1 2 3]]",
+        ),
+        (
+            "(let [{:keys [a] :as m} {:a 1 :b 2}] [a (count m)])",
+            "[1 2]",
+        ),
         ("(let [[a [b [c]]] [1 [2 [3]]]] (+ a b c))", "6"),
-        ("(let [{:keys [total-cost]} {\"total_cost\" 3}] total-cost)", "3"),
+        (
+            "(let [{:keys [total-cost]} {\"total_cost\" 3}] total-cost)",
+            "3",
+        ),
         ("(defn f [{:keys [x y]}] (+ x y)) (f {:x 1 :y 2})", "3"),
-        ("(map (fn [[k v]] (str k v)) {:a 1 :b 2})", "[\":a1\" \":b2\"]"),
+        (
+            "(map (fn [[k v]] (str k v)) {:a 1 :b 2})",
+            "[\":a1\" \":b2\"]",
+        ),
         ("(for [[k v] {:a 1 :b 2}] [v k])", "[[1 :a] [2 :b]]"),
         ("(let [[a b] 5] a)", "!destructure_error"),
     ]);
@@ -166,10 +209,19 @@ fn destructuring() {
 #[test]
 fn for_and_doseq() {
     check(&[
-        ("(for [x [1 2 3 4] :when (odd? x) :let [y (* x 10)]] y)", "[10 30]"),
-        ("(for [x [1 2] y [\"a\" \"b\"]] [x y])", "[[1 \"a\"] [1 \"b\"] [2 \"a\"] [2 \"b\"]]"),
+        (
+            "(for [x [1 2 3 4] :when (odd? x) :let [y (* x 10)]] y)",
+            "[10 30]",
+        ),
+        (
+            "(for [x [1 2] y [\"a\" \"b\"]] [x y])",
+            "[[1 \"a\"] [1 \"b\"] [2 \"a\"] [2 \"b\"]]",
+        ),
         ("(for [x [1 2 3 4 5] :while (< x 3)] x)", "[1 2]"),
-        ("(for [x [1 2] y [1 2 3] :while (<= y x)] [x y])", "[[1 1] [2 1] [2 2]]"),
+        (
+            "(for [x [1 2] y [1 2 3] :while (<= y x)] [x y])",
+            "[[1 1] [2 1] [2 2]]",
+        ),
         ("(doseq [x [1 2]] (println x))", "nil"),
     ]);
 }
@@ -181,15 +233,24 @@ fn collections() {
         ("(mapcat (fn [x] [x (* x 2)]) [1 2 3])", "[1 2 2 4 3 6]"),
         ("(reduce - 10 [1 2 3])", "4"),
         ("(reduce + [])", "0"),
-        ("(reduce-kv (fn [acc k v] (assoc acc k (* v 2))) {} {:a 1 :b 2})", "{:a 2 :b 4}"),
+        (
+            "(reduce-kv (fn [acc k v] (assoc acc k (* v 2))) {} {:a 1 :b 2})",
+            "{:a 2 :b 4}",
+        ),
         ("(frequencies [:a :b :a :c :b :a])", "{:a 3 :b 2 :c 1}"),
-        ("(group-by first [[\"a\" 1] [\"a\" 2] [\"b\" 3]])", "{\"a\" [[\"a\" 1] [\"a\" 2]] \"b\" [[\"b\" 3]]}"),
+        (
+            "(group-by first [[\"a\" 1] [\"a\" 2] [\"b\" 3]])",
+            "{\"a\" [[\"a\" 1] [\"a\" 2]] \"b\" [[\"b\" 3]]}",
+        ),
         ("(partition 3 3 [0] [1 2 3 4 5])", "[[1 2 3] [4 5 0]]"),
         ("(partition 2 [1 2 3 4 5])", "[[1 2] [3 4]]"),
         ("(partition-all 2 [1 2 3])", "[[1 2] [3]]"),
         ("(partition-by odd? [1 3 2 4 5])", "[[1 3] [2 4] [5]]"),
         ("(update {:n nil} :n (fnil inc 0))", "{:n 1}"),
-        ("(get-in {:results [{:title \"A\"}]} [:results 0 :title])", "\"A\""),
+        (
+            "(get-in {:results [{:title \"A\"}]} [:results 0 :title])",
+            "\"A\"",
+        ),
         ("(assoc-in {} [:a :b] 1)", "{:a {:b 1}}"),
         ("(update-in {:a {:b 1}} [:a :b] + 10)", "{:a {:b 11}}"),
         ("(merge-with + {:a 1 :b 2} {:a 3 :c 4})", "{:a 4 :b 2 :c 4}"),
@@ -229,9 +290,18 @@ fn collections() {
         ("(sort [3 1 2])", "[1 2 3]"),
         ("(sort > [3 1 2])", "[3 2 1]"),
         ("(sort :desc [1 3 2])", "[3 2 1]"),
-        ("(sort-by :cost > [{:cost 1} {:cost 3}])", "[{:cost 3} {:cost 1}]"),
-        ("(sort-by count [\"ccc\" \"a\" \"bb\"])", "[\"a\" \"bb\" \"ccc\"]"),
-        ("(sort-by first [[2 :a] [1 :b] [2 :c] [1 :d]])", "[[1 :b] [1 :d] [2 :a] [2 :c]]"),
+        (
+            "(sort-by :cost > [{:cost 1} {:cost 3}])",
+            "[{:cost 3} {:cost 1}]",
+        ),
+        (
+            "(sort-by count [\"ccc\" \"a\" \"bb\"])",
+            "[\"a\" \"bb\" \"ccc\"]",
+        ),
+        (
+            "(sort-by first [[2 :a] [1 :b] [2 :c] [1 :d]])",
+            "[[1 :b] [1 :d] [2 :a] [2 :c]]",
+        ),
         ("(reverse [1 2 3])", "[3 2 1]"),
         ("(distinct [1 2 1 3 2])", "[1 2 3]"),
         ("(dedupe [1 1 2 1])", "[1 2 1]"),
@@ -241,7 +311,7 @@ fn collections() {
         ("(range 5)", "[0 1 2 3 4]"),
         ("(range 1 10 3)", "[1 4 7]"),
         ("(range 5 0 -2)", "[5 3 1]"),
-        ("(range)", "!type_error"),
+        ("(range)", "!arity_error"),
         ("(repeat 3 :x)", "[:x :x :x]"),
         ("(zipmap [:a :b] [1 2])", "{:a 1 :b 2}"),
         ("(some even? [1 3 4])", "true"),
@@ -254,7 +324,10 @@ fn collections() {
         ("(pop [1 2])", "[1]"),
         ("(subvec [1 2 3 4] 1 3)", "[2 3]"),
         ("(tree-seq vector? identity [1 [2]])", "[[1 [2]] 1 [2] 2]"),
-        ("(postwalk #(if (number? %) (inc %) %) {:a [1 2]})", "{:a [2 3]}"),
+        (
+            "(postwalk #(if (number? %) (inc %) %) {:a [1 2]})",
+            "{:a [2 3]}",
+        ),
         ("(update-vals {:a 1 :b 2} inc)", "{:a 2 :b 3}"),
         ("(update-keys {:a 1} name)", "{\"a\" 1}"),
         ("(reductions + [1 2 3])", "[1 3 6]"),
@@ -304,12 +377,18 @@ fn strings_and_regex() {
         ("(namespace :ns/a)", "\"ns\""),
         ("(keyword \"x\")", ":x"),
         ("(re-find #\"\\d+\" \"ab12cd\")", "\"12\""),
-        ("(re-find #\"(\\d+)-(\\d+)\" \"a 12-34\")", "[\"12-34\" \"12\" \"34\"]"),
+        (
+            "(re-find #\"(\\d+)-(\\d+)\" \"a 12-34\")",
+            "[\"12-34\" \"12\" \"34\"]",
+        ),
         ("(re-matches #\"\\d+\" \"123\")", "\"123\""),
         ("(re-matches #\"\\d+\" \"123a\")", "nil"),
         ("(re-seq #\"\\d\" \"a1b2\")", "[\"1\" \"2\"]"),
         ("(count (filter #(= \\r %) \"raspberry\"))", "3"),
-        ("(filter #(contains? #{\\a \\e \\i \\o \\u} %) \"hello\")", "[\"e\" \"o\"]"),
+        (
+            "(filter #(contains? #{\\a \\e \\i \\o \\u} %) \"hello\")",
+            "[\"e\" \"o\"]",
+        ),
         ("(= \\a \"a\")", "true"),
         ("(pr-str {:b 2 :a 1})", "\"{:a 1 :b 2}\""),
         ("(pr-str \"a\")", "\"\\\"a\\\"\""),
@@ -339,14 +418,26 @@ fn ptc_extensions() {
         ("(sum [])", "0"),
         ("(avg [])", "nil"),
         ("(avg [1 2])", "1.5"),
-        ("(sum-by :amount [{:amount 10} {:amount nil} {:other 5}])", "10"),
-        ("(avg-by :amount [{:amount 10} {:amount nil} {:amount 20}])", "15.0"),
+        (
+            "(sum-by :amount [{:amount 10} {:amount nil} {:other 5}])",
+            "10",
+        ),
+        (
+            "(avg-by :amount [{:amount 10} {:amount nil} {:amount 20}])",
+            "15.0",
+        ),
         ("(sum-by :a [{:a \"x\"}])", "!arithmetic_error"),
         ("(min-by :c [{:c 3} {:c 1}])", "{:c 1}"),
         ("(max-by :c [{:c 3} {:c 1}])", "{:c 3}"),
-        ("(distinct-by :k [{:k 1 :v 1} {:k 1 :v 2} {:k 2 :v 3}])", "[{:k 1 :v 1} {:k 2 :v 3}]"),
+        (
+            "(distinct-by :k [{:k 1 :v 1} {:k 1 :v 2} {:k 2 :v 3}])",
+            "[{:k 1 :v 1} {:k 2 :v 3}]",
+        ),
         ("(combinations [1 2 3] 2)", "[[1 2] [1 3] [2 3]]"),
-        ("(json/parse-lines \"{\\\"a\\\":1}\\n\\nnull\\nnot json\")", "[{\"a\" 1} nil nil]"),
+        (
+            "(json/parse-lines \"{\\\"a\\\":1}\\n\\nnull\\nnot json\")",
+            "[{\"a\" 1} nil nil]",
+        ),
         ("(pcalls #(+ 1 1) #(* 2 3) #(- 10 5))", "[2 6 5]"),
         ("(let [f 10] (pmap #(* % f) [1 2 3]))", "[10 20 30]"),
         ("(pmap (fn [x] (return x)) [1])", "!invalid_form"),
@@ -363,9 +454,17 @@ fn errors_carry_reason_position_and_hint() {
     assert_eq!((p.line, p.col), (2, 4));
     let e = i.eval_str("(get)").unwrap_err();
     assert_eq!(e.reason(), "arity_error");
-    assert!(e.message().contains("get expects 2 or 3"), "{}", e.message());
+    assert!(
+        e.message().contains("get expects 2 or 3"),
+        "{}",
+        e.message()
+    );
     let e = i.eval_str("(+ 1 :a)").unwrap_err();
-    assert!(e.message().contains("+") && e.message().contains(":a"), "{}", e.message());
+    assert!(
+        e.message().contains("+") && e.message().contains(":a"),
+        "{}",
+        e.message()
+    );
     let e = i.eval_str("(foo/bar 1)").unwrap_err();
     assert_eq!(e.reason(), "unbound_var");
     assert!(e.message().contains("known namespaces"), "{}", e.message());
@@ -373,14 +472,23 @@ fn errors_carry_reason_position_and_hint() {
     assert_eq!(e.reason(), "parse_error");
     let e = i.eval_str("(fail {:code 7})").unwrap_err();
     assert_eq!(e.reason(), "fail");
-    assert_eq!(e.value().map(|v| v.to_string()), Some("{:code 7}".to_string()));
+    assert_eq!(
+        e.value().map(|v| v.to_string()),
+        Some("{:code 7}".to_string())
+    );
 }
 
 #[test]
 fn definitions_persist_and_println_is_captured() {
     let mut i = Interpreter::new(Limits::default());
-    i.eval_str("(def base 10) (defn add [x] (+ x base))").unwrap();
-    assert_eq!(i.eval_str("(println \"sum\" (add 5)) (add 1)").unwrap().to_string(), "11");
+    i.eval_str("(def base 10) (defn add [x] (+ x base))")
+        .unwrap();
+    assert_eq!(
+        i.eval_str("(println \"sum\" (add 5)) (add 1)")
+            .unwrap()
+            .to_string(),
+        "11"
+    );
     assert_eq!(i.take_output(), "sum 15\n");
     i.eval_str("(doc map)").unwrap();
     assert!(i.take_output().contains("(map f coll"));
@@ -390,9 +498,14 @@ fn definitions_persist_and_println_is_captured() {
 fn context_data_namespace() {
     let mut i = Interpreter::new(Limits::default());
     i.set_context(ptc_lisp::read_value("{\"orders\" [{\"total\" 30} {\"total\" 10}]}").unwrap());
-    let v = i.eval_str("(->> data/orders (filter #(> (:total %) 20)) (map :total) (reduce + 0))").unwrap();
+    let v = i
+        .eval_str("(->> data/orders (filter #(> (:total %) 20)) (map :total) (reduce + 0))")
+        .unwrap();
     assert_eq!(v.to_string(), "30");
-    assert_eq!(i.eval_str("data/missing").unwrap_err().reason(), "unbound_var");
+    assert_eq!(
+        i.eval_str("data/missing").unwrap_err().reason(),
+        "unbound_var"
+    );
 }
 
 #[test]
@@ -403,9 +516,18 @@ fn accumulators_stay_uniquely_owned() {
     check(&[
         ("(count (reduce conj [] (range 20000)))", "20000"),
         ("(let [v [1 2]] [(conj v 3) v])", "[[1 2 3] [1 2]]"),
-        ("(let [m {:a 1} m2 (assoc m :b 2)] [m m2])", "[{:a 1} {:a 1 :b 2}]"),
-        ("(loop [acc [] i 0] (if (< i 3) (recur (conj acc i) (inc i)) [acc (count acc)]))", "[[0 1 2] 3]"),
+        (
+            "(let [m {:a 1} m2 (assoc m :b 2)] [m m2])",
+            "[{:a 1} {:a 1 :b 2}]",
+        ),
+        (
+            "(loop [acc [] i 0] (if (< i 3) (recur (conj acc i) (inc i)) [acc (count acc)]))",
+            "[[0 1 2] 3]",
+        ),
         ("(let [xs [1 2]] (for [x xs y xs] (+ x y)))", "[2 3 3 4]"),
-        ("(let [m {}] (loop [i 0 acc m] (if (< i 2) (recur (inc i) (assoc acc i m)) acc)))", "{0 {} 1 {}}"),
+        (
+            "(let [m {}] (loop [i 0 acc m] (if (< i 2) (recur (inc i) (assoc acc i m)) acc)))",
+            "{0 {} 1 {}}",
+        ),
     ]);
 }

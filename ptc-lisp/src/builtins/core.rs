@@ -315,8 +315,10 @@ pub(crate) const BUILTINS: &[Builtin] = &[
         "map-entry?",
         1,
         1,
-        |_, _| Ok(Value::Bool(false)),
-        "(map-entry? x): false; entries are vectors"
+        |_, a| Ok(Value::Bool(
+            matches!(&a[0], Value::Vector(v) if v.len() == 2)
+        )),
+        "(map-entry? x): true for [k v] pairs (entries are vectors)"
     ),
     b!(
         "empty?",
@@ -574,15 +576,17 @@ fn every_pred(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
 fn some_fn(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let ps: Vec<Value> = a.to_vec();
     Ok(native("some-fn", move |ctx, args| {
+        let mut last = Value::Nil;
         for p in &ps {
             for x in args.iter() {
                 let r = ctx.apply(p, &mut [x.clone()])?;
                 if r.truthy() {
                     return Ok(r);
                 }
+                last = r;
             }
         }
-        Ok(Value::Nil)
+        Ok(last)
     }))
 }
 

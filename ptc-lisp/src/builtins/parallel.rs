@@ -14,9 +14,9 @@ pub(crate) const BUILTINS: &[Builtin] = &[
     b!(
         "pmap",
         2,
-        2,
+        VARIADIC,
         pmap,
-        "(pmap f coll): like map, with calls run in parallel"
+        "(pmap f coll & colls): like map, with calls run in parallel"
     ),
     b!(
         "pcalls",
@@ -130,9 +130,15 @@ fn par_run(
 
 fn pmap(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let f = take(a, 0);
-    let items = into_items(take(a, 1))?;
-    let n = items.len();
-    let out = par_run(ctx, n, &|wctx, i| wctx.apply(&f, &mut [items[i].clone()]))?;
+    let colls: Vec<Vec<Value>> = a[1..]
+        .iter_mut()
+        .map(|c| into_items(std::mem::take(c)))
+        .collect::<R<_>>()?;
+    let n = colls.iter().map(Vec::len).min().unwrap_or(0);
+    let out = par_run(ctx, n, &|wctx, i| {
+        let mut args: Vec<Value> = colls.iter().map(|c| c[i].clone()).collect();
+        wctx.apply(&f, &mut args)
+    })?;
     super::vec_value(ctx, out)
 }
 

@@ -183,7 +183,7 @@ pub(crate) const BUILTINS: &[Builtin] = &[
     ),
     b!(
         "range",
-        0,
+        1,
         3,
         range,
         "(range end), (range start end [step]): finite ranges only"
@@ -889,13 +889,12 @@ fn range(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let n = ((e - s) / st).ceil().max(0.0);
     ctx.precheck_items(n as u64)?;
     let mut out = Vec::with_capacity(n as usize);
-    for i in 0..n as u64 {
-        let x = s + st * i as f64;
-        let v = match (&start, &step) {
-            (Value::Int(_), Value::Int(_)) => Value::Int(x as i64),
-            _ => Value::Float(x),
-        };
-        out.push(v);
+    // Like Clojure, the first element is `start` itself and each next one is the previous plus step.
+    let mut cur = start.clone();
+    for _ in 0..n as u64 {
+        let next = super::math::add2(&cur, &step)?;
+        out.push(cur);
+        cur = next;
     }
     vec_value(ctx, out)
 }

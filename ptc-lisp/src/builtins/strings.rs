@@ -476,8 +476,7 @@ fn keyword(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
             Value::Keyword(s.clone())
         }),
         Value::Symbol(s) => Ok(Value::Keyword(s.clone())),
-        Value::Nil => Ok(Value::Nil),
-        other => type_err("keyword", "a string", other),
+        _ => Ok(Value::Nil),
     }
 }
 
