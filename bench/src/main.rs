@@ -3,12 +3,17 @@
 //! `cargo run --release -p ptc-bench [-- --quick] [-- <suite>...]` prints one Markdown table
 //! and writes it as JSON to `target/bench-results.json`.
 
+mod alloc;
 mod data;
 mod measure;
 mod report;
 mod suites;
+mod tracegen;
 
 use std::process::ExitCode;
+
+#[global_allocator]
+static ALLOC: alloc::Counting = alloc::Counting;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -30,6 +35,14 @@ fn main() -> ExitCode {
     let mut rows = Vec::new();
     if enabled("plan") {
         rows.extend(suites::plan_compile::run(budget));
+    }
+    if enabled("lisp") {
+        let sizes: &[f64] = if quick {
+            &[0.5, 5.0]
+        } else {
+            &[0.5, 5.0, 50.0]
+        };
+        rows.extend(suites::lisp::run_suite(budget, sizes));
     }
     println!("{}", report::markdown(&rows));
     let json_path = data::dir().with_file_name("bench-results.json");

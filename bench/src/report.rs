@@ -12,13 +12,15 @@ pub struct Row {
     pub suite: String,
     /// What ptc did.
     pub name: String,
-    /// ptc's median time in microseconds.
-    pub ours_us: f64,
+    /// What the numbers measure: `"time"` (median microseconds) or `"bytes"`.
+    pub unit: &'static str,
+    /// ptc's figure.
+    pub ours: f64,
     /// What it is compared with.
     pub baseline: String,
-    /// The baseline's median time in microseconds.
-    pub baseline_us: f64,
-    /// ours / baseline.
+    /// The baseline's figure, in the same unit.
+    pub base: f64,
+    /// ours / base.
     pub ratio: f64,
     /// The goal for `ratio` (at most), when there is one.
     pub target: Option<f64>,
@@ -26,9 +28,17 @@ pub struct Row {
     pub note: String,
 }
 
+/// What to compare: a name and a figure.
+pub struct Side<'a> {
+    /// Label.
+    pub name: &'a str,
+    /// Figure, in the row's unit.
+    pub value: f64,
+}
+
 impl Row {
     /// A row from two measured durations.
-    pub fn new(
+    pub fn time(
         suite: &str,
         name: &str,
         ours: Duration,
@@ -37,16 +47,66 @@ impl Row {
         target: Option<f64>,
         note: String,
     ) -> Self {
-        let ours_us = ours.as_secs_f64() * 1e6;
-        let baseline_us = base.as_secs_f64() * 1e6;
+        let us = |d: Duration| d.as_secs_f64() * 1e6;
+        Self::build(
+            suite,
+            "time",
+            Side {
+                name,
+                value: us(ours),
+            },
+            Side {
+                name: baseline,
+                value: us(base),
+            },
+            target,
+            note,
+        )
+    }
+
+    /// A row comparing byte counts (peak memory against input size, say).
+    pub fn bytes(
+        suite: &str,
+        name: &str,
+        ours: u64,
+        baseline: &str,
+        base: u64,
+        target: Option<f64>,
+        note: String,
+    ) -> Self {
+        Self::build(
+            suite,
+            "bytes",
+            Side {
+                name,
+                value: ours as f64,
+            },
+            Side {
+                name: baseline,
+                value: base as f64,
+            },
+            target,
+            note,
+        )
+    }
+
+    fn build(
+        suite: &str,
+        unit: &'static str,
+        ours: Side,
+        base: Side,
+        target: Option<f64>,
+        note: String,
+    ) -> Self {
         Self {
             suite: suite.into(),
-            name: name.into(),
-            ours_us,
-            baseline: baseline.into(),
-            baseline_us,
-            ratio: if baseline_us > 0.0 {
-                ours_us / baseline_us
+            name: ours.name.into(),
+            unit,
+            ours: ours.value,
+            baseline: base.name.into(),
+            base: base.value,
+            ratio: if base.value > 0.0 {
+                ours.value / base.value
             } else {
                 f64::NAN
             },
@@ -61,13 +121,13 @@ impl Row {
     }
 }
 
-fn human(us: f64) -> String {
-    if us >= 1e6 {
-        format!("{:.2} s", us / 1e6)
-    } else if us >= 1e3 {
-        format!("{:.2} ms", us / 1e3)
-    } else {
-        format!("{us:.1} µs")
+fn human(unit: &str, v: f64) -> String {
+    match unit {
+        "bytes" if v >= 1e6 => format!("{:.1} MB", v / 1e6),
+        "bytes" => format!("{:.1} KB", v / 1e3),
+        _ if v >= 1e6 => format!("{:.2} s", v / 1e6),
+        _ if v >= 1e3 => format!("{:.2} ms", v / 1e3),
+        _ => format!("{v:.1} µs"),
     }
 }
 
@@ -76,7 +136,7 @@ pub fn markdown(rows: &[Row]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "| suite | benchmark | ptc | baseline | baseline time | ratio | target | ok | note |"
+        "| suite | benchmark | ptc | baseline | baseline figure | ratio | target | ok | note |"
     );
     let _ = writeln!(out, "|---|---|---:|---|---:|---:|---:|---|---|");
     for r in rows {
@@ -85,11 +145,11 @@ pub fn markdown(rows: &[Row]) -> String {
             "| {} | {} | {} | {} | {} | {:.2}× | {} | {} | {} |",
             r.suite,
             r.name,
-            human(r.ours_us),
+            human(r.unit, r.ours),
             r.baseline,
-            human(r.baseline_us),
+            human(r.unit, r.base),
             r.ratio,
-            r.target.map_or("-".to_string(), |t| format!("≤ {t}×")),
+            r.target.map_or("-".to_string(), |t| format!("≤ {t:.2}×")),
             if r.meets_target() { "yes" } else { "NO" },
             r.note
         );

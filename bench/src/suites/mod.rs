@@ -1,3 +1,5 @@
 //! Benchmark suites; each returns its rows, baselines measured in the same run.
 
+pub mod baselines;
+pub mod lisp;
 pub mod plan_compile;

@@ -79,7 +79,7 @@ pub fn run(budget: Budget) -> Vec<Row> {
     let compile = median(budget, || {
         ptc_plan::load_str(&cfg, Path::new("bench.json"), &Memory(&bytes)).expect("compiles")
     });
-    vec![Row::new(
+    vec![Row::time(
         "plan",
         "load + compile 50 ops (GitHub REST spec)",
         compile,
