@@ -207,8 +207,36 @@ impl<'a> Ctx<'a> {
         self.tick()
     }
 
-    /// Evaluates a node in a frame.
+    /// Evaluates a node in a frame. The hot node kinds are handled here; the rest live in
+    /// [`Ctx::eval_cold`] so this function keeps a small stack frame.
+    #[inline]
     pub(crate) fn eval(&mut self, node: &Node, fr: &Frame<'_>) -> R<Value> {
+        match node {
+            Node::Const(v) => Ok(v.clone()),
+            Node::Local(s) => Ok(self.stack[fr.base + s].clone()),
+            Node::Move(s) => Ok(std::mem::take(&mut self.stack[fr.base + s])),
+            Node::Capture(i) => Ok(fr.captures[*i].clone()),
+            Node::If(c, t, e) => {
+                if self.eval(c, fr)?.truthy() {
+                    self.eval(t, fr)
+                } else {
+                    self.eval(e, fr)
+                }
+            }
+            Node::CallBuiltin(b, args, pos) => self.call_builtin(b, args, *pos, fr),
+            Node::Recur(args) => {
+                for a in args {
+                    let v = self.eval(a, fr)?;
+                    self.recur_buf.push(v);
+                }
+                Err(Ctl::Recur)
+            }
+            _ => self.eval_cold(node, fr),
+        }
+    }
+
+    #[inline(never)]
+    fn eval_cold(&mut self, node: &Node, fr: &Frame<'_>) -> R<Value> {
         match node {
             Node::Const(v) => Ok(v.clone()),
             Node::Local(s) => Ok(self.stack[fr.base + s].clone()),
@@ -663,6 +691,7 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    #[inline(never)]
     fn call_closure(&mut self, this: &Value, c: &Closure, args: &mut [Value]) -> R<Value> {
         let lambda = &*c.lambda;
         let n = args.len();

@@ -48,6 +48,15 @@ impl Interpreter {
         self.data = data;
     }
 
+    /// Defines a global, as `(def name value)` would (e.g. to hand a decoded tool result to a program).
+    pub fn define(&mut self, name: &str, value: Value) {
+        let idx = self.globals.declare(&Arc::from(name));
+        if self.globals.values.len() <= idx {
+            self.globals.values.resize(idx + 1, None);
+        }
+        self.globals.values[idx] = Some(value);
+    }
+
     /// The limits in force.
     pub fn limits(&self) -> &Limits {
         &self.limits

@@ -166,16 +166,6 @@ pub(crate) const BUILTINS: &[Builtin] = &[
         "(seq coll): the elements as a vector, nil when empty"
     ),
     b!(
-        "sequence",
-        1,
-        1,
-        |ctx, a| {
-            let v = into_items(take(a, 0))?;
-            vec_value(ctx, v)
-        },
-        "(sequence coll)"
-    ),
-    b!(
         "doall",
         1,
         1,
@@ -411,13 +401,9 @@ fn into(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
         _ => into_items(from)?,
     };
     let items = if a.len() == 3 {
-        // (into to xform from): the transducer position takes a function applied with map.
+        // (into to xform from): the transducer transforms the whole collection.
         let f = take(a, 1);
-        let mut out = Vec::with_capacity(items.len());
-        for x in items {
-            out.push(ctx.apply(&f, &mut [x])?);
-        }
-        out
+        into_items(ctx.apply(&f, &mut [Value::vector(items)])?)?
     } else {
         items
     };

@@ -509,7 +509,7 @@ fn partial(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
 }
 
 fn comp(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
-    let fs: Vec<Value> = a.to_vec();
+    let mut fs: Vec<Value> = a.to_vec();
     if fs.is_empty() {
         return Ok(native("identity", |_, args| match args.len() {
             1 => Ok(take(args, 0)),
@@ -519,7 +519,17 @@ fn comp(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
             ),
         }));
     }
-    Ok(native("comp", move |ctx, args| {
+    let transducers = fs.iter().all(super::seqs::is_transducer);
+    if transducers {
+        // Composed transducers run left to right: (comp (map f) (filter p)) maps, then filters.
+        fs.reverse();
+    }
+    let name = if transducers {
+        super::seqs::TRANSDUCER
+    } else {
+        "comp"
+    };
+    Ok(native(name, move |ctx, args| {
         let (last, rest) = match fs.split_last() {
             Some(x) => x,
             None => return Ok(Value::Nil),

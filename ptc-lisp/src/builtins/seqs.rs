@@ -11,36 +11,68 @@ use crate::value::{FxBuild, MapData, Value, compare, stable_sort_by};
 
 pub(crate) const BUILTINS: &[Builtin] = &[
     b!(
-        "map",
+        "sequence",
+        1,
         2,
+        sequence,
+        "(sequence xform coll): apply a transducer such as (map f)"
+    ),
+    b!(
+        "transduce",
+        3,
+        4,
+        transduce,
+        "(transduce xform f [init] coll): reduce f over (xform coll)"
+    ),
+    b!(
+        "map",
+        1,
         VARIADIC,
-        map,
+        |c, a| xf(c, a, map),
         "(map f coll & colls): [(f x) ...]; several colls stop at the shortest"
     ),
     b!("mapv", 2, VARIADIC, map, "(mapv f coll & colls)"),
-    b!("filter", 2, 2, filter, "(filter pred coll)"),
+    b!(
+        "filter",
+        1,
+        2,
+        |c, a| xf(c, a, filter),
+        "(filter pred coll)"
+    ),
     b!("filterv", 2, 2, filter, "(filterv pred coll)"),
-    b!("remove", 2, 2, remove, "(remove pred coll)"),
-    b!("keep", 2, 2, keep, "(keep f coll): non-nil results of f"),
+    b!(
+        "remove",
+        1,
+        2,
+        |c, a| xf(c, a, remove),
+        "(remove pred coll)"
+    ),
+    b!(
+        "keep",
+        1,
+        2,
+        |c, a| xf(c, a, keep),
+        "(keep f coll): non-nil results of f"
+    ),
     b!(
         "keep-indexed",
+        1,
         2,
-        2,
-        keep_indexed,
+        |c, a| xf(c, a, keep_indexed),
         "(keep-indexed f coll): non-nil (f i x)"
     ),
     b!(
         "map-indexed",
+        1,
         2,
-        2,
-        map_indexed,
+        |c, a| xf(c, a, map_indexed),
         "(map-indexed f coll): [(f i x) ...]"
     ),
     b!(
         "mapcat",
-        2,
+        1,
         VARIADIC,
-        mapcat,
+        |c, a| xf(c, a, mapcat),
         "(mapcat f coll & colls): concatenated results"
     ),
     b!("reduce", 2, 3, reduce, "(reduce f [init] coll)"),
@@ -81,12 +113,24 @@ pub(crate) const BUILTINS: &[Builtin] = &[
         "(not-every? pred coll)"
     ),
     b!("concat", 0, VARIADIC, concat, "(concat & colls)"),
-    b!("take", 2, 2, take_fn, "(take n coll)"),
-    b!("drop", 2, 2, drop_fn, "(drop n coll)"),
+    b!("take", 1, 2, |c, a| xf(c, a, take_fn), "(take n coll)"),
+    b!("drop", 1, 2, |c, a| xf(c, a, drop_fn), "(drop n coll)"),
     b!("take-last", 2, 2, take_last, "(take-last n coll)"),
     b!("drop-last", 1, 2, drop_last, "(drop-last [n] coll)"),
-    b!("take-while", 2, 2, take_while, "(take-while pred coll)"),
-    b!("drop-while", 2, 2, drop_while, "(drop-while pred coll)"),
+    b!(
+        "take-while",
+        1,
+        2,
+        |c, a| xf(c, a, take_while),
+        "(take-while pred coll)"
+    ),
+    b!(
+        "drop-while",
+        1,
+        2,
+        |c, a| xf(c, a, drop_while),
+        "(drop-while pred coll)"
+    ),
     b!("take-nth", 2, 2, take_nth, "(take-nth n coll)"),
     b!("nthrest", 2, 2, drop_fn_rev, "(nthrest coll n)"),
     b!("nthnext", 2, 2, nthnext, "(nthnext coll n)"),
@@ -267,6 +311,69 @@ pub(crate) const BUILTINS: &[Builtin] = &[
         "(stringify-keys m): keyword keys to strings, recursively"
     ),
 ];
+
+/// A function of one collection standing in for a transducer: `(map f)`, `(filter p)`, ...
+/// are collection-to-collection functions that `into`, `sequence`, `transduce` and `comp`
+/// understand (sequences are eager, so a transducer is just a collection transform).
+pub(crate) const TRANSDUCER: &str = "transducer";
+
+fn xf(ctx: &mut Ctx<'_>, a: &mut [Value], f: super::BuiltinFn) -> R<Value> {
+    if a.len() > 1 {
+        return f(ctx, a);
+    }
+    let arg = take(a, 0);
+    Ok(Value::Func(Arc::new(crate::eval::Function::Native(
+        TRANSDUCER,
+        Box::new(move |ctx, args| {
+            if args.len() != 1 {
+                return err(
+                    "arity_error",
+                    format!(
+                        "a transducer expects 1 collection, got {} argument(s)",
+                        args.len()
+                    ),
+                );
+            }
+            let coll = take(args, 0);
+            f(ctx, &mut [arg.clone(), coll])
+        }),
+    ))))
+}
+
+/// True if `v` is a transducer made by [`xf`].
+pub(crate) fn is_transducer(v: &Value) -> bool {
+    matches!(v, Value::Func(f) if matches!(&**f, crate::eval::Function::Native(n, _) if *n == TRANSDUCER))
+}
+
+fn sequence(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
+    if a.len() == 1 {
+        let v = into_items(take(a, 0))?;
+        return vec_value(ctx, v);
+    }
+    let xf = take(a, 0);
+    let coll = take(a, 1);
+    let r = ctx.apply(&xf, &mut [coll])?;
+    vec_value(ctx, into_items(r)?)
+}
+
+fn transduce(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
+    let xf = take(a, 0);
+    let f = take(a, 1);
+    let (init, coll) = if a.len() == 4 {
+        (Some(take(a, 2)), take(a, 3))
+    } else {
+        (None, take(a, 2))
+    };
+    let items = ctx.apply(&xf, &mut [coll])?;
+    let mut args = match init {
+        Some(i) => vec![f, i, items],
+        None => {
+            let i = ctx.apply(&f, &mut [])?;
+            vec![f, i, items]
+        }
+    };
+    reduce(ctx, &mut args)
+}
 
 fn items_of<'v>(v: &'v Value) -> R<std::borrow::Cow<'v, [Value]>> {
     seq_items(v)
