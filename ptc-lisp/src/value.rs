@@ -598,6 +598,31 @@ fn hash_depth<H: Hasher>(v: &Value, state: &mut H, depth: usize) {
     }
 }
 
+/// Clojure's order for keywords and symbols: unqualified names first, then by namespace, then name.
+pub(crate) fn cmp_qualified(x: &str, y: &str) -> Ordering {
+    let split = |s: &str| match s.split_once('/') {
+        Some((ns, n)) if !ns.is_empty() && !n.is_empty() => (Some(ns.to_string()), n.to_string()),
+        _ => (None, s.to_string()),
+    };
+    let (xn, xs) = split(x);
+    let (yn, ys) = split(y);
+    xn.cmp(&yn).then_with(|| xs.cmp(&ys))
+}
+
+/// Java's `String.compareTo`: the difference of the first differing UTF-16 code units, else of
+/// the lengths (what Clojure's `compare` returns for strings).
+pub(crate) fn java_compare_str(x: &str, y: &str) -> i64 {
+    let mut a = x.encode_utf16();
+    let mut b = y.encode_utf16();
+    loop {
+        match (a.next(), b.next()) {
+            (Some(p), Some(q)) if p != q => return p as i64 - q as i64,
+            (Some(_), Some(_)) => {}
+            _ => return x.encode_utf16().count() as i64 - y.encode_utf16().count() as i64,
+        }
+    }
+}
+
 fn type_rank(v: &Value) -> u8 {
     match v {
         Value::Nil => 0,
@@ -634,7 +659,7 @@ fn cmp_depth(a: &Value, b: &Value, depth: usize) -> Ordering {
         (Float(x), Int(y)) => cmp_f64(*x, *y as f64),
         (Float(x), Float(y)) => cmp_f64(*x, *y),
         (Str(x), Str(y)) => x.cmp(y),
-        (Keyword(x), Keyword(y)) | (Symbol(x), Symbol(y)) | (Var(x), Var(y)) => x.cmp(y),
+        (Keyword(x), Keyword(y)) | (Symbol(x), Symbol(y)) | (Var(x), Var(y)) => cmp_qualified(x, y),
         (Bool(x), Bool(y)) => x.cmp(y),
         (Vector(x), Vector(y)) => {
             if depth > MAX_VALUE_DEPTH {

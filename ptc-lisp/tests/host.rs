@@ -44,10 +44,19 @@ impl Host for Fake {
         vec!["tool".into()]
     }
 
-    fn call(&self, cx: &mut CallContext<'_>, ns: &str, name: &str, args: &[Value]) -> Result<HostValue, HostError> {
+    fn call(
+        &self,
+        cx: &mut CallContext<'_>,
+        ns: &str,
+        name: &str,
+        args: &[Value],
+    ) -> Result<HostValue, HostError> {
         assert!(cx.remaining().is_some());
         let rendered: Vec<String> = args.iter().map(|a| a.to_string()).collect();
-        self.calls.lock().unwrap().push(format!("{ns}/{name} {}", rendered.join(" ")));
+        self.calls
+            .lock()
+            .unwrap()
+            .push(format!("{ns}/{name} {}", rendered.join(" ")));
         match name {
             "call" => {
                 if self.rendezvous > 1 && !self.meet() {
@@ -71,16 +80,23 @@ impl Host for Fake {
         }
     }
 
-    fn discover(&self, cx: &mut CallContext<'_>, op: Discovery, args: &[Value]) -> Result<Option<HostValue>, HostError> {
+    fn discover(
+        &self,
+        cx: &mut CallContext<'_>,
+        op: Discovery,
+        args: &[Value],
+    ) -> Result<Option<HostValue>, HostError> {
         match (op, args.first()) {
             (Discovery::Doc, Some(Value::Symbol(s))) if s.starts_with("o/") => {
                 cx.print(&format!("{s}\n  An upstream tool.\n"));
                 Ok(Some(HostValue::Value(Value::Nil)))
             }
-            (Discovery::Dir, Some(Value::Symbol(s))) if &**s == "o" => {
-                Ok(Some(HostValue::Value(Value::vector(vec![Value::symbol("o/list-traces")]))))
-            }
-            (Discovery::Apropos, _) => Ok(Some(HostValue::Value(Value::vector(vec![Value::str("o/list-traces - List traces")])))),
+            (Discovery::Dir, Some(Value::Symbol(s))) if &**s == "o" => Ok(Some(HostValue::Value(
+                Value::vector(vec![Value::symbol("o/list-traces")]),
+            ))),
+            (Discovery::Apropos, _) => Ok(Some(HostValue::Value(Value::vector(vec![Value::str(
+                "o/list-traces - List traces",
+            )])))),
             _ => Ok(None),
         }
     }
@@ -94,15 +110,19 @@ fn interp(host: Arc<Fake>) -> Interpreter {
 fn quoted_symbol_and_map_forms_reach_the_host_unchanged() {
     let fake = Fake::new(1);
     let mut i = interp(fake.clone());
-    let v = i.eval_str("(tool/call 'observatory/list-traces {:org-id \"acme\"})").unwrap();
+    let v = i
+        .eval_str("(tool/call 'observatory/list-traces {:org-id \"acme\"})")
+        .unwrap();
     assert_eq!(v.to_string(), "{:ok true :value {:org-id \"acme\"}}");
-    i.eval_str("(tool/call {:server \"observatory\" :tool \"list-traces\" :args {:limit 1}})").unwrap();
+    i.eval_str("(tool/call {:server \"observatory\" :tool \"list-traces\" :args {:limit 1}})")
+        .unwrap();
     let calls = fake.calls.lock().unwrap().clone();
     assert_eq!(
         calls,
         vec![
             "tool/call observatory/list-traces {:org-id \"acme\"}".to_string(),
-            "tool/call {:args {:limit 1} :server \"observatory\" :tool \"list-traces\"}".to_string(),
+            "tool/call {:args {:limit 1} :server \"observatory\" :tool \"list-traces\"}"
+                .to_string(),
         ]
     );
 }
@@ -112,7 +132,10 @@ fn tool_call_is_a_first_class_value() {
     let fake = Fake::new(1);
     let mut i = interp(fake.clone());
     let v = i.eval_str("(map #(tool/call 'o/t {:n %}) [1 2])").unwrap();
-    assert_eq!(v.to_string(), "[{:ok true :value {:n 1}} {:ok true :value {:n 2}}]");
+    assert_eq!(
+        v.to_string(),
+        "[{:ok true :value {:n 1}} {:ok true :value {:n 2}}]"
+    );
     let v = i.eval_str("(let [f tool/call] (:ok (f 'o/t)))").unwrap();
     assert_eq!(v.to_string(), "true");
 }
@@ -131,7 +154,9 @@ fn pmap_overlaps_host_calls() {
 #[test]
 fn json_results_are_decoded_by_the_runtime() {
     let mut i = interp(Fake::new(1));
-    let v = i.eval_str("(->> (tool/call 'o/json) :value :traces (map :cost) (reduce +))").unwrap();
+    let v = i
+        .eval_str("(->> (tool/call 'o/json) :value :traces (map :cost) (reduce +))")
+        .unwrap();
     assert_eq!(v.to_string(), "3.5");
 }
 
@@ -152,19 +177,31 @@ fn unknown_namespace_lists_the_known_ones() {
     assert!(e.message().contains("tool"), "{}", e.message());
     assert!(e.message().contains("clojure.string"), "{}", e.message());
     let mut no_host = Interpreter::new(Limits::default());
-    assert_eq!(no_host.eval_str("(tool/call 'a/b)").unwrap_err().reason(), "unbound_var");
+    assert_eq!(
+        no_host.eval_str("(tool/call 'a/b)").unwrap_err().reason(),
+        "unbound_var"
+    );
 }
 
 #[test]
 fn discovery_goes_local_first_then_to_the_host() {
     let mut i = interp(Fake::new(1));
-    assert_eq!(i.eval_str("(doc 'o/list-traces)").unwrap().to_string(), "nil");
+    assert_eq!(
+        i.eval_str("(doc 'o/list-traces)").unwrap().to_string(),
+        "nil"
+    );
     assert!(i.take_output().contains("An upstream tool."));
     assert_eq!(i.eval_str("(doc filter)").unwrap().to_string(), "nil");
     assert!(i.take_output().contains("(filter pred coll)"));
-    assert_eq!(i.eval_str("(dir o)").unwrap().to_string(), "[o/list-traces]");
+    assert_eq!(
+        i.eval_str("(dir o)").unwrap().to_string(),
+        "[o/list-traces]"
+    );
     let v = i.eval_str("(first (apropos \"list-traces\"))").unwrap();
     assert_eq!(v.to_string(), "\"o/list-traces - List traces\"");
     assert_eq!(i.eval_str("(tool/servers)").unwrap().to_string(), "[\"o\"]");
-    assert_eq!(i.eval_str("(doc 'nope/nothing)").unwrap_err().reason(), "unbound_var");
+    assert_eq!(
+        i.eval_str("(doc 'nope/nothing)").unwrap_err().reason(),
+        "unbound_var"
+    );
 }

@@ -332,9 +332,15 @@ fn collections() {
         ("(update-keys {:a 1} name)", "{\"a\" 1}"),
         ("(reductions + [1 2 3])", "[1 3 6]"),
         ("(into #{} (map :a) [{:a 1} {:a 2} {:a 1}])", "#{1 2}"),
-        ("(into [] (comp (map inc) (filter odd?)) [1 2 3 4])", "[3 5]"),
+        (
+            "(into [] (comp (map inc) (filter odd?)) [1 2 3 4])",
+            "[3 5]",
+        ),
         ("(transduce (map inc) + 0 [1 2 3])", "9"),
-        ("(sequence (comp (filter odd?) (take 2)) [1 2 3 5 7])", "[1 3]"),
+        (
+            "(sequence (comp (filter odd?) (take 2)) [1 2 3 5 7])",
+            "[1 3]",
+        ),
         ("((comp str inc) 1)", "\"2\""),
     ]);
 }

@@ -447,6 +447,28 @@ fn ge(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
 }
 
 fn compare_fn(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
+    // Like Clojure, strings (and unqualified keywords/symbols) compare to the code-unit difference.
+    let same_ns =
+        |x: &str, y: &str| x.split_once('/').map(|p| p.0) == y.split_once('/').map(|p| p.0);
+    match (&a[0], &a[1]) {
+        (Value::Str(x), Value::Str(y)) => {
+            return Ok(Value::Int(crate::value::java_compare_str(x, y)));
+        }
+        (Value::Keyword(x), Value::Keyword(y)) | (Value::Symbol(x), Value::Symbol(y))
+            if same_ns(x, y) =>
+        {
+            let name = |s: &str| {
+                s.rsplit_once('/')
+                    .map(|p| p.1.to_string())
+                    .unwrap_or_else(|| s.to_string())
+            };
+            return Ok(Value::Int(crate::value::java_compare_str(
+                &name(x),
+                &name(y),
+            )));
+        }
+        _ => {}
+    }
     Ok(Value::Int(match compare(&a[0], &a[1]) {
         Ordering::Less => -1,
         Ordering::Equal => 0,

@@ -854,7 +854,7 @@ fn format(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
                 let x = super::math::f(arg, "format")?;
                 let p = prec.unwrap_or(6);
                 let mut s = if conv == 'f' {
-                    format!("{x:.p$}")
+                    java_fixed(x, p)
                 } else {
                     java_exp(x, p)
                 };
@@ -907,6 +907,55 @@ fn format(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
         }
     }
     string_value(ctx, out)
+}
+
+/// `%.Nf` the way Java's Formatter does it: round the shortest decimal form of the double
+/// half-up (so 2.675 gives 2.68, where the binary value would round down).
+fn java_fixed(x: f64, p: usize) -> String {
+    if x.is_nan() {
+        return "NaN".into();
+    }
+    if x.is_infinite() {
+        return if x > 0.0 {
+            "Infinity".into()
+        } else {
+            "-Infinity".into()
+        };
+    }
+    let text = format!("{}", x.abs());
+    let (int_part, frac_part) = text.split_once('.').unwrap_or((&text, ""));
+    let mut digits: Vec<u8> = int_part
+        .bytes()
+        .chain(frac_part.bytes().chain(std::iter::repeat(b'0')).take(p))
+        .collect();
+    if frac_part.len() > p && frac_part.as_bytes()[p] >= b'5' {
+        // Add one unit in the last kept place, carrying leftwards.
+        let mut i = digits.len();
+        loop {
+            if i == 0 {
+                digits.insert(0, b'1');
+                break;
+            }
+            i -= 1;
+            if digits[i] == b'9' {
+                digits[i] = b'0';
+            } else {
+                digits[i] += 1;
+                break;
+            }
+        }
+    }
+    let int_len = digits.len() - p;
+    let mut out = String::new();
+    if x.is_sign_negative() {
+        out.push('-');
+    }
+    out.push_str(std::str::from_utf8(&digits[..int_len]).unwrap_or("0"));
+    if p > 0 {
+        out.push('.');
+        out.push_str(std::str::from_utf8(&digits[int_len..]).unwrap_or(""));
+    }
+    out
 }
 
 fn group_thousands(s: &str) -> String {
