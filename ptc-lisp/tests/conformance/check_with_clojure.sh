@@ -8,6 +8,7 @@
 #
 # Usage: ptc-lisp/tests/conformance/check_with_clojure.sh [case-name-substring]
 #   SHOW_DIVERGENCES=1 also prints what Clojure gives for every divergence case.
+#   CORPUS_DIR=dir checks the case files in another directory (e.g. differential/ output).
 # Exit status 0 when every case agrees (divergence cases: Clojure must differ).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
@@ -20,4 +21,4 @@ fi
 for jar in /usr/share/java/data.json.jar; do
   [ -f "$jar" ] && cp="$cp:$jar"
 done
-exec java -cp "$cp" clojure.main "$here/check_with_clojure.clj" "$here" "$repo/docs/divergences.md" "$@"
+exec java -cp "$cp" clojure.main "$here/check_with_clojure.clj" "${CORPUS_DIR:-$here}" "$repo/docs/divergences.md" "$@"
