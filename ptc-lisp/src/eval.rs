@@ -768,7 +768,11 @@ impl<'a> Ctx<'a> {
             max_output,
         };
         match host.call(&mut cx, ns, name, args) {
-            Ok(HostValue::Value(v)) => Ok(v),
+            Ok(HostValue::Value(v)) => {
+                // Host-built values count against the budget like decoded ones.
+                self.charge(v.approx_size())?;
+                Ok(v)
+            }
             Ok(HostValue::Json(bytes)) => self.decode_json(&bytes),
             Err(e) => err(e.reason, e.message),
         }

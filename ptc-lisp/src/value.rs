@@ -374,6 +374,39 @@ impl SetData {
 }
 
 impl Value {
+    /// Approximate bytes held by this value and everything it references (shared parts counted
+    /// each time they are reachable); walks with an explicit stack, so depth does not matter.
+    pub fn approx_size(&self) -> u64 {
+        let word = std::mem::size_of::<Value>() as u64;
+        let mut total = 0u64;
+        let mut stack: Vec<&Value> = vec![self];
+        while let Some(v) = stack.pop() {
+            total += word;
+            match v {
+                Value::Str(s) | Value::Keyword(s) | Value::Symbol(s) | Value::Var(s) => {
+                    total += s.len() as u64 + 16
+                }
+                Value::Vector(items) => {
+                    total += 32;
+                    stack.extend(items.iter());
+                }
+                Value::Map(m) => {
+                    total += 32;
+                    for (k, x) in m.iter() {
+                        stack.push(k);
+                        stack.push(x);
+                    }
+                }
+                Value::Set(set) => {
+                    total += 32;
+                    stack.extend(set.0.iter());
+                }
+                _ => {}
+            }
+        }
+        total
+    }
+
     /// A string value.
     pub fn str(s: &str) -> Value {
         Value::Str(Arc::from(s))

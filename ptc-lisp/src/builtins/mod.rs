@@ -149,12 +149,40 @@ fn alt_key(k: &Value) -> Option<(&str, bool)> {
 /// Map lookup with the PTC fallbacks: exact key, then the other of keyword/string, then with
 /// `-` replaced by `_` in both forms.
 pub(crate) fn map_get_flex<'m>(m: &'m MapData, k: &Value) -> Option<&'m Value> {
-    if let Some(v) = m.get(k) {
-        return Some(v);
-    }
-    let (name, is_kw) = alt_key(k)?;
-    if let Some(v) = m.get_named(name, !is_kw) {
-        return Some(v);
+    let (name, is_kw) = match alt_key(k) {
+        Some(x) => x,
+        None => return m.get(k),
+    };
+    if let MapData::Small(entries) = m {
+        // One pass over a small map: an exact match wins, the other key kind is the fallback.
+        let mut other = None;
+        for (kk, vv) in entries {
+            match kk {
+                Value::Keyword(s) if &**s == name => {
+                    if is_kw {
+                        return Some(vv);
+                    }
+                    other = Some(vv);
+                }
+                Value::Str(s) if &**s == name => {
+                    if !is_kw {
+                        return Some(vv);
+                    }
+                    other = Some(vv);
+                }
+                _ => {}
+            }
+        }
+        if other.is_some() {
+            return other;
+        }
+    } else {
+        if let Some(v) = m.get(k) {
+            return Some(v);
+        }
+        if let Some(v) = m.get_named(name, !is_kw) {
+            return Some(v);
+        }
     }
     if name.contains('-') {
         let alt = name.replace('-', "_");

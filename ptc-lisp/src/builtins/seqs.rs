@@ -461,10 +461,21 @@ fn map_indexed(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
 }
 
 fn mapcat(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
-    let mapped = map(ctx, a)?;
+    if a.len() > 2 {
+        let mapped = map(ctx, a)?;
+        let mut out = Vec::new();
+        for part in into_items(mapped)? {
+            out.extend(into_items(part)?);
+        }
+        return vec_value(ctx, out);
+    }
+    // One collection: extend straight from each result without materialising the mapped vector.
+    let f = take(a, 0);
+    let items = items_of(&a[1])?;
     let mut out = Vec::new();
-    for part in into_items(mapped)? {
-        out.extend(into_items(part)?);
+    for x in items.iter() {
+        let part = ctx.apply(&f, &mut [x.clone()])?;
+        out.extend(seq_items(&part)?.iter().cloned());
     }
     vec_value(ctx, out)
 }
@@ -756,6 +767,32 @@ fn partition_by(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     Ok(Value::vector(out))
 }
 
+/// The ordering a core comparison function (`<`, `>`, `compare`) gives, without calling it.
+fn builtin_order(f: &Value) -> Option<fn(&Value, &Value) -> Ordering> {
+    let Value::Func(func) = f else { return None };
+    let crate::eval::Function::Builtin(b) = &**func else {
+        return None;
+    };
+    fn lt(x: &Value, y: &Value) -> Ordering {
+        match crate::value::ordering_for_lt(x, y) {
+            Some(Ordering::Less) => Ordering::Less,
+            _ => match crate::value::ordering_for_lt(y, x) {
+                Some(Ordering::Less) => Ordering::Greater,
+                _ => Ordering::Equal,
+            },
+        }
+    }
+    fn gt(x: &Value, y: &Value) -> Ordering {
+        lt(y, x)
+    }
+    match b.name {
+        "<" => Some(lt),
+        ">" => Some(gt),
+        "compare" => Some(compare),
+        _ => None,
+    }
+}
+
 /// Turns a comparator function result into an ordering (booleans as "less than").
 fn user_order(ctx: &mut Ctx<'_>, f: &Value, x: &Value, y: &Value) -> R<Ordering> {
     let r = ctx.apply(f, &mut [x.clone(), y.clone()])?;
@@ -793,6 +830,10 @@ fn sort_values(ctx: &mut Ctx<'_>, keyed: Vec<(Value, Value)>, order: &Order) -> 
     let sorted = match order {
         Order::Natural => stable_sort_by(keyed, |a, b| compare(&a.0, &b.0)),
         Order::Desc => stable_sort_by(keyed, |a, b| compare(&b.0, &a.0)),
+        Order::Fn(f) if builtin_order(f).is_some() => {
+            let cmp = builtin_order(f).unwrap_or(compare);
+            stable_sort_by(keyed, |a, b| cmp(&a.0, &b.0))
+        }
         Order::Fn(f) => stable_sort_by(keyed, |a, b| {
             if failure.is_some() {
                 return Ordering::Equal;

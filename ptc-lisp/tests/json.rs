@@ -1,0 +1,129 @@
+//! JSON in and out, and the Clojure rendering of values.
+
+use ptc_lisp::{Interpreter, Limits, Value, read_value};
+
+fn decode(s: &str) -> Value {
+    Value::from_json_bytes(s.as_bytes(), &Limits::default()).unwrap()
+}
+
+#[test]
+fn decodes_every_json_shape() {
+    let v =
+        decode(r#"{"a":[1,-2,2.5,1e3,-0.5E-2,true,false,null],"b":{"c":"x\u00e9\n\"q\""},"":{}}"#);
+    assert_eq!(
+        v.to_string(),
+        r#"{"" {} "a" [1 -2 2.5 1000.0 -0.005 true false nil] "b" {"c" "xé\n\"q\""}}"#
+    );
+    assert_eq!(decode(r#""\ud83d\ude00""#).to_string(), "\"😀\"");
+    assert_eq!(decode("  [ ]  ").to_string(), "[]");
+    assert_eq!(
+        decode("12345678901234567890").to_string(),
+        "1.2345678901234567E19"
+    );
+    assert_eq!(decode(r#"{"k":1,"k":2}"#).to_string(), r#"{"k" 2}"#);
+}
+
+#[test]
+fn rejects_malformed_json_with_a_parse_error() {
+    for bad in [
+        "",
+        "[1,]",
+        "{\"a\"}",
+        "{\"a\":1,}",
+        "[1 2]",
+        "tru",
+        "\"abc",
+        "01x",
+        "[1]]",
+        "{1:2}",
+        "\"\\x\"",
+    ] {
+        let e = Value::from_json_bytes(bad.as_bytes(), &Limits::default()).unwrap_err();
+        assert_eq!(e.reason(), "parse_error", "{bad:?}");
+    }
+}
+
+#[test]
+fn depth_and_memory_limits_apply_while_decoding() {
+    let limits = Limits {
+        max_json_depth: 10,
+        ..Limits::default()
+    };
+    let deep = format!("{}{}", "[".repeat(11), "]".repeat(11));
+    assert_eq!(
+        Value::from_json_bytes(deep.as_bytes(), &limits)
+            .unwrap_err()
+            .reason(),
+        "depth_exceeded"
+    );
+    let ok = format!("{}{}", "[".repeat(10), "]".repeat(10));
+    assert!(Value::from_json_bytes(ok.as_bytes(), &limits).is_ok());
+    let limits = Limits {
+        max_memory_bytes: 10_000,
+        ..Limits::default()
+    };
+    let big = format!(
+        "[{}]",
+        vec!["\"some text that is long enough to count\""; 1000].join(",")
+    );
+    assert_eq!(
+        Value::from_json_bytes(big.as_bytes(), &limits)
+            .unwrap_err()
+            .reason(),
+        "memory_exceeded"
+    );
+}
+
+#[test]
+fn encodes_values_as_json() {
+    let v = read_value(r#"{:b [1 2.0 nil true] "a" #{:x} :c {1 "one"} :d ##Inf}"#).unwrap();
+    assert_eq!(
+        v.to_json_string().unwrap(),
+        r#"{"a":["x"],"b":[1,2.0,null,true],"c":{"1":"one"},"d":null}"#
+    );
+    let mut i = Interpreter::new(Limits::default());
+    let f = i.eval_str("inc").unwrap();
+    assert_eq!(f.to_json_string().unwrap_err().reason(), "type_error");
+}
+
+#[test]
+fn json_round_trips_through_the_language() {
+    let mut i = Interpreter::new(Limits::default());
+    let v = i
+        .eval_str(r#"(json/parse-string (json/generate-string {:a [1 "two" 3.5] :b {:c nil}}))"#)
+        .unwrap();
+    assert_eq!(v.to_string(), r#"{"a" [1 "two" 3.5] "b" {"c" nil}}"#);
+    let v = i
+        .eval_str(r#"(json/parse-string "{\"a\":1}" true)"#)
+        .unwrap();
+    assert_eq!(v.to_string(), "{:a 1}");
+}
+
+#[test]
+fn prints_like_clojure() {
+    let cases = [
+        ("1.0", "1.0"),
+        ("100.0", "100.0"),
+        ("1e7", "1.0E7"),
+        ("1.5e-5", "1.5E-5"),
+        ("0.001", "0.001"),
+        ("-2.5", "-2.5"),
+        ("##Inf", "##Inf"),
+        ("##-Inf", "##-Inf"),
+        ("##NaN", "##NaN"),
+        ("\"a\\\"b\\\\c\\n\"", "\"a\\\"b\\\\c\\n\""),
+        (":a/b", ":a/b"),
+        ("{:b 1 :a 2 \"c\" 3}", "{\"c\" 3 :a 2 :b 1}"),
+        ("#{:b :a}", "#{:a :b}"),
+        ("(1 (2))", "[1 [2]]"),
+        ("#'x", "#'x"),
+        ("\\a", "\"a\""),
+        ("\\newline", "\"\\n\""),
+    ];
+    for (src, want) in cases {
+        assert_eq!(read_value(src).unwrap().to_string(), want, "{src}");
+    }
+    let mut i = Interpreter::new(Limits::default());
+    assert_eq!(i.eval_str("#\"a+b\"").unwrap().to_string(), "#\"a+b\"");
+    assert_eq!(i.eval_str("inc").unwrap().to_string(), "#function[inc]");
+}
