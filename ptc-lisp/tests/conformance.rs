@@ -7,7 +7,9 @@
 //!
 //! Cases listed in `tests/conformance/known_gaps.txt` may fail; the test fails if any other case
 //! fails, if a listed gap starts passing (so the list stays true), or if fewer than 98% of all
-//! cases pass. Set `CONFORMANCE_FILTER=substring` to run only matching case names.
+//! cases pass. Set `CONFORMANCE_FILTER=substring` to run only matching case names, and
+//! `CONFORMANCE_TRACE=1` to print each case name before it runs (to find a case that aborts
+//! the process, e.g. by overflowing the stack, which no in-process check can report).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -260,12 +262,16 @@ fn conformance_corpus() {
         .filter(|c| filter.as_deref().is_none_or(|f| c.name.contains(f)))
         .collect();
     let gaps = load_known_gaps();
+    let trace = std::env::var_os("CONFORMANCE_TRACE").is_some();
 
     let mut passed = 0usize;
     let mut unexpected = Vec::new();
     let mut gap_failures = 0usize;
     let mut gaps_now_passing = Vec::new();
     for case in &cases {
+        if trace {
+            eprintln!("running {}:{} {}", case.file, case.line, case.name);
+        }
         let result = run_case(case);
         let is_gap = gaps.contains_key(&case.name);
         match (result, is_gap) {
