@@ -504,7 +504,10 @@ impl<'a> Analyzer<'a> {
         if let Node::Const(Value::Func(func)) = &f
             && let Function::Builtin(b) = &**func
         {
-            return Ok(Node::CallBuiltin(b, arg_nodes, pos));
+            return Ok(match binop(b, arg_nodes, pos) {
+                Ok(node) => node,
+                Err(arg_nodes) => Node::CallBuiltin(b, arg_nodes, pos),
+            });
         }
         Ok(Node::Call(Box::new(f), arg_nodes, pos))
     }
@@ -1501,6 +1504,36 @@ impl<'a> Analyzer<'a> {
             )),
         }
     }
+}
+
+/// Integer fast path for two-argument arithmetic/comparison and `inc`/`dec`; gives the
+/// arguments back when the call does not qualify.
+fn binop(b: &'static Builtin, args: Vec<Node>, pos: Pos) -> Result<Node, Vec<Node>> {
+    use crate::ast::BinOp;
+    let (op, unary) = match (b.name, args.len()) {
+        ("+", 2) => (BinOp::Add, false),
+        ("-", 2) => (BinOp::Sub, false),
+        ("*", 2) => (BinOp::Mul, false),
+        ("<", 2) => (BinOp::Lt, false),
+        (">", 2) => (BinOp::Gt, false),
+        ("<=", 2) => (BinOp::Le, false),
+        (">=", 2) => (BinOp::Ge, false),
+        ("=", 2) | ("==", 2) => (BinOp::Eq, false),
+        ("inc", 1) => (BinOp::Add, true),
+        ("dec", 1) => (BinOp::Sub, true),
+        _ => return Err(args),
+    };
+    let mut it = args.into_iter();
+    let a = it.next().unwrap_or(Node::Const(Value::Nil));
+    let second = it.next().unwrap_or(Node::Const(Value::Int(1)));
+    Ok(Node::BinOp {
+        op,
+        a: Box::new(a),
+        b: Box::new(second),
+        builtin: b,
+        unary,
+        pos,
+    })
 }
 
 fn thread_step(step: &Form, acc: Form, last: bool) -> Form {

@@ -47,6 +47,19 @@ pub(crate) enum ForClause {
     While(Node),
 }
 
+/// Integer fast paths for the commonest arithmetic and comparisons.
+#[derive(Clone, Copy)]
+pub(crate) enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    Lt,
+    Gt,
+    Le,
+    Ge,
+    Eq,
+}
+
 /// An analyzed expression.
 pub(crate) enum Node {
     Const(Value),
@@ -80,6 +93,16 @@ pub(crate) enum Node {
     Or(Vec<Node>),
     Call(Box<Node>, Vec<Node>, Pos),
     CallBuiltin(&'static Builtin, Vec<Node>, Pos),
+    /// `(+ a b)`, `(< a b)`, `(inc a)`, ...: integers inline, anything else through the builtin
+    /// (with only `a` when `unary`, as for `inc`).
+    BinOp {
+        op: BinOp,
+        a: Box<Node>,
+        b: Box<Node>,
+        builtin: &'static Builtin,
+        unary: bool,
+        pos: Pos,
+    },
     /// `(:k m)` / `(:k m default)` with flexible key lookup.
     KwGet(Value, Box<Node>, Option<Box<Node>>),
     Case(Box<Node>, Vec<(Value, Node)>, Box<Node>),

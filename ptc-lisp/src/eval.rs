@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 
-use crate::ast::{Arity, Bind, CapSrc, ForClause, Lambda, Node};
+use crate::ast::{Arity, BinOp, Bind, CapSrc, ForClause, Lambda, Node};
 use crate::builtins::{self, Builtin};
 use crate::error::{Ctl, LispError, Pos, R, RETURN_REASON, err};
 use crate::host::{CallContext, Host, HostValue};
@@ -224,6 +224,38 @@ impl<'a> Ctx<'a> {
                 }
             }
             Node::CallBuiltin(b, args, pos) => self.call_builtin(b, args, *pos, fr),
+            Node::BinOp {
+                op,
+                a,
+                b,
+                builtin,
+                unary,
+                pos,
+            } => {
+                let x = self.eval(a, fr)?;
+                let y = if *unary {
+                    Value::Int(1)
+                } else {
+                    self.eval(b, fr)?
+                };
+                if let (Value::Int(p), Value::Int(q)) = (&x, &y) {
+                    let (p, q) = (*p, *q);
+                    let r = match op {
+                        BinOp::Add => p.checked_add(q).map(Value::Int),
+                        BinOp::Sub => p.checked_sub(q).map(Value::Int),
+                        BinOp::Mul => p.checked_mul(q).map(Value::Int),
+                        BinOp::Lt => Some(Value::Bool(p < q)),
+                        BinOp::Gt => Some(Value::Bool(p > q)),
+                        BinOp::Le => Some(Value::Bool(p <= q)),
+                        BinOp::Ge => Some(Value::Bool(p >= q)),
+                        BinOp::Eq => Some(Value::Bool(p == q)),
+                    };
+                    if let Some(r) = r {
+                        return Ok(r);
+                    }
+                }
+                self.binop_slow(builtin, x, y, *unary, *pos)
+            }
             Node::Recur(args) => {
                 for a in args {
                     let v = self.eval(a, fr)?;
@@ -238,6 +270,7 @@ impl<'a> Ctx<'a> {
     #[inline(never)]
     fn eval_cold(&mut self, node: &Node, fr: &Frame<'_>) -> R<Value> {
         match node {
+            Node::BinOp { .. } => err("internal_error", "arithmetic node reached the slow path"),
             Node::Const(v) => Ok(v.clone()),
             Node::Local(s) => Ok(self.stack[fr.base + s].clone()),
             Node::Move(s) => Ok(std::mem::take(&mut self.stack[fr.base + s])),
@@ -574,6 +607,25 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    #[cold]
+    #[inline(never)]
+    fn binop_slow(
+        &mut self,
+        b: &'static Builtin,
+        x: Value,
+        y: Value,
+        unary: bool,
+        pos: Pos,
+    ) -> R<Value> {
+        let r = if unary {
+            (b.f)(self, &mut [x])
+        } else {
+            (b.f)(self, &mut [x, y])
+        };
+        r.map_err(|e| at(e, pos))
+    }
+
+    #[inline(never)]
     fn call_builtin(
         &mut self,
         b: &'static Builtin,

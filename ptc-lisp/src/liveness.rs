@@ -73,6 +73,10 @@ fn children<'a>(n: &'a Node, out: &mut Vec<&'a Node>) {
             out.extend(args.iter());
         }
         Node::CallBuiltin(_, args, _) => out.extend(args.iter()),
+        Node::BinOp { a, b, .. } => {
+            out.push(a);
+            out.push(b);
+        }
         Node::KwGet(_, t, d) => {
             out.push(t);
             if let Some(d) = d {
@@ -257,6 +261,10 @@ fn walk(node: &mut Node, live: &mut Live) {
             for a in args.iter_mut().rev() {
                 walk(a, live);
             }
+        }
+        Node::BinOp { a, b, .. } => {
+            walk(b, live);
+            walk(a, live);
         }
         Node::KwGet(_, t, d) => {
             if let Some(d) = d {
