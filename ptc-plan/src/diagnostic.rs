@@ -21,6 +21,8 @@ pub struct Diagnostic {
     pub message: String,
     /// How to fix it.
     pub help: Option<String>,
+    /// 1-based line and column of the offending value, when the file is JSON text we have.
+    pub position: Option<(usize, usize)>,
 }
 
 impl Diagnostic {
@@ -33,6 +35,7 @@ impl Diagnostic {
             operation: None,
             message: message.into(),
             help: None,
+            position: None,
         }
     }
 
@@ -66,8 +69,11 @@ impl fmt::Display for Diagnostic {
         }
         writeln!(f, "{}", self.message)?;
         write!(f, "  --> {}", self.file.display())?;
+        if let Some((line, col)) = self.position {
+            write!(f, ":{line}:{col}")?;
+        }
         if !self.pointer.is_empty() {
-            write!(f, "#{}", self.pointer)?;
+            write!(f, " #{}", self.pointer)?;
         }
         if let Some(help) = &self.help {
             write!(f, "\n  = help: {help}")?;
@@ -99,6 +105,15 @@ impl Diagnostics {
     /// The problems.
     pub fn iter(&self) -> impl Iterator<Item = &Diagnostic> {
         self.0.iter()
+    }
+
+    /// Fills in line and column for the problems located in `file`, whose text is `text`.
+    pub fn locate_in(&mut self, file: &Path, text: &str) {
+        let unlocated =
+            |d: &&mut Diagnostic| d.file == file && d.position.is_none() && !d.pointer.is_empty();
+        for d in self.0.iter_mut().filter(unlocated) {
+            d.position = crate::locate::locate(text, &d.pointer);
+        }
     }
 
     /// True when some problem's message or help contains `needle` (for tests and tools).
@@ -154,7 +169,7 @@ mod tests {
             .help("fix it");
         assert_eq!(
             d.to_string(),
-            "error: upstream 'obs', operation 'op': is bad\n  --> x.json#/a\n  = help: fix it"
+            "error: upstream 'obs', operation 'op': is bad\n  --> x.json #/a\n  = help: fix it"
         );
     }
 }

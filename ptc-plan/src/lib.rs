@@ -18,6 +18,7 @@ pub mod config;
 pub mod diagnostic;
 pub mod headers;
 mod load;
+mod locate;
 pub mod names;
 pub mod openapi;
 mod paths;

@@ -79,7 +79,10 @@ pub fn load_str(
         _ => PathBuf::from("."),
     };
     let base_dir = crate::paths::normalize(&std::path::absolute(&base_dir).unwrap_or(base_dir));
-    let (config, secrets) = config::parse(text, path, &base_dir)?;
+    let (config, secrets) = config::parse(text, path, &base_dir).map_err(|mut d| {
+        d.locate_in(path, text);
+        d
+    })?;
     let mut diags = Diagnostics::default();
     let mut files = vec![path.to_path_buf()];
     let mut upstreams = Vec::with_capacity(config.upstreams.len());
@@ -96,7 +99,11 @@ pub fn load_str(
                     SchemaLocation::File(_) => "schema_file",
                     SchemaLocation::Url(_) => "schema_url",
                 };
-                let fetched = source.fetch(&cfg.schema, cfg.schema_max_bytes);
+                let fetched_bytes = source.fetch(&cfg.schema, cfg.schema_max_bytes);
+                let fetched = fetched_bytes
+                    .as_ref()
+                    .map(|b| b.as_slice())
+                    .map_err(Clone::clone);
                 if let SchemaLocation::File(p) = &cfg.schema {
                     files.push(PathBuf::from(p));
                 }
@@ -108,7 +115,7 @@ pub fn load_str(
                     )
                 });
                 let doc = doc.and_then(|bytes| {
-                    openapi::document::parse(&bytes, &doc_name)
+                    openapi::document::parse(bytes, &doc_name)
                         .map_err(|d| Box::new(d.upstream(&up.name)))
                 });
                 let doc = match doc {
@@ -125,6 +132,9 @@ pub fn load_str(
                     doc_file: &doc_name,
                 };
                 let tools = openapi::compile::compile(&origin, &cfg, &doc, &mut diags);
+                if let Ok(Ok(text)) = fetched_bytes.as_deref().map(std::str::from_utf8) {
+                    diags.locate_in(&doc_name, text);
+                }
                 Transport::Openapi(OpenApiPlan {
                     base_url: cfg.base_url,
                     schema: cfg.schema,
@@ -141,6 +151,7 @@ pub fn load_str(
         });
     }
     if !diags.is_empty() {
+        diags.locate_in(path, text);
         return Err(diags);
     }
     Ok(Loaded {

@@ -18,7 +18,6 @@ use crate::diagnostic::{Diagnostic, Diagnostics};
 use crate::plan::{CredentialBinding, HttpSettings, McpHttpPlan, McpStdioPlan, SchemaLocation};
 use fields::{Cx, Fields};
 
-
 /// A validated config, before the OpenAPI documents are compiled.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
