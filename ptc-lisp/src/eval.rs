@@ -164,6 +164,33 @@ impl<'a> Ctx<'a> {
         Ok(())
     }
 
+    /// Bytes left in the memory budget (a bound for text a builtin may build).
+    pub(crate) fn remaining_memory(&self) -> usize {
+        let used = self.shared.mem_used.load(Ordering::Relaxed);
+        usize::try_from(self.shared.limits.max_memory_bytes.saturating_sub(used))
+            .unwrap_or(usize::MAX)
+    }
+
+    /// Renders a value as text within the remaining memory budget.
+    pub(crate) fn render(
+        &self,
+        v: &Value,
+        out: &mut String,
+        style: crate::printer::Style,
+    ) -> R<()> {
+        let limit = self.remaining_memory();
+        if crate::printer::render_limited(v, out, style, limit) {
+            Ok(())
+        } else {
+            err(
+                "memory_exceeded",
+                format!(
+                    "rendering a value as text would exceed the memory budget ({limit} bytes left)"
+                ),
+            )
+        }
+    }
+
     /// Charges for a vector of `n` elements.
     #[inline]
     pub(crate) fn charge_items(&self, n: usize) -> R<()> {

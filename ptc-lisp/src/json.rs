@@ -451,7 +451,7 @@ impl Value {
     /// the printer's bound.
     pub fn to_json_string(&self) -> Result<String, LispError> {
         let mut out = String::new();
-        encode(self, &mut out, 0)?;
+        encode(self, &mut out, 0, usize::MAX)?;
         Ok(out)
     }
 }
@@ -487,7 +487,19 @@ fn key_string(k: &Value) -> String {
     }
 }
 
-pub(crate) fn encode(v: &Value, out: &mut String, depth: usize) -> Result<(), LispError> {
+/// Encodes `v`, failing with `memory_exceeded` once the text is longer than `limit`.
+pub(crate) fn encode(
+    v: &Value,
+    out: &mut String,
+    depth: usize,
+    limit: usize,
+) -> Result<(), LispError> {
+    if out.len() > limit {
+        return Err(LispError::new(
+            "memory_exceeded",
+            "JSON text would exceed the memory budget",
+        ));
+    }
     if depth > MAX_ENCODE_DEPTH {
         return Err(LispError::new(
             "depth_exceeded",
@@ -522,7 +534,7 @@ pub(crate) fn encode(v: &Value, out: &mut String, depth: usize) -> Result<(), Li
                 if i > 0 {
                     out.push(',');
                 }
-                encode(x, out, depth + 1)?;
+                encode(x, out, depth + 1, limit)?;
             }
             out.push(']');
         }
@@ -532,7 +544,7 @@ pub(crate) fn encode(v: &Value, out: &mut String, depth: usize) -> Result<(), Li
                 if i > 0 {
                     out.push(',');
                 }
-                encode(x, out, depth + 1)?;
+                encode(x, out, depth + 1, limit)?;
             }
             out.push(']');
         }
@@ -547,7 +559,7 @@ pub(crate) fn encode(v: &Value, out: &mut String, depth: usize) -> Result<(), Li
                 }
                 encode_str(&k, out);
                 out.push(':');
-                encode(x, out, depth + 1)?;
+                encode(x, out, depth + 1, limit)?;
             }
             out.push('}');
         }

@@ -53,7 +53,7 @@ fn escape_str(s: &str, out: &mut String) {
 
 /// Appends the readable (`pr-str`) form of `v` to `out`.
 pub fn pr(v: &Value, out: &mut String) {
-    pr_depth(v, out, 0, true);
+    pr_depth(v, out, 0, true, usize::MAX);
 }
 
 /// Appends the `str` form: strings raw, `nil` empty, everything else readable.
@@ -61,16 +61,43 @@ pub fn to_str(v: &Value, out: &mut String) {
     match v {
         Value::Nil => {}
         Value::Str(s) => out.push_str(s),
-        _ => pr_depth(v, out, 0, true),
+        _ => pr_depth(v, out, 0, true, usize::MAX),
     }
 }
 
 /// Appends the `print`/`println` form: like `pr` but strings inside are not quoted.
 pub fn print_plain(v: &Value, out: &mut String) {
-    pr_depth(v, out, 0, false);
+    pr_depth(v, out, 0, false, usize::MAX);
 }
 
-fn pr_depth(v: &Value, out: &mut String, depth: usize, readable: bool) {
+/// How a value is rendered into text by the bounded printer.
+#[derive(Clone, Copy)]
+pub(crate) enum Style {
+    /// `pr`: strings quoted.
+    Readable,
+    /// `str`: a top-level string raw, `nil` empty, the rest readable.
+    Str,
+    /// `print`: strings unquoted everywhere.
+    Plain,
+}
+
+/// Renders `v` into `out`, stopping once `out` is longer than `limit`; returns false if it
+/// stopped early. Every value prints at least one character, so the work is bounded by `limit`
+/// even for values that share structure (a vector of a thousand copies of a big vector).
+pub(crate) fn render_limited(v: &Value, out: &mut String, style: Style, limit: usize) -> bool {
+    match (style, v) {
+        (Style::Str, Value::Nil) => {}
+        (Style::Str, Value::Str(s)) => out.push_str(s),
+        (Style::Plain, _) => pr_depth(v, out, 0, false, limit),
+        _ => pr_depth(v, out, 0, true, limit),
+    }
+    out.len() <= limit
+}
+
+fn pr_depth(v: &Value, out: &mut String, depth: usize, readable: bool, limit: usize) {
+    if out.len() > limit {
+        return;
+    }
     if depth > MAX_PRINT_DEPTH {
         out.push_str("...");
         return;
@@ -114,7 +141,7 @@ fn pr_depth(v: &Value, out: &mut String, depth: usize, readable: bool) {
                 if i > 0 {
                     out.push(' ');
                 }
-                pr_depth(x, out, depth + 1, readable);
+                pr_depth(x, out, depth + 1, readable, limit);
             }
             out.push(']');
         }
@@ -124,9 +151,9 @@ fn pr_depth(v: &Value, out: &mut String, depth: usize, readable: bool) {
                 if i > 0 {
                     out.push(' ');
                 }
-                pr_depth(k, out, depth + 1, readable);
+                pr_depth(k, out, depth + 1, readable, limit);
                 out.push(' ');
-                pr_depth(x, out, depth + 1, readable);
+                pr_depth(x, out, depth + 1, readable, limit);
             }
             out.push('}');
         }
@@ -136,7 +163,7 @@ fn pr_depth(v: &Value, out: &mut String, depth: usize, readable: bool) {
                 if i > 0 {
                     out.push(' ');
                 }
-                pr_depth(x, out, depth + 1, readable);
+                pr_depth(x, out, depth + 1, readable, limit);
             }
             out.push('}');
         }

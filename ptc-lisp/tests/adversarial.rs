@@ -118,6 +118,24 @@ fn string_doubling_hits_the_memory_budget() {
 }
 
 #[test]
+fn shared_structure_cannot_blow_up_text_or_flattening() {
+    // A million references to one 1000-element vector: cheap to build, a billion leaves to print.
+    let big = "(let [v (vec (range 1000)) w (repeat 1000 v) x (repeat 1000 w)] ";
+    for body in [
+        "(count (pr-str x))",
+        "(count (str x))",
+        "(count (json/generate-string x))",
+        "(count (flatten x))",
+    ] {
+        assert_eq!(
+            reason(&format!("{big}{body})")),
+            "memory_exceeded",
+            "{body}"
+        );
+    }
+}
+
+#[test]
 fn huge_ranges_are_refused_before_allocating() {
     assert_eq!(reason("(count (range 1000000000000))"), "memory_exceeded");
     assert_eq!(reason("(repeat 1000000000000 1)"), "memory_exceeded");

@@ -4,7 +4,7 @@
 use super::{Builtin, VARIADIC, b};
 use crate::error::R;
 use crate::eval::Ctx;
-use crate::printer;
+use crate::printer::Style;
 use crate::value::Value;
 
 pub(crate) const BUILTINS: &[Builtin] = &[
@@ -59,7 +59,7 @@ pub(crate) const BUILTINS: &[Builtin] = &[
         0,
         VARIADIC,
         |ctx, a| {
-            let s = join(a, true) + "\n";
+            let s = join(ctx, a, true)? + "\n";
             super::strings::string_value(ctx, s)
         },
         "(prn-str & xs)"
@@ -76,7 +76,7 @@ pub(crate) const BUILTINS: &[Builtin] = &[
         0,
         VARIADIC,
         |ctx, a| {
-            let s = join(a, false) + "\n";
+            let s = join(ctx, a, false)? + "\n";
             super::strings::string_value(ctx, s)
         },
         "(println-str & xs)"
@@ -103,23 +103,24 @@ pub(crate) fn append_output(out: &mut String, text: &str, max: usize) {
     out.push_str(TRUNCATED);
 }
 
-fn join(a: &[Value], readable: bool) -> String {
+fn join(ctx: &Ctx<'_>, a: &[Value], readable: bool) -> R<String> {
     let mut s = String::new();
+    let style = if readable {
+        Style::Readable
+    } else {
+        Style::Plain
+    };
     for (i, v) in a.iter().enumerate() {
         if i > 0 {
             s.push(' ');
         }
-        if readable {
-            printer::pr(v, &mut s);
-        } else {
-            printer::print_plain(v, &mut s);
-        }
+        ctx.render(v, &mut s, style)?;
     }
-    s
+    Ok(s)
 }
 
 fn emit(ctx: &mut Ctx<'_>, a: &mut [Value], readable: bool, newline: bool) -> R<Value> {
-    let mut s = join(a, readable);
+    let mut s = join(ctx, a, readable)?;
     if newline {
         s.push('\n');
     }
@@ -129,6 +130,6 @@ fn emit(ctx: &mut Ctx<'_>, a: &mut [Value], readable: bool, newline: bool) -> R<
 }
 
 fn render(ctx: &mut Ctx<'_>, a: &mut [Value], readable: bool) -> R<Value> {
-    let s = join(a, readable);
+    let s = join(ctx, a, readable)?;
     super::strings::string_value(ctx, s)
 }

@@ -58,7 +58,8 @@ fn parse_string(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
 }
 
 fn generate_string(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
-    let s = a[0].to_json_string().map_err(Ctl::from)?;
+    let mut s = String::new();
+    crate::json::encode(&a[0], &mut s, 0, ctx.remaining_memory()).map_err(Ctl::from)?;
     super::strings::string_value(ctx, s)
 }
 

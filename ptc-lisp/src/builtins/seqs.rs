@@ -970,7 +970,15 @@ fn flatten(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let mut out = Vec::new();
     // Explicit stack of (vector, next index): no recursion, whatever the nesting.
     let mut stack: Vec<(Value, usize)> = vec![(root, 0)];
+    // Shared structure can make the flattened result far larger than its source: bound it.
+    let max_items = ctx.remaining_memory() / std::mem::size_of::<Value>();
     while let Some((v, i)) = stack.pop() {
+        if out.len() > max_items {
+            return err(
+                "memory_exceeded",
+                "flatten result would exceed the memory budget",
+            );
+        }
         if let Value::Vector(items) = &v
             && i < items.len()
         {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use super::{Builtin, VARIADIC, b, int_arg, into_items, str_arg, take, type_err};
 use crate::error::{R, err};
 use crate::eval::Ctx;
-use crate::printer;
+use crate::printer::Style;
 use crate::value::Value;
 
 pub(crate) const BUILTINS: &[Builtin] = &[
@@ -359,9 +359,9 @@ pub(crate) const BUILTINS: &[Builtin] = &[
         "java/valueOf",
         1,
         1,
-        |_, a| {
+        |ctx, a| {
             let mut s = String::new();
-            printer::to_str(&a[0], &mut s);
+            ctx.render(&a[0], &mut s, Style::Str)?;
             Ok(Value::str(&s))
         },
         "(String/valueOf x)"
@@ -407,7 +407,7 @@ fn str_fn(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     }
     let mut s = String::new();
     for v in a.iter() {
-        printer::to_str(v, &mut s);
+        ctx.render(v, &mut s, Style::Str)?;
         if s.len() as u64 > ctx.limits().max_memory_bytes {
             return err("memory_exceeded", "string larger than the memory budget");
         }
@@ -496,7 +496,7 @@ fn symbol(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
 fn join(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let (sep, coll) = if a.len() == 2 {
         let mut sep = String::new();
-        printer::to_str(&a[0], &mut sep);
+        ctx.render(&a[0], &mut sep, Style::Str)?;
         (sep, take(a, 1))
     } else {
         (String::new(), take(a, 0))
@@ -507,7 +507,7 @@ fn join(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
         if i > 0 {
             s.push_str(&sep);
         }
-        printer::to_str(x, &mut s);
+        ctx.render(x, &mut s, Style::Str)?;
     }
     string_value(ctx, s)
 }
@@ -596,13 +596,13 @@ fn capitalize(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     }))
 }
 
-fn includes(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
+fn includes(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let s = str_arg("includes?", &a[0])?;
     let sub = match &a[1] {
         Value::Str(x) => x.to_string(),
         other => {
             let mut t = String::new();
-            printer::to_str(other, &mut t);
+            ctx.render(other, &mut t, Style::Str)?;
             t
         }
     };
@@ -685,7 +685,7 @@ fn replace_impl(ctx: &mut Ctx<'_>, a: &mut [Value], all: bool) -> R<Value> {
                 out.push_str(&s[last..m.start()]);
                 let arg = super::regex::match_value(&caps);
                 let r = ctx.apply(&f, &mut [arg])?;
-                printer::to_str(&r, &mut out);
+                ctx.render(&r, &mut out, Style::Str)?;
                 last = m.end();
                 if !all {
                     break;
@@ -702,7 +702,7 @@ fn replace_impl(ctx: &mut Ctx<'_>, a: &mut [Value], all: bool) -> R<Value> {
             while let Some(i) = rest.find(&**m).filter(|_| !done && !m.is_empty()) {
                 out.push_str(&rest[..i]);
                 let r = ctx.apply(&f, &mut [Value::Str(m.clone())])?;
-                printer::to_str(&r, &mut out);
+                ctx.render(&r, &mut out, Style::Str)?;
                 rest = &rest[i + m.len()..];
                 done = !all;
             }
@@ -831,7 +831,7 @@ fn format(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
         let body = match conv {
             's' | 'S' => {
                 let mut s = String::new();
-                printer::to_str(arg, &mut s);
+                ctx.render(arg, &mut s, Style::Str)?;
                 if let Some(p) = prec {
                     s = s.chars().take(p).collect();
                 }
@@ -872,7 +872,7 @@ fn format(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
             'b' => arg.truthy().to_string(),
             'c' => {
                 let mut s = String::new();
-                printer::to_str(arg, &mut s);
+                ctx.render(arg, &mut s, Style::Str)?;
                 s
             }
             other => {
