@@ -127,8 +127,12 @@ fn shared_structure_cannot_blow_up_text_or_flattening() {
         "(count (json/generate-string x))",
         "(count (flatten x))",
     ] {
+        let l = Limits {
+            max_memory_bytes: 8 << 20,
+            ..limits()
+        };
         assert_eq!(
-            reason(&format!("{big}{body})")),
+            reason_with(&format!("{big}{body})"), l),
             "memory_exceeded",
             "{body}"
         );
