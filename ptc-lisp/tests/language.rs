@@ -537,6 +537,48 @@ fn accumulators_stay_uniquely_owned() {
         ),
         ("(let [xs [1 2]] (for [x xs y xs] (+ x y)))", "[2 3 3 4]"),
         (
+            "(let [base [1]] (loop [i 0 acc []] (if (< i 2) (recur (inc i) (conj acc (conj base i))) acc)))",
+            "[[1 0] [1 1]]",
+        ),
+        (
+            "(let [v [1] f (fn [] v)] [(conj v 2) (f) v])",
+            "[[1 2] [1] [1]]",
+        ),
+        ("((fn [m] (assoc m :n (count m))) {:a 1})", "{:a 1 :n 1}"),
+        ("((fn [m] (if (empty? m) m (assoc m :a 1))) {})", "{}"),
+        ("((fn [m] (if (empty? m) (assoc m :a 1) m)) {})", "{:a 1}"),
+        (
+            "(let [m {:a 1}] (cond (:b m) m :else (assoc m :b 2)))",
+            "{:a 1 :b 2}",
+        ),
+        ("(let [v [1]] (case 1 1 (conj v 2) 2 v))", "[1 2]"),
+        ("(let [v [1]] (and (conj v 2) v))", "[1]"),
+        ("(let [v [1]] [(or nil (conj v 2)) v])", "[[1 2] [1]]"),
+        (
+            "(defn f [acc n] (if (zero? n) acc (recur (conj acc n) (dec n)))) [(f [] 3) (f [0] 1)]",
+            "[[3 2 1] [0 1]]",
+        ),
+        (
+            "(let [m {:a [1]}] [(update m :a conj 2) m])",
+            "[{:a [1 2]} {:a [1]}]",
+        ),
+        (
+            "(let [m {:a {:b 1}}] [(assoc-in m [:a :c] 2) m])",
+            "[{:a {:b 1 :c 2}} {:a {:b 1}}]",
+        ),
+        (
+            "(let [m {:a {:b [1]}}] [(update-in m [:a :b] conj 2) m])",
+            "[{:a {:b [1 2]}} {:a {:b [1]}}]",
+        ),
+        (
+            "(let [s #{1}] [(conj s 2) (disj s 1) s])",
+            "[#{1 2} #{} #{1}]",
+        ),
+        (
+            "(let [v [1 2 3]] [(pop v) v (assoc v 0 9) v])",
+            "[[1 2] [1 2 3] [9 2 3] [1 2 3]]",
+        ),
+        (
             "(let [m {}] (loop [i 0 acc m] (if (< i 2) (recur (inc i) (assoc acc i m)) acc)))",
             "{0 {} 1 {}}",
         ),
