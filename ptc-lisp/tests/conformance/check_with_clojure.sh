@@ -7,7 +7,7 @@
 # needed for the json/* cases (without it they are reported as failures).
 #
 # Usage: ptc-lisp/tests/conformance/check_with_clojure.sh [case-name-substring]
-#   SHOW_DIVERGENCES=1 also prints what Clojure gives for every divergence case.
+#   Each divergence case is listed with what Clojure gives (HIDE_DIVERGENCES=1 to omit).
 #   CORPUS_DIR=dir checks the case files in another directory (e.g. differential/ output).
 # Exit status 0 when every case agrees (divergence cases: Clojure must differ).
 set -eu
