@@ -228,13 +228,23 @@ fn corpus_is_well_formed() {
     );
 
     let names: BTreeSet<&str> = cases.iter().map(|c| c.name.as_str()).collect();
-    let stale: Vec<String> = load_known_gaps()
-        .into_keys()
+    let gaps = load_known_gaps();
+    let stale: Vec<&String> = gaps
+        .keys()
         .filter(|g| !names.contains(g.as_str()))
         .collect();
     assert!(
         stale.is_empty(),
         "known_gaps.txt names cases that do not exist: {stale:?}"
+    );
+    let unexplained: Vec<&String> = gaps
+        .iter()
+        .filter(|(_, reason)| reason.is_empty())
+        .map(|(name, _)| name)
+        .collect();
+    assert!(
+        unexplained.is_empty(),
+        "known_gaps.txt entries need a reason: {unexplained:?}"
     );
 }
 
