@@ -693,6 +693,19 @@ impl<'a> Ctx<'a> {
         r.map_err(|e| at(e, pos))
     }
 
+    /// Applies `f` to one argument it may only read: keyword and string accessors look the key
+    /// up without cloning the argument (the common `(map :cost rows)` case).
+    #[inline]
+    pub(crate) fn call1(&mut self, f: &Value, x: &Value) -> R<Value> {
+        match f {
+            Value::Keyword(_) => Ok(builtins::get_flex(x, f).unwrap_or(Value::Nil)),
+            Value::Str(_) if matches!(x, Value::Map(_)) => {
+                Ok(builtins::get_flex(x, f).unwrap_or(Value::Nil))
+            }
+            _ => self.apply(f, &mut [x.clone()]),
+        }
+    }
+
     /// Applies any callable value to arguments (which may be moved out of `args`).
     pub(crate) fn apply(&mut self, f: &Value, args: &mut [Value]) -> R<Value> {
         match f {

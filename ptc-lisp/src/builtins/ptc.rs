@@ -153,7 +153,7 @@ fn by_acc(ctx: &mut Ctx<'_>, a: &mut [Value], fname: &str) -> R<Acc> {
     let key = take(a, 0);
     let mut acc = Acc::new();
     for x in seq_items(&a[1])?.iter() {
-        let v = ctx.apply(&key, &mut [x.clone()])?;
+        let v = ctx.call1(&key, x)?;
         acc.add(&v, fname)?;
     }
     Ok(acc)
@@ -171,7 +171,7 @@ fn extreme_by(ctx: &mut Ctx<'_>, a: &mut [Value], greatest: bool) -> R<Value> {
     let key = take(a, 0);
     let mut best: Option<(Value, Value)> = None;
     for x in seq_items(&a[1])?.iter() {
-        let k = ctx.apply(&key, &mut [x.clone()])?;
+        let k = ctx.call1(&key, x)?;
         if k.is_nil() {
             continue;
         }
@@ -198,7 +198,7 @@ fn distinct_by(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let mut seen = std::collections::HashSet::with_hasher(FxBuild::default());
     let mut out = Vec::new();
     for x in seq_items(&a[1])?.iter() {
-        let k = ctx.apply(&key, &mut [x.clone()])?;
+        let k = ctx.call1(&key, x)?;
         if seen.insert(k) {
             out.push(x.clone());
         }

@@ -386,7 +386,7 @@ fn map(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
         ctx.charge_items(items.len())?;
         let mut out = Vec::with_capacity(items.len());
         for x in items.iter() {
-            out.push(ctx.apply(&f, &mut [x.clone()])?);
+            out.push(ctx.call1(&f, x)?);
         }
         return Ok(Value::vector(out));
     }
@@ -409,7 +409,7 @@ fn filter_impl(ctx: &mut Ctx<'_>, a: &mut [Value], keep_if: bool) -> R<Value> {
     let items = items_of(&a[1])?;
     let mut out = Vec::new();
     for x in items.iter() {
-        if ctx.apply(&f, &mut [x.clone()])?.truthy() == keep_if {
+        if ctx.call1(&f, x)?.truthy() == keep_if {
             out.push(x.clone());
         }
     }
@@ -429,7 +429,7 @@ fn keep(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let items = items_of(&a[1])?;
     let mut out = Vec::new();
     for x in items.iter() {
-        let r = ctx.apply(&f, &mut [x.clone()])?;
+        let r = ctx.call1(&f, x)?;
         if !r.is_nil() {
             out.push(r);
         }
@@ -474,7 +474,7 @@ fn mapcat(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let items = items_of(&a[1])?;
     let mut out = Vec::new();
     for x in items.iter() {
-        let part = ctx.apply(&f, &mut [x.clone()])?;
+        let part = ctx.call1(&f, x)?;
         out.extend(seq_items(&part)?.iter().cloned());
     }
     vec_value(ctx, out)
@@ -530,7 +530,7 @@ fn reductions(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
 fn run(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let f = take(a, 0);
     for x in items_of(&a[1])?.iter() {
-        ctx.apply(&f, &mut [x.clone()])?;
+        ctx.call1(&f, x)?;
     }
     Ok(Value::Nil)
 }
@@ -538,7 +538,7 @@ fn run(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
 fn every(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let f = take(a, 0);
     for x in items_of(&a[1])?.iter() {
-        if !ctx.apply(&f, &mut [x.clone()])?.truthy() {
+        if !ctx.call1(&f, x)?.truthy() {
             return Ok(Value::Bool(false));
         }
     }
@@ -548,7 +548,7 @@ fn every(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
 fn some(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let f = take(a, 0);
     for x in items_of(&a[1])?.iter() {
-        let r = ctx.apply(&f, &mut [x.clone()])?;
+        let r = ctx.call1(&f, x)?;
         if r.truthy() {
             return Ok(r);
         }
@@ -628,7 +628,7 @@ fn take_while(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let f = take(a, 0);
     let mut out = Vec::new();
     for x in items_of(&a[1])?.iter() {
-        if !ctx.apply(&f, &mut [x.clone()])?.truthy() {
+        if !ctx.call1(&f, x)?.truthy() {
             break;
         }
         out.push(x.clone());
@@ -640,7 +640,7 @@ fn drop_while(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let f = take(a, 0);
     let items = items_of(&a[1])?;
     let mut i = 0;
-    while i < items.len() && ctx.apply(&f, &mut [items[i].clone()])?.truthy() {
+    while i < items.len() && ctx.call1(&f, &items[i])?.truthy() {
         i += 1;
     }
     let v = items[i..].to_vec();
@@ -676,7 +676,7 @@ fn split_with(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let f = take(a, 0);
     let items = items_of(&a[1])?;
     let mut i = 0;
-    while i < items.len() && ctx.apply(&f, &mut [items[i].clone()])?.truthy() {
+    while i < items.len() && ctx.call1(&f, &items[i])?.truthy() {
         i += 1;
     }
     let (x, y) = (items[..i].to_vec(), items[i..].to_vec());
@@ -751,7 +751,7 @@ fn partition_by(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let mut cur: Vec<Value> = Vec::new();
     let mut last_key: Option<Value> = None;
     for x in items.iter() {
-        let k = ctx.apply(&f, &mut [x.clone()])?;
+        let k = ctx.call1(&f, x)?;
         if let Some(lk) = &last_key
             && *lk != k
         {
@@ -825,7 +825,73 @@ fn order_arg(v: Value) -> R<Order> {
     }
 }
 
+/// Whether keys sort ascending or descending under a comparison that is a plain total order.
+fn simple_direction(order: &Order) -> Option<bool> {
+    match order {
+        Order::Natural => Some(false),
+        Order::Desc => Some(true),
+        Order::Fn(f) => match f {
+            Value::Func(func) => match &**func {
+                crate::eval::Function::Builtin(b) if b.name == "<" || b.name == "compare" => {
+                    Some(false)
+                }
+                crate::eval::Function::Builtin(b) if b.name == ">" => Some(true),
+                _ => None,
+            },
+            _ => None,
+        },
+    }
+}
+
+/// Sorts with `std`'s stable sort when every key is a number (no NaN) or every key is a string:
+/// then the order is total, so the fast sort cannot panic. Gives the input back otherwise.
+fn fast_sort(keyed: Vec<(Value, Value)>, desc: bool) -> Result<Vec<Value>, Vec<(Value, Value)>> {
+    let all_num = keyed.iter().all(|(k, _)| match k {
+        Value::Int(_) => true,
+        Value::Float(f) => !f.is_nan(),
+        _ => false,
+    });
+    if all_num {
+        let mut v: Vec<(f64, i64, Value)> = keyed
+            .into_iter()
+            .map(|(k, x)| match k {
+                Value::Int(i) => (i as f64, i, x),
+                Value::Float(f) => (f, 0, x),
+                _ => (0.0, 0, x),
+            })
+            .collect();
+        // Ints compare exactly; mixed pairs compare as floats (a consistent total preorder).
+        v.sort_by(|a, b| {
+            let o =
+                a.0.partial_cmp(&b.0)
+                    .unwrap_or(Ordering::Equal)
+                    .then(a.1.cmp(&b.1));
+            if desc { o.reverse() } else { o }
+        });
+        return Ok(v.into_iter().map(|(_, _, x)| x).collect());
+    }
+    if keyed.iter().all(|(k, _)| matches!(k, Value::Str(_))) {
+        let mut v = keyed;
+        v.sort_by(|a, b| {
+            let o = match (&a.0, &b.0) {
+                (Value::Str(x), Value::Str(y)) => x.cmp(y),
+                _ => Ordering::Equal,
+            };
+            if desc { o.reverse() } else { o }
+        });
+        return Ok(v.into_iter().map(|(_, x)| x).collect());
+    }
+    Err(keyed)
+}
+
 fn sort_values(ctx: &mut Ctx<'_>, keyed: Vec<(Value, Value)>, order: &Order) -> R<Vec<Value>> {
+    let keyed = match simple_direction(order) {
+        Some(desc) => match fast_sort(keyed, desc) {
+            Ok(v) => return Ok(v),
+            Err(k) => k,
+        },
+        None => keyed,
+    };
     let mut failure: Option<Ctl> = None;
     let sorted = match order {
         Order::Natural => stable_sort_by(keyed, |a, b| compare(&a.0, &b.0)),
@@ -875,7 +941,7 @@ fn sort_by(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let items = into_items(coll)?;
     let mut keyed = Vec::with_capacity(items.len());
     for x in items {
-        let k = ctx.apply(&keyfn, &mut [x.clone()])?;
+        let k = ctx.call1(&keyfn, &x)?;
         keyed.push((k, x));
     }
     let v = sort_values(ctx, keyed, &order)?;
@@ -909,7 +975,7 @@ fn group_by(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let items = items_of(&a[1])?;
     let mut groups: indexmap::IndexMap<Value, Vec<Value>, FxBuild> = indexmap::IndexMap::default();
     for x in items.iter() {
-        let k = ctx.apply(&f, &mut [x.clone()])?;
+        let k = ctx.call1(&f, x)?;
         groups.entry(k).or_default().push(x.clone());
     }
     ctx.charge_items(items.len() + groups.len() * 3)?;
@@ -1069,7 +1135,7 @@ fn extreme_key(ctx: &mut Ctx<'_>, a: &mut [Value], greatest: bool) -> R<Value> {
     let k = take(a, 0);
     let mut best: Option<(f64, Value)> = None;
     for x in a[1..].iter() {
-        let kv = ctx.apply(&k, &mut [x.clone()])?;
+        let kv = ctx.call1(&k, x)?;
         let score = super::math::f(&kv, if greatest { "max-key" } else { "min-key" })?;
         let better = match &best {
             None => true,

@@ -173,7 +173,7 @@ fn select(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let s = to_set("select", take(a, 1))?;
     let mut out = SetData::default();
     for x in s.0.iter() {
-        if ctx.apply(&f, &mut [x.clone()])?.truthy() {
+        if ctx.call1(&f, x)?.truthy() {
             out.0.insert(x.clone());
         }
     }
