@@ -141,6 +141,9 @@ fn builtin_ns(ns: &str) -> Option<&'static str> {
         "regex" => "",
         "Math" | "java.lang.Math" => "Math/",
         "Integer" | "Long" | "Double" | "Float" | "Boolean" | "String" | "System" => "java/",
+        "LocalDate" | "java.time.LocalDate" => "LocalDate/",
+        "Instant" | "java.time.Instant" => "Instant/",
+        "Duration" | "java.time.Duration" => "Duration/",
         _ => return None,
     })
 }

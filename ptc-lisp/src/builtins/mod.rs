@@ -25,6 +25,7 @@ pub(crate) mod repl;
 pub(crate) mod seqs;
 pub(crate) mod sets;
 pub(crate) mod strings;
+pub(crate) mod time;
 
 /// Signature of a builtin.
 pub type BuiltinFn = fn(&mut Ctx<'_>, &mut [Value]) -> R<Value>;
@@ -75,6 +76,7 @@ const TABLES: &[&[Builtin]] = &[
     parallel::BUILTINS,
     io::BUILTINS,
     repl::BUILTINS,
+    time::BUILTINS,
 ];
 
 static REGISTRY: LazyLock<HashMap<&'static str, &'static Builtin>> = LazyLock::new(|| {
