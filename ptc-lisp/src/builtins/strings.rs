@@ -393,6 +393,17 @@ pub(crate) const BUILTINS: &[Builtin] = &[
     ),
 ];
 
+/// Fails with `memory_exceeded` if a text of `len` bytes would not fit the memory budget.
+fn check_text(ctx: &Ctx<'_>, len: usize) -> R<()> {
+    if len > ctx.remaining_memory() {
+        return err(
+            "memory_exceeded",
+            format!("a string of {len} bytes would exceed the memory budget"),
+        );
+    }
+    Ok(())
+}
+
 /// Builds a string value after charging its size.
 pub(crate) fn string_value(ctx: &Ctx<'_>, s: String) -> R<Value> {
     ctx.charge(s.len() as u64 + 16)?;
@@ -506,6 +517,7 @@ fn join(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     for (i, x) in items.iter().enumerate() {
         if i > 0 {
             s.push_str(&sep);
+            check_text(ctx, s.len())?;
         }
         ctx.render(x, &mut s, Style::Str)?;
     }
@@ -660,6 +672,14 @@ fn replace_impl(ctx: &mut Ctx<'_>, a: &mut [Value], all: bool) -> R<Value> {
     let s = str_arg("replace", &a[0])?.to_string();
     let out = match (&a[1], &a[2]) {
         (Value::Str(m), Value::Str(r)) => {
+            // Bound the result before building it: many matches times a long replacement.
+            let n = if m.is_empty() {
+                s.chars().count() + 1
+            } else {
+                s.matches(&**m).count()
+            };
+            let n = if all { n } else { n.min(1) };
+            check_text(ctx, s.len().saturating_add(n.saturating_mul(r.len())))?;
             if all {
                 s.replace(&**m, r)
             } else {
@@ -669,6 +689,14 @@ fn replace_impl(ctx: &mut Ctx<'_>, a: &mut [Value], all: bool) -> R<Value> {
         (Value::Regex(re), Value::Str(r)) => {
             // Clojure replacement strings use $1; the regex crate uses ${1}.
             let rep = java_replacement(r);
+            let n = if all { re.find_iter(&s).count() } else { 1 };
+            // A group reference can copy the whole input per match; bound by the worst case.
+            let per = if rep.contains('$') {
+                r.len() + s.len()
+            } else {
+                r.len()
+            };
+            check_text(ctx, s.len().saturating_add(n.saturating_mul(per)))?;
             if all {
                 re.replace_all(&s, rep.as_str()).into_owned()
             } else {
@@ -805,6 +833,9 @@ fn format(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
                 chars.next();
             }
             prec = p.parse().ok();
+            if prec.is_some_and(|p| p > 340) {
+                return err("type_error", "format precision above 340 is not supported");
+            }
         }
         let conv = match chars.next() {
             Some(c) => c,
@@ -883,6 +914,7 @@ fn format(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
             }
         };
         let w: usize = width.parse().unwrap_or(0);
+        check_text(ctx, out.len().saturating_add(w))?;
         let len = body.chars().count();
         if len < w {
             let pad = w - len;
