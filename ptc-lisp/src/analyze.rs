@@ -368,6 +368,11 @@ impl<'a> Analyzer<'a> {
     }
 
     fn unknown_symbol(&mut self, s: &str, pos: Pos) -> LispError {
+        if let Some(hint) = unsupported_hint(s) {
+            return LispError::new("unbound_var", format!("{s} is not available in PTC-Lisp"))
+                .with_pos(pos)
+                .with_hint(hint);
+        }
         let mut best: Option<(f64, String)> = None;
         let mut consider = |cand: &str| {
             let score = strsim::jaro_winkler(s, cand);
@@ -1536,6 +1541,36 @@ fn binop(b: &'static Builtin, args: Vec<Node>, pos: Pos) -> Result<Node, Vec<Nod
         builtin: b,
         unary,
         pos,
+    })
+}
+
+/// Why a well-known Clojure name is missing, and what to use instead.
+fn unsupported_hint(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "iterate" | "cycle" | "repeatedly" | "lazy-seq" | "lazy-cat" => {
+            "sequences are eager and finite; use range, repeat with a count, or loop/recur"
+        }
+        "atom" | "swap!" | "reset!" | "deref" | "volatile!" | "vswap!" | "ref" | "dosync"
+        | "agent" => "there is no mutable state; thread values through let, loop/recur or reduce",
+        "try" | "catch" | "throw" | "ex-info" | "ex-message" | "finally" => {
+            "there are no exceptions; bad data gives nil, and (fail msg) ends the program with an error"
+        }
+        "eval" | "read-string" | "load-string" => "programs cannot evaluate code at run time",
+        "defmacro" | "macroexpand" => "macros are not supported; use defn",
+        "letfn" => "use defn (or let with fn) for local helpers",
+        "slurp" | "spit" | "future" | "promise" | "deliver" | "Thread/sleep" | "sh" => {
+            "there is no I/O or concurrency beyond pmap/pcalls and tool calls"
+        }
+        "defrecord" | "deftype" | "defprotocol" | "defmulti" | "defmethod" | "reify" | "proxy" => {
+            "use maps and functions instead of types, protocols or multimethods"
+        }
+        "sorted-map" | "sorted-set" | "sorted-map-by" => {
+            "use a map or set and sort its entries when you need order"
+        }
+        "rand" | "rand-int" | "rand-nth" | "shuffle" | "random-uuid" => {
+            "programs are deterministic; there is no randomness"
+        }
+        _ => return None,
     })
 }
 

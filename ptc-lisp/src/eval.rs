@@ -776,10 +776,19 @@ impl<'a> Ctx<'a> {
                     format!("arity error: a vector expects 1 argument, got {n}"),
                 ),
             },
-            other => err(
-                "not_callable",
-                format!("{} ({}) is not a function", short(other), other.type_name()),
-            ),
+            other => {
+                let e = LispError::new(
+                    "not_callable",
+                    format!("{} ({}) is not a function", short(other), other.type_name()),
+                );
+                let e = match other {
+                    Value::Int(_) | Value::Float(_) | Value::Nil | Value::Bool(_) => e.with_hint(
+                        "a list of data must be a vector [1 2 3] or quoted '(1 2 3); parentheses call a function",
+                    ),
+                    _ => e,
+                };
+                Err(Ctl::from(e))
+            }
         }
     }
 

@@ -505,6 +505,11 @@ fn errors_carry_reason_position_and_hint() {
         "{}",
         e.message()
     );
+    let e = i.eval_str("(+ 1 (:missing {}))").unwrap_err();
+    assert!(e.hint().is_some_and(|h| h.contains("nil")), "{e}");
+    let e = i.eval_str("(iterate inc 0)").unwrap_err();
+    assert_eq!(e.reason(), "unbound_var");
+    assert!(e.hint().is_some_and(|h| h.contains("eager")), "{e}");
     let e = i.eval_str("(foo/bar 1)").unwrap_err();
     assert_eq!(e.reason(), "unbound_var");
     assert!(e.message().contains("known namespaces"), "{}", e.message());

@@ -325,8 +325,23 @@ fn num(v: &Value, fname: &str) -> R<Num> {
     match v {
         Value::Int(i) => Ok(Num::I(*i)),
         Value::Float(x) => Ok(Num::F(*x)),
-        other => type_err(fname, "numbers", other),
+        other => Err(number_error(fname, "numbers", other)),
     }
+}
+
+/// A type error about a value that should have been a number, with a hint for the usual causes.
+fn number_error(fname: &str, expected: &str, got: &Value) -> crate::error::Ctl {
+    let e = super::type_error(fname, expected, got);
+    let e = match got {
+        Value::Str(_) => {
+            e.with_hint("numbers from text need parsing: (parse-long s) or (parse-double s)")
+        }
+        Value::Nil => {
+            e.with_hint("a missing key or empty result gives nil; use (or x 0) or (fnil f 0)")
+        }
+        _ => e,
+    };
+    crate::error::Ctl::from(e)
 }
 
 /// A numeric argument as f64.
@@ -334,7 +349,7 @@ pub(crate) fn f(v: &Value, fname: &str) -> R<f64> {
     match v {
         Value::Int(i) => Ok(*i as f64),
         Value::Float(x) => Ok(*x),
-        other => type_err(fname, "a number", other),
+        other => Err(number_error(fname, "a number", other)),
     }
 }
 

@@ -8,7 +8,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock};
 
-use crate::error::{Ctl, LispError, R, err};
+use crate::error::{Ctl, LispError, R};
 use crate::eval::{Ctx, short};
 use crate::value::{MapData, Value};
 
@@ -126,8 +126,8 @@ pub(crate) fn arity_error(b: &Builtin, n: usize) -> LispError {
 }
 
 /// A type error naming the function and the offending value.
-pub(crate) fn type_err<T>(fname: &str, expected: &str, got: &Value) -> R<T> {
-    err(
+pub(crate) fn type_error(fname: &str, expected: &str, got: &Value) -> LispError {
+    LispError::new(
         "type_error",
         format!(
             "{fname} expects {expected}, got {} ({})",
@@ -135,6 +135,11 @@ pub(crate) fn type_err<T>(fname: &str, expected: &str, got: &Value) -> R<T> {
             got.type_name()
         ),
     )
+}
+
+/// [`type_error`] as a result.
+pub(crate) fn type_err<T>(fname: &str, expected: &str, got: &Value) -> R<T> {
+    Err(Ctl::from(type_error(fname, expected, got)))
 }
 
 // ---------------------------------------------------------------------------------------------
