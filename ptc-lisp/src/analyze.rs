@@ -1067,6 +1067,7 @@ impl<'a> Analyzer<'a> {
         let mut binds = Vec::new();
         let mut recur_slots = Vec::new();
         let mut prologue = Vec::new();
+        let mut patterns: Vec<(&Form, usize)> = Vec::new();
         for pair in bv.chunks(2) {
             let init = self.analyze(&pair[1], false)?;
             match &pair[0].kind {
@@ -1076,13 +1077,19 @@ impl<'a> Analyzer<'a> {
                     recur_slots.push(slot);
                 }
                 _ => {
-                    // Destructuring loop binding: recur rebinds a hidden slot, the body re-destructures.
+                    // Destructuring loop binding: recur rebinds a hidden slot. The pattern is bound
+                    // right away (later initial bindings may use its names) and again at the top
+                    // of the body, so each iteration destructures the new value.
                     let slot = self.new_slot();
                     binds.push(Bind { slot, init });
                     recur_slots.push(slot);
-                    self.bind_pattern(&pair[0], Node::Local(slot), &mut prologue)?;
+                    self.bind_pattern(&pair[0], Node::Local(slot), &mut binds)?;
+                    patterns.push((&pair[0], slot));
                 }
             }
+        }
+        for (pat, slot) in patterns {
+            self.bind_pattern(pat, Node::Local(slot), &mut prologue)?;
         }
         let saved = self.recur.replace(RecurTarget {
             n_args: recur_slots.len(),

@@ -14,6 +14,7 @@
 // Values hold regexes (which cache internally) and functions, but their hash and equality
 // never depend on that interior state.
 #![allow(clippy::mutable_key_type)]
+#![warn(missing_docs)]
 
 mod analyze;
 mod ast;

@@ -162,6 +162,10 @@ fn functions_closures_arities() {
             "(loop [[x & xs] [1 2 3] acc 0] (if x (recur xs (+ acc x)) acc))",
             "6",
         ),
+        (
+            "(loop [[a b] [1 2] c (+ a b) n 0] (if (< n 2) (recur [b c] (+ b c) (inc n)) [a b c]))",
+            "[3 5 8]",
+        ),
         ("(recur 1)", "!invalid_form"),
         ("(loop [i 0] (inc (recur i)))", "!invalid_form"),
     ]);
