@@ -451,7 +451,17 @@ impl Value {
     /// the printer's bound.
     pub fn to_json_string(&self) -> Result<String, LispError> {
         let mut out = String::new();
-        encode(self, &mut out, 0, usize::MAX)?;
+        encode(self, &mut out, 0, usize::MAX, false)?;
+        Ok(out)
+    }
+
+    /// Encodes as JSON for a tool boundary, the way the reference sends tool arguments: like
+    /// [`Value::to_json_string`], but every map key (nested ones included) has `-` replaced by
+    /// `_`, so `{:org-id "acme"}` is sent as `{"org_id":"acme"}`. Keyword *values* keep their
+    /// hyphens (`:production` → `"production"`).
+    pub fn to_tool_json_string(&self) -> Result<String, LispError> {
+        let mut out = String::new();
+        encode(self, &mut out, 0, usize::MAX, true)?;
         Ok(out)
     }
 }
@@ -493,6 +503,7 @@ pub(crate) fn encode(
     out: &mut String,
     depth: usize,
     limit: usize,
+    underscore: bool,
 ) -> Result<(), LispError> {
     if out.len() > limit {
         return Err(LispError::new(
@@ -534,7 +545,7 @@ pub(crate) fn encode(
                 if i > 0 {
                     out.push(',');
                 }
-                encode(x, out, depth + 1, limit)?;
+                encode(x, out, depth + 1, limit, underscore)?;
             }
             out.push(']');
         }
@@ -544,14 +555,19 @@ pub(crate) fn encode(
                 if i > 0 {
                     out.push(',');
                 }
-                encode(x, out, depth + 1, limit)?;
+                encode(x, out, depth + 1, limit, underscore)?;
             }
             out.push(']');
         }
         Value::Map(m) => {
             out.push('{');
-            let mut entries: Vec<(String, &Value)> =
-                m.iter().map(|(k, v)| (key_string(k), v)).collect();
+            let mut entries: Vec<(String, &Value)> = m
+                .iter()
+                .map(|(k, v)| {
+                    let k = key_string(k);
+                    (if underscore { k.replace('-', "_") } else { k }, v)
+                })
+                .collect();
             entries.sort_by(|a, b| a.0.cmp(&b.0));
             for (i, (k, x)) in entries.into_iter().enumerate() {
                 if i > 0 {
@@ -559,7 +575,7 @@ pub(crate) fn encode(
                 }
                 encode_str(&k, out);
                 out.push(':');
-                encode(x, out, depth + 1, limit)?;
+                encode(x, out, depth + 1, limit, underscore)?;
             }
             out.push('}');
         }
