@@ -512,6 +512,25 @@ impl<'a> Analyzer<'a> {
         if let Node::Const(Value::Func(func)) = &f
             && let Function::Builtin(b) = &**func
         {
+            const PURE_BUILDERS: &[&str] = &[
+                "fnil",
+                "partial",
+                "comp",
+                "juxt",
+                "complement",
+                "constantly",
+                "every-pred",
+                "some-fn",
+                "re-pattern",
+            ];
+            if PURE_BUILDERS.contains(&b.name)
+                && arg_nodes.iter().all(|n| matches!(n, Node::Const(_)))
+            {
+                return Ok(Node::Memo(
+                    Box::new(Node::CallBuiltin(b, arg_nodes, pos)),
+                    std::sync::OnceLock::new(),
+                ));
+            }
             return Ok(match binop(b, arg_nodes, pos) {
                 Ok(node) => node,
                 Err(arg_nodes) => Node::CallBuiltin(b, arg_nodes, pos),

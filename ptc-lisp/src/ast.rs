@@ -121,5 +121,8 @@ pub(crate) enum Node {
     RestFrom(Box<Node>, usize),
     MapGet(Box<Node>, Value, Option<Box<Node>>),
     Return(Box<Node>),
+    /// A call with constant arguments to a pure function-building builtin (`(fnil + 0)`,
+    /// `(partial f 1)`, ...): evaluated once, then reused, so loops do not rebuild it.
+    Memo(Box<Node>, std::sync::OnceLock<Value>),
     Fail(Box<Node>, Pos),
 }

@@ -297,6 +297,13 @@ impl<'a> Ctx<'a> {
     #[inline(never)]
     fn eval_cold(&mut self, node: &Node, fr: &Frame<'_>) -> R<Value> {
         match node {
+            Node::Memo(inner, cell) => {
+                if let Some(v) = cell.get() {
+                    return Ok(v.clone());
+                }
+                let v = self.eval(inner, fr)?;
+                Ok(cell.get_or_init(|| v).clone())
+            }
             Node::BinOp { .. } => err("internal_error", "arithmetic node reached the slow path"),
             Node::Const(v) => Ok(v.clone()),
             Node::Local(s) => Ok(self.stack[fr.base + s].clone()),

@@ -107,7 +107,11 @@ fn children<'a>(n: &'a Node, out: &mut Vec<&'a Node>) {
                 out.push(v);
             }
         }
-        Node::Nth(a, _) | Node::RestFrom(a, _) | Node::Return(a) | Node::Fail(a, _) => out.push(a),
+        Node::Nth(a, _)
+        | Node::RestFrom(a, _)
+        | Node::Return(a)
+        | Node::Fail(a, _)
+        | Node::Memo(a, _) => out.push(a),
         Node::MapGet(a, _, d) => {
             out.push(a);
             if let Some(d) = d {
@@ -198,7 +202,9 @@ fn walk(node: &mut Node, live: &mut Live) {
             let mut inv = vec![false; live.len()];
             outer_uses(body, *first_slot, &mut inv);
             union(live, &inv);
-            walk_loop_body(body, live, &inv);
+            // After a `recur` only the loop-invariant outer slots (now in `live`) matter: the loop's
+            // own slots are rebound, so reads of them before the jump may move.
+            walk(body, live);
             for b in binds.iter_mut().rev() {
                 walk(&mut b.init, live);
             }
@@ -229,26 +235,9 @@ fn walk(node: &mut Node, live: &mut Live) {
                     }
                 }
             }
-            // Everything inside a comprehension runs repeatedly: keep every slot it reads.
+            // Everything inside a comprehension runs repeatedly, so nothing in it becomes a move
+            // (its nodes are left as plain reads) and every outer slot it reads stays live.
             union(live, &inv);
-            let mut all = vec![true; live.len()];
-            walk_all_live(body, &mut all);
-            for c in clauses.iter_mut() {
-                match c {
-                    ForClause::Each { coll, binds, .. } => {
-                        walk_all_live(coll, &mut all);
-                        for b in binds {
-                            walk_all_live(&mut b.init, &mut all);
-                        }
-                    }
-                    ForClause::Let(b) => {
-                        for b in b {
-                            walk_all_live(&mut b.init, &mut all);
-                        }
-                    }
-                    ForClause::When(n) | ForClause::While(n) => walk_all_live(n, &mut all),
-                }
-            }
         }
         Node::Def { value, .. } => walk(value, live),
         Node::Call(f, args, _) => {
@@ -280,9 +269,11 @@ fn walk(node: &mut Node, live: &mut Live) {
                 walk(k, live);
             }
         }
-        Node::Nth(a, _) | Node::RestFrom(a, _) | Node::Return(a) | Node::Fail(a, _) => {
-            walk(a, live)
-        }
+        Node::Nth(a, _)
+        | Node::RestFrom(a, _)
+        | Node::Return(a)
+        | Node::Fail(a, _)
+        | Node::Memo(a, _) => walk(a, live),
         Node::MapGet(a, _, d) => {
             if let Some(d) = d {
                 let after = live.clone();
@@ -293,17 +284,4 @@ fn walk(node: &mut Node, live: &mut Live) {
         }
         Node::Const(_) | Node::Capture(_) | Node::SelfRef | Node::Global(..) | Node::Data(..) => {}
     }
-}
-
-/// A loop body: `recur` jumps back, after which only loop-invariant outer slots matter.
-fn walk_loop_body(body: &mut Node, live: &mut Live, inv: &Live) {
-    // Process tail positions: a Recur's "after" set is `inv`; other tails see `live`.
-    // Approximation: walk the body with live ∪ inv (sound because recur rebinds loop slots).
-    let _ = inv;
-    walk(body, live);
-}
-
-/// Walks without creating moves (used inside comprehension bodies).
-fn walk_all_live(node: &mut Node, _all: &mut Live) {
-    let _ = node;
 }
