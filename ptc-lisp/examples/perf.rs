@@ -144,7 +144,11 @@ fn main() {
             "(count (reduce conj [] (range 200000)))",
         ),
     ];
+    let only = std::env::args().nth(3);
     for (name, src) in programs {
+        if only.as_deref().is_some_and(|o| !name.starts_with(o)) {
+            continue;
+        }
         let r = time(name, || interp.eval_str(src));
         match r {
             Ok(v) => println!(

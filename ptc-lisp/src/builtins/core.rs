@@ -3,12 +3,56 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-use super::{Builtin, VARIADIC, b, count_of, take, type_err};
+use super::{Builtin, VARIADIC, b, count_of, take};
 use crate::error::{R, err};
 use crate::eval::{Ctx, Function};
 use crate::value::{Value, compare, equal, ordering_for_lt};
 
 pub(crate) const BUILTINS: &[Builtin] = &[
+    b!(
+        "any?",
+        1,
+        1,
+        |_, _| Ok(Value::Bool(true)),
+        "(any? x): always true"
+    ),
+    b!(
+        "memoize",
+        1,
+        1,
+        |_, a| Ok(take(a, 0)),
+        "(memoize f): f itself (functions are pure, so caching changes nothing)"
+    ),
+    b!(
+        "trampoline",
+        1,
+        VARIADIC,
+        trampoline,
+        "(trampoline f & args): call f, then keep calling the function it returns"
+    ),
+    b!(
+        "list*",
+        1,
+        VARIADIC,
+        list_star,
+        "(list* x ... coll): the xs followed by the elements of coll"
+    ),
+    b!(
+        "java/isNaN",
+        1,
+        1,
+        |_, a| Ok(Value::Bool(matches!(a[0], Value::Float(f) if f.is_nan()))),
+        "(Double/isNaN x)"
+    ),
+    b!(
+        "java/isInfinite",
+        1,
+        1,
+        |_, a| Ok(Value::Bool(
+            matches!(a[0], Value::Float(f) if f.is_infinite())
+        )),
+        "(Double/isInfinite x)"
+    ),
     b!(
         "=",
         1,
@@ -626,7 +670,20 @@ fn type_fn(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     Ok(Value::keyword(a[0].type_name()))
 }
 
-#[allow(dead_code)]
-fn unused(v: &Value) -> R<Value> {
-    type_err("unused", "nothing", v)
+fn trampoline(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
+    let f = take(a, 0);
+    let mut args: Vec<Value> = a[1..].iter_mut().map(std::mem::take).collect();
+    let mut v = ctx.apply(&f, &mut args)?;
+    while matches!(v, Value::Func(_)) {
+        ctx.tick()?;
+        v = ctx.apply(&v.clone(), &mut [])?;
+    }
+    Ok(v)
+}
+
+fn list_star(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
+    let n = a.len();
+    let mut out: Vec<Value> = a[..n - 1].iter_mut().map(std::mem::take).collect();
+    out.extend(super::into_items(take(a, n - 1))?);
+    super::vec_value(ctx, out)
 }

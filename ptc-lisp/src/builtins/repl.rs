@@ -2,7 +2,7 @@
 //! runtime; other names (upstream tools) are forwarded to the host.
 
 use super::{Builtin, VARIADIC, b, lookup};
-use crate::error::{Ctl, R, err};
+use crate::error::{R, err};
 use crate::eval::Ctx;
 use crate::host::{CallContext, Discovery, HostValue};
 use crate::value::Value;
@@ -219,9 +219,4 @@ fn all_ns(ctx: &mut Ctx<'_>, _: &mut [Value]) -> R<Value> {
         v.extend(h.namespaces().iter().map(|s| Value::symbol(s)));
     }
     Ok(Value::vector(v))
-}
-
-#[allow(dead_code)]
-fn unused(e: Ctl) -> Ctl {
-    e
 }

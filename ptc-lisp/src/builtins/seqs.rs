@@ -11,6 +11,21 @@ use crate::value::{FxBuild, MapData, Value, compare, stable_sort_by};
 
 pub(crate) const BUILTINS: &[Builtin] = &[
     b!(
+        "rseq",
+        1,
+        1,
+        |ctx, a| {
+            let mut v = into_items(take(a, 0))?;
+            v.reverse();
+            if v.is_empty() {
+                Ok(Value::Nil)
+            } else {
+                vec_value(ctx, v)
+            }
+        },
+        "(rseq v): the elements in reverse, nil when empty"
+    ),
+    b!(
         "sequence",
         1,
         2,
