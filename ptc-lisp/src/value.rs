@@ -381,6 +381,11 @@ impl Value {
         let mut total = 0u64;
         let mut stack: Vec<&Value> = vec![self];
         while let Some(v) = stack.pop() {
+            // Shared structure can make the reachable size astronomical: stop once it is
+            // far beyond any memory budget.
+            if total > 1 << 42 {
+                return total;
+            }
             total += word;
             match v {
                 Value::Str(s) | Value::Keyword(s) | Value::Symbol(s) | Value::Var(s) => {

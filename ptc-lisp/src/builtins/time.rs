@@ -167,7 +167,8 @@ fn civil_from_days(z: i64) -> (i64, i64, i64) {
 }
 
 fn num(s: &str) -> Option<i64> {
-    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+    // Date fields are short; longer digit runs are malformed (and could overflow arithmetic).
+    if s.is_empty() || s.len() > 9 || !s.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
     s.parse().ok()
@@ -228,13 +229,15 @@ fn parse_instant(s: &str) -> Option<i64> {
 }
 
 fn format_date(day: i64) -> String {
-    let (y, m, d) = civil_from_days(day);
+    // Keep far-out dates inside the civil-date arithmetic's range.
+    let (y, m, d) = civil_from_days(day.clamp(-1_000_000_000, 1_000_000_000));
     format!("{y:04}-{m:02}-{d:02}")
 }
 
 fn format_instant(ms: i64) -> String {
     let day = ms.div_euclid(DAY_MS);
     let rem = ms.rem_euclid(DAY_MS);
+    let day = day.clamp(-1_000_000_000, 1_000_000_000);
     let (h, mi, s, milli) = (
         rem / 3_600_000,
         rem / 60_000 % 60,
@@ -278,7 +281,7 @@ fn instant_parse(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
 
 fn duration_between(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     Ok(match (millis_of(&a[0]), millis_of(&a[1])) {
-        (Some(x), Some(y)) => Value::Int(y - x),
+        (Some(x), Some(y)) => Value::Int(y.saturating_sub(x)),
         _ => Value::Nil,
     })
 }
