@@ -192,7 +192,8 @@ pub enum MapData {
     /// Up to [`SMALL_MAP`] entries, linear lookup.
     Small(Vec<(Value, Value)>),
     /// Hash map.
-    Large(IndexMap<Value, Value, FxBuild>),
+    /// Hash map (boxed so the common small variant keeps `MapData` two words wide).
+    Large(Box<IndexMap<Value, Value, FxBuild>>),
 }
 
 impl Default for MapData {
@@ -221,7 +222,7 @@ impl MapData {
         if n <= SMALL_MAP {
             MapData::Small(Vec::with_capacity(n))
         } else {
-            MapData::Large(IndexMap::with_capacity_and_hasher(n, FxBuild::default()))
+            MapData::Large(Box::new(IndexMap::with_capacity_and_hasher(n, FxBuild::default())))
         }
     }
 
@@ -234,7 +235,7 @@ impl MapData {
                 }
             }
             MapData::Large(m) => {
-                for (k, x) in std::mem::take(m) {
+                for (k, x) in *std::mem::take(m) {
                     stack.push(k);
                     stack.push(x);
                 }
@@ -314,7 +315,7 @@ impl MapData {
                         m.insert(a, b);
                     }
                     m.insert(k, val);
-                    *self = MapData::Large(m);
+                    *self = MapData::Large(Box::new(m));
                 }
             }
             MapData::Large(m) => {
