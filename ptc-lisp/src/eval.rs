@@ -12,8 +12,28 @@ use crate::host::{CallContext, Host, HostValue};
 use crate::limits::Limits;
 use crate::value::{MapData, SetData, Value};
 
-/// A native closure built by combinators such as `partial`, `comp` and `juxt`.
-pub(crate) type NativeFn = dyn Fn(&mut Ctx<'_>, &mut [Value]) -> R<Value> + Send + Sync;
+/// The code of a combinator result: receives its captured values, the context and the arguments.
+pub(crate) type NativeFn = fn(&[Value], &mut Ctx<'_>, &mut [Value]) -> R<Value>;
+
+/// A function built by a combinator such as `partial`, `comp` or `juxt`. Its captured values
+/// are held explicitly (not inside a Rust closure) so dropping long chains stays iterative.
+pub struct Native {
+    pub(crate) name: &'static str,
+    pub(crate) captured: Vec<Value>,
+    pub(crate) f: NativeFn,
+}
+
+impl Drop for Native {
+    fn drop(&mut self) {
+        crate::value::drop_values(std::mem::take(&mut self.captured));
+    }
+}
+
+impl Drop for Closure {
+    fn drop(&mut self) {
+        crate::value::drop_values(std::mem::take(&mut self.captures));
+    }
+}
 
 /// A callable value.
 pub enum Function {
@@ -22,7 +42,7 @@ pub enum Function {
     /// A user function with its captured values.
     Closure(Closure),
     /// A combinator result (`partial`, `comp`, ...).
-    Native(&'static str, Box<NativeFn>),
+    Native(Native),
     /// A function served by the host, e.g. `tool/call`.
     Host {
         /// Namespace, e.g. `tool`.
@@ -44,7 +64,7 @@ impl Function {
         match self {
             Function::Builtin(b) => b.name.to_string(),
             Function::Closure(c) => c.lambda.name.as_deref().unwrap_or("fn").to_string(),
-            Function::Native(n, _) => n.to_string(),
+            Function::Native(n) => n.name.to_string(),
             Function::Host { ns, name } => format!("{ns}/{name}"),
         }
     }
@@ -213,9 +233,10 @@ impl<'a> Ctx<'a> {
         Ok(())
     }
 
+    /// Enters a call: checks call depth, native stack and the step budget. On success the caller
+    /// must decrement `depth` when the call returns.
     fn enter(&mut self) -> R<()> {
-        self.depth += 1;
-        if self.depth > self.shared.limits.max_call_depth {
+        if self.depth >= self.shared.limits.max_call_depth {
             return err(
                 "depth_exceeded",
                 format!(
@@ -231,7 +252,9 @@ impl<'a> Ctx<'a> {
                 "native stack exhausted by nested evaluation",
             );
         }
-        self.tick()
+        self.tick()?;
+        self.depth += 1;
+        Ok(())
     }
 
     /// Evaluates a node in a frame. The hot node kinds are handled here; the rest live in
@@ -724,9 +747,12 @@ impl<'a> Ctx<'a> {
                     (b.f)(self, args)
                 }
                 Function::Closure(c) => self.call_closure(f, c, args),
-                Function::Native(_, nf) => {
-                    self.tick()?;
-                    nf(self, args)
+                Function::Native(n) => {
+                    // Combinators can nest without bound (a chain of partials): count them as calls.
+                    self.enter()?;
+                    let r = (n.f)(&n.captured, self, args);
+                    self.depth -= 1;
+                    r
                 }
                 Function::Host { ns, name } => self.call_host(ns, name, args),
             },

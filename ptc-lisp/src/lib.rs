@@ -32,7 +32,7 @@ mod reader;
 mod value;
 
 pub use error::{Ctl, LispError, Pos, R};
-pub use eval::{Closure, Function};
+pub use eval::{Closure, Function, Native};
 pub use host::{CallContext, Discovery, Host, HostError, HostValue};
 pub use interp::Interpreter;
 pub use limits::Limits;

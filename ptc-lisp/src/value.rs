@@ -149,7 +149,17 @@ impl DerefMut for Items {
 }
 
 fn is_container(v: &Value) -> bool {
-    matches!(v, Value::Vector(_) | Value::Map(_) | Value::Set(_))
+    matches!(
+        v,
+        Value::Vector(_) | Value::Map(_) | Value::Set(_) | Value::Func(_)
+    )
+}
+
+/// Drops values without recursion, however deeply collections and closures nest.
+pub(crate) fn drop_values(mut values: Vec<Value>) {
+    if values.iter().any(is_container) {
+        drain_into(&mut values);
+    }
 }
 
 /// Moves the children of uniquely owned containers onto `stack` so they drop one level at a time.
@@ -169,6 +179,15 @@ fn drain_into(stack: &mut Vec<Value>) {
             Value::Set(a) => {
                 if let Some(mut s) = Arc::into_inner(a) {
                     stack.extend(std::mem::take(&mut s.0));
+                }
+            }
+            Value::Func(a) => {
+                if let Some(mut f) = Arc::into_inner(a) {
+                    match &mut f {
+                        Function::Closure(c) => stack.append(&mut c.captures),
+                        Function::Native(n) => stack.append(&mut n.captured),
+                        Function::Builtin(_) | Function::Host { .. } => {}
+                    }
                 }
             }
             _ => {}
@@ -222,7 +241,10 @@ impl MapData {
         if n <= SMALL_MAP {
             MapData::Small(Vec::with_capacity(n))
         } else {
-            MapData::Large(Box::new(IndexMap::with_capacity_and_hasher(n, FxBuild::default())))
+            MapData::Large(Box::new(IndexMap::with_capacity_and_hasher(
+                n,
+                FxBuild::default(),
+            )))
         }
     }
 

@@ -181,6 +181,32 @@ fn deeply_nested_values_print_compare_and_drop_without_overflow() {
 }
 
 #[test]
+fn long_chains_of_closures_drop_and_call_without_overflow() {
+    // Each step wraps the previous function: dropping or calling the chain must not recurse natively.
+    for wrap in [
+        "(fn [] f)",
+        "(partial f)",
+        "(comp f)",
+        "[(fn [] f)]",
+        "{:f (constantly f)}",
+    ] {
+        let src = format!("(count [(reduce (fn [f _] {wrap}) identity (range 300000))])");
+        assert_eq!(reason(&src), "ok: 1", "{wrap}");
+    }
+    for wrap in ["(partial f)", "(comp f)", "(fn [x] (f x))", "(fnil f 0)"] {
+        let src = format!("((reduce (fn [f _] {wrap}) inc (range 100000)) 1)");
+        assert_eq!(reason(&src), "depth_exceeded", "{wrap}");
+    }
+    // The chain escaping to the caller's thread is dropped there, iteratively too.
+    let mut i = Interpreter::new(limits());
+    let v = i
+        .eval_str("(reduce (fn [f _] (fn [] f)) identity (range 300000))")
+        .unwrap();
+    drop(i);
+    drop(v);
+}
+
+#[test]
 fn program_size_is_limited() {
     let l = Limits {
         max_program_bytes: 100,

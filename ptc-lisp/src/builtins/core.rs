@@ -545,39 +545,39 @@ fn apply(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     ctx.apply(&f, &mut args)
 }
 
-fn native(
-    name: &'static str,
-    f: impl Fn(&mut Ctx<'_>, &mut [Value]) -> R<Value> + Send + Sync + 'static,
-) -> Value {
-    Value::Func(Arc::new(Function::Native(name, Box::new(f))))
+fn native(name: &'static str, captured: Vec<Value>, f: crate::eval::NativeFn) -> Value {
+    Value::Func(Arc::new(Function::Native(crate::eval::Native {
+        name,
+        captured,
+        f,
+    })))
 }
 
 fn constantly(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
-    let v = take(a, 0);
-    Ok(native("constantly", move |_, _| Ok(v.clone())))
+    Ok(native("constantly", vec![take(a, 0)], |c, _, _| {
+        Ok(c[0].clone())
+    }))
 }
 
 fn complement(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
-    let f = take(a, 0);
-    Ok(native("complement", move |ctx, args| {
-        Ok(Value::Bool(!ctx.apply(&f, args)?.truthy()))
+    Ok(native("complement", vec![take(a, 0)], |c, ctx, args| {
+        Ok(Value::Bool(!ctx.apply(&c[0], args)?.truthy()))
     }))
 }
 
 fn partial(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
-    let f = take(a, 0);
-    let fixed: Vec<Value> = a[1..].to_vec();
-    Ok(native("partial", move |ctx, args| {
-        let mut all = fixed.clone();
+    // captured = [f fixed-args...]
+    Ok(native("partial", a.to_vec(), |c, ctx, args| {
+        let mut all = c[1..].to_vec();
         all.extend(args.iter_mut().map(std::mem::take));
-        ctx.apply(&f, &mut all)
+        ctx.apply(&c[0], &mut all)
     }))
 }
 
 fn comp(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let mut fs: Vec<Value> = a.to_vec();
     if fs.is_empty() {
-        return Ok(native("identity", |_, args| match args.len() {
+        return Ok(native("identity", vec![], |_, _, args| match args.len() {
             1 => Ok(take(args, 0)),
             n => err(
                 "arity_error",
@@ -595,7 +595,7 @@ fn comp(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     } else {
         "comp"
     };
-    Ok(native(name, move |ctx, args| {
+    Ok(native(name, fs, |fs, ctx, args| {
         let (last, rest) = match fs.split_last() {
             Some(x) => x,
             None => return Ok(Value::Nil),
@@ -609,10 +609,9 @@ fn comp(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
 }
 
 fn juxt(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
-    let fs: Vec<Value> = a.to_vec();
-    Ok(native("juxt", move |ctx, args| {
+    Ok(native("juxt", a.to_vec(), |fs, ctx, args| {
         let mut out = Vec::with_capacity(fs.len());
-        for f in &fs {
+        for f in fs {
             let mut copy = args.to_vec();
             out.push(ctx.apply(f, &mut copy)?);
         }
@@ -621,24 +620,22 @@ fn juxt(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
 }
 
 fn fnil(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
-    let f = take(a, 0);
-    let defaults: Vec<Value> = a[1..].to_vec();
-    Ok(native("fnil", move |ctx, args| {
-        for (i, d) in defaults.iter().enumerate() {
+    // captured = [f defaults...]
+    Ok(native("fnil", a.to_vec(), |c, ctx, args| {
+        for (i, d) in c[1..].iter().enumerate() {
             if let Some(x) = args.get_mut(i)
                 && x.is_nil()
             {
                 *x = d.clone();
             }
         }
-        ctx.apply(&f, args)
+        ctx.apply(&c[0], args)
     }))
 }
 
 fn every_pred(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
-    let ps: Vec<Value> = a.to_vec();
-    Ok(native("every-pred", move |ctx, args| {
-        for p in &ps {
+    Ok(native("every-pred", a.to_vec(), |ps, ctx, args| {
+        for p in ps {
             for x in args.iter() {
                 if !ctx.apply(p, &mut [x.clone()])?.truthy() {
                     return Ok(Value::Bool(false));
@@ -650,10 +647,9 @@ fn every_pred(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
 }
 
 fn some_fn(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
-    let ps: Vec<Value> = a.to_vec();
-    Ok(native("some-fn", move |ctx, args| {
+    Ok(native("some-fn", a.to_vec(), |ps, ctx, args| {
         let mut last = Value::Nil;
-        for p in &ps {
+        for p in ps {
             for x in args.iter() {
                 let r = ctx.apply(p, &mut [x.clone()])?;
                 if r.truthy() {

@@ -43,7 +43,7 @@ pub(crate) const BUILTINS: &[Builtin] = &[
         "map",
         1,
         VARIADIC,
-        |c, a| xf(c, a, map),
+        |c, a| xf(c, a, map, "map"),
         "(map f coll & colls): [(f x) ...]; several colls stop at the shortest"
     ),
     b!("mapv", 2, VARIADIC, map, "(mapv f coll & colls)"),
@@ -51,7 +51,7 @@ pub(crate) const BUILTINS: &[Builtin] = &[
         "filter",
         1,
         2,
-        |c, a| xf(c, a, filter),
+        |c, a| xf(c, a, filter, "filter"),
         "(filter pred coll)"
     ),
     b!("filterv", 2, 2, filter, "(filterv pred coll)"),
@@ -59,35 +59,35 @@ pub(crate) const BUILTINS: &[Builtin] = &[
         "remove",
         1,
         2,
-        |c, a| xf(c, a, remove),
+        |c, a| xf(c, a, remove, "remove"),
         "(remove pred coll)"
     ),
     b!(
         "keep",
         1,
         2,
-        |c, a| xf(c, a, keep),
+        |c, a| xf(c, a, keep, "keep"),
         "(keep f coll): non-nil results of f"
     ),
     b!(
         "keep-indexed",
         1,
         2,
-        |c, a| xf(c, a, keep_indexed),
+        |c, a| xf(c, a, keep_indexed, "keep-indexed"),
         "(keep-indexed f coll): non-nil (f i x)"
     ),
     b!(
         "map-indexed",
         1,
         2,
-        |c, a| xf(c, a, map_indexed),
+        |c, a| xf(c, a, map_indexed, "map-indexed"),
         "(map-indexed f coll): [(f i x) ...]"
     ),
     b!(
         "mapcat",
         1,
         VARIADIC,
-        |c, a| xf(c, a, mapcat),
+        |c, a| xf(c, a, mapcat, "mapcat"),
         "(mapcat f coll & colls): concatenated results"
     ),
     b!("reduce", 2, 3, reduce, "(reduce f [init] coll)"),
@@ -128,22 +128,34 @@ pub(crate) const BUILTINS: &[Builtin] = &[
         "(not-every? pred coll)"
     ),
     b!("concat", 0, VARIADIC, concat, "(concat & colls)"),
-    b!("take", 1, 2, |c, a| xf(c, a, take_fn), "(take n coll)"),
-    b!("drop", 1, 2, |c, a| xf(c, a, drop_fn), "(drop n coll)"),
+    b!(
+        "take",
+        1,
+        2,
+        |c, a| xf(c, a, take_fn, "take"),
+        "(take n coll)"
+    ),
+    b!(
+        "drop",
+        1,
+        2,
+        |c, a| xf(c, a, drop_fn, "drop"),
+        "(drop n coll)"
+    ),
     b!("take-last", 2, 2, take_last, "(take-last n coll)"),
     b!("drop-last", 1, 2, drop_last, "(drop-last [n] coll)"),
     b!(
         "take-while",
         1,
         2,
-        |c, a| xf(c, a, take_while),
+        |c, a| xf(c, a, take_while, "take-while"),
         "(take-while pred coll)"
     ),
     b!(
         "drop-while",
         1,
         2,
-        |c, a| xf(c, a, drop_while),
+        |c, a| xf(c, a, drop_while, "drop-while"),
         "(drop-while pred coll)"
     ),
     b!("take-nth", 2, 2, take_nth, "(take-nth n coll)"),
@@ -332,32 +344,39 @@ pub(crate) const BUILTINS: &[Builtin] = &[
 /// understand (sequences are eager, so a transducer is just a collection transform).
 pub(crate) const TRANSDUCER: &str = "transducer";
 
-fn xf(ctx: &mut Ctx<'_>, a: &mut [Value], f: super::BuiltinFn) -> R<Value> {
+fn xf(ctx: &mut Ctx<'_>, a: &mut [Value], f: super::BuiltinFn, name: &str) -> R<Value> {
     if a.len() > 1 {
         return f(ctx, a);
     }
-    let arg = take(a, 0);
+    // The builtin travels as a value so the transducer holds only plain captured values.
+    let Some(builtin) = super::lookup(name) else {
+        return err("internal_error", "transducer builtin not registered");
+    };
+    let captured = vec![crate::analyze::builtin_value(builtin), take(a, 0)];
     Ok(Value::Func(Arc::new(crate::eval::Function::Native(
-        TRANSDUCER,
-        Box::new(move |ctx, args| {
-            if args.len() != 1 {
-                return err(
-                    "arity_error",
-                    format!(
-                        "a transducer expects 1 collection, got {} argument(s)",
-                        args.len()
-                    ),
-                );
-            }
-            let coll = take(args, 0);
-            f(ctx, &mut [arg.clone(), coll])
-        }),
+        crate::eval::Native {
+            name: TRANSDUCER,
+            captured,
+            f: |c, ctx, args| {
+                if args.len() != 1 {
+                    return err(
+                        "arity_error",
+                        format!(
+                            "a transducer expects 1 collection, got {} argument(s)",
+                            args.len()
+                        ),
+                    );
+                }
+                let coll = take(args, 0);
+                ctx.apply(&c[0], &mut [c[1].clone(), coll])
+            },
+        },
     ))))
 }
 
 /// True if `v` is a transducer made by [`xf`].
 pub(crate) fn is_transducer(v: &Value) -> bool {
-    matches!(v, Value::Func(f) if matches!(&**f, crate::eval::Function::Native(n, _) if *n == TRANSDUCER))
+    matches!(v, Value::Func(f) if matches!(&**f, crate::eval::Function::Native(n) if n.name == TRANSDUCER))
 }
 
 fn sequence(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
