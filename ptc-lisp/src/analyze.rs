@@ -763,17 +763,18 @@ impl<'a> Analyzer<'a> {
                 if !args.len().is_multiple_of(2) {
                     return Err(invalid("cond requires an even number of forms", pos));
                 }
-                let mut node = Node::Const(Value::Nil);
-                for pair in args.chunks(2).rev() {
+                // A flat clause list (not nested ifs): a long cond must not nest the evaluator.
+                let mut clauses = Vec::with_capacity(args.len() / 2);
+                for pair in args.chunks(2) {
                     let test = if matches!(pair[0].kind, FormKind::Keyword(_)) {
                         Node::Const(Value::Bool(true))
                     } else {
                         self.analyze(&pair[0], false)?
                     };
                     let then = self.analyze(&pair[1], tail)?;
-                    node = Node::If(Box::new(test), Box::new(then), Box::new(node));
+                    clauses.push((test, then));
                 }
-                Ok(node)
+                Ok(Node::Cond(clauses))
             }
             "condp" => {
                 self.expect_args("condp", args, 2, None, pos)?;

@@ -106,6 +106,8 @@ pub(crate) enum Node {
     /// `(:k m)` / `(:k m default)` with flexible key lookup.
     KwGet(Value, Box<Node>, Option<Box<Node>>),
     Case(Box<Node>, Vec<(Value, Node)>, Box<Node>),
+    /// `cond`: the first clause whose test is truthy; nil when none is.
+    Cond(Vec<(Node, Node)>),
     For {
         clauses: Vec<ForClause>,
         first_slot: usize,

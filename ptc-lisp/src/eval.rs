@@ -320,6 +320,14 @@ impl<'a> Ctx<'a> {
     #[inline(never)]
     fn eval_cold(&mut self, node: &Node, fr: &Frame<'_>) -> R<Value> {
         match node {
+            Node::Cond(clauses) => {
+                for (test, then) in clauses {
+                    if self.eval(test, fr)?.truthy() {
+                        return self.eval(then, fr);
+                    }
+                }
+                Ok(Value::Nil)
+            }
             Node::Memo(inner, cell) => {
                 if let Some(v) = cell.get() {
                     return Ok(v.clone());

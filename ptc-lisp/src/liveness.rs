@@ -83,6 +83,12 @@ fn children<'a>(n: &'a Node, out: &mut Vec<&'a Node>) {
                 out.push(d);
             }
         }
+        Node::Cond(clauses) => {
+            for (t, x) in clauses {
+                out.push(t);
+                out.push(x);
+            }
+        }
         Node::Case(e, t, d) => {
             out.push(e);
             out.extend(t.iter().map(|(_, n)| n));
@@ -154,6 +160,19 @@ fn walk(node: &mut Node, live: &mut Live) {
             walk(t, live);
             union(live, &le);
             walk(c, live);
+        }
+        Node::Cond(clauses) => {
+            // Clause i's body runs after tests 0..=i; later tests run only if it does not.
+            let after = live.clone();
+            let mut acc = after.clone();
+            for (test, then) in clauses.iter_mut().rev() {
+                let mut l = after.clone();
+                walk(then, &mut l);
+                union(&mut l, &acc);
+                walk(test, &mut l);
+                acc = l;
+            }
+            *live = acc;
         }
         Node::Case(e, table, d) => {
             let after = live.clone();

@@ -207,6 +207,17 @@ fn long_chains_of_closures_drop_and_call_without_overflow() {
 }
 
 #[test]
+fn long_flat_forms_do_not_nest_the_evaluator() {
+    let clauses: String = (0..40_000).map(|i| format!("(= x {i}) {i} ")).collect();
+    assert_eq!(
+        reason(&format!("(let [x 39999] (cond {clauses} :else :none))")),
+        "ok: 39999"
+    );
+    let steps = "(inc)".repeat(100_000);
+    assert_eq!(reason(&format!("(-> 0 {steps})")), "depth_exceeded");
+}
+
+#[test]
 fn program_size_is_limited() {
     let l = Limits {
         max_program_bytes: 100,
