@@ -26,14 +26,18 @@ pub struct Interpreter {
 impl Interpreter {
     /// An interpreter without a host (no `tool/...` functions).
     pub fn new(limits: Limits) -> Self {
-        Interpreter {
+        let mut i = Interpreter {
             limits,
             host: None,
             globals: Globals::default(),
             data: Value::Nil,
             output: String::new(),
             last_memory: 0,
+        };
+        for name in ["*1", "*2", "*3"] {
+            i.define(name, Value::Nil);
         }
+        i
     }
 
     /// An interpreter whose namespaced functions (e.g. `tool/call`) are served by `host`.
@@ -96,7 +100,7 @@ impl Interpreter {
         let data = &self.data;
         let output = &mut self.output;
         let last_memory = &mut self.last_memory;
-        std::thread::scope(|s| {
+        let result = std::thread::scope(|s| {
             let handle = std::thread::Builder::new()
                 .name("ptc-lisp-eval".into())
                 .stack_size(stack)
@@ -115,7 +119,25 @@ impl Interpreter {
                     format!("could not start the evaluator: {e}"),
                 )),
             }
-        })
+        });
+        if let Ok(v) = &result {
+            // REPL history, as in Clojure: *1 is the last result, *2 the one before, *3 before that.
+            let prev1 = self.global("*1");
+            let prev2 = self.global("*2");
+            self.define("*3", prev2);
+            self.define("*2", prev1);
+            self.define("*1", v.clone());
+        }
+        result
+    }
+
+    fn global(&self, name: &str) -> Value {
+        self.globals
+            .names
+            .get(name)
+            .and_then(|i| self.globals.values.get(*i))
+            .and_then(|v| v.clone())
+            .unwrap_or(Value::Nil)
     }
 }
 

@@ -544,6 +544,18 @@ fn definitions_persist_and_println_is_captured() {
 }
 
 #[test]
+fn result_history_is_kept_in_star_vars() {
+    let mut i = Interpreter::new(Limits::default());
+    i.eval_str("(+ 1 1)").unwrap();
+    i.eval_str("[:b]").unwrap();
+    i.eval_str("\"c\"").unwrap();
+    assert_eq!(
+        i.eval_str("[*1 *2 *3]").unwrap().to_string(),
+        "[\"c\" [:b] 2]"
+    );
+}
+
+#[test]
 fn context_data_namespace() {
     let mut i = Interpreter::new(Limits::default());
     i.set_context(ptc_lisp::read_value("{\"orders\" [{\"total\" 30} {\"total\" 10}]}").unwrap());
