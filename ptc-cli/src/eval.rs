@@ -24,6 +24,9 @@ pub struct EvalArgs {
     /// Print the result as JSON instead of Clojure syntax.
     #[arg(long)]
     json: bool,
+    /// A JSON object whose keys the program reads as `data/<key>`.
+    #[arg(long, value_name = "FILE")]
+    context: Option<PathBuf>,
 }
 
 fn read_program(args: &EvalArgs) -> Result<String, String> {
@@ -61,7 +64,33 @@ pub fn run(args: EvalArgs) -> ExitCode {
     if let Some(b) = args.memory_bytes {
         limits.max_memory_bytes = b;
     }
+    let context = match &args.context {
+        Some(path) => {
+            let bytes = match std::fs::read(path) {
+                Ok(b) => b,
+                Err(e) => {
+                    eprintln!("ptc eval: cannot read {}: {e}", path.display());
+                    return ExitCode::from(2);
+                }
+            };
+            match ptc_lisp::Value::from_json_bytes(&bytes, &limits) {
+                Ok(v @ ptc_lisp::Value::Map(_)) => Some(v),
+                Ok(_) => {
+                    eprintln!("ptc eval: {} must hold a JSON object", path.display());
+                    return ExitCode::from(2);
+                }
+                Err(e) => {
+                    eprintln!("ptc eval: {}: {}", path.display(), format_error(&e));
+                    return ExitCode::from(2);
+                }
+            }
+        }
+        None => None,
+    };
     let mut interp = Interpreter::new(limits);
+    if let Some(c) = context {
+        interp.set_context(c);
+    }
     let result = interp.eval_str(&src);
     let printed = interp.take_output();
     if !printed.is_empty() {
