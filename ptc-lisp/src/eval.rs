@@ -246,7 +246,7 @@ impl<'a> Ctx<'a> {
             );
         }
         let used = self.stack_base.abs_diff(stack_addr());
-        if used + STACK_RESERVE > self.shared.limits.stack_bytes {
+        if used + STACK_RESERVE > self.shared.limits.thread_stack() {
             return err(
                 "depth_exceeded",
                 "native stack exhausted by nested evaluation",

@@ -93,7 +93,7 @@ impl Interpreter {
                 ),
             ));
         }
-        let stack = self.limits.stack_bytes;
+        let stack = self.limits.thread_stack();
         let limits = &self.limits;
         let globals = &mut self.globals;
         let host = self.host.as_deref();

@@ -27,6 +27,7 @@ pub struct Limits {
     /// Worker threads for `pmap`/`pcalls`.
     pub max_workers: usize,
     /// Stack reserved for the evaluation thread; deep recursion errors before using it up.
+    /// Values below 8 MiB are raised to 8 MiB.
     pub stack_bytes: usize,
 }
 
@@ -49,6 +50,11 @@ impl Default for Limits {
 }
 
 impl Limits {
+    /// The stack size actually used for evaluation threads.
+    pub(crate) fn thread_stack(&self) -> usize {
+        self.stack_bytes.max(8 << 20)
+    }
+
     /// Limits with every bound switched off except the ones that protect the process
     /// (depths and stack), for benchmarking the cost of the sandbox.
     pub fn unlimited() -> Self {

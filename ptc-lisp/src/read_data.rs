@@ -61,7 +61,7 @@ pub fn read_value(src: &str) -> Result<Value, LispError> {
     std::thread::scope(|s| {
         let h = std::thread::Builder::new()
             .name("ptc-lisp-read".into())
-            .stack_size(limits.stack_bytes)
+            .stack_size(limits.thread_stack())
             .spawn_scoped(s, || read_value_here(src, &limits));
         match h {
             Ok(h) => h.join().unwrap_or_else(|_| {

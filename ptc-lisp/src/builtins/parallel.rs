@@ -45,7 +45,7 @@ fn par_run(
     let failed = AtomicBool::new(false);
     let base_steps = ctx.steps;
     let depth = ctx.depth;
-    let stack_bytes = ctx.limits().stack_bytes;
+    let stack_bytes = ctx.limits().thread_stack();
     let mut results: Vec<ItemResult> = Vec::with_capacity(n);
     let mut steps_used = 0u64;
     let mut spawn_error = None;
