@@ -1,1 +1,1 @@
-//! Cross-crate tests for ptc (incl. trybuild UI tests).
+//! Cross-crate tests for ptc; the tests live in `tests/`.
