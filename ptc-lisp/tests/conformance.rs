@@ -16,7 +16,7 @@ use std::fmt::Write as _;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 
-use ptc_lisp::{Interpreter, Limits, read_value};
+use ptc_lisp::{Interpreter, Limits, Value, read_value};
 
 /// Minimum share of all corpus cases that must pass, known gaps included.
 const MIN_PASS_RATE: f64 = 0.98;
@@ -39,18 +39,21 @@ struct Case {
     src: String,
     expect: Expect,
     divergence: Option<String>,
+    /// `;; data: <JSON object>`: the request context the program reads as `data/<key>`.
+    data: Option<String>,
 }
 
 /// Parses one corpus file. The grammar is shared with `check_with_clojure.clj`:
 /// a case starts at `;; case: <name>`, marker lines (`;; ptc-only`, `;; unchecked: ...`,
-/// `;; divergence: <id>`) may appear anywhere before the result line, every other line is
-/// program text, and `;; => <value>` or `;; !! <reason>` ends the case.
+/// `;; divergence: <id>`, `;; data: <JSON object>`) may appear anywhere before the result line,
+/// every other line is program text, and `;; => <value>` or `;; !! <reason>` ends the case.
 fn parse_cases(file: &str, text: &str) -> Result<Vec<Case>, String> {
     struct Open {
         line: usize,
         name: String,
         src: Vec<String>,
         divergence: Option<String>,
+        data: Option<String>,
     }
     let mut cases = Vec::new();
     let mut open: Option<Open> = None;
@@ -73,6 +76,7 @@ fn parse_cases(file: &str, text: &str) -> Result<Vec<Case>, String> {
                 name: name.to_string(),
                 src: Vec::new(),
                 divergence: None,
+                data: None,
             });
             continue;
         }
@@ -97,9 +101,12 @@ fn parse_cases(file: &str, text: &str) -> Result<Vec<Case>, String> {
                 src: o.src.join("\n"),
                 expect,
                 divergence: o.divergence,
+                data: o.data,
             });
         } else if let Some(id) = line.strip_prefix(";; divergence:") {
             o.divergence = Some(id.trim().to_string());
+        } else if let Some(json) = line.strip_prefix(";; data:") {
+            o.data = Some(json.trim().to_string());
         } else if line == ";; ptc-only" || line.starts_with(";; unchecked:") {
             // Only meaningful to the Clojure check; PTC-Lisp runs every case.
         } else {
@@ -161,7 +168,18 @@ fn load_known_gaps() -> BTreeMap<String, String> {
 /// Evaluates one case in a fresh interpreter and returns `Err(description)` when it disagrees.
 fn run_case(case: &Case) -> Result<(), String> {
     let outcome = catch_unwind(AssertUnwindSafe(|| {
-        let mut interp = Interpreter::new(Limits::default());
+        let limits = Limits::default();
+        let context = match &case.data {
+            Some(json) => Some(
+                Value::from_json_bytes(json.as_bytes(), &limits)
+                    .map_err(|e| ("data".to_string(), format!("`;; data:` JSON: {e}")))?,
+            ),
+            None => None,
+        };
+        let mut interp = Interpreter::new(limits);
+        if let Some(c) = context {
+            interp.set_context(c);
+        }
         interp
             .eval_str(&case.src)
             .map(|v| v.to_string())
@@ -255,12 +273,13 @@ fn case_parser_rejects_a_case_without_result() {
     assert!(err.contains("`a`"), "{err}");
     let ok = parse_cases(
         "t.txt",
-        ";; header\n;; case: c\n;; divergence: x\n(/ 1 2)\n;; => 0.5\n",
+        ";; header\n;; case: c\n;; divergence: x\n;; data: {\"a\": 1}\n(/ 1 2)\n;; => 0.5\n",
     )
     .expect("well-formed");
     assert_eq!(ok.len(), 1);
     assert_eq!(ok[0].src, "(/ 1 2)");
     assert_eq!(ok[0].divergence.as_deref(), Some("x"));
+    assert_eq!(ok[0].data.as_deref(), Some("{\"a\": 1}"));
     assert_eq!(ok[0].expect, Expect::Value("0.5".to_string()));
 }
 

@@ -10,6 +10,7 @@
 ;;   `;; divergence: id` Clojure must give something different (or throw); id must be documented
 ;;   `;; ptc-only`       evaluated with the PTC-extension prelude below (sum, avg, json/..., ...)
 ;;   `;; unchecked: why` not evaluated by Clojure at all (counted and listed as skipped)
+;;   `;; data: {json}`   the request context: each top-level key becomes the var data/<key>
 
 (ns check-with-clojure
   (:require [clojure.set]
@@ -50,6 +51,7 @@
             (= t ";; ptc-only") (recur more (inc lineno) (assoc cur :ptc-only true) cases)
             (marker t ";; unchecked:") (recur more (inc lineno) (assoc cur :unchecked (marker t ";; unchecked:")) cases)
             (marker t ";; divergence:") (recur more (inc lineno) (assoc cur :divergence (marker t ";; divergence:")) cases)
+            (marker t ";; data:") (recur more (inc lineno) (assoc cur :data (marker t ";; data:")) cases)
 
             (marker t ";; =>")
             (let [c (assoc cur :expected (marker t ";; =>") :done true)]
@@ -143,7 +145,20 @@
 
 (def counter (atom 0))
 
-(defn- eval-in-fresh-ns [src ptc-only?]
+(defn- install-data-ns!
+  "PTC programs read the request context as data/<key>; model it as a namespace `data` whose
+  vars hold the JSON values (string keys, as a tool or host hands them over)."
+  [json-text]
+  (remove-ns 'data)
+  (when json-text
+    (let [read-str (or (resolve 'clojure.data.json/read-str)
+                       (throw (ex-info "`;; data:` needs clojure.data.json" {})))
+          ns (create-ns 'data)]
+      (doseq [[k v] (read-str json-text)]
+        (intern ns (symbol k) v)))))
+
+(defn- eval-in-fresh-ns [src ptc-only? data]
+  (install-data-ns! data)
   (let [ns (create-ns (symbol (str "conformance.case" (swap! counter inc))))]
     ;; println output is captured by PTC-Lisp, so it must not pollute this report either.
     (binding [*ns* ns, *out* (java.io.StringWriter.)]
@@ -195,7 +210,7 @@
           (and (:divergence c) (not (contains? documented-ids (:divergence c))))
           {:status :fail :why (str "divergence rule `" (:divergence c) "` is not documented in docs/divergences.md")}
           :else
-          (let [r (run-with-timeout #(eval-in-fresh-ns src ptc-only?) 10000)
+          (let [r (run-with-timeout #(eval-in-fresh-ns src ptc-only? (:data c)) 10000)
                 got (cond (:timeout r) "<timeout>"
                           (:thrown r) (str "throws " (describe-throw (:thrown r)))
                           :else (clip (pr-str (:value r))))]
@@ -248,8 +263,9 @@
     (doseq [{:keys [case why]} (:skip by)]
       (println (str "SKIP " (:name case) " -- " why)))
     (doseq [d dup-names] (println (str "DUPLICATE case name: " d)))
-    (doseq [id (sort (remove used-ids ids))]
-      (println (str "NOTE divergence rule documented but no case uses it: " id)))
+    (when-not filter-str
+      (doseq [id (sort (remove used-ids ids))]
+        (println (str "NOTE divergence rule documented but no case uses it: " id))))
     (println)
     (println (format "%d cases in %d files: %d passed (%d of them confirmed divergences), %d failed, %d skipped (unchecked)%s"
                      (count results) (count files) (count (:pass by)) (count (filter :div (:pass by)))
