@@ -41,11 +41,14 @@ struct Case {
     divergence: Option<String>,
     /// `;; data: <JSON object>`: the request context the program reads as `data/<key>`.
     data: Option<String>,
+    /// `;; prints: <string literal>`: everything `println` and friends must have written.
+    prints: Option<String>,
 }
 
 /// Parses one corpus file. The grammar is shared with `check_with_clojure.clj`:
 /// a case starts at `;; case: <name>`, marker lines (`;; ptc-only`, `;; unchecked: ...`,
-/// `;; divergence: <id>`, `;; data: <JSON object>`) may appear anywhere before the result line,
+/// `;; divergence: <id>`, `;; data: <JSON object>`, `;; prints: <string literal>`) may appear
+/// anywhere before the result line,
 /// every other line is program text, and `;; => <value>` or `;; !! <reason>` ends the case.
 fn parse_cases(file: &str, text: &str) -> Result<Vec<Case>, String> {
     struct Open {
@@ -54,6 +57,7 @@ fn parse_cases(file: &str, text: &str) -> Result<Vec<Case>, String> {
         src: Vec<String>,
         divergence: Option<String>,
         data: Option<String>,
+        prints: Option<String>,
     }
     let mut cases = Vec::new();
     let mut open: Option<Open> = None;
@@ -77,6 +81,7 @@ fn parse_cases(file: &str, text: &str) -> Result<Vec<Case>, String> {
                 src: Vec::new(),
                 divergence: None,
                 data: None,
+                prints: None,
             });
             continue;
         }
@@ -102,11 +107,14 @@ fn parse_cases(file: &str, text: &str) -> Result<Vec<Case>, String> {
                 expect,
                 divergence: o.divergence,
                 data: o.data,
+                prints: o.prints,
             });
         } else if let Some(id) = line.strip_prefix(";; divergence:") {
             o.divergence = Some(id.trim().to_string());
         } else if let Some(json) = line.strip_prefix(";; data:") {
             o.data = Some(json.trim().to_string());
+        } else if let Some(text) = line.strip_prefix(";; prints:") {
+            o.prints = Some(text.trim().to_string());
         } else if line == ";; ptc-only" || line.starts_with(";; unchecked:") {
             // Only meaningful to the Clojure check; PTC-Lisp runs every case.
         } else {
@@ -180,15 +188,26 @@ fn run_case(case: &Case) -> Result<(), String> {
         if let Some(c) = context {
             interp.set_context(c);
         }
-        interp
+        let result = interp
             .eval_str(&case.src)
             .map(|v| v.to_string())
-            .map_err(|e| (e.reason().to_string(), e.to_string()))
+            .map_err(|e| (e.reason().to_string(), e.to_string()));
+        // Printed output is compared in printed form too: as a string literal.
+        Ok::<_, (String, String)>((result, Value::str(interp.output()).to_string()))
     }));
-    let got = match outcome {
-        Ok(r) => r,
+    let (got, printed_output) = match outcome {
+        Ok(Ok((r, out))) => (r, Some(out)),
+        Ok(Err(e)) => (Err(e), None),
         Err(_) => return Err("interpreter panicked".to_string()),
     };
+    if let (Some(text), Some(out)) = (&case.prints, printed_output) {
+        let expected = read_value(text)
+            .map_err(|e| format!("`;; prints:` text `{text}` does not read: {e}"))?
+            .to_string();
+        if out != expected {
+            return Err(format!("expected output {expected}, got output {out}"));
+        }
+    }
     match (&case.expect, got) {
         (Expect::Value(text), Ok(printed)) => {
             let expected = read_value(text)

@@ -11,6 +11,7 @@
 ;;   `;; ptc-only`       evaluated with the PTC-extension prelude below (sum, avg, json/..., ...)
 ;;   `;; unchecked: why` not evaluated by Clojure at all (counted and listed as skipped)
 ;;   `;; data: {json}`   the request context: each top-level key becomes the var data/<key>
+;;   `;; prints: "..."`  everything println/print/prn wrote must equal this string
 
 (ns check-with-clojure
   (:require [clojure.set]
@@ -52,6 +53,7 @@
             (marker t ";; unchecked:") (recur more (inc lineno) (assoc cur :unchecked (marker t ";; unchecked:")) cases)
             (marker t ";; divergence:") (recur more (inc lineno) (assoc cur :divergence (marker t ";; divergence:")) cases)
             (marker t ";; data:") (recur more (inc lineno) (assoc cur :data (marker t ";; data:")) cases)
+            (marker t ";; prints:") (recur more (inc lineno) (assoc cur :prints (marker t ";; prints:")) cases)
 
             (marker t ";; =>")
             (let [c (assoc cur :expected (marker t ";; =>") :done true)]
@@ -157,11 +159,14 @@
       (doseq [[k v] (read-str json-text)]
         (intern ns (symbol k) v)))))
 
-(defn- eval-in-fresh-ns [src ptc-only? data]
+(defn- eval-in-fresh-ns
+  "Evaluates src; returns {:value v :out <everything printed>}."
+  [src ptc-only? data]
   (install-data-ns! data)
-  (let [ns (create-ns (symbol (str "conformance.case" (swap! counter inc))))]
-    ;; println output is captured by PTC-Lisp, so it must not pollute this report either.
-    (binding [*ns* ns, *out* (java.io.StringWriter.)]
+  (let [ns (create-ns (symbol (str "conformance.case" (swap! counter inc))))
+        out (java.io.StringWriter.)]
+    ;; println output is captured (PTC-Lisp captures it too), compared for `;; prints:` cases.
+    (binding [*ns* ns, *out* out]
       (if ptc-only?
         (load-string ptc-prelude)
         (do (refer-clojure)
@@ -172,10 +177,10 @@
       (let [v (load-string src)]
         ;; Force lazy results here so an error inside a lazy seq counts as a throw.
         (pr-str v)
-        v))))
+        {:value v :out (str out)}))))
 
 (defn- run-with-timeout [f ms]
-  (let [fut (future (try {:value (f)} (catch Throwable t {:thrown t})))
+  (let [fut (future (try (f) (catch Throwable t {:thrown t})))
         r (deref fut ms ::timeout)]
     (if (= r ::timeout)
       (do (future-cancel fut) {:timeout true})
@@ -213,12 +218,14 @@
           (let [r (run-with-timeout #(eval-in-fresh-ns src ptc-only? (:data c)) 10000)
                 got (cond (:timeout r) "<timeout>"
                           (:thrown r) (str "throws " (describe-throw (:thrown r)))
+                          (:prints c) (clip (str (pr-str (:value r)) " printing " (pr-str (:out r))))
                           :else (clip (pr-str (:value r))))]
             (cond
               (:timeout r) {:status :fail :why "Clojure timed out" :got got}
 
               (:divergence c)
-              (if (and (not (:thrown r)) expected (= (:ok expected) (:value r)))
+              (if (and (not (:thrown r)) expected (= (:ok expected) (:value r))
+                       (or (nil? (:prints c)) (= (read-string (:prints c)) (:out r))))
                 {:status :fail :why "marked as divergence but Clojure agrees" :got got}
                 {:status :pass :div true :got got})
 
@@ -228,6 +235,8 @@
                 {:status :fail :why "expected an error but Clojure returns a value" :got got})
 
               (:thrown r) {:status :fail :why "Clojure throws" :got got}
+              (and (:prints c) (not= (read-string (:prints c)) (:out r)))
+              {:status :fail :why "Clojure prints something else" :got (pr-str (:out r))}
               (= (:ok expected) (:value r)) {:status :pass}
               :else {:status :fail :why "Clojure gives a different value" :got got})))))))
 
