@@ -519,6 +519,8 @@ fn errors_carry_reason_position_and_hint() {
     assert!(e.message().contains("known namespaces"), "{}", e.message());
     let e = i.eval_str("(+ 1").unwrap_err();
     assert_eq!(e.reason(), "parse_error");
+    // Found by the read fuzzer: keywords with inner colons cannot print and read back.
+    assert_eq!(i.eval_str(":a:b").unwrap_err().reason(), "parse_error");
     let e = i.eval_str("(fail {:code 7})").unwrap_err();
     assert_eq!(e.reason(), "fail");
     assert_eq!(
