@@ -54,7 +54,17 @@ pub struct CallContext<'a> {
     pub(crate) max_output: usize,
 }
 
-impl CallContext<'_> {
+impl<'a> CallContext<'a> {
+    /// A context outside an evaluation (for testing a [`Host`] directly): output goes to `output`,
+    /// capped at `max_output` bytes.
+    pub fn new(deadline: Option<Instant>, output: &'a mut String, max_output: usize) -> Self {
+        CallContext {
+            deadline,
+            output,
+            max_output,
+        }
+    }
+
     /// Time left before the program's deadline (`None` when the program has no deadline).
     /// Hosts should cap their own timeouts with it.
     pub fn remaining(&self) -> Option<Duration> {
