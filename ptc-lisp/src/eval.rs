@@ -97,6 +97,8 @@ pub struct Ctx<'a> {
     pub(crate) globals: Vec<Option<Value>>,
     pub(crate) output: String,
     pub(crate) in_parallel: bool,
+    /// How many parallel regions (`pmap`/`pcalls`) enclose this context.
+    pub(crate) par_depth: usize,
 }
 
 fn stack_addr() -> usize {
@@ -119,6 +121,7 @@ impl<'a> Ctx<'a> {
             globals,
             output: String::new(),
             in_parallel: false,
+            par_depth: 0,
         }
     }
 

@@ -251,6 +251,18 @@ fn bad_comparators_do_not_panic() {
 }
 
 #[test]
+fn recursion_through_pmap_does_not_multiply_threads() {
+    assert_eq!(
+        reason("(defn f [n] (if (= n 0) 0 (inc (first (pmap f [(dec n)]))))) (f 1000)"),
+        "ok: 1000"
+    );
+    assert_eq!(
+        reason("(defn f [n] (if (= n 0) 0 (inc (first (pmap f [(dec n)]))))) (f 100000)"),
+        "depth_exceeded"
+    );
+}
+
+#[test]
 fn errors_inside_pmap_fail_the_call() {
     assert_eq!(reason("(pmap #(/ 1 %) [1 0 2])"), "arithmetic_error");
     assert_eq!(

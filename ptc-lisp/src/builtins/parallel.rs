@@ -39,6 +39,17 @@ fn par_run(
     if n == 0 {
         return Ok(vec![]);
     }
+    // Parallel regions nested deeper than this run their branches in the current thread, so
+    // recursion through pmap cannot multiply threads without bound.
+    const MAX_PARALLEL_NESTING: usize = 2;
+    let par_depth = ctx.par_depth;
+    if par_depth >= MAX_PARALLEL_NESTING {
+        let mut out = Vec::with_capacity(n);
+        for i in 0..n {
+            out.push(job(ctx, i)?);
+        }
+        return Ok(out);
+    }
     let shared = ctx.shared;
     let globals = &ctx.globals;
     let next = AtomicUsize::new(0);
@@ -60,6 +71,7 @@ fn par_run(
             let h = builder.spawn_scoped(scope, move || {
                 let mut wctx = Ctx::new(shared, globals.clone());
                 wctx.in_parallel = true;
+                wctx.par_depth = par_depth + 1;
                 wctx.steps = base_steps;
                 wctx.depth = depth;
                 let mut local: Vec<ItemResult> = Vec::new();
