@@ -194,21 +194,27 @@ impl<'a> Ctx<'a> {
             .unwrap_or(usize::MAX)
     }
 
-    /// Renders a value as text within the remaining memory budget.
+    /// The longest string a builtin may build: the remaining memory budget, and never more than
+    /// 256 MiB (building text is not interruptible, so this also bounds its time).
+    pub(crate) fn text_limit(&self) -> usize {
+        self.remaining_memory().min(256 << 20)
+    }
+
+    /// Renders a value as text within [`Ctx::text_limit`].
     pub(crate) fn render(
         &self,
         v: &Value,
         out: &mut String,
         style: crate::printer::Style,
     ) -> R<()> {
-        let limit = self.remaining_memory();
+        let limit = self.text_limit();
         if crate::printer::render_limited(v, out, style, limit) {
             Ok(())
         } else {
             err(
                 "memory_exceeded",
                 format!(
-                    "rendering a value as text would exceed the memory budget ({limit} bytes left)"
+                    "rendering a value as text would exceed {limit} bytes (memory budget, at most 256 MiB per string)"
                 ),
             )
         }

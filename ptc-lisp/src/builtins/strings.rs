@@ -395,10 +395,12 @@ pub(crate) const BUILTINS: &[Builtin] = &[
 
 /// Fails with `memory_exceeded` if a text of `len` bytes would not fit the memory budget.
 fn check_text(ctx: &Ctx<'_>, len: usize) -> R<()> {
-    if len > ctx.remaining_memory() {
+    if len > ctx.text_limit() {
         return err(
             "memory_exceeded",
-            format!("a string of {len} bytes would exceed the memory budget"),
+            format!(
+                "a string of {len} bytes would exceed the memory budget (at most 256 MiB per string)"
+            ),
         );
     }
     Ok(())
