@@ -81,7 +81,7 @@ pub(crate) struct Shared<'a> {
     pub limits: &'a Limits,
     pub deadline: Option<Instant>,
     pub mem_used: AtomicU64,
-    pub cancel: AtomicBool,
+    pub cancel: &'a AtomicBool,
     pub host: Option<&'a dyn Host>,
     pub data: &'a Value,
 }
@@ -166,7 +166,7 @@ impl<'a> Ctx<'a> {
             return err("timeout", format!("program exceeded its {ms} ms deadline"));
         }
         if self.shared.cancel.load(Ordering::Relaxed) {
-            return err("cancelled", "a parallel branch failed");
+            return err("cancelled", "the evaluation was cancelled by the host");
         }
         Ok(())
     }

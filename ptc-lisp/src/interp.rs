@@ -21,6 +21,7 @@ pub struct Interpreter {
     data: Value,
     output: String,
     last_memory: u64,
+    cancel: Arc<AtomicBool>,
 }
 
 impl Interpreter {
@@ -33,6 +34,7 @@ impl Interpreter {
             data: Value::Nil,
             output: String::new(),
             last_memory: 0,
+            cancel: Arc::new(AtomicBool::new(false)),
         };
         for name in ["*1", "*2", "*3"] {
             i.define(name, Value::Nil);
@@ -76,6 +78,12 @@ impl Interpreter {
         std::mem::take(&mut self.output)
     }
 
+    /// A flag another thread may set to stop the running evaluation: it then fails with reason
+    /// `cancelled` at its next check (every few thousand steps). Each `eval_str` clears it first.
+    pub fn cancel_handle(&self) -> Arc<AtomicBool> {
+        self.cancel.clone()
+    }
+
     /// Bytes charged to the memory budget by the last evaluation.
     pub fn last_memory_bytes(&self) -> u64 {
         self.last_memory
@@ -100,12 +108,20 @@ impl Interpreter {
         let data = &self.data;
         let output = &mut self.output;
         let last_memory = &mut self.last_memory;
+        let cancel = &*self.cancel;
+        cancel.store(false, std::sync::atomic::Ordering::Relaxed);
         let result = std::thread::scope(|s| {
             let handle = std::thread::Builder::new()
                 .name("ptc-lisp-eval".into())
                 .stack_size(stack)
                 .spawn_scoped(s, move || {
-                    run(src, limits, globals, host, data, output, last_memory)
+                    let env = RunEnv {
+                        limits,
+                        host,
+                        data,
+                        cancel,
+                    };
+                    run(src, &env, globals, output, last_memory)
                 });
             match handle {
                 Ok(h) => h.join().unwrap_or_else(|_| {
@@ -141,21 +157,33 @@ impl Interpreter {
     }
 }
 
+/// What one evaluation reads from its interpreter.
+struct RunEnv<'a> {
+    limits: &'a Limits,
+    host: Option<&'a dyn Host>,
+    data: &'a Value,
+    cancel: &'a AtomicBool,
+}
+
 fn run(
     src: &str,
-    limits: &Limits,
+    env: &RunEnv<'_>,
     globals: &mut Globals,
-    host: Option<&dyn Host>,
-    data: &Value,
     output: &mut String,
     last_memory: &mut u64,
 ) -> Result<Value, LispError> {
+    let RunEnv {
+        limits,
+        host,
+        data,
+        cancel,
+    } = *env;
     let host_namespaces = host.map(|h| h.namespaces()).unwrap_or_default();
     let shared = Shared {
         limits,
         deadline: limits.timeout.map(|t| Instant::now() + t),
         mem_used: AtomicU64::new(0),
-        cancel: AtomicBool::new(false),
+        cancel,
         host,
         data,
     };

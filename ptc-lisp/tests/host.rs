@@ -205,3 +205,48 @@ fn discovery_goes_local_first_then_to_the_host() {
         "unbound_var"
     );
 }
+
+/// A host whose `ctl/cancel` sets the interpreter's cancel flag, as an MCP server would when
+/// the client cancels a request.
+struct Canceller {
+    handle: std::sync::OnceLock<Arc<std::sync::atomic::AtomicBool>>,
+}
+
+impl Host for Canceller {
+    fn namespaces(&self) -> Vec<String> {
+        vec!["ctl".into()]
+    }
+
+    fn call(
+        &self,
+        _cx: &mut CallContext<'_>,
+        _ns: &str,
+        _name: &str,
+        _args: &[Value],
+    ) -> Result<HostValue, HostError> {
+        if let Some(h) = self.handle.get() {
+            h.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        Ok(HostValue::Value(Value::Nil))
+    }
+}
+
+#[test]
+fn a_cancelled_evaluation_stops_with_reason_cancelled() {
+    let host = Arc::new(Canceller {
+        handle: std::sync::OnceLock::new(),
+    });
+    let limits = Limits {
+        max_loop_iterations: u64::MAX,
+        timeout: None,
+        ..Limits::default()
+    };
+    let mut i = Interpreter::with_host(limits, host.clone());
+    let _ = host.handle.set(i.cancel_handle());
+    let e = i
+        .eval_str("(ctl/cancel) (loop [n 0] (recur (inc n)))")
+        .unwrap_err();
+    assert_eq!(e.reason(), "cancelled");
+    // The next evaluation starts with the flag cleared.
+    assert_eq!(i.eval_str("(+ 1 2)").unwrap().to_string(), "3");
+}
