@@ -423,6 +423,8 @@ impl<'a> Ctx<'a> {
                 Err(Ctl::Recur)
             }
             Node::Fn(lambda, caps) => {
+                // Closures are values too: a loop that builds millions of them must hit the budget.
+                self.charge_items(caps.len() + 4)?;
                 let captures = caps
                     .iter()
                     .map(|c| match c {

@@ -106,6 +106,23 @@ fn runaway_allocation_hits_the_memory_budget() {
 }
 
 #[test]
+fn building_millions_of_functions_hits_the_memory_budget() {
+    let l = Limits {
+        max_memory_bytes: 16 << 20,
+        max_loop_iterations: u64::MAX,
+        ..limits()
+    };
+    assert_eq!(
+        reason_with("(loop [f identity] (recur (fn [] f)))", l.clone()),
+        "memory_exceeded"
+    );
+    assert_eq!(
+        reason_with("(loop [f identity] (recur (partial f)))", l),
+        "memory_exceeded"
+    );
+}
+
+#[test]
 fn string_doubling_hits_the_memory_budget() {
     assert_eq!(
         reason("(loop [s \"ab\"] (recur (str s s)))"),

@@ -545,45 +545,49 @@ fn apply(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     ctx.apply(&f, &mut args)
 }
 
-fn native(name: &'static str, captured: Vec<Value>, f: crate::eval::NativeFn) -> Value {
-    Value::Func(Arc::new(Function::Native(crate::eval::Native {
-        name,
-        captured,
-        f,
-    })))
+fn native(
+    ctx: &Ctx<'_>,
+    name: &'static str,
+    captured: Vec<Value>,
+    f: crate::eval::NativeFn,
+) -> R<Value> {
+    ctx.charge_items(captured.len() + 4)?;
+    Ok(Value::Func(Arc::new(Function::Native(
+        crate::eval::Native { name, captured, f },
+    ))))
 }
 
-fn constantly(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
-    Ok(native("constantly", vec![take(a, 0)], |c, _, _| {
+fn constantly(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
+    native(ctx, "constantly", vec![take(a, 0)], |c, _, _| {
         Ok(c[0].clone())
-    }))
+    })
 }
 
-fn complement(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
-    Ok(native("complement", vec![take(a, 0)], |c, ctx, args| {
+fn complement(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
+    native(ctx, "complement", vec![take(a, 0)], |c, ctx, args| {
         Ok(Value::Bool(!ctx.apply(&c[0], args)?.truthy()))
-    }))
+    })
 }
 
-fn partial(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
+fn partial(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     // captured = [f fixed-args...]
-    Ok(native("partial", a.to_vec(), |c, ctx, args| {
+    native(ctx, "partial", a.to_vec(), |c, ctx, args| {
         let mut all = c[1..].to_vec();
         all.extend(args.iter_mut().map(std::mem::take));
         ctx.apply(&c[0], &mut all)
-    }))
+    })
 }
 
-fn comp(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
+fn comp(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let mut fs: Vec<Value> = a.to_vec();
     if fs.is_empty() {
-        return Ok(native("identity", vec![], |_, _, args| match args.len() {
+        return native(ctx, "identity", vec![], |_, _, args| match args.len() {
             1 => Ok(take(args, 0)),
             n => err(
                 "arity_error",
                 format!("arity error: (comp) expects 1 argument, got {n}"),
             ),
-        }));
+        });
     }
     let transducers = fs.iter().all(super::seqs::is_transducer);
     if transducers {
@@ -595,7 +599,7 @@ fn comp(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     } else {
         "comp"
     };
-    Ok(native(name, fs, |fs, ctx, args| {
+    native(ctx, name, fs, |fs, ctx, args| {
         let (last, rest) = match fs.split_last() {
             Some(x) => x,
             None => return Ok(Value::Nil),
@@ -605,23 +609,23 @@ fn comp(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
             v = ctx.apply(f, &mut [v])?;
         }
         Ok(v)
-    }))
+    })
 }
 
-fn juxt(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
-    Ok(native("juxt", a.to_vec(), |fs, ctx, args| {
+fn juxt(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
+    native(ctx, "juxt", a.to_vec(), |fs, ctx, args| {
         let mut out = Vec::with_capacity(fs.len());
         for f in fs {
             let mut copy = args.to_vec();
             out.push(ctx.apply(f, &mut copy)?);
         }
         Ok(Value::vector(out))
-    }))
+    })
 }
 
-fn fnil(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
+fn fnil(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     // captured = [f defaults...]
-    Ok(native("fnil", a.to_vec(), |c, ctx, args| {
+    native(ctx, "fnil", a.to_vec(), |c, ctx, args| {
         for (i, d) in c[1..].iter().enumerate() {
             if let Some(x) = args.get_mut(i)
                 && x.is_nil()
@@ -630,11 +634,11 @@ fn fnil(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
             }
         }
         ctx.apply(&c[0], args)
-    }))
+    })
 }
 
-fn every_pred(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
-    Ok(native("every-pred", a.to_vec(), |ps, ctx, args| {
+fn every_pred(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
+    native(ctx, "every-pred", a.to_vec(), |ps, ctx, args| {
         for p in ps {
             for x in args.iter() {
                 if !ctx.apply(p, &mut [x.clone()])?.truthy() {
@@ -643,11 +647,11 @@ fn every_pred(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
             }
         }
         Ok(Value::Bool(true))
-    }))
+    })
 }
 
-fn some_fn(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
-    Ok(native("some-fn", a.to_vec(), |ps, ctx, args| {
+fn some_fn(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
+    native(ctx, "some-fn", a.to_vec(), |ps, ctx, args| {
         let mut last = Value::Nil;
         for p in ps {
             for x in args.iter() {
@@ -659,7 +663,7 @@ fn some_fn(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
             }
         }
         Ok(last)
-    }))
+    })
 }
 
 fn type_fn(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
