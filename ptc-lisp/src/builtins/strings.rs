@@ -62,42 +62,42 @@ pub(crate) const BUILTINS: &[Builtin] = &[
         "clojure.string/trim",
         1,
         1,
-        |_, a| Ok(Value::str(str_arg("trim", &a[0])?.trim())),
+        |c, a| string_value(c, str_arg("trim", &a[0])?.trim().to_string()),
         "(trim s)"
     ),
     b!(
         "trim",
         1,
         1,
-        |_, a| Ok(Value::str(str_arg("trim", &a[0])?.trim())),
+        |c, a| string_value(c, str_arg("trim", &a[0])?.trim().to_string()),
         "(trim s)"
     ),
     b!(
         "clojure.string/triml",
         1,
         1,
-        |_, a| Ok(Value::str(str_arg("triml", &a[0])?.trim_start())),
+        |c, a| string_value(c, str_arg("triml", &a[0])?.trim_start().to_string()),
         "(triml s)"
     ),
     b!(
         "triml",
         1,
         1,
-        |_, a| Ok(Value::str(str_arg("triml", &a[0])?.trim_start())),
+        |c, a| string_value(c, str_arg("triml", &a[0])?.trim_start().to_string()),
         "(triml s)"
     ),
     b!(
         "clojure.string/trimr",
         1,
         1,
-        |_, a| Ok(Value::str(str_arg("trimr", &a[0])?.trim_end())),
+        |c, a| string_value(c, str_arg("trimr", &a[0])?.trim_end().to_string()),
         "(trimr s)"
     ),
     b!(
         "trimr",
         1,
         1,
-        |_, a| Ok(Value::str(str_arg("trimr", &a[0])?.trim_end())),
+        |c, a| string_value(c, str_arg("trimr", &a[0])?.trim_end().to_string()),
         "(trimr s)"
     ),
     b!(
@@ -575,6 +575,7 @@ fn split(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
         parts.remove(0);
     }
     ctx.charge_items(parts.len())?;
+    ctx.charge(parts.iter().map(|p| p.len() as u64 + 16).sum())?;
     Ok(Value::vector(
         parts.into_iter().map(|p| Value::Str(p.into())).collect(),
     ))
@@ -593,12 +594,14 @@ fn split_lines(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     Ok(Value::vector(parts.into_iter().map(Value::str).collect()))
 }
 
-fn upper(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
-    Ok(Value::str(&str_arg("upper-case", &a[0])?.to_uppercase()))
+fn upper(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
+    let s = str_arg("upper-case", &a[0])?.to_uppercase();
+    string_value(ctx, s)
 }
 
-fn lower(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
-    Ok(Value::str(&str_arg("lower-case", &a[0])?.to_lowercase()))
+fn lower(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
+    let s = str_arg("lower-case", &a[0])?.to_lowercase();
+    string_value(ctx, s)
 }
 
 fn capitalize(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
