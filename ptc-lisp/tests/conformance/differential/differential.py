@@ -13,9 +13,16 @@ directory then lists every program where Clojure disagrees:
 The generators stay inside the part of the language where PTC-Lisp and Clojure agree
 (integers rather than floats mixed with integers, no `/`, no printing of lazy seqs, maps
 only iterated through order-independent operations), so a disagreement is a conformance bug
-or a missing divergence rule. Disagreements found this way become ordinary corpus cases.
+or a missing divergence rule (cases listed in known_gaps.txt show up here too). Disagreements
+found this way become ordinary corpus cases.
+
+Kinds (--kind): core (integers, vectors, sets, keyword maps, strings), records (trace-like
+records, regex, format, control flow, destructuring), strings (clojure.string and regex over
+random text), colls (partition/split/nested vectors), json (json/parse-string of random
+documents), or all of them mixed.
 """
 import argparse
+import json
 import os
 import random
 import subprocess
@@ -237,6 +244,96 @@ def records_program():
     return f"(str {pick(['1.0', '0.25', '1e3', '-0.0', '100.5', '3'])} \" \" {pick(C6)})"
 
 
+# --- "strings" programs: clojure.string, regex (ASCII classes only), format ---------------
+ALPH = list("ab ,.-_xyzAZ09\t\n") + ["é", "ü", "ß", "\\", "\"", "ñ", "  ", "ab", "::"]
+def rs():
+    s = "".join(R.choice(ALPH) for _ in range(R.randint(0, 8)))
+    return s
+def lit(s):
+    return json.dumps(s, ensure_ascii=False)
+REGEX = ['#","', '#"\\s+"', '#"[a-z]+"', '#"[0-9]"', '#"([a-z])([a-z])"', '#"[,.]"', '#"(?i)A"', '#"[ ]+"', '#"a."', '#"(ab|z)"']
+def strings_program():
+    s = lit(rs()); t = lit(rs()); c = R.randint(0, 24)
+    if c == 0: return f"(clojure.string/split {s} {R.choice(REGEX)})"
+    if c == 1: return f"[(clojure.string/trim {s}) (clojure.string/triml {s}) (clojure.string/trimr {s}) (clojure.string/trim-newline {s})]"
+    if c == 2: return f"[(clojure.string/index-of {s} {t}) (clojure.string/last-index-of {s} {t})]"
+    if c == 3: return f"(clojure.string/replace {s} {t} \"#\")"
+    if c == 4: return f"(clojure.string/replace {s} {R.choice(REGEX)} \"<$0>\")"
+    if c == 5: return f"[(clojure.string/upper-case {s}) (clojure.string/lower-case {s})]"
+    if c == 6: return f"(let [s {s} n (count s)] [(subs s (quot n 2)) (subs s 0 (quot n 3)) n])"
+    if c == 7: return f"(clojure.string/join {t} (clojure.string/split {s} #\",\"))"
+    if c == 8: return f"(re-seq {R.choice(REGEX)} {s})"
+    if c == 9: return f"(re-find {R.choice(REGEX)} {s})"
+    if c == 10: return f"[(clojure.string/includes? {s} {t}) (clojure.string/starts-with? {s} {t}) (clojure.string/ends-with? {s} {t})]"
+    if c == 11: return f"(clojure.string/blank? {s})"
+    if c == 12: return f"(apply str (reverse {s}))"
+    if c == 13: return f"(clojure.string/split-lines {s})"
+    if c == 14: return f"(format \"%s|%5s|%-6s|%05d|%x\" {s} {t} {s} {R.randint(-99,999)} {R.randint(0,9999)})"
+    if c == 15: return f"(pr-str {s})"
+    if c == 16: return f"(str {s} {R.randint(-5,5)} {s})"
+    if c == 17: return f"(count {s})"
+    if c == 18: return f"(frequencies (map str {s}))"
+    if c == 19: return f"(= {s} {t})"
+    if c == 20: return f"(compare {s} {t})"
+    if c == 21: return f"(sort [{s} {t} {lit(rs())}])"
+    if c == 22: return f"(clojure.string/replace-first {s} {R.choice(REGEX)} \"_\")"
+    if c == 23: return f"(mapv clojure.string/capitalize [{s} {t}])"
+    return f"(re-matches {R.choice(REGEX)} {s})"
+
+# --- "colls" programs: partition, split-at, nested vectors, small keyword maps -------------
+def v(n=6): return "[" + " ".join(str(R.randint(-2, 6)) for _ in range(R.randint(0, n))) + "]"
+def vv(): return "[" + " ".join(v(3) for _ in range(R.randint(0, 4))) + "]"
+def m(): 
+    ks = R.sample([":a",":b",":c",":d",":e"], R.randint(0,4))
+    return "{" + " ".join(f"{k} {R.choice([str(R.randint(0,5)), v(3), '{:x 1}', 'nil'])}" for k in ks) + "}"
+P = ["odd?", "even?", "pos?", "zero?", "#(> % 2)"]
+def colls_program():
+    c = R.randint(0, 44); n = R.randint(0, 4); k = R.randint(1, 3)
+    forms = [
+      f"(partition {k} {v(8)})", f"(partition {k} {R.randint(1,3)} {v(8)})", f"(partition {k} {R.randint(1,3)} [:p :q] {v(8)})",
+      f"(partition-all {k} {R.randint(1,3)} {v(8)})", f"(split-at {n} {v()})", f"(split-with {R.choice(P)} {v()})",
+      f"(interleave {v()} {v()} {v()})", f"(distinct? {R.randint(0,3)} {R.randint(0,3)} {R.randint(0,3)})",
+      f"(merge-with + {m().replace('nil','0')} {m().replace('nil','0')})".replace('{:x 1}','1'),
+      f"(update-in {m()} [{R.choice([':a',':b'])}] (fnil count []))", f"(nthnext {v()} {n})", f"(nthrest {v()} {n})",
+      f"(keep-indexed (fn [i x] (when ({R.choice(P)} x) i)) {v()})", f"(zipmap {v()} {v()})", f"(into {v()} {v()})",
+      f"(let [xs {v()}] (when (>= (count xs) 2) (subvec xs 1 (count xs))))", f"(let [xs {v()}] (if (seq xs) (assoc xs 0 :z) xs))",
+      f"(let [xs {v()}] (when (seq xs) [(peek xs) (pop xs)]))", f"(flatten {vv()})", f"(mapcat reverse {vv()})",
+      f"(apply concat {vv()})", f"(map count {vv()})", f"(sort {vv()})", f"(sort-by count {vv()})", f"(sort-by first {vv()})".replace("first", "#(or (first %) -1)"),
+      f"(group-by count {vv()})", f"(frequencies (map count {vv()}))", f"(into {{}} (map (fn [xs] [(count xs) xs]) {vv()}))",
+      f"(apply max-key count {vv()})".replace(f"(apply max-key count [])", "(apply max-key count [[1]])"),
+      f"(reduce (fn [acc xs] (into acc xs)) #{{}} {vv()})", f"(take-while seq {vv()})", f"(drop-while empty? {vv()})",
+      f"(some #(when (> (count %) 1) %) {vv()})", f"(every? vector? {vv()})", f"(filter (comp {R.choice(P)} count) {vv()})",
+      f"(last (sort (map #(reduce + 0 %) {vv()})))", f"(compare {v(3)} {v(3)})", f"(tree-seq vector? seq {vv()})",
+      f"(dedupe (sort {v()}))", f"(distinct (map count {vv()}))", f"(select-keys {m()} [:a :c :z])", f"(dissoc {m()} :a :b)",
+      f"(reduce-kv (fn [acc k x] (+ acc (count (str k)))) 0 {m()})", f"(count (keys {m()}))", f"(vec (sort (map name (keys {m()}))))",
+    ]
+    return forms[c % len(forms)]
+
+# --- "json" programs: json/parse-string of random documents (checked via clojure.data.json)
+CH = list("abcXYZ 019_-/\\\"\n\t") + ["é", "€", "😀", "\u0001", "\u2028", "中"]
+def rstr(): return "".join(R.choice(CH) for _ in range(R.randint(0, 6)))
+def rnum():
+    c=R.randint(0,3)
+    if c==0: return R.randint(-10**12, 10**12)
+    if c==1: return round(R.uniform(-1e6,1e6), R.randint(0,6))
+    if c==2: return R.uniform(0,1)*10**R.randint(-20,20)
+    return R.randint(-5,5)
+def rval(d):
+    c=R.randint(0,6 if d>0 else 3)
+    if c==0: return rstr()
+    if c==1: return rnum()
+    if c==2: return R.choice([True, False, None])
+    if c==3: return rnum()
+    if c<=4: return [rval(d-1) for _ in range(R.randint(0,4))]
+    return {rstr(): rval(d-1) for _ in range(R.randint(0,4))}
+def json_program():
+    doc = rval(3)
+    text = json.dumps(doc, ensure_ascii=R.random() < 0.5, indent=R.choice([None, None, 1]))
+    # The program literal itself stays free of \uD83D-style escapes (a known reader gap).
+    lit = json.dumps(text, ensure_ascii=False).replace("\u2028", "\\u2028")
+    return f"(json/parse-string {lit})"
+
+
 def evaluate(ptc, program):
     """Runs one program through `ptc eval -` and renders the result as a corpus result line."""
     r = subprocess.run([ptc, "eval", "-"], input=program, capture_output=True, text=True, timeout=60)
@@ -251,16 +348,26 @@ def main():
     ap.add_argument("--out", required=True, help="directory to write the generated corpus file into")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--count", type=int, default=500)
-    ap.add_argument("--kind", choices=["core", "records", "all"], default="all")
+    ap.add_argument("--kind", choices=["core", "records", "strings", "colls", "json", "all"], default="all")
     args = ap.parse_args()
     R.seed(args.seed)
-    gens = {"core": [core_program], "records": [records_program], "all": [core_program, records_program]}[args.kind]
+    kinds = {
+        "core": core_program,
+        "records": records_program,
+        "strings": strings_program,
+        "colls": colls_program,
+        "json": json_program,
+    }
+    gens = list(kinds.values()) if args.kind == "all" else [kinds[args.kind]]
     os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, f"differential-{args.kind}-{args.seed}.txt")
     with open(path, "w") as f:
         for i in range(args.count):
-            program = R.choice(gens)()
-            f.write(f";; case: diff-{args.kind}-{args.seed}-{i}\n{program}\n{evaluate(args.ptc, program)}\n\n")
+            gen = R.choice(gens)
+            program = gen()
+            # json/* are PTC extensions: the Clojure check supplies them through its prelude.
+            marker = ";; ptc-only\n" if gen is json_program else ""
+            f.write(f";; case: diff-{args.kind}-{args.seed}-{i}\n{marker}{program}\n{evaluate(args.ptc, program)}\n\n")
     print(f"wrote {args.count} programs to {path}")
 
 
