@@ -1591,8 +1591,8 @@ fn unsupported_hint(name: &str) -> Option<&'static str> {
         "defrecord" | "deftype" | "defprotocol" | "defmulti" | "defmethod" | "reify" | "proxy" => {
             "use maps and functions instead of types, protocols or multimethods"
         }
-        "sorted-map-by" | "sorted-set-by" => {
-            "maps and sets already iterate in sorted key order; sort-by their entries for another order"
+        "sorted-map" | "sorted-set" | "sorted-map-by" | "sorted-set-by" => {
+            "maps and sets already iterate in sorted order: use {} or #{}, and sort-by their entries for another order"
         }
         "rand" | "rand-int" | "rand-nth" | "shuffle" | "random-uuid" => {
             "programs are deterministic; there is no randomness"

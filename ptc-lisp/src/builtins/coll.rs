@@ -12,23 +12,6 @@ use crate::value::{MapData, SetData, Value};
 
 pub(crate) const BUILTINS: &[Builtin] = &[
     b!(
-        "sorted-map",
-        0,
-        VARIADIC,
-        hash_map,
-        "(sorted-map & kvs): a map (every map iterates in sorted key order)"
-    ),
-    b!(
-        "sorted-set",
-        0,
-        VARIADIC,
-        |ctx, a| {
-            ctx.charge_items(a.len())?;
-            Ok(Value::set_from(a.to_vec()))
-        },
-        "(sorted-set & xs): a set (every set iterates in sorted order)"
-    ),
-    b!(
         "count",
         1,
         1,
