@@ -107,7 +107,10 @@ fn doc(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
         return Ok(Value::Nil);
     }
     if crate::analyze::SPECIAL_FORMS.contains(&name.as_str()) {
-        let text = format!("-------------------------\n{name}\n  Special Form\n");
+        let text = format!(
+            "-------------------------\n{name}\n  Special Form\n  {}\n",
+            special_form_doc(&name)
+        );
         let max = ctx.limits().max_output_bytes;
         super::io::append_output(&mut ctx.output, &text, max);
         return Ok(Value::Nil);
@@ -219,4 +222,52 @@ fn all_ns(ctx: &mut Ctx<'_>, _: &mut [Value]) -> R<Value> {
         v.extend(h.namespaces().iter().map(|s| Value::symbol(s)));
     }
     Ok(Value::vector(v))
+}
+
+/// One-line usage of the special forms and core macros.
+fn special_form_doc(name: &str) -> &'static str {
+    match name {
+        "def" => "(def name value): define a global; returns #'name",
+        "defn" | "defn-" => {
+            "(defn name [params] body...) or (defn name ([x] ...) ([x y] ...)): define a function"
+        }
+        "defonce" => "(defonce name value): define unless already defined",
+        "declare" => "(declare name ...): declare globals defined later",
+        "fn" | "fn*" => {
+            "(fn name? [params] body...): a function; params may destructure; & rest for variadic"
+        }
+        "let" | "let*" => {
+            "(let [pattern value ...] body...): sequential bindings with destructuring"
+        }
+        "loop" => "(loop [pattern init ...] body...): with (recur ...) in tail position",
+        "recur" => "(recur args...): jump to the enclosing loop or fn, in tail position",
+        "if" => "(if test then else?)",
+        "if-not" => "(if-not test then else?)",
+        "when" | "when-not" => "(when test body...)",
+        "cond" => "(cond test expr ... :else expr)",
+        "condp" => "(condp pred expr test result ... default?): nil when nothing matches",
+        "case" => "(case expr const result (c1 c2) result ... default?): nil when nothing matches",
+        "if-let" | "if-some" => "(if-let [x expr] then else?)",
+        "when-let" | "when-some" => "(when-let [x expr] body...)",
+        "when-first" => "(when-first [x coll] body...)",
+        "and" | "or" => "(and x ...) / (or x ...): short-circuit",
+        "do" => "(do expr ...): the last value",
+        "->" | "->>" => "(-> x (f a) g): thread x as first (->) or last (->>) argument",
+        "as->" => "(as-> x name (f name) ...)",
+        "cond->" | "cond->>" => {
+            "(cond-> x test (f a) ...): thread through forms whose test is truthy"
+        }
+        "some->" | "some->>" => "(some-> x f g): thread while the value is not nil",
+        "for" => "(for [x xs :when p :let [y ..] :while q] expr): an eager vector",
+        "doseq" => "(doseq [x xs] body...): for side effects (println); nil",
+        "dotimes" => "(dotimes [i n] body...)",
+        "quote" => "(quote x) or 'x: x unevaluated",
+        "var" => "(var x) or #'x",
+        "return" => "(return value): end the program with value",
+        "fail" => "(fail value): end the program with a fail error carrying value",
+        "comment" => "(comment ...): ignored; nil",
+        "doc" | "source" => "(doc name): print documentation",
+        "dir" => "(dir ns): the names in a namespace or upstream",
+        _ => "",
+    }
 }
