@@ -90,3 +90,86 @@ fn missing_config_is_a_clear_error() {
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert!(stderr.contains("cannot read config"), "{stderr}");
 }
+
+/// A config whose schema comes from the running Observatory service's `/openapi.json`.
+fn schema_url_config(dir: &Path, url: &str, extra: &str) -> PathBuf {
+    std::fs::create_dir_all(dir).unwrap();
+    let config = dir.join("upstreams.json");
+    std::fs::write(
+        &config,
+        format!(
+            r#"{{"upstreams": {{"observatory": {{"transport": "openapi", "base_url": "{url}",
+                "allow_insecure_http": true, "schema_url": "{url}/openapi.json",
+                "include_operations": ["list_traces", "get_trace"]{extra}}}}}}}"#
+        ),
+    )
+    .unwrap();
+    config
+}
+
+#[tokio::test]
+async fn schema_url_documents_are_fetched() {
+    let tokens = observatory_server::TokenSource::Inline(vec![]);
+    let (addr, handle) = observatory_server::start(observatory_server::ServerConfig::new(tokens))
+        .await
+        .expect("service starts");
+    let url = format!("http://{addr}");
+    let dir = std::env::temp_dir().join(format!("ptc-check-url-{}", std::process::id()));
+    let run = |config: PathBuf| {
+        tokio::task::spawn_blocking(move || ptc(&["check", config.to_str().unwrap()]))
+    };
+
+    let out = run(schema_url_config(&dir.join("ok"), &url, ""))
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("observatory/list-traces")
+            && stdout.contains("ok: 1 upstream, 2 compiled tools"),
+        "{stdout}"
+    );
+
+    let out = run(schema_url_config(
+        &dir.join("cap"),
+        &url,
+        r#", "schema_max_bytes": 1000"#,
+    ))
+    .await
+    .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("over the 1000-byte cap (schema_max_bytes)"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("#/upstreams/observatory/schema_url"),
+        "{stderr}"
+    );
+
+    let missing = format!("{url}/nope");
+    let out = run(schema_url_config(&dir.join("404"), &url, ""))
+        .await
+        .unwrap();
+    assert!(out.status.success());
+    let config = dir.join("404/upstreams.json");
+    let text = std::fs::read_to_string(&config)
+        .unwrap()
+        .replace(&format!("{url}/openapi.json"), &missing);
+    std::fs::write(&config, text).unwrap();
+    let out = run(config).await.unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr.contains(&format!("schema_url `{missing}` answered 404")),
+        "{stderr}"
+    );
+
+    handle.shutdown().await;
+    std::fs::remove_dir_all(&dir).ok();
+}

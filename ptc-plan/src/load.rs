@@ -5,13 +5,32 @@ use std::path::{Path, PathBuf};
 use crate::config::{self, Secrets, UpstreamKind};
 use crate::diagnostic::{Diagnostic, Diagnostics, pointer_join};
 use crate::openapi::{self, compile::Origin};
-use crate::plan::{OpenApiPlan, Plan, SchemaLocation, Transport, UpstreamPlan};
+use crate::plan::{
+    CredentialBinding, HttpSettings, OpenApiPlan, Plan, SchemaLocation, Transport, UpstreamPlan,
+};
+
+/// What a [`DocumentSource`] is asked for: one upstream's document, with what it needs to fetch
+/// a private `schema_url` the way the upstream's own requests are made.
+pub struct DocumentRequest<'a> {
+    /// The upstream's name.
+    pub upstream: &'a str,
+    /// Where the document is.
+    pub location: &'a SchemaLocation,
+    /// At most this many bytes may be read.
+    pub max_bytes: u64,
+    /// The upstream's HTTP settings (auth emitters, static headers, timeouts, insecure opt-ins).
+    pub http: &'a HttpSettings,
+    /// Every credential binding of the config.
+    pub credentials: &'a [CredentialBinding],
+    /// Literal credential values.
+    pub secrets: &'a Secrets,
+}
 
 /// Supplies OpenAPI documents. ptc-plan reads files; a runtime that may use the network
 /// supplies one that also fetches `schema_url`s.
 pub trait DocumentSource {
-    /// The document's bytes, at most `max_bytes` of them; an error message otherwise.
-    fn fetch(&self, location: &SchemaLocation, max_bytes: u64) -> Result<Vec<u8>, String>;
+    /// The document's bytes, at most `request.max_bytes` of them; an error message otherwise.
+    fn fetch(&self, request: &DocumentRequest) -> Result<Vec<u8>, String>;
 }
 
 /// Reads `schema_file` documents from disk and refuses `schema_url` (ptc-plan never uses the network).
@@ -19,9 +38,9 @@ pub trait DocumentSource {
 pub struct FileSource;
 
 impl DocumentSource for FileSource {
-    fn fetch(&self, location: &SchemaLocation, max_bytes: u64) -> Result<Vec<u8>, String> {
-        match location {
-            SchemaLocation::File(path) => read_capped(Path::new(path), max_bytes),
+    fn fetch(&self, request: &DocumentRequest) -> Result<Vec<u8>, String> {
+        match request.location {
+            SchemaLocation::File(path) => read_capped(Path::new(path), request.max_bytes),
             SchemaLocation::Url(url) => Err(format!(
                 "cannot fetch schema_url `{url}` here: this loader reads local files only"
             )),
@@ -60,12 +79,17 @@ pub struct Loaded {
 
 /// Loads and compiles the config at `path`, reading documents from disk.
 pub fn load(path: &Path) -> Result<Loaded, Diagnostics> {
+    load_with(path, &FileSource)
+}
+
+/// Loads and compiles the config at `path`, getting documents through `source`.
+pub fn load_with(path: &Path, source: &dyn DocumentSource) -> Result<Loaded, Diagnostics> {
     let text = std::fs::read_to_string(path).map_err(|e| {
         Diagnostics(vec![
             Diagnostic::new(path, "", format!("cannot read config: {e}")).help("check the path"),
         ])
     })?;
-    load_str(&text, path, &FileSource)
+    load_str(&text, path, source)
 }
 
 /// Compiles config `text` that was read from `path`, fetching documents through `source`.
@@ -99,7 +123,14 @@ pub fn load_str(
                     SchemaLocation::File(_) => "schema_file",
                     SchemaLocation::Url(_) => "schema_url",
                 };
-                let fetched_bytes = source.fetch(&cfg.schema, cfg.schema_max_bytes);
+                let fetched_bytes = source.fetch(&DocumentRequest {
+                    upstream: &up.name,
+                    location: &cfg.schema,
+                    max_bytes: cfg.schema_max_bytes,
+                    http: &cfg.http,
+                    credentials: &config.credentials,
+                    secrets: &secrets,
+                });
                 let fetched = fetched_bytes
                     .as_ref()
                     .map(|b| b.as_slice())

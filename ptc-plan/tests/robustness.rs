@@ -3,14 +3,14 @@
 
 use std::path::Path;
 
-use ptc_plan::{DocumentSource, SchemaLocation};
+use ptc_plan::{DocumentRequest, DocumentSource};
 use serde_json::{Value, json};
 
 struct Memory(Vec<u8>);
 
 impl DocumentSource for Memory {
-    fn fetch(&self, _: &SchemaLocation, max_bytes: u64) -> Result<Vec<u8>, String> {
-        if self.0.len() as u64 > max_bytes {
+    fn fetch(&self, request: &DocumentRequest) -> Result<Vec<u8>, String> {
+        if self.0.len() as u64 > request.max_bytes {
             return Err("too big".into());
         }
         Ok(self.0.clone())

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use ptc_plan::{DocumentSource, SchemaLocation};
+use ptc_plan::{DocumentRequest, DocumentSource};
 use serde_json::Value;
 
 use crate::measure::{Budget, median};
@@ -13,7 +13,7 @@ use crate::report::Row;
 struct Memory<'a>(&'a [u8]);
 
 impl DocumentSource for Memory<'_> {
-    fn fetch(&self, _: &SchemaLocation, _: u64) -> Result<Vec<u8>, String> {
+    fn fetch(&self, _: &DocumentRequest) -> Result<Vec<u8>, String> {
         Ok(self.0.to_vec())
     }
 }

@@ -1,0 +1,237 @@
+//! Credentials: reading a binding's secret (per use, so a rotated file or variable is picked up
+//! without a restart) and turning `auth` emitters into request headers.
+//!
+//! Secret values live only in [`Secret`] and in the headers built here; errors name the binding
+//! and where it is read from, never the value.
+
+use std::fmt;
+
+use base64::Engine as _;
+use ptc_plan::{AuthEmitter, CredentialBinding, CredentialSource, Secrets};
+
+/// A secret value. `Debug` and `Display` never show it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    /// The value, for building a header. Keep the result out of logs and errors.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret([REDACTED])")
+    }
+}
+
+/// Why a credential could not be used. Never contains the secret.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CredentialError(pub String);
+
+impl fmt::Display for CredentialError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for CredentialError {}
+
+/// Reads `binding`'s secret now: env and file sources are read on every call.
+pub fn resolve(binding: &CredentialBinding, secrets: &Secrets) -> Result<Secret, CredentialError> {
+    let name = &binding.name;
+    let value = match &binding.source {
+        CredentialSource::Env { var } => std::env::var(var).map_err(|_| {
+            CredentialError(format!(
+                "credential `{name}`: environment variable {var} is not set"
+            ))
+        })?,
+        CredentialSource::File { path } => std::fs::read_to_string(path)
+            .map_err(|e| {
+                CredentialError(format!(
+                    "credential `{name}`: cannot read {path}: {}",
+                    e.kind()
+                ))
+            })?
+            .trim_end()
+            .to_string(),
+        CredentialSource::Literal => secrets
+            .literal(name)
+            .ok_or_else(|| {
+                CredentialError(format!("credential `{name}`: literal value is missing"))
+            })?
+            .to_string(),
+    };
+    if value.is_empty() {
+        return Err(CredentialError(format!("credential `{name}` is empty")));
+    }
+    if value.contains(['\r', '\n']) {
+        return Err(CredentialError(format!(
+            "credential `{name}` contains a line break"
+        )));
+    }
+    Ok(Secret(value))
+}
+
+/// The headers `emitters` produce, in order, with secrets read now from `credentials`.
+pub fn auth_headers(
+    emitters: &[AuthEmitter],
+    credentials: &[CredentialBinding],
+    secrets: &Secrets,
+) -> Result<Vec<(String, Secret)>, CredentialError> {
+    emitters
+        .iter()
+        .map(|e| {
+            let binding = credentials
+                .iter()
+                .find(|c| c.name == e.binding())
+                .ok_or_else(|| {
+                    CredentialError(format!("unknown credential binding `{}`", e.binding()))
+                })?;
+            let secret = resolve(binding, secrets)?;
+            let value = match e {
+                AuthEmitter::Bearer { .. } => format!("Bearer {}", secret.0),
+                AuthEmitter::Basic { .. } => format!("Basic {}", basic(&binding.name, &secret)?),
+                AuthEmitter::CustomHeader { .. } => secret.0,
+            };
+            Ok((e.header(), Secret(value)))
+        })
+        .collect()
+}
+
+/// `user:pass` or `{"user": .., "pass": ..}`, base64-encoded.
+fn basic(name: &str, secret: &Secret) -> Result<String, CredentialError> {
+    let raw = secret.expose();
+    let pair = if raw.trim_start().starts_with('{') {
+        let v: serde_json::Value = serde_json::from_str(raw).map_err(|_| {
+            CredentialError(format!(
+                "credential `{name}`: basic credential JSON is malformed"
+            ))
+        })?;
+        match (
+            v.get("user").and_then(|u| u.as_str()),
+            v.get("pass").and_then(|p| p.as_str()),
+        ) {
+            (Some(u), Some(p)) if !u.is_empty() => format!("{u}:{p}"),
+            _ => {
+                return Err(CredentialError(format!(
+                    "credential `{name}`: basic credential JSON must contain user and pass"
+                )));
+            }
+        }
+    } else {
+        match raw.split_once(':') {
+            Some((u, _)) if !u.is_empty() => raw.to_string(),
+            _ => {
+                return Err(CredentialError(format!(
+                    "credential `{name}`: basic credential must be user:pass"
+                )));
+            }
+        }
+    };
+    Ok(base64::engine::general_purpose::STANDARD.encode(pair))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ptc_plan::SchemeHint;
+
+    fn binding(name: &str, source: CredentialSource) -> CredentialBinding {
+        CredentialBinding {
+            name: name.into(),
+            source,
+            scheme_hint: None::<SchemeHint>,
+        }
+    }
+
+    #[test]
+    fn file_credentials_are_read_on_every_use() {
+        let path = std::env::temp_dir().join(format!("ptc-core-cred-{}", std::process::id()));
+        std::fs::write(&path, "first-token\n").unwrap();
+        let b = binding(
+            "t",
+            CredentialSource::File {
+                path: path.to_string_lossy().into(),
+            },
+        );
+        let secrets = Secrets::default();
+        assert_eq!(resolve(&b, &secrets).unwrap().expose(), "first-token");
+        std::fs::write(&path, "rotated-token").unwrap();
+        assert_eq!(resolve(&b, &secrets).unwrap().expose(), "rotated-token");
+        std::fs::remove_file(&path).unwrap();
+        let e = resolve(&b, &secrets).unwrap_err();
+        assert!(e.0.contains("credential `t`: cannot read"), "{e}");
+    }
+
+    #[test]
+    fn emitters_build_headers_and_errors_never_hold_secrets() {
+        let p = [
+            binding(
+                "tok",
+                CredentialSource::File {
+                    path: write_temp("tok", "s3cret-token"),
+                },
+            ),
+            binding(
+                "up",
+                CredentialSource::File {
+                    path: write_temp("up", "u:p"),
+                },
+            ),
+            binding(
+                "bad",
+                CredentialSource::File {
+                    path: write_temp("bad", "no-colon-s3cret"),
+                },
+            ),
+        ];
+        let secrets = Secrets::default();
+        let headers = auth_headers(
+            &[
+                AuthEmitter::Bearer {
+                    binding: "tok".into(),
+                },
+                AuthEmitter::Basic {
+                    binding: "up".into(),
+                },
+                AuthEmitter::CustomHeader {
+                    binding: "tok".into(),
+                    header: "X-Api-Token".into(),
+                },
+            ],
+            &p,
+            &secrets,
+        )
+        .unwrap();
+        let shown: Vec<(String, &str)> = headers
+            .iter()
+            .map(|(h, v)| (h.clone(), v.expose()))
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                ("authorization".to_string(), "Bearer s3cret-token"),
+                ("authorization".to_string(), "Basic dTpw"),
+                ("x-api-token".to_string(), "s3cret-token"),
+            ]
+        );
+        assert!(!format!("{headers:?}").contains("s3cret"));
+        let e = auth_headers(
+            &[AuthEmitter::Basic {
+                binding: "bad".into(),
+            }],
+            &p,
+            &secrets,
+        )
+        .unwrap_err();
+        assert_eq!(e.0, "credential `bad`: basic credential must be user:pass");
+    }
+
+    fn write_temp(name: &str, value: &str) -> String {
+        let path = std::env::temp_dir().join(format!("ptc-core-{name}-{}", std::process::id()));
+        std::fs::write(&path, value).unwrap();
+        path.to_string_lossy().into()
+    }
+}
