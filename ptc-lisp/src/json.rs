@@ -24,6 +24,7 @@ struct Decoder<'a> {
     deadline: Option<Instant>,
     count: u64,
     interned: HashMap<&'a [u8], Arc<str>, FxBuild>,
+    key_hints: HashMap<(usize, usize), Arc<str>, FxBuild>,
     scratch: Vec<Value>,
     scratch_pairs: Vec<(Value, Value)>,
     buf: String,
@@ -100,13 +101,34 @@ impl<'a> Decoder<'a> {
     }
 
     /// Reads `"key":` (after the opening quote has been checked).
-    fn key(&mut self) -> Result<Arc<str>, LispError> {
+    /// Reads `"key":`. `slot` identifies the key's place (nesting depth and position in its
+    /// object): arrays of records repeat the same keys in the same places, so the key seen there
+    /// last time is tried first, without hashing.
+    fn key(&mut self, slot: (usize, usize)) -> Result<Arc<str>, LispError> {
         self.ws();
         if self.b.get(self.i) != Some(&b'"') {
             return Err(jerr(format!("expected a string key at byte {}", self.i)));
         }
         self.i += 1;
-        let k = self.string(true)?;
+        let hinted = self.key_hints.get(&slot).cloned();
+        let k = match hinted {
+            Some(h)
+                if self.b.get(self.i..self.i + h.len()) == Some(h.as_bytes())
+                    && self.b.get(self.i + h.len()) == Some(&b'"') =>
+            {
+                self.i += h.len() + 1;
+                h
+            }
+            _ => {
+                let k = self.string(true)?;
+                // Only keys whose raw form is their text can be matched byte for byte later.
+                let plain = k.bytes().all(|c| c >= 0x20 && c != b'"' && c != b'\\');
+                if plain && self.key_hints.len() < 4096 {
+                    self.key_hints.insert(slot, k.clone());
+                }
+                k
+            }
+        };
         self.ws();
         if self.b.get(self.i) != Some(&b':') {
             return Err(jerr(format!("expected `:` at byte {}", self.i)));
@@ -145,7 +167,7 @@ impl<'a> Decoder<'a> {
                             self.i += 1;
                             self.finish_object(start)?
                         } else {
-                            let k = self.key()?;
+                            let k = self.key((stack.len(), 0))?;
                             stack.push(Open::Obj(start, Some(k)));
                             continue;
                         }
@@ -209,7 +231,8 @@ impl<'a> Decoder<'a> {
                         match self.b.get(self.i) {
                             Some(b',') => {
                                 self.i += 1;
-                                let k = self.key()?;
+                                let pos = self.scratch_pairs.len() - start;
+                                let k = self.key((stack.len() - 1, pos))?;
                                 if let Some(Open::Obj(_, slot)) = stack.last_mut() {
                                     *slot = Some(k);
                                 }
@@ -424,6 +447,7 @@ pub(crate) fn decode(
         deadline,
         count: 0,
         interned: HashMap::with_hasher(FxBuild::default()),
+        key_hints: HashMap::with_hasher(FxBuild::default()),
         scratch: Vec::new(),
         scratch_pairs: Vec::new(),
         buf: String::new(),

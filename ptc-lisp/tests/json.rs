@@ -146,3 +146,24 @@ fn interpreters_and_values_cross_threads() {
     assert_send_sync::<Value>();
     assert_send_sync::<ptc_lisp::LispError>();
 }
+
+#[test]
+fn repeated_record_keys_decode_exactly() {
+    // Records repeat keys in the same places; the decoder reuses them, which must never change
+    // what a key is or accept malformed input.
+    let v =
+        decode(r#"[{"id":1,"a\"b":2,"n":{"x":1}},{"id":2,"a\"b":3,"n":{"y":2}},{"idx":3,"id":4}]"#);
+    assert_eq!(
+        v.to_string(),
+        r#"[{"a\"b" 2 "id" 1 "n" {"x" 1}} {"a\"b" 3 "id" 2 "n" {"y" 2}} {"id" 4 "idx" 3}]"#
+    );
+    for bad in [
+        r#"[{"a\"b":1},{"a"b":1}]"#,
+        r#"[{"k\n":1},{"k
+":1}]"#,
+        r#"[{"ab":1},{"ab:1}]"#,
+    ] {
+        let e = Value::from_json_bytes(bad.as_bytes(), &Limits::default()).unwrap_err();
+        assert_eq!(e.reason(), "parse_error", "{bad}");
+    }
+}
