@@ -919,20 +919,41 @@ fn fast_sort(keyed: Vec<(Value, Value)>, desc: bool) -> Result<Vec<Value>, Vec<(
 }
 
 fn sort_values(ctx: &mut Ctx<'_>, keyed: Vec<(Value, Value)>, order: &Order) -> R<Vec<Value>> {
+    // Large sorts take the interruptible merge sort so a deadline is honoured mid-sort.
+    const LARGE: usize = 1 << 20;
     let keyed = match simple_direction(order) {
-        Some(desc) => match fast_sort(keyed, desc) {
+        Some(desc) if keyed.len() <= LARGE => match fast_sort(keyed, desc) {
             Ok(v) => return Ok(v),
             Err(k) => k,
         },
-        None => keyed,
+        _ => keyed,
     };
     let mut failure: Option<Ctl> = None;
+    let mut comparisons: u32 = 0;
+    let mut checked = |failure: &mut Option<Ctl>, ctx: &Ctx<'_>, o: Ordering| {
+        comparisons = comparisons.wrapping_add(1);
+        if comparisons.is_multiple_of(1 << 16)
+            && failure.is_none()
+            && let Err(e) = ctx.check_deadline()
+        {
+            *failure = Some(e);
+        }
+        if failure.is_some() {
+            Ordering::Equal
+        } else {
+            o
+        }
+    };
     let sorted = match order {
-        Order::Natural => stable_sort_by(keyed, |a, b| compare(&a.0, &b.0)),
-        Order::Desc => stable_sort_by(keyed, |a, b| compare(&b.0, &a.0)),
+        Order::Natural => stable_sort_by(keyed, |a, b| {
+            checked(&mut failure, ctx, compare(&a.0, &b.0))
+        }),
+        Order::Desc => stable_sort_by(keyed, |a, b| {
+            checked(&mut failure, ctx, compare(&b.0, &a.0))
+        }),
         Order::Fn(f) if builtin_order(f).is_some() => {
             let cmp = builtin_order(f).unwrap_or(compare);
-            stable_sort_by(keyed, |a, b| cmp(&a.0, &b.0))
+            stable_sort_by(keyed, |a, b| checked(&mut failure, ctx, cmp(&a.0, &b.0)))
         }
         Order::Fn(f) => stable_sort_by(keyed, |a, b| {
             if failure.is_some() {
