@@ -747,7 +747,11 @@ impl<'a> Ctx<'a> {
     #[inline]
     pub(crate) fn call1(&mut self, f: &Value, x: &Value) -> R<Value> {
         match f {
-            Value::Keyword(_) => Ok(builtins::get_flex(x, f).unwrap_or(Value::Nil)),
+            Value::Keyword(_) => {
+                // Accessors are cheap but a builtin may call them millions of times: count steps.
+                self.tick()?;
+                Ok(builtins::get_flex(x, f).unwrap_or(Value::Nil))
+            }
             Value::Str(_) if matches!(x, Value::Map(_)) => {
                 Ok(builtins::get_flex(x, f).unwrap_or(Value::Nil))
             }

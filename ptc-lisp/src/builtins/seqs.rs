@@ -1007,10 +1007,13 @@ fn distinct(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let items = into_items(take(a, 0))?;
     let mut seen =
         std::collections::HashSet::with_capacity_and_hasher(items.len(), FxBuild::default());
-    let out: Vec<Value> = items
-        .into_iter()
-        .filter(|x| seen.insert(x.clone()))
-        .collect();
+    let mut out: Vec<Value> = Vec::new();
+    for x in items {
+        ctx.tick()?;
+        if seen.insert(x.clone()) {
+            out.push(x);
+        }
+    }
     vec_value(ctx, out)
 }
 
@@ -1045,6 +1048,7 @@ fn frequencies(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let items = items_of(&a[0])?;
     let mut counts: indexmap::IndexMap<Value, i64, FxBuild> = indexmap::IndexMap::default();
     for x in items.iter() {
+        ctx.tick()?;
         *counts.entry(x.clone()).or_insert(0) += 1;
     }
     ctx.charge_items(counts.len() * 2)?;
