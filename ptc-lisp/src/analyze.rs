@@ -91,6 +91,7 @@ pub(crate) const SPECIAL_FORMS: &[&str] = &[
     "dir",
     "source",
     "declare",
+    "letfn",
 ];
 
 pub(crate) struct Analyzer<'a> {
@@ -98,6 +99,8 @@ pub(crate) struct Analyzer<'a> {
     globals: &'a mut Globals,
     host_namespaces: &'a [String],
     recur: Option<RecurTarget>,
+    /// `letfn` names in scope, each bound to a hidden global so the functions can call each other.
+    letfn_names: Vec<(Arc<str>, usize, Arc<str>)>,
     gensym: usize,
     max_depth: usize,
     depth: usize,
@@ -170,6 +173,7 @@ impl<'a> Analyzer<'a> {
             globals,
             host_namespaces,
             recur: None,
+            letfn_names: Vec::new(),
             gensym: 0,
             max_depth,
             depth: 0,
@@ -351,6 +355,9 @@ impl<'a> Analyzer<'a> {
         {
             return self.resolve_qualified(ns, name, pos);
         }
+        if let Some((_, i, hidden)) = self.letfn_names.iter().rev().find(|(n, _, _)| n == s) {
+            return Ok(Node::Global(*i, hidden.clone()));
+        }
         if let Some(i) = self.globals.names.get(&**s) {
             return Ok(Node::Global(*i, s.clone()));
         }
@@ -389,7 +396,9 @@ impl<'a> Analyzer<'a> {
             consider(name);
         }
         for name in self.globals.names.keys() {
-            consider(name);
+            if !name.contains(' ') {
+                consider(name);
+            }
         }
         for scope in &self.scopes {
             for (name, _) in &scope.names {
@@ -615,6 +624,48 @@ impl<'a> Analyzer<'a> {
             }
             "do" => self.analyze_body(args, tail),
             "comment" | "ns" | "require" | "import" => Ok(Node::Const(Value::Nil)),
+            "letfn" => {
+                let specs = match args.first().map(|f| &f.kind) {
+                    Some(FormKind::Vector(specs)) => specs,
+                    _ => return Err(invalid("letfn requires a vector of function specs", pos)),
+                };
+                let mark = self.letfn_names.len();
+                let mut names = Vec::new();
+                for spec in specs {
+                    let name = match &spec.kind {
+                        FormKind::List(items) => items.first().and_then(Form::sym_name),
+                        _ => None,
+                    };
+                    let Some(name) = name else {
+                        return Err(invalid(
+                            "letfn specs look like (name [params] body...)",
+                            spec.pos,
+                        ));
+                    };
+                    let hidden = self.gensym(name);
+                    let idx = self.globals.declare(&hidden);
+                    self.letfn_names.push((name.into(), idx, hidden.clone()));
+                    names.push((idx, hidden));
+                }
+                let result = (|| -> AR<Node> {
+                    let mut nodes = Vec::new();
+                    for (spec, (idx, hidden)) in specs.iter().zip(names) {
+                        if let FormKind::List(items) = &spec.kind {
+                            let f = self.analyze_fn(&items[1..], spec.pos, Some(hidden.clone()))?;
+                            nodes.push(Node::Def {
+                                idx,
+                                name: hidden,
+                                value: Box::new(f),
+                                once: false,
+                            });
+                        }
+                    }
+                    nodes.push(self.analyze_body(&args[1..], tail)?);
+                    Ok(Node::Do(nodes))
+                })();
+                self.letfn_names.truncate(mark);
+                result
+            }
             "declare" => {
                 for a in args {
                     match a.sym_name() {
@@ -1584,7 +1635,6 @@ fn unsupported_hint(name: &str) -> Option<&'static str> {
         }
         "eval" | "read-string" | "load-string" => "programs cannot evaluate code at run time",
         "defmacro" | "macroexpand" => "macros are not supported; use defn",
-        "letfn" => "use defn (or let with fn) for local helpers",
         "slurp" | "spit" | "future" | "promise" | "deliver" | "Thread/sleep" | "sh" => {
             "there is no I/O or concurrency beyond pmap/pcalls and tool calls"
         }

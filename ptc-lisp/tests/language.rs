@@ -166,6 +166,15 @@ fn functions_closures_arities() {
             "(loop [[a b] [1 2] c (+ a b) n 0] (if (< n 2) (recur [b c] (+ b c) (inc n)) [a b c]))",
             "[3 5 8]",
         ),
+        (
+            "(letfn [(ev? [n] (if (= n 0) true (od? (dec n)))) (od? [n] (if (= n 0) false (ev? (dec n))))] [(ev? 10) (od? 7)])",
+            "[true true]",
+        ),
+        (
+            "(let [k 3] (letfn [(f [x] (* x k))] (mapv f [1 2])))",
+            "[3 6]",
+        ),
+        ("(letfn [(f [x] x)] (f 1)) (f 2)", "!unbound_var"),
         ("(recur 1)", "!invalid_form"),
         ("(loop [i 0] (inc (recur i)))", "!invalid_form"),
     ]);
