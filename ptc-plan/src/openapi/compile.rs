@@ -429,6 +429,7 @@ impl OpCompiler<'_, '_> {
 
     fn parameters(&mut self, at: &str) -> Vec<Declared> {
         let mut declared: Vec<Declared> = Vec::new();
+        let mut rejected: Vec<String> = Vec::new();
         let sources = [
             (
                 self.found.path_item.get("parameters"),
@@ -466,14 +467,23 @@ impl OpCompiler<'_, '_> {
                         continue;
                     }
                 };
-                if let Some(d) = self.parameter(param, &p_at) {
-                    // Operation-level parameters override path-item-level ones with the same name and location.
-                    declared.retain(|o| !(o.name == d.name && o.location == d.location));
-                    declared.push(d);
+                match self.parameter(param, &p_at) {
+                    Some(d) => {
+                        // Operation-level parameters override path-item-level ones with the same name and location.
+                        declared.retain(|o| !(o.name == d.name && o.location == d.location));
+                        declared.push(d);
+                    }
+                    // Already reported; do not report its placeholder as undeclared too.
+                    None => rejected.extend(
+                        param
+                            .get("name")
+                            .and_then(Value::as_str)
+                            .map(str::to_string),
+                    ),
                 }
             }
         }
-        self.check_path_template(at, &declared);
+        self.check_path_template(at, &declared, &rejected);
         declared.sort_by_key(|d| d.location != ParamLocation::Path);
         declared
     }
@@ -595,15 +605,16 @@ impl OpCompiler<'_, '_> {
         })
     }
 
-    fn check_path_template(&mut self, at: &str, declared: &[Declared]) {
+    fn check_path_template(&mut self, at: &str, declared: &[Declared], rejected: &[String]) {
         let placeholders = path_placeholders(self.found.path);
         let missing: Vec<&str> = placeholders
             .iter()
             .copied()
             .filter(|p| {
-                !declared
-                    .iter()
-                    .any(|d| d.location == ParamLocation::Path && d.name == *p)
+                !rejected.iter().any(|r| r == p)
+                    && !declared
+                        .iter()
+                        .any(|d| d.location == ParamLocation::Path && d.name == *p)
             })
             .collect();
         if !missing.is_empty() {
