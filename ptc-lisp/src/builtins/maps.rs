@@ -426,25 +426,16 @@ fn zipmap(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
 }
 
 fn update_keys(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
-    let Some(m) = map_arg("update-keys", &a[0])? else {
-        return Ok(Value::Nil);
-    };
-    let entries: Vec<(Value, Value)> = m
-        .sorted()
-        .into_iter()
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    let f = take(a, 1);
-    let mut out = MapData::with_capacity(entries.len());
-    for (k, v) in entries {
-        out.insert(ctx.apply(&f, &mut [k])?, v);
-    }
-    ctx.charge_items(out.len() * 2)?;
-    Ok(Value::Map(Arc::new(out)))
+    update_entries(ctx, a, "update-keys", true)
 }
 
 fn update_vals(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
-    let Some(m) = map_arg("update-vals", &a[0])? else {
+    update_entries(ctx, a, "update-vals", false)
+}
+
+/// `update-keys` / `update-vals`: a new map with `f` applied to every key, or every value.
+fn update_entries(ctx: &mut Ctx<'_>, a: &mut [Value], name: &str, keys: bool) -> R<Value> {
+    let Some(m) = map_arg(name, &a[0])? else {
         return Ok(Value::Nil);
     };
     let entries: Vec<(Value, Value)> = m
@@ -455,8 +446,12 @@ fn update_vals(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let f = take(a, 1);
     let mut out = MapData::with_capacity(entries.len());
     for (k, v) in entries {
-        let nv = ctx.apply(&f, &mut [v])?;
-        out.insert(k, nv);
+        if keys {
+            out.insert(ctx.apply(&f, &mut [k])?, v);
+        } else {
+            let nv = ctx.apply(&f, &mut [v])?;
+            out.insert(k, nv);
+        }
     }
     ctx.charge_items(out.len() * 2)?;
     Ok(Value::Map(Arc::new(out)))
