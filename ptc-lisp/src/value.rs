@@ -511,12 +511,29 @@ impl Value {
     }
 }
 
-/// Clojure `=` with the PTC divergence that `(= 1 1.0)` is true. Bounded recursion.
+/// Clojure `=` with the PTC divergence that `(= 1 1.0)` is true. Walks nested vectors and maps
+/// with an explicit work list, so any depth compares correctly without using the native stack.
 pub fn equal(a: &Value, b: &Value) -> bool {
-    eq_depth(a, b, 0)
+    // Allocates only when a collection has elements to compare: scalar `=` stays cheap.
+    let mut pending: Vec<(&Value, &Value)> = Vec::new();
+    let (mut a, mut b) = (a, b);
+    loop {
+        if !equal_shallow(a, b, &mut pending) {
+            return false;
+        }
+        match pending.pop() {
+            Some((x, y)) => (a, b) = (x, y),
+            None => return true,
+        }
+    }
 }
 
-fn eq_depth(a: &Value, b: &Value, depth: usize) -> bool {
+/// Compares `a` and `b` at the top level; queues the element pairs of two collections.
+fn equal_shallow<'v>(
+    a: &'v Value,
+    b: &'v Value,
+    pending: &mut Vec<(&'v Value, &'v Value)>,
+) -> bool {
     use Value::*;
     match (a, b) {
         (Nil, Nil) => true,
@@ -534,30 +551,30 @@ fn eq_depth(a: &Value, b: &Value, depth: usize) -> bool {
             if Arc::ptr_eq(x, y) {
                 return true;
             }
-            if x.len() != y.len() || depth > MAX_VALUE_DEPTH {
+            if x.len() != y.len() {
                 return false;
             }
-            x.iter()
-                .zip(y.iter())
-                .all(|(p, q)| eq_depth(p, q, depth + 1))
+            pending.extend(x.iter().zip(y.iter()));
+            true
         }
         (Map(x), Map(y)) => {
             if Arc::ptr_eq(x, y) {
                 return true;
             }
-            if x.len() != y.len() || depth > MAX_VALUE_DEPTH {
+            if x.len() != y.len() {
                 return false;
             }
-            x.iter().all(|(k, v)| match y.get(k) {
-                Some(w) => eq_depth(v, w, depth + 1),
-                None => false,
-            })
-        }
-        (Set(x), Set(y)) => {
-            if Arc::ptr_eq(x, y) {
-                return true;
+            for (k, v) in x.iter() {
+                match y.get(k) {
+                    Some(w) => pending.push((v, w)),
+                    None => return false,
+                }
             }
-            x.0.len() == y.0.len() && x.0.iter().all(|k| y.0.contains(k))
+            true
+        }
+        // Set members are compared through their hashes and shallow equality.
+        (Set(x), Set(y)) => {
+            Arc::ptr_eq(x, y) || (x.0.len() == y.0.len() && x.0.iter().all(|k| y.0.contains(k)))
         }
         _ => false,
     }

@@ -190,7 +190,16 @@ fn deeply_nested_values_print_compare_and_drop_without_overflow() {
                      b (reduce (fn [acc _] [acc]) [] (range 200000))]
                  [(= a b) (count (pr-str a)) (count (flatten a))])";
     let out = reason(src);
-    assert!(out.starts_with("ok: ["), "{out}");
+    assert!(
+        out.starts_with("ok: [true "),
+        "deep equal values compare equal: {out}"
+    );
+    let src = "(= (reduce (fn [acc _] [acc]) 1 (range 200000)) (reduce (fn [acc _] [acc]) 2 (range 200000)))";
+    assert_eq!(
+        reason(src),
+        "ok: false",
+        "a difference at the bottom is found"
+    );
     let src = "(json/generate-string (reduce (fn [acc _] {:a acc}) {} (range 200000)))";
     assert_eq!(reason(src), "depth_exceeded");
     let src = "(count (reduce (fn [acc _] {:a acc}) {} (range 300000)))";
