@@ -192,7 +192,10 @@ fn rule_edge_cases_that_are_accepted() {
         json!(["item_id"])
     );
     // Exploded array query parameters are sent repeated.
-    assert!(tool(&rules, "api", "array-query").ptc.params[0].repeated);
+    let array_query = tool(&rules, "api", "array-query");
+    assert!(array_query.ptc.params[0].repeated);
+    // Parameter schemas that v1 cannot validate are listed too.
+    assert_eq!(array_query.ptc.unvalidated, ["param since: anyOf at /"]);
     // Combinators are kept and listed as unvalidated.
     let union = tool(&rules, "api", "union-result");
     assert!(union.output_schema.get("oneOf").is_some());

@@ -162,6 +162,8 @@ struct Declared {
     required: bool,
     repeated: bool,
     schema: Value,
+    /// Constructs in `schema` v1 does not validate against.
+    unvalidated: Vec<String>,
 }
 
 impl OpCompiler<'_, '_> {
@@ -257,8 +259,12 @@ impl OpCompiler<'_, '_> {
         let input_schema = self.input_schema(&params, &ext);
         let mut unvalidated = Vec::new();
         let output_schema = self.output_schema(&at, &mut unvalidated);
-        for (location, schema) in params.iter().map(|p| (&p.name, &p.schema)) {
-            collect_unvalidated(schema, &format!("param {location}"), &mut unvalidated);
+        for p in &params {
+            unvalidated.extend(
+                p.unvalidated
+                    .iter()
+                    .map(|note| format!("param {}: {note}", p.name)),
+            );
         }
         let default_args = self.default_args(&params, &ext);
         if let Some(p) = &ext.pagination
@@ -602,6 +608,7 @@ impl OpCompiler<'_, '_> {
             required: required || location == ParamLocation::Path,
             repeated,
             schema,
+            unvalidated: notes,
         })
     }
 
@@ -847,16 +854,6 @@ fn value_problem(schema: &Value, value: &Value) -> Option<String> {
     };
     (!types.iter().any(|t| fits(t)))
         .then(|| format!("does not match the parameter type {}", types.join(" | ")))
-}
-
-fn collect_unvalidated(schema: &Value, label: &str, out: &mut Vec<String>) {
-    if let Value::Object(m) = schema {
-        for key in ["allOf", "anyOf", "oneOf", "not"] {
-            if m.contains_key(key) {
-                out.push(format!("{key} in {label}"));
-            }
-        }
-    }
 }
 
 fn is_json_media(media: &str) -> bool {
