@@ -195,7 +195,14 @@ fn rule_edge_cases_that_are_accepted() {
     let array_query = tool(&rules, "api", "array-query");
     assert!(array_query.ptc.params[0].repeated);
     // Parameter schemas that v1 cannot validate are listed too.
-    assert_eq!(array_query.ptc.unvalidated, ["param since: anyOf at /"]);
+    assert!(
+        array_query
+            .ptc
+            .unvalidated
+            .contains(&"param since: anyOf at /".to_string()),
+        "{:?}",
+        array_query.ptc.unvalidated
+    );
     // Combinators are kept and listed as unvalidated.
     let union = tool(&rules, "api", "union-result");
     assert!(union.output_schema.get("oneOf").is_some());
