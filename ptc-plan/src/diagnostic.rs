@@ -115,13 +115,6 @@ impl Diagnostics {
             d.position = crate::locate::locate(text, &d.pointer);
         }
     }
-
-    /// True when some problem's message or help contains `needle` (for tests and tools).
-    pub fn mentions(&self, needle: &str) -> bool {
-        self.0.iter().any(|d| {
-            d.message.contains(needle) || d.help.as_deref().is_some_and(|h| h.contains(needle))
-        })
-    }
 }
 
 impl fmt::Display for Diagnostics {

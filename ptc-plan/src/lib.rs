@@ -27,7 +27,5 @@ mod suggest;
 
 pub use config::Secrets;
 pub use diagnostic::{Diagnostic, Diagnostics};
-pub use load::{
-    DocumentRequest, DocumentSource, FileSource, Loaded, load, load_str, load_with, read_capped,
-};
+pub use load::{DocumentRequest, DocumentSource, FileSource, Loaded, load, load_str, load_with};
 pub use plan::*;

@@ -49,7 +49,7 @@ impl DocumentSource for FileSource {
 }
 
 /// Reads a file, checking its size before reading so a huge file is refused without loading it.
-pub fn read_capped(path: &Path, max_bytes: u64) -> Result<Vec<u8>, String> {
+fn read_capped(path: &Path, max_bytes: u64) -> Result<Vec<u8>, String> {
     let meta =
         std::fs::metadata(path).map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
     if !meta.is_file() {
@@ -115,15 +115,14 @@ pub fn load_str(
             UpstreamKind::McpStdio(p) => Transport::McpStdio(p),
             UpstreamKind::McpHttp(p) => Transport::McpHttp(p),
             UpstreamKind::Openapi(cfg) => {
-                let doc_name = match &cfg.schema {
-                    SchemaLocation::File(p) => PathBuf::from(p),
-                    SchemaLocation::Url(u) => PathBuf::from(u),
+                let (doc_name, field) = match &cfg.schema {
+                    SchemaLocation::File(p) => {
+                        files.push(PathBuf::from(p));
+                        (PathBuf::from(p), "schema_file")
+                    }
+                    SchemaLocation::Url(u) => (PathBuf::from(u), "schema_url"),
                 };
-                let field = match &cfg.schema {
-                    SchemaLocation::File(_) => "schema_file",
-                    SchemaLocation::Url(_) => "schema_url",
-                };
-                let fetched_bytes = source.fetch(&DocumentRequest {
+                let fetched = source.fetch(&DocumentRequest {
                     upstream: &up.name,
                     location: &cfg.schema,
                     max_bytes: cfg.schema_max_bytes,
@@ -131,28 +130,21 @@ pub fn load_str(
                     credentials: &config.credentials,
                     secrets: &secrets,
                 });
-                let fetched = fetched_bytes
-                    .as_ref()
-                    .map(|b| b.as_slice())
-                    .map_err(Clone::clone);
-                if let SchemaLocation::File(p) = &cfg.schema {
-                    files.push(PathBuf::from(p));
-                }
-                let doc = fetched.map_err(|m| {
-                    Box::new(
-                        Diagnostic::new(path, pointer_join(&up.pointer, field), m)
-                            .upstream(&up.name)
-                            .help(format!("fix `{field}` or raise `schema_max_bytes`")),
-                    )
-                });
-                let doc = doc.and_then(|bytes| {
-                    openapi::document::parse(bytes, &doc_name)
-                        .map_err(|d| Box::new(d.upstream(&up.name)))
-                });
-                let doc = match doc {
+                let bytes = match fetched {
+                    Ok(bytes) => bytes,
+                    Err(m) => {
+                        diags.push(
+                            Diagnostic::new(path, pointer_join(&up.pointer, field), m)
+                                .upstream(&up.name)
+                                .help(format!("fix `{field}` or raise `schema_max_bytes`")),
+                        );
+                        continue;
+                    }
+                };
+                let doc = match openapi::document::parse(&bytes, &doc_name) {
                     Ok(doc) => doc,
                     Err(d) => {
-                        diags.push(*d);
+                        diags.push(d.upstream(&up.name));
                         continue;
                     }
                 };
@@ -163,7 +155,7 @@ pub fn load_str(
                     doc_file: &doc_name,
                 };
                 let tools = openapi::compile::compile(&origin, &cfg, &doc, &mut diags);
-                if let Ok(Ok(text)) = fetched_bytes.as_deref().map(std::str::from_utf8) {
+                if let Ok(text) = std::str::from_utf8(&bytes) {
                     diags.locate_in(&doc_name, text);
                 }
                 Transport::Openapi(OpenApiPlan {

@@ -7,4 +7,3 @@ mod normalize;
 pub mod resolve;
 
 pub use document::{Document, Version};
-pub use extensions::KNOWN as KNOWN_EXTENSIONS;
