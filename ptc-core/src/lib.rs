@@ -6,3 +6,7 @@
 
 pub mod credentials;
 pub mod documents;
+pub mod executor;
+pub mod redact;
+
+pub use executor::{CallOptions, Reason, ToolError, ToolOutput, Upstreams};

@@ -1,0 +1,80 @@
+//! The redactor: every secret value the runtime resolves is registered here, and every text that
+//! leaves the runtime (results, error messages, logs, discovery output, child stderr) passes
+//! through [`Redactor::redact`].
+
+use std::borrow::Cow;
+use std::sync::{Arc, RwLock};
+
+/// What a secret is replaced with.
+pub const MASK: &str = "[REDACTED]";
+
+/// Shortest value registered: shorter ones would mask ordinary text and are not credentials.
+pub const MIN_SECRET_LEN: usize = 4;
+
+/// A shared set of secret values to mask. Cheap to clone (one `Arc`).
+#[derive(Clone, Default)]
+pub struct Redactor {
+    secrets: Arc<RwLock<Vec<String>>>,
+}
+
+impl std::fmt::Debug for Redactor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Redactor([REDACTED])")
+    }
+}
+
+impl Redactor {
+    /// An empty redactor.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Registers `secret` (and nothing shorter than [`MIN_SECRET_LEN`]).
+    pub fn register(&self, secret: &str) {
+        if secret.len() < MIN_SECRET_LEN {
+            return;
+        }
+        let mut secrets = self.secrets.write().unwrap_or_else(|e| e.into_inner());
+        if !secrets.iter().any(|s| s == secret) {
+            secrets.push(secret.to_string());
+            // Longest first, so a secret that contains another is masked whole.
+            secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        }
+    }
+
+    /// `text` with every registered secret replaced by [`MASK`].
+    pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        let secrets = self.secrets.read().unwrap_or_else(|e| e.into_inner());
+        let mut out = Cow::Borrowed(text);
+        for secret in secrets.iter() {
+            if out.contains(secret.as_str()) {
+                out = Cow::Owned(out.replace(secret.as_str(), MASK));
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn masks_registered_secrets_longest_first() {
+        let r = Redactor::new();
+        r.register("abcd");
+        r.register("abcdef");
+        r.register("xyz"); // below the minimum: ordinary text stays readable
+        assert_eq!(
+            r.redact("t=abcdef u=abcd v=xyz"),
+            "t=[REDACTED] u=[REDACTED] v=xyz"
+        );
+    }
+
+    #[test]
+    fn text_without_secrets_is_borrowed() {
+        let r = Redactor::new();
+        r.register("secret-token");
+        assert!(matches!(r.redact("nothing here"), Cow::Borrowed(_)));
+    }
+}
