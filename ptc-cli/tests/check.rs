@@ -173,3 +173,19 @@ async fn schema_url_documents_are_fetched() {
     handle.shutdown().await;
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn the_error_sample_in_the_configuration_docs_is_the_real_output() {
+    let docs = std::fs::read_to_string(fixtures().join("../docs/configuration.md")).unwrap();
+    let marker = "```\n$ ptc check upstreams.json\n";
+    let start = docs.find(marker).expect("the sample is in the docs") + marker.len();
+    let sample = &docs[start..start + docs[start..].find("\n```").unwrap() + 1];
+    let out = Command::new(env!("CARGO_BIN_EXE_ptc"))
+        .current_dir(fixtures().join("configs/docs-sample"))
+        .args(["check", "upstreams.json"])
+        .output()
+        .expect("ptc runs");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    assert_eq!(String::from_utf8(out.stderr).unwrap(), sample);
+}

@@ -46,3 +46,36 @@ fn no_program_is_a_usage_error() {
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert!(stderr.contains("give a program with -e"), "{stderr}");
 }
+
+#[test]
+fn the_runnable_headline_program_in_the_language_docs_prints_what_the_docs_show() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let docs = std::fs::read_to_string(format!("{root}/docs/ptc-lisp.md")).unwrap();
+    let command = "```sh\nptc eval --context docs/examples/traces.json -e '";
+    let start = docs
+        .find(command)
+        .expect("the runnable version is in the docs")
+        + command.len();
+    let program = &docs[start..start + docs[start..].find("'\n```").unwrap()];
+    let shown = "prints (a test runs this command and compares):\n\n```clojure\n";
+    let at = docs.find(shown).expect("the docs show the result") + shown.len();
+    let expected = &docs[at..at + docs[at..].find("```").unwrap()];
+    let out = Command::new(env!("CARGO_BIN_EXE_ptc"))
+        .current_dir(root)
+        .args([
+            "eval",
+            "--context",
+            "docs/examples/traces.json",
+            "-e",
+            program,
+        ])
+        .output()
+        .expect("ptc runs");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), expected);
+}

@@ -59,7 +59,12 @@ pub fn compile(
                 &pointer_join(&includes_at, &i.to_string()),
                 format!(
                     "include_operations names `{id}`, which is not an operationId in {}{}",
-                    origin.doc_file.display(),
+                    // The file name: the full path is in the config the error points into.
+                    origin
+                        .doc_file
+                        .file_name()
+                        .unwrap_or(origin.doc_file.as_os_str())
+                        .display(),
                     did_you_mean(id, ids)
                 ),
                 Some("fix the operationId, or update the document if the API renamed it".into()),
