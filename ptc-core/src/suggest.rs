@@ -13,6 +13,10 @@ pub fn did_you_mean<S: AsRef<str>>(input: &str, candidates: &[S]) -> Option<Stri
             if input.len() >= 4 && lower.contains(&input) {
                 score = score.max(0.85);
             }
+            // Short names: one typo is still a typo.
+            if input.len() >= 2 && strsim::levenshtein(&input, &lower) <= 1 {
+                score = score.max(0.8);
+            }
             (score, c)
         })
         .filter(|(score, _)| *score >= 0.8)
@@ -33,5 +37,6 @@ mod tests {
         );
         assert_eq!(did_you_mean("cost", &tools).as_deref(), Some("costs"));
         assert_eq!(did_you_mean("zzz", &tools), None);
+        assert_eq!(did_you_mean("fz", &["fx", "ab"]).as_deref(), Some("fx"));
     }
 }

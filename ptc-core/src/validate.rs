@@ -207,8 +207,9 @@ fn check_entries(
                     .unwrap_or_default();
                 let mut msg = format!("unknown argument {}", show_key(&written));
                 let lisp: Vec<String> = known.iter().map(|k| lisp_key(k)).collect();
-                if let Some(s) = did_you_mean(&written.replace('_', "-"), &lisp) {
-                    msg.push_str(&format!(" (did you mean {s}?)"));
+                let kebab: Vec<String> = known.iter().map(|k| k.replace('_', "-")).collect();
+                if let Some(s) = did_you_mean(&written.replace('_', "-"), &kebab) {
+                    msg.push_str(&format!(" (did you mean :{s}?)"));
                 }
                 if known.is_empty() {
                     msg.push_str("; this tool takes no arguments");
