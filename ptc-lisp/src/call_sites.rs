@@ -134,3 +134,28 @@ fn const_of(form: &Form) -> LiteralArg {
         Err(_) => LiteralArg::Dynamic,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_literal_calls_with_positions_and_skips_threaded_and_quoted_ones() {
+        let src = "(let [x 1]\n  (tool/call 'a/b {:k x :n 2}))\n'(tool/call 'q/q)\n(->> {} (tool/call 'c/d))\n#(tool/call 'e/f {:i %})";
+        let sites = call_sites(src, "tool/call").unwrap();
+        let summary: Vec<String> = sites
+            .iter()
+            .map(|s| format!("{} {:?}", s.pos, s.args))
+            .collect();
+        assert_eq!(sites.len(), 2, "{summary:?}");
+        assert_eq!((sites[0].pos.line, sites[0].pos.col), (2, 3));
+        assert!(matches!(&sites[0].args[0], LiteralArg::Const(Value::Symbol(s)) if &**s == "a/b"));
+        let LiteralArg::Map(entries) = &sites[0].args[1] else {
+            panic!("{summary:?}")
+        };
+        assert!(matches!(entries[0].1, LiteralArg::Dynamic));
+        assert!(matches!(entries[1].1, LiteralArg::Const(Value::Int(2))));
+        assert_eq!((sites[1].pos.line, sites[1].pos.col), (5, 1));
+        assert!(call_sites("(tool/call", "tool/call").is_err());
+    }
+}
