@@ -9,6 +9,18 @@ use ptc_lisp::{Interpreter, Limits};
 
 /// Arguments of `ptc eval`.
 #[derive(clap::Args)]
+#[command(after_help = "\
+Examples:
+  ptc eval -e '(->> [3 1 2] (sort) (map inc))'
+  echo '(+ 1 2)' | ptc eval -
+  ptc eval --json --context data.json -e '(count data/items)'
+
+With --json, stdout holds the JSON result only; what the program prints goes to stderr.
+
+Exit codes:
+  0  the result is on stdout
+  1  the program failed; `reason: message` is on stderr
+  2  bad usage, or the program or context file cannot be read")]
 pub struct EvalArgs {
     /// Program text to evaluate.
     #[arg(short = 'e', long = "expr", conflicts_with = "file")]
@@ -21,7 +33,7 @@ pub struct EvalArgs {
     /// Memory budget in bytes.
     #[arg(long)]
     memory_bytes: Option<u64>,
-    /// Print the result as JSON instead of Clojure syntax.
+    /// Print the result as JSON instead of Clojure syntax (printed output goes to stderr).
     #[arg(long)]
     json: bool,
     /// A JSON object whose keys the program reads as `data/<key>`.
@@ -80,7 +92,7 @@ pub fn run(args: EvalArgs) -> ExitCode {
                     return ExitCode::from(2);
                 }
                 Err(e) => {
-                    eprintln!("ptc eval: {}: {}", path.display(), format_error(&e));
+                    eprintln!("ptc eval: {}: {e}", path.display());
                     return ExitCode::from(2);
                 }
             }
@@ -93,7 +105,10 @@ pub fn run(args: EvalArgs) -> ExitCode {
     }
     let result = interp.eval_str(&src);
     let printed = interp.take_output();
-    if !printed.is_empty() {
+    // With --json, stdout must parse as one JSON value, so printed output goes to stderr.
+    if args.json {
+        eprint!("{printed}");
+    } else {
         print!("{printed}");
     }
     match result {
@@ -102,7 +117,7 @@ pub fn run(args: EvalArgs) -> ExitCode {
                 match v.to_json_string() {
                     Ok(s) => println!("{s}"),
                     Err(e) => {
-                        eprintln!("{}", format_error(&e));
+                        eprintln!("{e}");
                         return ExitCode::FAILURE;
                     }
                 }
@@ -112,19 +127,8 @@ pub fn run(args: EvalArgs) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("{}", format_error(&e));
+            eprintln!("{e}");
             ExitCode::FAILURE
         }
     }
-}
-
-fn format_error(e: &ptc_lisp::LispError) -> String {
-    let mut s = format!("{}: {}", e.reason(), e.message());
-    if let Some(h) = e.hint() {
-        s.push_str(&format!(" — {h}"));
-    }
-    if let Some(p) = e.pos() {
-        s.push_str(&format!(" ({p})"));
-    }
-    s
 }

@@ -9,7 +9,20 @@ use clap::{Parser, Subcommand};
 
 /// ptc: programmatic tool calling with PTC-Lisp.
 #[derive(Parser)]
-#[command(name = "ptc", version, about)]
+#[command(
+    name = "ptc",
+    version,
+    about = "Programmatic tool calling: check upstream configs and evaluate PTC-Lisp programs.",
+    after_help = "\
+Examples:
+  ptc check fixtures/observatory/upstreams.json
+  ptc eval -e '(->> [3 1 2] (sort) (map inc))'
+
+Exit codes:
+  0  success
+  1  the config has problems (check) or the program failed (eval); the reason is on stderr
+  2  bad usage: unknown option, missing or unreadable input"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -9,7 +9,7 @@ use super::document::Document;
 use super::extensions::{self, Extensions};
 use super::resolve::{RefError, Resolver};
 use crate::config::{OpenApiConfig, OperationOverride};
-use crate::diagnostic::{Diagnostic, Diagnostics, pointer_join};
+use crate::diagnostic::{Reporter, pointer_join};
 use crate::names;
 use crate::plan::{Annotations, OperationBinding, Param, ParamLocation, ToolPlan};
 use crate::suggest::did_you_mean;
@@ -39,33 +39,35 @@ struct Located<'d> {
     pointer: String,
 }
 
-/// Compiles the upstream's included operations, reporting every problem into `diags`.
+/// Compiles the upstream's included operations, reporting every problem through `report`
+/// (which is about the upstream).
 pub fn compile(
     origin: &Origin,
     cfg: &OpenApiConfig,
     doc: &Document,
-    diags: &mut Diagnostics,
+    report: &mut Reporter,
 ) -> Vec<ToolPlan> {
     let resolver = Resolver::new(&doc.root, doc.version);
-    let index = index_operations(origin, &resolver, &doc.root, diags);
+    let index = index_operations(origin, &resolver, &doc.root, report);
     let mut tools: Vec<ToolPlan> = Vec::new();
     let includes_at = pointer_join(origin.config_pointer, "include_operations");
     for (i, id) in cfg.include_operations.iter().enumerate() {
         let Some(found) = index.get(id.as_str()) else {
             let ids = index.keys().copied();
-            diags.push(
-                Diagnostic::new(
-                    origin.config_file,
-                    pointer_join(&includes_at, &i.to_string()),
-                    format!(
-                        "include_operations names `{id}`, which is not an operationId in {}{}",
-                        origin.doc_file.display(),
-                        did_you_mean(id, ids)
-                    ),
-                )
-                .upstream(origin.upstream)
-                .operation(id)
-                .help("fix the operationId, or update the document if the API renamed it"),
+            report.about(Some(origin.upstream), Some(id)).error(
+                origin.config_file,
+                &pointer_join(&includes_at, &i.to_string()),
+                format!(
+                    "include_operations names `{id}`, which is not an operationId in {}{}",
+                    // The file name: the full path is in the config the error points into.
+                    origin
+                        .doc_file
+                        .file_name()
+                        .unwrap_or(origin.doc_file.as_os_str())
+                        .display(),
+                    did_you_mean(id, ids)
+                ),
+                Some("fix the operationId, or update the document if the API renamed it".into()),
             );
             continue;
         };
@@ -77,14 +79,13 @@ pub fn compile(
             id,
             found,
             overrides: &overrides,
-            diags,
-            failed: false,
+            report: report.about(Some(origin.upstream), Some(id)),
         };
         if let Some(tool) = op.compile() {
             tools.push(tool);
         }
     }
-    check_collisions(origin, cfg, &tools, diags);
+    check_collisions(origin, cfg, &tools, report);
     tools
 }
 
@@ -92,7 +93,7 @@ fn index_operations<'d>(
     origin: &Origin,
     resolver: &Resolver<'d>,
     root: &'d Value,
-    diags: &mut Diagnostics,
+    report: &mut Reporter,
 ) -> BTreeMap<&'d str, Located<'d>> {
     let mut index: BTreeMap<&str, Located> = BTreeMap::new();
     let Some(paths) = root.get("paths").and_then(Value::as_object) else {
@@ -113,15 +114,11 @@ fn index_operations<'d>(
             };
             let pointer = pointer_join(&item_at, method);
             if let Some(prev) = index.get(id.as_str()) {
-                diags.push(
-                    Diagnostic::new(
-                        origin.doc_file,
-                        &pointer,
-                        format!("operationId `{id}` is used twice"),
-                    )
-                    .upstream(origin.upstream)
-                    .operation(id)
-                    .help(format!(
+                report.about(Some(origin.upstream), Some(id)).error(
+                    origin.doc_file,
+                    &pointer,
+                    format!("operationId `{id}` is used twice"),
+                    Some(format!(
                         "it is also {} {}; operationIds must be unique",
                         prev.method.to_uppercase(),
                         prev.path
@@ -151,8 +148,8 @@ struct OpCompiler<'a, 'd> {
     id: &'a str,
     found: &'a Located<'d>,
     overrides: &'a OperationOverride,
-    diags: &'a mut Diagnostics,
-    failed: bool,
+    /// About this upstream and operation; anything it records means the operation failed.
+    report: Reporter<'a>,
 }
 
 /// One query or path parameter, as declared.
@@ -167,14 +164,10 @@ struct Declared {
 }
 
 impl OpCompiler<'_, '_> {
+    /// A problem in the document at `pointer`.
     fn error(&mut self, pointer: &str, message: impl Into<String>, help: impl Into<String>) {
-        self.failed = true;
-        self.diags.push(
-            Diagnostic::new(self.origin.doc_file, pointer, message)
-                .upstream(self.origin.upstream)
-                .operation(self.id)
-                .help(help),
-        );
+        self.report
+            .error(self.origin.doc_file, pointer, message, Some(help.into()));
     }
 
     /// A problem in the operator's override; `field` is the path of tokens below the override.
@@ -184,7 +177,6 @@ impl OpCompiler<'_, '_> {
         message: impl Into<String>,
         help: impl Into<String>,
     ) {
-        self.failed = true;
         let mut at = pointer_join(
             &pointer_join(self.origin.config_pointer, "operation_overrides"),
             self.id,
@@ -192,12 +184,8 @@ impl OpCompiler<'_, '_> {
         for token in field {
             at = pointer_join(&at, token);
         }
-        self.diags.push(
-            Diagnostic::new(self.origin.config_file, at, message)
-                .upstream(self.origin.upstream)
-                .operation(self.id)
-                .help(help),
-        );
+        self.report
+            .error(self.origin.config_file, &at, message, Some(help.into()));
     }
 
     fn ref_error(&mut self, e: RefError) {
@@ -281,7 +269,7 @@ impl OpCompiler<'_, '_> {
                 "name the query parameter that carries the cursor",
             );
         }
-        if self.failed {
+        if self.report.reported() > 0 {
             return None;
         }
         let http = &self.cfg.http;
@@ -895,7 +883,7 @@ fn check_collisions(
     origin: &Origin,
     cfg: &OpenApiConfig,
     tools: &[ToolPlan],
-    diags: &mut Diagnostics,
+    report: &mut Reporter,
 ) {
     let mut seen: BTreeMap<&str, &str> = BTreeMap::new();
     for tool in tools {
@@ -906,15 +894,11 @@ fn check_collisions(
                 .iter()
                 .position(|o| o == second)
                 .unwrap_or(0);
-            diags.push(
-                Diagnostic::new(
-                    origin.config_file,
-                    pointer_join(&pointer_join(origin.config_pointer, "include_operations"), &i.to_string()),
-                    format!("operations `{first}` and `{second}` both become tool `{}` after name normalisation", tool.name),
-                )
-                .upstream(origin.upstream)
-                .operation(second)
-                .help(format!("give one a distinct name: operation_overrides.{second}.name")),
+            report.about(Some(origin.upstream), Some(second)).error(
+                origin.config_file,
+                &pointer_join(&pointer_join(origin.config_pointer, "include_operations"), &i.to_string()),
+                format!("operations `{first}` and `{second}` both become tool `{}` after name normalisation", tool.name),
+                Some(format!("give one a distinct name: operation_overrides.{second}.name")),
             );
         }
     }
