@@ -114,7 +114,11 @@ pub fn doc_text(server: &ServerEntry, tool: &ToolEntry) -> String {
     let schema = server.schema(tool);
     let mut out = format!("-------------------------\n{}\n", tool.qualified());
     for line in tool.description.lines() {
-        out.push_str(&format!("  {line}\n"));
+        if line.trim().is_empty() {
+            out.push('\n');
+        } else {
+            out.push_str(&format!("  {line}\n"));
+        }
     }
     let (props, required) = schema.properties();
     out.push_str("Args:\n");
@@ -255,7 +259,7 @@ mod tests {
         let text = doc_text(&server, &tool());
         assert_eq!(
             text,
-            "-------------------------\nobs/list-traces\n  List traces\n  \n  Newest first.\nArgs:\n  \
+            "-------------------------\nobs/list-traces\n  List traces\n\n  Newest first.\nArgs:\n  \
              :org-id string (required) - Tenant.\n  :mode one of \"summary\" \"full\" (required) \
              (default \"summary\")\n  :limit integer 1..500\nCall:\n  (tool/call 'obs/list-traces \
              {:org-id \"...\" :mode \"summary\"})\nReturns:\n  {:ok true :value {:traces [map] \
