@@ -14,13 +14,15 @@ Examples:
   ptc eval -e '(->> [3 1 2] (sort) (map inc))'
   echo '(+ 1 2)' | ptc eval -
   ptc eval --json --context data.json -e '(count data/items)'
+  ptc eval --config fixtures/observatory/upstreams.json -e '(doc (quote observatory/costs))'
 
 With --json, stdout holds the JSON result only; what the program prints goes to stderr.
 
 Exit codes:
   0  the result is on stdout
   1  the program failed; `reason: message` is on stderr
-  2  bad usage, or the program or context file cannot be read")]
+  2  bad usage, the program or context file cannot be read, or the config is invalid or
+     an upstream cannot start")]
 pub struct EvalArgs {
     /// Program text to evaluate.
     #[arg(short = 'e', long = "expr", conflicts_with = "file")]
@@ -39,6 +41,12 @@ pub struct EvalArgs {
     /// A JSON object whose keys the program reads as `data/<key>`.
     #[arg(long, value_name = "FILE")]
     context: Option<PathBuf>,
+    /// An upstreams.json: the program may call its upstreams with `tool/call` and discover them.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Print the run's upstream calls and payload metrics as JSON on stderr (needs --config).
+    #[arg(long, requires = "config")]
+    metrics: bool,
 }
 
 fn read_program(args: &EvalArgs) -> Result<String, String> {
@@ -99,17 +107,36 @@ pub fn run(args: EvalArgs) -> ExitCode {
         }
         None => None,
     };
-    let mut interp = Interpreter::new(limits);
-    if let Some(c) = context {
-        interp.set_context(c);
-    }
-    let result = interp.eval_str(&src);
-    let printed = interp.take_output();
+    let (result, printed, records) = match &args.config {
+        Some(config) => match crate::upstreams::run(config, &src, limits, context) {
+            Ok(run) => (run.result, run.output, Some(run.records)),
+            Err(e) => {
+                eprintln!("ptc eval: {e}");
+                return ExitCode::from(2);
+            }
+        },
+        None => {
+            let mut interp = Interpreter::new(limits);
+            if let Some(c) = context {
+                interp.set_context(c);
+            }
+            let result = interp.eval_str(&src);
+            (result, interp.take_output(), None)
+        }
+    };
     // With --json, stdout must parse as one JSON value, so printed output goes to stderr.
     if args.json {
         eprint!("{printed}");
     } else {
         print!("{printed}");
+    }
+    if args.metrics
+        && let Some(r) = &records
+    {
+        match serde_json::to_string(r) {
+            Ok(text) => eprintln!("{text}"),
+            Err(e) => eprintln!("ptc eval: cannot print the metrics: {e}"),
+        }
     }
     match result {
         Ok(v) => {

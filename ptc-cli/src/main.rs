@@ -2,6 +2,7 @@
 
 mod check;
 mod eval;
+mod upstreams;
 
 use std::process::ExitCode;
 
