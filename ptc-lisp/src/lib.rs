@@ -19,20 +19,25 @@
 mod analyze;
 mod ast;
 pub mod builtins;
+mod destructure;
 mod error;
 mod eval;
+mod function;
 pub mod host;
 mod interp;
 mod json;
 mod limits;
 mod liveness;
+mod names;
 pub mod printer;
 mod read_data;
 mod reader;
+mod sugar;
 mod value;
 
-pub use error::{Ctl, LispError, Pos, R};
-pub use eval::{Closure, Function, Native};
+pub use error::{Ctl, LispError, Pos, R, Reason};
+pub use eval::Ctx;
+pub use function::{Builtin, Closure, Function, Native, Traits};
 pub use host::{CallContext, Discovery, Host, HostError, HostValue};
 pub use interp::Interpreter;
 pub use limits::Limits;
