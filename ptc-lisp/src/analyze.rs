@@ -9,9 +9,11 @@ use crate::ast::{Arity, Bind, CapSrc, ForClause, Lambda, Node};
 use crate::builtins;
 use crate::error::{LispError, Pos, Reason};
 use crate::function::Builtin;
-use crate::function::{Fast, Function};
+use crate::function::{Fast, Function, builtin_value};
 use crate::names::{self, Constant, NsKind, Special};
 use crate::reader::{Form, FormKind};
+mod destructure;
+
 use crate::sugar::{self, binding_vector, expect_args, invalid, list, sym};
 use crate::value::Value;
 
@@ -295,7 +297,7 @@ impl<'a> Analyzer<'a> {
             )
             .filter(|n| !n.contains(' '));
         let e = LispError::new(Reason::UnboundVar, format!("unknown symbol {s}")).with_pos(pos);
-        match did_you_mean(s, candidates) {
+        match names::did_you_mean(s, candidates) {
             Some(cand) => e.with_hint(format!("did you mean {cand}?")),
             None => e,
         }
@@ -366,7 +368,7 @@ impl<'a> Analyzer<'a> {
             .map(|n| -> &str { n })
             .chain(self.host_namespaces.iter().map(String::as_str))
             .chain(self.upstreams.iter().map(String::as_str));
-        match did_you_mean(ns, candidates) {
+        match names::did_you_mean(ns, candidates) {
             Some(c) => Err(e.with_hint(format!("did you mean {c}/{name}?"))),
             None => Err(e),
         }
@@ -1087,167 +1089,6 @@ impl<'a> Analyzer<'a> {
         let caps = scope.captures.into_iter().map(|(_, src)| src).collect();
         Ok(Node::Fn(Arc::new(lambda), caps))
     }
-
-    /// Binds a (possibly destructuring) pattern to `init`, appending sequential bindings.
-    fn bind_pattern(&mut self, pat: &Form, init: Node, out: &mut Vec<Bind>) -> AR<()> {
-        match &pat.kind {
-            FormKind::Symbol(s) => {
-                if s.contains('/') {
-                    return Err(LispError::new(
-                        Reason::DestructureError,
-                        format!("cannot bind qualified symbol {s}"),
-                    )
-                    .with_pos(pat.pos));
-                }
-                let slot = self.new_slot();
-                out.push(Bind { slot, init });
-                self.scope().names.push((s.clone(), slot));
-                Ok(())
-            }
-            FormKind::Vector(items) => {
-                let tmp = self.new_slot();
-                out.push(Bind { slot: tmp, init });
-                let mut i = 0;
-                let mut idx = 0;
-                while i < items.len() {
-                    let p = &items[i];
-                    if p.sym_name() == Some("&") {
-                        let rp = items.get(i + 1).ok_or_else(|| {
-                            LispError::new(
-                                Reason::DestructureError,
-                                "& must be followed by a pattern",
-                            )
-                            .with_pos(p.pos)
-                        })?;
-                        self.bind_pattern(
-                            rp,
-                            Node::RestFrom(Box::new(Node::Local(tmp)), idx),
-                            out,
-                        )?;
-                        i += 2;
-                        continue;
-                    }
-                    if let FormKind::Keyword(k) = &p.kind
-                        && &**k == "as"
-                    {
-                        let ap = items.get(i + 1).ok_or_else(|| {
-                            LispError::new(
-                                Reason::DestructureError,
-                                ":as must be followed by a symbol",
-                            )
-                            .with_pos(p.pos)
-                        })?;
-                        self.bind_pattern(ap, Node::Local(tmp), out)?;
-                        i += 2;
-                        continue;
-                    }
-                    self.bind_pattern(p, Node::Nth(Box::new(Node::Local(tmp)), idx), out)?;
-                    idx += 1;
-                    i += 1;
-                }
-                Ok(())
-            }
-            FormKind::Map(items) => {
-                let tmp = self.new_slot();
-                out.push(Bind { slot: tmp, init });
-                // Defaults from :or, analyzed lazily per binding.
-                let mut defaults: Vec<(Arc<str>, &Form)> = Vec::new();
-                for kv in items.chunks(2) {
-                    if let FormKind::Keyword(k) = &kv[0].kind
-                        && &**k == "or"
-                    {
-                        match &kv[1].kind {
-                            FormKind::Map(ds) => {
-                                for d in ds.chunks(2) {
-                                    if let Some(n) = d[0].sym_name() {
-                                        defaults.push((n.into(), &d[1]));
-                                    }
-                                }
-                            }
-                            _ => {
-                                return Err(LispError::new(
-                                    Reason::DestructureError,
-                                    ":or requires a map",
-                                )
-                                .with_pos(kv[1].pos));
-                            }
-                        }
-                    }
-                }
-                for kv in items.chunks(2) {
-                    let (k, v) = (&kv[0], &kv[1]);
-                    match &k.kind {
-                        FormKind::Keyword(kw) if matches!(&**kw, "keys" | "strs" | "syms") => {
-                            let names = match &v.kind {
-                                FormKind::Vector(ns) => ns,
-                                _ => {
-                                    return Err(LispError::new(
-                                        Reason::DestructureError,
-                                        format!(":{kw} requires a vector"),
-                                    )
-                                    .with_pos(v.pos));
-                                }
-                            };
-                            for n in names {
-                                let (full, local): (Arc<str>, Arc<str>) = match &n.kind {
-                                    FormKind::Symbol(s) | FormKind::Keyword(s) => {
-                                        let local = s.rsplit('/').next().unwrap_or(s).into();
-                                        (s.clone(), local)
-                                    }
-                                    _ => {
-                                        return Err(LispError::new(
-                                            Reason::DestructureError,
-                                            "destructuring names must be symbols",
-                                        )
-                                        .with_pos(n.pos));
-                                    }
-                                };
-                                let key = match &**kw {
-                                    "keys" => Value::Keyword(full),
-                                    "strs" => Value::Str(full),
-                                    _ => Value::Symbol(full),
-                                };
-                                let default = match defaults.iter().find(|(d, _)| *d == local) {
-                                    Some((_, f)) => Some(Box::new(self.analyze(f, false)?)),
-                                    None => None,
-                                };
-                                let slot = self.new_slot();
-                                out.push(Bind {
-                                    slot,
-                                    init: Node::MapGet(Box::new(Node::Local(tmp)), key, default),
-                                });
-                                self.scope().names.push((local, slot));
-                            }
-                        }
-                        FormKind::Keyword(kw) if &**kw == "as" => {
-                            self.bind_pattern(v, Node::Local(tmp), out)?;
-                        }
-                        FormKind::Keyword(kw) if &**kw == "or" => {}
-                        _ => {
-                            let key = crate::read_data::form_to_value(v)?;
-                            let default = match k
-                                .sym_name()
-                                .and_then(|n| defaults.iter().find(|(d, _)| &**d == n))
-                            {
-                                Some((_, f)) => Some(Box::new(self.analyze(f, false)?)),
-                                None => None,
-                            };
-                            self.bind_pattern(
-                                k,
-                                Node::MapGet(Box::new(Node::Local(tmp)), key, default),
-                                out,
-                            )?;
-                        }
-                    }
-                }
-                Ok(())
-            }
-            _ => Err(invalid(
-                "unsupported binding form: expected a symbol, vector or map",
-                pat.pos,
-            )),
-        }
-    }
 }
 
 /// Integer fast path for two-argument arithmetic/comparison and `inc`/`dec`; gives the
@@ -1298,24 +1139,4 @@ fn unsupported_hint(name: &str) -> Option<&'static str> {
         }
         _ => return None,
     })
-}
-
-/// The candidate closest to `name` by Jaro-Winkler similarity, if any is close enough to be
-/// what was meant (the "did you mean" of every unknown-name error).
-pub(crate) fn did_you_mean<'c>(
-    name: &str,
-    candidates: impl Iterator<Item = &'c str>,
-) -> Option<String> {
-    let mut best: Option<(f64, &str)> = None;
-    for cand in candidates {
-        let score = strsim::jaro_winkler(name, cand);
-        if score > 0.85 && best.is_none_or(|(b, _)| score > b) {
-            best = Some((score, cand));
-        }
-    }
-    best.map(|(_, c)| c.to_string())
-}
-
-pub(crate) fn builtin_value(b: &'static Builtin) -> Value {
-    Value::Func(Arc::new(Function::Builtin(b)))
 }

@@ -193,3 +193,8 @@ pub(crate) fn closure_arity_error(lambda: &Lambda, n: usize) -> LispError {
         ),
     )
 }
+
+/// A builtin as a function value.
+pub(crate) fn builtin_value(b: &'static Builtin) -> Value {
+    Value::Func(Arc::new(Function::Builtin(b)))
+}

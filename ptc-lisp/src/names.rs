@@ -407,3 +407,182 @@ impl Namespace {
             .map(|(_, c)| *c)
     }
 }
+
+/// The candidate closest to `name` by Jaro-Winkler similarity, if any is close enough to be
+/// what was meant (the "did you mean" of every unknown-name error).
+pub(crate) fn did_you_mean<'c>(
+    name: &str,
+    candidates: impl Iterator<Item = &'c str>,
+) -> Option<String> {
+    let mut best: Option<(f64, &str)> = None;
+    for cand in candidates {
+        let score = strsim::jaro_winkler(name, cand);
+        if score > 0.85 && best.is_none_or(|(b, _)| score > b) {
+            best = Some((score, cand));
+        }
+    }
+    best.map(|(_, c)| c.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Interpreter, Limits, Reason, Value};
+
+    fn eval(i: &mut Interpreter, src: &str) -> Value {
+        i.eval_str(src).unwrap_or_else(|e| panic!("{src}: {e}"))
+    }
+
+    /// Every alias of every local namespace works in every discovery form, and means the same
+    /// as its canonical name there.
+    #[test]
+    fn every_namespace_alias_works_in_every_discovery_form() {
+        let mut i = Interpreter::new(Limits::default());
+        i.set_context(Value::map_from(vec![(
+            Value::keyword("rows"),
+            Value::Int(1),
+        )]));
+        let mut checked = 0;
+        for space in NAMESPACES {
+            let canonical = eval(&mut i, &format!("(dir {})", space.name));
+            let Value::Vector(names) = &canonical else {
+                panic!("(dir {}) is {canonical}", space.name)
+            };
+            assert!(!names.is_empty(), "(dir {}) is empty", space.name);
+            for alias in space.all_names() {
+                for form in [
+                    format!("(dir {alias})"),
+                    format!("(dir '{alias})"),
+                    format!("(repl/dir \"{alias}\")"),
+                ] {
+                    assert_eq!(eval(&mut i, &form), canonical, "{form}");
+                }
+                assert!(
+                    eval(&mut i, "(all-ns)")
+                        .to_string()
+                        .contains(&format!(" {} ", space.name).replace(' ', "")),
+                    "all-ns lacks {}",
+                    space.name
+                );
+                for name in names.iter() {
+                    let name = name.to_string();
+                    let q = format!("{alias}/{name}");
+                    if space.kind == NsKind::Data {
+                        assert_eq!(eval(&mut i, &q), Value::Int(1), "{q}");
+                        continue;
+                    }
+                    // The name resolves as a call would see it ...
+                    let v = eval(&mut i, &q);
+                    assert!(
+                        matches!(v, Value::Func(_) | Value::Float(_) | Value::Int(_)),
+                        "{q} is {v}"
+                    );
+                    // ... and doc, source, meta and apropos all know it.
+                    i.take_output();
+                    assert_eq!(eval(&mut i, &format!("(doc {q})")), Value::Nil);
+                    let printed = i.take_output();
+                    assert!(printed.contains(&name), "(doc {q}) printed {printed:?}");
+                    assert_eq!(eval(&mut i, &format!("(source {q})")), Value::Nil);
+                    i.take_output();
+                    if let Value::Func(_) = v {
+                        let m = eval(&mut i, &format!("(:name (meta '{q}))"));
+                        assert!(m.to_string().ends_with(&name), "(meta '{q}) names {m}");
+                        let hits = eval(&mut i, &format!("(apropos \"{name}\")"));
+                        let Value::Vector(hits) = hits else {
+                            panic!("apropos gave {hits}")
+                        };
+                        // Some hit is a name a program can write that means this function (the
+                        // repl/ builtins are found as their special forms `doc`, `dir`, ...).
+                        let found = hits.iter().any(|h| {
+                            let h = h.to_string();
+                            let same = format!(
+                                "(let [a (str (:name (meta '{h}))) b (str (:name (meta '{q})))]
+                                   (or (= a b) (= (str \"repl/\" a) b)))"
+                            );
+                            i.eval_str(&same).is_ok_and(|r| r == Value::Bool(true))
+                        });
+                        assert!(found, "(apropos {name:?}) has nothing meaning {q}");
+                    }
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 300, "only {checked} names checked");
+    }
+
+    #[test]
+    fn tool_discovery_aliases_are_the_discovery_forms() {
+        let mut i = Interpreter::new(Limits::default());
+        assert_eq!(eval(&mut i, "(tool/doc map)"), Value::Nil);
+        assert!(i.take_output().contains("(map f coll"));
+        assert_eq!(
+            eval(&mut i, "(count (tool/dir clojure.set))"),
+            eval(&mut i, "(count (dir set))")
+        );
+        assert_eq!(
+            eval(&mut i, "(:name (tool/meta 'str/join))").to_string(),
+            "clojure.string/join"
+        );
+        assert_eq!(
+            eval(&mut i, "(first (tool/apropos \"upper-case\"))").to_string(),
+            "clojure.string/upper-case"
+        );
+        assert_eq!(eval(&mut i, "(tool/dir tool)"), eval(&mut i, "(dir tool)"));
+        // Other tool/ names belong to the host; without one they are unknown.
+        let e = i.eval_str("(tool/call 'a/b {})").unwrap_err();
+        assert_eq!(e.reason(), Reason::UnboundVar);
+    }
+
+    #[test]
+    fn special_forms_are_documented_and_dispatched_from_one_table() {
+        let mut i = Interpreter::new(Limits::default());
+        assert!(!SPECIAL_FORMS.is_empty());
+        for form in SPECIAL_FORMS {
+            assert!(!form.doc.is_empty(), "{} has no doc", form.name);
+            i.take_output();
+            assert_eq!(eval(&mut i, &format!("(doc {})", form.name)), Value::Nil);
+            let out = i.take_output();
+            assert!(out.contains("Special Form"), "{}: {out}", form.name);
+            assert!(out.contains(form.doc), "{}: {out}", form.name);
+            let m = eval(&mut i, &format!("(:special-form (meta '{}))", form.name));
+            assert_eq!(m, Value::Bool(true), "{}", form.name);
+            // Used as a value it is refused as a special form, not an unknown symbol.
+            let e = i.eval_str(&format!("[{}]", form.name)).unwrap_err();
+            assert_eq!(e.reason(), Reason::InvalidForm, "{}", form.name);
+        }
+        // Near misses are hinted from the same table.
+        let e = i.eval_str("(whenn true 1)").unwrap_err();
+        assert_eq!(e.hint(), Some("did you mean when?"));
+    }
+
+    #[test]
+    fn namespace_forms_explain_there_is_one_namespace() {
+        let mut i = Interpreter::new(Limits::default());
+        for src in [
+            "(ns foo)",
+            "(require '[clojure.string :as str])",
+            "(import 'java.time.LocalDate)",
+            "(in-ns 'foo)",
+        ] {
+            let e = i.eval_str(src).unwrap_err();
+            assert_eq!(e.reason(), Reason::UnboundVar, "{src}");
+            assert!(e.message().contains("one namespace"), "{src}: {e}");
+            assert!(
+                e.hint().is_some_and(|h| h.contains("str/join")),
+                "{src}: {e}"
+            );
+        }
+    }
+
+    #[test]
+    fn unknown_namespaces_get_a_hint_from_the_table() {
+        let mut i = Interpreter::new(Limits::default());
+        let e = i.eval_str("(clojure.strng/join \",\" [1])").unwrap_err();
+        assert_eq!(e.reason(), Reason::UnboundVar);
+        assert_eq!(e.hint(), Some("did you mean clojure.string/join?"));
+        let e = i.eval_str("(dir clojure.strng)").unwrap_err();
+        assert_eq!(e.hint(), Some("did you mean clojure.string?"));
+        let e = i.eval_str("(doc fitler)").unwrap_err();
+        assert_eq!(e.hint(), Some("did you mean filter?"));
+    }
+}

@@ -107,7 +107,7 @@ fn known_namespaces(ctx: &Ctx<'_>) -> Vec<String> {
 /// An `unbound_var` error with a "did you mean" hint among `candidates`.
 fn unknown(message: String, name: &str, candidates: Vec<String>) -> Ctl {
     let e = LispError::new(Reason::UnboundVar, message);
-    let best = crate::analyze::did_you_mean(name, candidates.iter().map(String::as_str));
+    let best = names::did_you_mean(name, candidates.iter().map(String::as_str));
     Ctl::from(match best {
         Some(c) => e.with_hint(format!("did you mean {c}?")),
         None => e,
@@ -181,7 +181,17 @@ fn dir(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
                 .map(Value::symbol)
                 .collect(),
             NsKind::Data => match ctx.data() {
-                Value::Map(m) => m.sorted().into_iter().map(|(k, _)| k.clone()).collect(),
+                // The names a program writes after `data/`.
+                Value::Map(m) => m
+                    .sorted()
+                    .into_iter()
+                    .filter_map(|(k, _)| match k {
+                        Value::Keyword(s) | Value::Str(s) | Value::Symbol(s) => {
+                            Some(Value::symbol(s))
+                        }
+                        _ => None,
+                    })
+                    .collect(),
                 _ => Vec::new(),
             },
             NsKind::Discovery => names::TOOL_DISCOVERY
@@ -255,8 +265,10 @@ fn apropos(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
         _ => name.to_lowercase().contains(&pattern),
     };
     for b in super::all() {
-        if hit(b.name) && !b.name.starts_with("repl/") && !b.name.starts_with("java/") {
-            out.push(Value::symbol(b.name));
+        if let Some(name) = writable_name(b)
+            && hit(name)
+        {
+            out.push(Value::symbol(name));
         }
     }
     for form in names::SPECIAL_FORMS {
@@ -270,6 +282,21 @@ fn apropos(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
         out.truncate((*limit).max(0) as usize);
     }
     super::vec_value(ctx, out)
+}
+
+/// The name a program writes for a builtin in `apropos` results: its registry name, except
+/// that Java interop methods (kept under `java/`) show the class their doc names
+/// (`Integer/parseInt`); `repl/` names are the discovery special forms, listed as such.
+fn writable_name(b: &'static Builtin) -> Option<&'static str> {
+    if b.name.starts_with("repl/") {
+        return None;
+    }
+    if b.name.starts_with("java/") {
+        let call = b.doc.strip_prefix('(')?;
+        let name = call.split([' ', ')']).next()?;
+        return name.contains('/').then_some(name);
+    }
+    Some(b.name)
 }
 
 fn all_ns(ctx: &mut Ctx<'_>, _: &mut [Value]) -> R<Value> {

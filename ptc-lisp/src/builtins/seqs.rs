@@ -353,7 +353,7 @@ fn xf(ctx: &mut Ctx<'_>, a: &mut [Value], f: super::BuiltinFn, name: &str) -> R<
     let Some(builtin) = super::lookup(name) else {
         return err(Reason::InternalError, "transducer builtin not registered");
     };
-    let captured = vec![crate::analyze::builtin_value(builtin), take(a, 0)];
+    let captured = vec![crate::function::builtin_value(builtin), take(a, 0)];
     Ok(Value::Func(Arc::new(crate::function::Function::Native(
         crate::function::Native {
             name: TRANSDUCER,
