@@ -289,8 +289,12 @@ impl Upstreams {
             match &up.transport {
                 ptc_plan::Transport::Openapi(api) => {
                     let link = OpenApiUpstream::new(&up.name, api).map_err(fail)?;
-                    let entry =
-                        ServerEntry::new(&up.name, &up.description, "openapi", Default::default());
+                    let entry = ServerEntry::new(
+                        &up.name,
+                        &up.description,
+                        "openapi",
+                        api.definitions.clone(),
+                    );
                     entry.set_tools(catalog::openapi_tools(&up.name, link.tools()));
                     servers.push(entry);
                     links.push(Link::OpenApi(link));
