@@ -230,7 +230,7 @@ impl std::error::Error for StartError {}
 
 /// One upstream's live transport.
 enum Link {
-    OpenApi(OpenApiUpstream),
+    OpenApi(Box<OpenApiUpstream>),
     Mcp(McpLink),
 }
 
@@ -297,7 +297,7 @@ impl Upstreams {
                     );
                     entry.set_tools(catalog::openapi_tools(&up.name, link.tools()));
                     servers.push(entry);
-                    links.push(Link::OpenApi(link));
+                    links.push(Link::OpenApi(Box::new(link)));
                 }
                 other => {
                     servers.push(ServerEntry::new(
