@@ -7,6 +7,7 @@
 pub mod credentials;
 pub mod documents;
 pub mod executor;
+pub mod mcp;
 pub mod redact;
 
 pub use executor::{CallOptions, Reason, ToolError, ToolOutput, Upstreams};
