@@ -137,6 +137,11 @@ impl HttpPeer {
         }
     }
 
+    /// Kills the server and waits until it is gone, so its port is free again.
+    async fn stop(mut self) {
+        self._child.kill().await.unwrap();
+    }
+
     fn url(&self) -> String {
         format!("http://127.0.0.1:{}/mcp", self.port)
     }
@@ -349,7 +354,7 @@ async fn everything_over_streamable_http_with_a_session_renewed_after_a_server_r
     check_everything(&c).await;
 
     // A restarted server no longer knows the session: the client opens a new one by itself.
-    drop(peer);
+    peer.stop().await;
     let Some(_peer) = everything_http(port).await else {
         return;
     };
@@ -747,4 +752,88 @@ async fn http_auth_headers_are_read_per_request_so_rotation_needs_no_restart() {
         "the HTTP client's log is captured"
     );
     assert!(!logs.contains("tok-first") && !logs.contains("tok-second"));
+}
+
+#[tokio::test]
+async fn http_refusals_map_to_their_reasons_and_name_no_secret() {
+    let dir = std::env::temp_dir().join(format!("ptc-mcp-status-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let status_file = dir.join("status");
+    let token_file = dir.join("token");
+    let Some(peer) = python_http(&[
+        ("PTC_REQUIRED_TOKEN", "right-token-1234".into()),
+        (
+            "PTC_STATUS_FILE",
+            status_file.to_string_lossy().into_owned(),
+        ),
+    ])
+    .await
+    else {
+        return;
+    };
+    let credentials = [CredentialBinding {
+        name: "py-token".into(),
+        source: CredentialSource::File {
+            path: token_file.to_string_lossy().into_owned(),
+        },
+        scheme_hint: None,
+    }];
+    let mut plan = http_plan(&peer.url());
+    plan.http.auth = vec![AuthEmitter::Bearer {
+        binding: "py-token".into(),
+    }];
+    let secrets = Secrets::default();
+    let connect = || McpClient::connect_http("py", &plan, &credentials, &secrets, Redactor::new());
+
+    std::fs::write(&token_file, "wrong-token-9999").unwrap();
+    let e = connect().await.err().unwrap();
+    assert_eq!(e.reason, Reason::AuthFailed, "{e}");
+    assert!(e.message.contains("HTTP 401"), "{e}");
+
+    std::fs::write(&token_file, "right-token-1234").unwrap();
+    let c = connect().await.unwrap();
+    let echo = || call(&c, "echo", json!({"message": "ok"}));
+    assert_eq!(echo().await.unwrap(), ToolOutput::Text("Echo: ok".into()));
+
+    let mut messages = Vec::new();
+    std::fs::write(&token_file, "wrong-token-9999").unwrap();
+    let e = echo().await.unwrap_err();
+    assert_eq!(
+        (e.reason, e.message.as_str()),
+        (
+            Reason::AuthFailed,
+            "upstream `py` tool `echo`: the server refused the credentials (HTTP 401)"
+        )
+    );
+    messages.push(e.message);
+    std::fs::write(&token_file, "right-token-1234").unwrap();
+
+    for (status, reason, text) in [
+        (
+            "429",
+            Reason::RateLimited,
+            "upstream `py` tool `echo`: rate limited (HTTP 429, Retry-After: 7)",
+        ),
+        (
+            "503",
+            Reason::UpstreamUnavailable,
+            "upstream `py` tool `echo`: the server answered HTTP 503",
+        ),
+        (
+            "403",
+            Reason::Forbidden,
+            "upstream `py` tool `echo`: the server refused access (HTTP 403)",
+        ),
+    ] {
+        std::fs::write(&status_file, status).unwrap();
+        let e = echo().await.unwrap_err();
+        assert_eq!((e.reason, e.message.as_str()), (reason, text));
+        messages.push(e.message);
+    }
+    std::fs::remove_file(&status_file).unwrap();
+    assert_eq!(echo().await.unwrap(), ToolOutput::Text("Echo: ok".into()));
+    for m in &messages {
+        assert!(!m.contains("token-"), "{m}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -235,7 +235,9 @@ impl HttpSetup {
         }
         let client = reqwest::Client::builder()
             .connect_timeout(Duration::from_millis(http.connect_timeout_ms))
-            .pool_max_idle_per_host(http.pool_size as usize)
+            // No idle connections, as in rmcp's own client: reusing one whose event stream was
+            // not read to the end stalls ~40 ms on delayed ACKs. `pool_size` does not apply here.
+            .pool_max_idle_per_host(0)
             // A redirect would replay the session id and credentials somewhere unplanned.
             .redirect(reqwest::redirect::Policy::none())
             .https_only(!http.allow_insecure_http)

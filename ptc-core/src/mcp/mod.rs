@@ -213,7 +213,7 @@ impl McpClient {
     pub async fn list_tools(&self) -> Result<Vec<McpTool>, ToolError> {
         let subject = self.subject(None);
         let deadline = Instant::now() + self.inner.request_timeout;
-        let peer = self.peer(&subject, Some(deadline)).await?;
+        let peer = self.peer_by(&subject, deadline).await?;
         let mut tools = Vec::new();
         let mut cursor: Option<String> = None;
         let mut seen = std::collections::HashSet::new();
@@ -266,7 +266,7 @@ impl McpClient {
         let subject = self.subject(Some(tool));
         let limit = Instant::now() + self.inner.request_timeout;
         let deadline = deadline.map_or(limit, |d| d.min(limit));
-        let peer = self.peer(&subject, Some(deadline)).await?;
+        let peer = self.peer_by(&subject, deadline).await?;
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(args);
         let mut retried = false;
         loop {
@@ -335,6 +335,23 @@ impl McpClient {
     async fn connect_now(&self) -> Result<(), ToolError> {
         let subject = self.subject(None);
         self.peer(&subject, None).await.map(|_| ())
+    }
+
+    /// [`McpClient::peer`], but a caller queued behind another's reconnection also gives up at
+    /// its own deadline.
+    async fn peer_by(
+        &self,
+        subject: &Subject<'_>,
+        deadline: Instant,
+    ) -> Result<Peer<RoleClient>, ToolError> {
+        tokio::time::timeout_at(deadline.into(), self.peer(subject, Some(deadline)))
+            .await
+            .unwrap_or_else(|_| {
+                Err(subject.error(
+                    Reason::Timeout,
+                    "the deadline passed while waiting for the connection to the server",
+                ))
+            })
     }
 
     /// The live session's peer, reconnecting first when there is none or it has closed. A
@@ -503,6 +520,15 @@ impl McpClient {
         let mut state = self.inner.state.lock().await;
         state.failures = 0;
         state.not_before = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_client_can_be_shared_across_tasks() {
+        fn shareable<T: Send + Sync + Clone + 'static>() {}
+        shareable::<super::McpClient>();
     }
 }
 
