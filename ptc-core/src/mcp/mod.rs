@@ -523,15 +523,6 @@ impl McpClient {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn a_client_can_be_shared_across_tasks() {
-        fn shareable<T: Send + Sync + Clone + 'static>() {}
-        shareable::<super::McpClient>();
-    }
-}
-
 fn note_failure(state: &mut State) {
     state.failures = state.failures.saturating_add(1);
     let factor = 1u32 << state.failures.saturating_sub(1).min(16);
@@ -571,5 +562,14 @@ fn init_error(subject: &Subject, error: rmcp::service::ClientInitializeError) ->
                 result::bounded(&error.to_string())
             ),
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_client_can_be_shared_across_tasks() {
+        fn shareable<T: Send + Sync + Clone + 'static>() {}
+        shareable::<super::McpClient>();
     }
 }
