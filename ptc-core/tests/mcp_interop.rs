@@ -368,16 +368,16 @@ async fn everything_over_streamable_http_with_a_session_renewed_after_a_server_r
 
 async fn check_python(c: &McpClient) {
     assert_eq!(c.protocol_version().as_deref(), Some("2026-07-28"));
-    // 27 tools in pages of 5: six pages, all followed.
+    // 28 tools in pages of 5: six pages, all followed.
     let tools = c.list_tools().await.unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
-    assert_eq!(tools.len(), 27, "{names:?}");
+    assert_eq!(tools.len(), 28, "{names:?}");
     assert_eq!(names.first(), Some(&"echo"));
     assert_eq!(names.last(), Some(&"filler-11"));
     let mut unique = names.clone();
     unique.sort();
     unique.dedup();
-    assert_eq!(unique.len(), 27);
+    assert_eq!(unique.len(), 28);
 
     assert_eq!(
         call(c, "echo", json!({"message": "hi"})).await.unwrap(),
@@ -836,4 +836,27 @@ async fn http_refusals_map_to_their_reasons_and_name_no_secret() {
         assert!(!m.contains("token-"), "{m}");
     }
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[tokio::test]
+async fn a_flood_on_stderr_is_drained_and_logged_in_bounded_lines() {
+    captured_logs();
+    let Some(c) = python_stdio(vec![], Redactor::new(), |_| {}).await else {
+        return;
+    };
+    // 1 MB on one line: far past a pipe's buffer, so an undrained stderr would block the server.
+    assert_eq!(
+        call(&c, "shout", json!({"n": 1_000_000})).await.unwrap(),
+        ToolOutput::Text("done".into())
+    );
+    let kept = "S".repeat(2048);
+    eventually("the stderr line in the log", || logs_text().contains(&kept)).await;
+    assert!(
+        !logs_text().contains(&format!("{kept}S")),
+        "the line is cut at 2048 bytes"
+    );
+    assert_eq!(
+        call(&c, "echo", json!({"message": "after"})).await.unwrap(),
+        ToolOutput::Text("Echo: after".into())
+    );
 }
