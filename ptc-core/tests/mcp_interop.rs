@@ -860,3 +860,54 @@ async fn a_flood_on_stderr_is_drained_and_logged_in_bounded_lines() {
         ToolOutput::Text("Echo: after".into())
     );
 }
+
+#[tokio::test]
+async fn calls_in_flight_when_the_server_crashes_fail_at_once() {
+    let marker = std::env::temp_dir().join(format!("ptc-mcp-sleep-{}", std::process::id()));
+    let _ = std::fs::remove_file(&marker);
+    let env = vec![(
+        "PTC_SLEEP_MARKER".to_string(),
+        marker.to_string_lossy().into_owned(),
+    )];
+    let Some(c) = python_stdio(env, Redactor::new(), |_| {}).await else {
+        return;
+    };
+    let started = Instant::now();
+    let sleeper = {
+        let c = c.clone();
+        tokio::spawn(async move { call(&c, "sleep", json!({"ms": 60_000})).await })
+    };
+    eventually("the sleep call to reach the server", || marker.exists()).await;
+    let e = call(&c, "crash", json!({})).await.unwrap_err();
+    assert_eq!(e.reason, Reason::UpstreamUnavailable, "{e}");
+    let e = sleeper.await.unwrap().unwrap_err();
+    assert_eq!(e.reason, Reason::UpstreamUnavailable, "{e}");
+    assert!(
+        e.message
+            .starts_with("upstream `py` tool `sleep`: the connection closed"),
+        "{e}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "not at its deadline"
+    );
+    std::fs::remove_file(&marker).unwrap();
+}
+
+#[tokio::test]
+async fn concurrent_calls_share_one_connection() {
+    let Some(c) = python_stdio(vec![], Redactor::new(), |_| {}).await else {
+        return;
+    };
+    let pid = server_pid(&c).await;
+    let calls = (0..16).map(|i| {
+        let c = c.clone();
+        async move { call(&c, "echo", json!({"message": format!("m{i}")})).await }
+    });
+    let results = futures_util::future::join_all(calls).await;
+    assert_eq!(results.len(), 16);
+    for (i, r) in results.into_iter().enumerate() {
+        assert_eq!(r.unwrap(), ToolOutput::Text(format!("Echo: m{i}")));
+    }
+    assert_eq!(server_pid(&c).await, pid, "one server answered them all");
+}
