@@ -629,7 +629,13 @@ async fn an_oversized_response_is_response_too_large_over_stdio_and_http() {
         ToolOutput::Text("x".repeat(3000))
     );
     let e = call(&c, "big", json!({"n": 5000})).await.unwrap_err();
-    assert_eq!(e.reason, Reason::ResponseTooLarge, "{e}");
+    assert_eq!(
+        (e.reason, e.message.as_str()),
+        (
+            Reason::ResponseTooLarge,
+            "upstream `py` tool `big`: the response exceeds max_response_bytes (4096 bytes)"
+        )
+    );
     assert_eq!(
         call(&c, "echo", json!({"message": "after"})).await.unwrap(),
         ToolOutput::Text("Echo: after".into())
@@ -910,4 +916,35 @@ async fn concurrent_calls_share_one_connection() {
         assert_eq!(r.unwrap(), ToolOutput::Text(format!("Echo: m{i}")));
     }
     assert_eq!(server_pid(&c).await, pid, "one server answered them all");
+}
+
+#[tokio::test]
+async fn http_connection_failures_are_upstream_unavailable() {
+    // Nothing listens on a port just released.
+    let url = format!("http://127.0.0.1:{}/mcp", free_port());
+    let e = McpClient::connect_http(
+        "nobody",
+        &http_plan(&url),
+        &[],
+        &Secrets::default(),
+        Redactor::new(),
+    )
+    .await
+    .err()
+    .unwrap();
+    assert_eq!(e.reason, Reason::UpstreamUnavailable, "{e}");
+    assert!(
+        e.message
+            .starts_with("upstream `nobody`: the handshake failed: "),
+        "{e}"
+    );
+    // Plain http is refused unless the plan allows it.
+    let mut plan = http_plan(&url);
+    plan.http.allow_insecure_http = false;
+    let e = McpClient::connect_http("plain", &plan, &[], &Secrets::default(), Redactor::new())
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(e.reason, Reason::UpstreamUnavailable, "{e}");
+    assert!(e.message.contains("URL scheme is not allowed"), "{e}");
 }
