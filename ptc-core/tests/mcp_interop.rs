@@ -368,16 +368,16 @@ async fn everything_over_streamable_http_with_a_session_renewed_after_a_server_r
 
 async fn check_python(c: &McpClient) {
     assert_eq!(c.protocol_version().as_deref(), Some("2026-07-28"));
-    // 28 tools in pages of 5: six pages, all followed.
+    // 29 tools in pages of 5: six pages, all followed.
     let tools = c.list_tools().await.unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
-    assert_eq!(tools.len(), 28, "{names:?}");
+    assert_eq!(tools.len(), 29, "{names:?}");
     assert_eq!(names.first(), Some(&"echo"));
     assert_eq!(names.last(), Some(&"filler-11"));
     let mut unique = names.clone();
     unique.sort();
     unique.dedup();
-    assert_eq!(unique.len(), 28);
+    assert_eq!(unique.len(), 29);
 
     assert_eq!(
         call(c, "echo", json!({"message": "hi"})).await.unwrap(),
@@ -722,6 +722,7 @@ async fn http_auth_headers_are_read_per_request_so_rotation_needs_no_restart() {
     plan.http.auth = vec![AuthEmitter::Bearer {
         binding: "py-token".into(),
     }];
+    plan.http.static_headers = vec![("x-team".into(), "blue".into())];
     let redactor = Redactor::new();
     let c = McpClient::connect_http(
         "py",
@@ -732,6 +733,10 @@ async fn http_auth_headers_are_read_per_request_so_rotation_needs_no_restart() {
     )
     .await
     .unwrap();
+    assert_eq!(
+        call(&c, "header", json!({"name": "X-Team"})).await.unwrap(),
+        ToolOutput::Text("blue".into())
+    );
     let digest = |v: &str| format!("{:x}", sha2::Sha256::digest(v.as_bytes()));
     let seen = call(&c, "auth-digest", json!({})).await.unwrap();
     assert_eq!(seen, ToolOutput::Text(digest("Bearer tok-first-1234")));
