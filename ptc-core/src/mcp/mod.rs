@@ -243,7 +243,7 @@ impl McpClient {
                 Some(next) if !seen.insert(next.clone()) => {
                     return Err(subject.error(
                         Reason::UpstreamError,
-                        "tools/list repeated a page cursor; the listing would never end",
+                        "the tool listing repeated a page cursor, so it would never end",
                     ));
                 }
                 Some(next) => cursor = Some(next),
@@ -251,7 +251,7 @@ impl McpClient {
         }
         Err(subject.error(
             Reason::UpstreamError,
-            format!("tools/list did not end within {MAX_TOOL_PAGES} pages"),
+            format!("the tool listing did not end within {MAX_TOOL_PAGES} pages"),
         ))
     }
 
