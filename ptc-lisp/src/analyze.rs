@@ -327,6 +327,15 @@ impl<'a> Analyzer<'a> {
                     if let Some(b) = builtins::lookup_in(space, name) {
                         return Ok(Node::Const(builtin_value(b)));
                     }
+                    if !self.host_namespaces.iter().any(|h| h == ns) {
+                        return Err(LispError::new(
+                            Reason::UnboundVar,
+                            format!(
+                                "no host provides {ns}/{name}: this program runs without tools"
+                            ),
+                        )
+                        .with_pos(pos));
+                    }
                 }
             }
         }
@@ -346,14 +355,11 @@ impl<'a> Analyzer<'a> {
                 "call it with (tool/call '{ns}/{name} {{...}}); (doc '{ns}/{name}) describes it"
             )));
         }
-        let mut known: Vec<&str> = names::NAMESPACES
-            .iter()
-            .filter(|n| n.kind != NsKind::Discovery || self.host_namespaces.is_empty())
-            .map(|n| n.name)
-            .collect();
+        let mut known: Vec<&str> = names::NAMESPACES.iter().map(|n| n.name).collect();
         known.extend(self.host_namespaces.iter().map(String::as_str));
         known.extend(self.upstreams.iter().map(String::as_str));
-        known.dedup();
+        let mut seen = std::collections::HashSet::new();
+        known.retain(|n| seen.insert(*n));
         let e = LispError::new(
             Reason::UnboundVar,
             format!(
