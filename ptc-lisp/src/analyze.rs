@@ -311,6 +311,14 @@ impl<'a> Analyzer<'a> {
                     if let Some(b) = builtins::lookup_in(space, name) {
                         return Ok(Node::Const(builtin_value(b)));
                     }
+                    if names::qualified_special_form(&format!("{ns}/{name}")).is_some() {
+                        return Err(invalid(
+                            format!(
+                                "`{ns}/{name}` is a special form and cannot be used as a value"
+                            ),
+                            pos,
+                        ));
+                    }
                     if let Some(c) = space.constant(name) {
                         return Ok(Node::Const(match c {
                             Constant::Float(f) => Value::Float(f),
@@ -402,14 +410,9 @@ impl<'a> Analyzer<'a> {
             if !is_local && let Some(form) = names::special_form(name) {
                 return self.analyze_special(form.kind, name, args, pos, tail);
             }
-            // `tool/doc` and `tool/dir` take unquoted names like `doc` and `dir`.
-            if let Some((ns, n)) = name.split_once('/')
-                && !is_local
-                && names::namespace(ns).is_some_and(|s| s.kind == NsKind::Discovery)
-                && let Some(form) = names::special_form(n)
-                && form.kind == Special::Discovery
-            {
-                return self.analyze_special(form.kind, n, args, pos, tail);
+            // `clojure.core/when`, and `tool/doc`, `tool/dir` with their unquoted names.
+            if !is_local && let Some(form) = names::qualified_special_form(name) {
+                return self.analyze_special(form.kind, form.name, args, pos, tail);
             }
         }
         if let FormKind::Keyword(k) = &head.kind {
