@@ -102,11 +102,14 @@ fn runaway_allocation_hits_the_memory_budget() {
         ..limits()
     };
     assert_eq!(
-        reason_with("(loop [v []] (recur (conj v (range 1000))))", l),
+        reason_with("(loop [v []] (recur (conj v (range 1000))))", l.clone()),
         "memory_exceeded"
     );
     assert_eq!(
-        reason("(reduce (fn [acc i] (assoc acc i (vec (range 100)))) {} (range 10000000))"),
+        reason_with(
+            "(reduce (fn [acc i] (assoc acc i (vec (range 100)))) {} (range 10000000))",
+            l
+        ),
         "memory_exceeded"
     );
 }

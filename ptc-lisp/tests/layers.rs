@@ -75,7 +75,24 @@ fn only_the_standard_library_depends_on_it_and_it_depends_on_no_front_end() {
     );
     // Values and the evaluator do not reach up: values never import the evaluator, and the
     // evaluator never imports the library.
-    assert!(!deps["value"].contains("eval"), "{:?}", deps["value"]);
     assert!(!deps["eval"].contains("builtins"), "{:?}", deps["eval"]);
-    assert!(!deps["error"].contains("eval"), "{:?}", deps["error"]);
+    // The one edge from below back into the evaluator is the builtin signature
+    // `fn(&mut Ctx, &mut [Value])` in `function`.
+    for module in [
+        "value",
+        "error",
+        "printer",
+        "json",
+        "ast",
+        "host",
+        "destructure",
+        "reader",
+    ] {
+        assert!(
+            !deps[module].contains("eval"),
+            "{module}: {:?}",
+            deps[module]
+        );
+    }
+    assert!(deps["function"].contains("eval"));
 }
