@@ -1,0 +1,267 @@
+//! Config rules at their boundaries: each relation and cap holds at exactly its limit and fails
+//! one past it with its own message; `$ref` pointers are percent-decoded.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use ptc_plan::{HttpSettings, Transport};
+
+/// A fresh folder for one test.
+fn temp_dir() -> PathBuf {
+    static N: AtomicU32 = AtomicU32::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "ptc-plan-rules-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn rules_doc() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../fixtures/openapi/rules.openapi.json")
+        .canonicalize()
+        .unwrap()
+}
+
+/// An OpenAPI upstream `api` over rules.openapi.json with `extra` fields spliced in.
+fn config(extra: &str) -> String {
+    format!(
+        r#"{{"upstreams": {{"api": {{"transport": "openapi", "base_url": "https://api.example.test",
+            "schema_file": "{}", "include_operations": ["get_item"]{extra}}}}}}}"#,
+        rules_doc().display()
+    )
+}
+
+fn parse(text: &str) -> Result<ptc_plan::config::Config, Vec<(String, String)>> {
+    ptc_plan::config::parse(text, Path::new("upstreams.json"), Path::new("."))
+        .map(|(c, _)| c)
+        .map_err(|d| {
+            d.iter()
+                .map(|d| (d.pointer.clone(), d.message.clone()))
+                .collect()
+        })
+}
+
+fn http(extra: &str) -> HttpSettings {
+    let config = parse(&config(extra)).unwrap_or_else(|e| panic!("{extra}: {e:?}"));
+    match &config.upstreams[0].kind {
+        ptc_plan::config::UpstreamKind::Openapi(api) => api.http.clone(),
+        other => panic!("{other:?}"),
+    }
+}
+
+fn one_problem(extra: &str) -> (String, String) {
+    let mut problems = parse(&config(extra)).expect_err(extra);
+    assert_eq!(problems.len(), 1, "{extra}: {problems:?}");
+    problems.remove(0)
+}
+
+#[test]
+fn connect_timeout_may_equal_the_request_timeout_but_not_exceed_it() {
+    let h = http(r#", "request_timeout_ms": 1000, "connect_timeout_ms": 1000"#);
+    assert_eq!((h.connect_timeout_ms, h.request_timeout_ms), (1000, 1000));
+    assert_eq!(
+        one_problem(r#", "request_timeout_ms": 1000, "connect_timeout_ms": 1001"#),
+        (
+            "/upstreams/api/connect_timeout_ms".into(),
+            "`connect_timeout_ms` (1001) is longer than `request_timeout_ms` (1000)".into()
+        )
+    );
+    // The defaults are consistent: only lowering the request timeout below them fails.
+    let h = http(r#", "request_timeout_ms": 5000"#);
+    assert_eq!(h.connect_timeout_ms, 5000);
+    assert_eq!(
+        one_problem(r#", "request_timeout_ms": 4999"#).1,
+        "`connect_timeout_ms` (5000) is longer than `request_timeout_ms` (4999)"
+    );
+}
+
+#[test]
+fn backoff_max_may_equal_the_initial_delay_but_not_be_smaller() {
+    let h = http(r#", "backoff_initial_ms": 500, "backoff_max_ms": 500"#);
+    assert_eq!((h.backoff.initial_ms, h.backoff.max_ms), (500, 500));
+    assert_eq!(
+        one_problem(r#", "backoff_initial_ms": 500, "backoff_max_ms": 499"#),
+        (
+            "/upstreams/api/backoff_max_ms".into(),
+            "`backoff_max_ms` (499) is smaller than `backoff_initial_ms` (500)".into()
+        )
+    );
+    // Without backoff_max_ms, the default is raised to the initial delay.
+    let h = http(r#", "backoff_initial_ms": 5000"#);
+    assert_eq!((h.backoff.initial_ms, h.backoff.max_ms), (5000, 5000));
+    let h = http("");
+    assert_eq!((h.backoff.initial_ms, h.backoff.max_ms), (100, 2000));
+}
+
+#[test]
+fn integer_fields_at_their_limits() {
+    let h =
+        http(r#", "pool_size": 4294967295, "max_retries": 4294967295, "request_timeout_ms": 5000"#);
+    assert_eq!((h.pool_size, h.backoff.max_retries), (u32::MAX, u32::MAX));
+    assert_eq!(
+        one_problem(r#", "pool_size": 4294967296"#),
+        (
+            "/upstreams/api/pool_size".into(),
+            "`pool_size` is too large".into()
+        )
+    );
+    assert_eq!(
+        one_problem(r#", "max_retries": 4294967296"#).1,
+        "`max_retries` must be a non-negative integer, got 4294967296"
+    );
+    let h = http(r#", "max_retries": 0, "max_response_bytes": 1"#);
+    assert_eq!((h.backoff.max_retries, h.max_response_bytes), (0, 1));
+    assert_eq!(
+        one_problem(r#", "max_retries": -1"#).1,
+        "`max_retries` must be a non-negative integer, got -1"
+    );
+    assert_eq!(
+        one_problem(r#", "max_response_bytes": 0"#).1,
+        "`max_response_bytes` must be a positive integer, got 0"
+    );
+    let defaults = http("");
+    assert_eq!(
+        (
+            defaults.request_timeout_ms,
+            defaults.connect_timeout_ms,
+            defaults.max_response_bytes,
+            defaults.pool_size,
+            defaults.backoff.max_retries
+        ),
+        (30_000, 5_000, 2 * 1024 * 1024, 8, 0)
+    );
+}
+
+#[test]
+fn insecure_opt_ins_are_both_needed_for_auth_over_http() {
+    let creds = r#""credentials": {"t": {"source": "env", "var": "T"}}, "#;
+    let with = |fields: &str| {
+        format!(
+            r#"{{{creds}"upstreams": {{"api": {{"transport": "openapi",
+            "base_url": "http://127.0.0.1:1", "schema_file": "{}", "include_operations": ["get_item"],
+            "auth": [{{"scheme": "bearer", "binding": "t"}}]{fields}}}}}}}"#,
+            rules_doc().display()
+        )
+    };
+    let ok = parse(&with(
+        r#", "allow_insecure_http": true, "allow_insecure_auth": true"#,
+    ))
+    .expect("both opt-ins");
+    assert_eq!(ok.upstreams.len(), 1);
+    let e = parse(&with(r#", "allow_insecure_http": true"#)).unwrap_err();
+    assert_eq!(
+        e,
+        [(
+            "/upstreams/api/base_url".to_string(),
+            "`base_url` uses http:// with auth but allow_insecure_auth is not true".to_string()
+        )]
+    );
+    let e = parse(&with(r#", "allow_insecure_auth": true"#)).unwrap_err();
+    assert_eq!(
+        e[0].1,
+        "`base_url` uses http:// without allow_insecure_http"
+    );
+}
+
+#[test]
+fn schema_file_cap_holds_at_exactly_the_document_size() {
+    let size = std::fs::metadata(rules_doc()).unwrap().len();
+    let dir = temp_dir();
+    let path = dir.join("upstreams.json");
+    std::fs::write(&path, config(&format!(r#", "schema_max_bytes": {size}"#))).unwrap();
+    let loaded = ptc_plan::load(&path).unwrap_or_else(|d| panic!("{d}"));
+    assert_eq!(loaded.plan.upstreams.len(), 1);
+    std::fs::write(
+        &path,
+        config(&format!(r#", "schema_max_bytes": {}"#, size - 1)),
+    )
+    .unwrap();
+    let diags = ptc_plan::load(&path).unwrap_err();
+    assert_eq!(diags.len(), 1, "{diags}");
+    let d = diags.iter().next().unwrap();
+    assert_eq!(d.pointer, "/upstreams/api/schema_file");
+    assert_eq!(
+        d.message,
+        format!(
+            "`{}` is {size} bytes, over the {}-byte cap (schema_max_bytes)",
+            rules_doc().display(),
+            size - 1
+        )
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// A document whose references use percent-encoded pointer segments (`%20`, `%7B`/`%7D`), as a
+/// URI fragment may.
+const PERCENT_DOC: &str = r##"{
+  "openapi": "3.1.0",
+  "info": {"title": "pct", "version": "1"},
+  "paths": {
+    "/items/{id}": {
+      "get": {
+        "operationId": "get_item",
+        "parameters": [{"$ref": "#/components/parameters/Item%20Id"}],
+        "responses": {"200": {"description": "ok", "content": {"application/json": {
+          "schema": {"$ref": "#/components/schemas/Item%20Detail"}}}}}
+      }
+    },
+    "/copy/{id}": {
+      "get": {
+        "operationId": "get_copy",
+        "parameters": [{"$ref": "#/paths/~1items~1%7Bid%7D/get/parameters/0"}],
+        "responses": {"200": {"description": "ok", "content": {"application/json": {
+          "schema": {"type": "object", "properties": {"n": {"type": "integer"}}}}}}}
+      }
+    }
+  },
+  "components": {
+    "parameters": {
+      "Item Id": {"name": "id", "in": "path", "required": true, "schema": {"type": "string"}}
+    },
+    "schemas": {
+      "Item Detail": {"type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]}
+    }
+  }
+}"##;
+
+#[test]
+fn ref_pointer_segments_are_percent_decoded() {
+    let dir = temp_dir();
+    std::fs::write(dir.join("pct.openapi.json"), PERCENT_DOC).unwrap();
+    let path = dir.join("upstreams.json");
+    std::fs::write(
+        &path,
+        r#"{"upstreams": {"api": {"transport": "openapi", "base_url": "https://api.example.test",
+            "schema_file": "pct.openapi.json", "include_operations": ["get_item", "get_copy"]}}}"#,
+    )
+    .unwrap();
+    let loaded = ptc_plan::load(&path).unwrap_or_else(|d| panic!("{d}"));
+    std::fs::remove_dir_all(&dir).ok();
+    let Transport::Openapi(api) = &loaded.plan.upstreams[0].transport else {
+        panic!("openapi upstream")
+    };
+    assert_eq!(api.tools.len(), 2);
+    for tool in &api.tools {
+        let params: Vec<(&str, bool)> = tool
+            .ptc
+            .params
+            .iter()
+            .map(|p| (p.name.as_str(), p.required))
+            .collect();
+        assert_eq!(params, [("id", true)], "{}", tool.name);
+        assert_eq!(
+            tool.input_schema["properties"]["id"]["type"], "string",
+            "{}",
+            tool.name
+        );
+    }
+    let item = api.tools.iter().find(|t| t.name == "get-item").unwrap();
+    let out = serde_json::to_string(&item.output_schema).unwrap();
+    assert!(
+        out.contains(r#""title":{"type":"string"}"#),
+        "the referenced schema is inlined or kept as a definition: {out}"
+    );
+}
