@@ -3,7 +3,8 @@
 # mutant rebuilds its crate and runs that crate's tests. See docs/testing.md.
 #
 #   scripts/mutants.sh [area...]          areas: plan core observatory lisp (default: all four)
-#   scripts/mutants.sh --changed [BASE]   only code a change touches vs BASE (default origin/main)
+#   scripts/mutants.sh --changed [BASE]   only code a change touches vs BASE (default origin/main,
+#                                         else main)
 #                                         within those modules; falls back to the CI list when the
 #                                         diff touches none of them
 #   scripts/mutants.sh --ci               what .ci/run runs: --changed, in place, capped at
@@ -36,7 +37,7 @@ OUT=${MUTANTS_OUT:-.}
 COMMON=(--jobs "$JOBS" --timeout "$TIMEOUT" --build-timeout 600 --output "$OUT"
         --cargo-test-arg=--all-targets)
 
-ci=false changed=false base=origin/main extra=() areas=()
+ci=false changed=false base= extra=() areas=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --ci) ci=true; changed=true ;;
@@ -66,6 +67,10 @@ done
 filter_args() { for f in "$@"; do printf -- '-f\n%s\n' "$f"; done; }
 
 if $changed; then
+  if [ -z "$base" ]; then
+    base=origin/main
+    git rev-parse --verify -q "$base" >/dev/null || base=main
+  fi
   diff_file=$(mktemp)
   if git rev-parse --verify -q "$base" >/dev/null; then
     git diff "$base"... -- "${files[@]}" >"$diff_file"
