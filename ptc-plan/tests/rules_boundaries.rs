@@ -265,3 +265,155 @@ fn ref_pointer_segments_are_percent_decoded() {
         "the referenced schema is inlined or kept as a definition: {out}"
     );
 }
+
+/// The problems of a config with these credentials and upstreams, as (pointer, message).
+fn problems(credentials: &str, upstreams: &str) -> Vec<(String, String)> {
+    let text = format!(r#"{{"credentials": {credentials}, "upstreams": {upstreams}}}"#);
+    match parse(&text) {
+        Ok(_) => Vec::new(),
+        Err(p) => p,
+    }
+}
+
+#[test]
+fn credential_binding_names_are_a_letter_then_letters_digits_underscores_dashes() {
+    let valid = ["a", "Z", "a1", "api_token-2", "a-", "a_"];
+    let invalid = [
+        "1token",
+        "_token",
+        "-token",
+        "api.token",
+        "api token",
+        "tök",
+        "a/b",
+    ];
+    assert!(!valid.is_empty() && !invalid.is_empty());
+    for name in valid {
+        let creds = format!(r#"{{"{name}": {{"source": "env", "var": "T"}}}}"#);
+        assert_eq!(problems(&creds, "{}"), [], "{name}");
+    }
+    for name in invalid {
+        let creds = format!(r#"{{"{name}": {{"source": "env", "var": "T"}}}}"#);
+        assert_eq!(
+            problems(&creds, "{}"),
+            [(
+                format!("/credentials/{}", name.replace('/', "~1")),
+                format!("credential binding name `{name}` is invalid")
+            )],
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn env_variable_names_are_letters_digits_and_underscores_not_starting_with_a_digit() {
+    let valid = ["T", "_T", "API_TOKEN_2", "a", "__"];
+    let invalid = ["1T", "API-TOKEN", "API.TOKEN", "A B", "Ä"];
+    assert!(!valid.is_empty() && !invalid.is_empty());
+    for var in valid {
+        let creds = format!(r#"{{"t": {{"source": "env", "var": "{var}"}}}}"#);
+        assert_eq!(problems(&creds, "{}"), [], "{var}");
+    }
+    for var in invalid {
+        let creds = format!(r#"{{"t": {{"source": "env", "var": "{var}"}}}}"#);
+        assert_eq!(
+            problems(&creds, "{}"),
+            [(
+                "/credentials/t/var".to_string(),
+                format!("`{var}` is not a valid environment variable name")
+            )],
+            "{var}"
+        );
+    }
+}
+
+#[test]
+fn upstream_names_are_a_letter_then_letters_digits_dashes_underscores() {
+    let upstream =
+        |name: &str| format!(r#"{{"{name}": {{"transport": "mcp_stdio", "command": "server"}}}}"#);
+    let valid = ["a", "api", "my-api_2", "A"];
+    let invalid = ["1api", "_api", "-api", "my api", "my.api", "äpi"];
+    assert!(!valid.is_empty() && !invalid.is_empty());
+    for name in valid {
+        assert_eq!(problems("{}", &upstream(name)), [], "{name}");
+    }
+    for name in invalid {
+        assert_eq!(
+            problems("{}", &upstream(name)),
+            [(
+                format!("/upstreams/{name}"),
+                format!("upstream name `{name}` cannot be a PTC-Lisp namespace")
+            )],
+            "{name}"
+        );
+    }
+    for name in ["tool", "json", "core", "Math", "user"] {
+        assert_eq!(
+            problems("{}", &upstream(name)),
+            [(
+                format!("/upstreams/{name}"),
+                format!("upstream name `{name}` is reserved by PTC-Lisp")
+            )],
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn header_names_follow_the_token_grammar() {
+    let upstream = |headers: &str| {
+        format!(
+            r#"{{"api": {{"transport": "openapi", "base_url": "https://api.example.test",
+                "schema_file": "{}", "include_operations": ["get_item"],
+                "static_headers": {headers}}}}}"#,
+            rules_doc().display()
+        )
+    };
+    // Every token punctuation character is allowed, alone or with letters and digits.
+    let specials = "!#$%&'*+-.^_`|~";
+    let name = format!("X{specials}9");
+    let headers = serde_json::json!({ name.clone(): "v" }).to_string();
+    assert_eq!(problems("{}", &upstream(&headers)), [], "{name}");
+    for c in specials.chars() {
+        let headers = serde_json::json!({ c.to_string(): "v" }).to_string();
+        assert_eq!(problems("{}", &upstream(&headers)), [], "{c}");
+    }
+    for bad in [
+        "X Team", "X:Team", "X\"Team", "X(Team)", "Tëam", "X/Team", "X@Team", "",
+    ] {
+        let headers = serde_json::json!({ bad: "v" }).to_string();
+        assert_eq!(
+            problems("{}", &upstream(&headers)),
+            [(
+                format!("/upstreams/api/static_headers/{}", bad.replace('/', "~1")),
+                format!("static header name `{bad}` is not a valid HTTP header name")
+            )],
+            "{bad:?}"
+        );
+    }
+}
+
+#[test]
+fn secret_bearing_and_protocol_headers_are_classified_ignoring_case() {
+    use ptc_plan::headers::{
+        PROTOCOL_CONTROLLED, SECRET_BEARING, is_protocol_controlled, is_secret_bearing,
+    };
+    assert!(!SECRET_BEARING.is_empty() && !PROTOCOL_CONTROLLED.is_empty());
+    for h in SECRET_BEARING {
+        assert!(
+            is_secret_bearing(h) && is_secret_bearing(&h.to_ascii_uppercase()),
+            "{h}"
+        );
+        assert!(!is_protocol_controlled(h), "{h} is in one list only");
+    }
+    for h in PROTOCOL_CONTROLLED {
+        assert!(
+            is_protocol_controlled(h) && is_protocol_controlled(&h.to_ascii_uppercase()),
+            "{h}"
+        );
+        assert!(!is_secret_bearing(h), "{h} is in one list only");
+    }
+    for h in ["x-team", "authorization-hint", "cookies", "x-request-id"] {
+        assert!(!is_secret_bearing(h) && !is_protocol_controlled(h), "{h}");
+    }
+}
