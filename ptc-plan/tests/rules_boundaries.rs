@@ -287,7 +287,6 @@ fn credential_binding_names_are_a_letter_then_letters_digits_underscores_dashes(
         "tök",
         "a/b",
     ];
-    assert!(!valid.is_empty() && !invalid.is_empty());
     for name in valid {
         let creds = format!(r#"{{"{name}": {{"source": "env", "var": "T"}}}}"#);
         assert_eq!(problems(&creds, "{}"), [], "{name}");
@@ -309,7 +308,6 @@ fn credential_binding_names_are_a_letter_then_letters_digits_underscores_dashes(
 fn env_variable_names_are_letters_digits_and_underscores_not_starting_with_a_digit() {
     let valid = ["T", "_T", "API_TOKEN_2", "a", "__"];
     let invalid = ["1T", "API-TOKEN", "API.TOKEN", "A B", "Ä"];
-    assert!(!valid.is_empty() && !invalid.is_empty());
     for var in valid {
         let creds = format!(r#"{{"t": {{"source": "env", "var": "{var}"}}}}"#);
         assert_eq!(problems(&creds, "{}"), [], "{var}");
@@ -333,7 +331,6 @@ fn upstream_names_are_a_letter_then_letters_digits_dashes_underscores() {
         |name: &str| format!(r#"{{"{name}": {{"transport": "mcp_stdio", "command": "server"}}}}"#);
     let valid = ["a", "api", "my-api_2", "A"];
     let invalid = ["1api", "_api", "-api", "my api", "my.api", "äpi"];
-    assert!(!valid.is_empty() && !invalid.is_empty());
     for name in valid {
         assert_eq!(problems("{}", &upstream(name)), [], "{name}");
     }
