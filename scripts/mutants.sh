@@ -22,12 +22,14 @@ cd "$(dirname "$0")/.."
 declare -A AREA_FILES=(
   [plan]="ptc-plan/src/config/*.rs ptc-plan/src/headers.rs ptc-plan/src/openapi/compile.rs ptc-plan/src/openapi/resolve.rs"
   [core]="ptc-core/src/*.rs ptc-core/src/**/*.rs"
-  [observatory]="fixtures/observatory-server/src/tokens.rs fixtures/observatory-server/src/api/mod.rs fixtures/observatory-server/src/api/handlers/*.rs"
+  [observatory]="fixtures/observatory-server/src/tokens.rs fixtures/observatory-server/src/api/mod.rs fixtures/observatory-server/src/api/handlers/mod.rs"
   [lisp]="ptc-lisp/src/limits.rs ptc-lisp/src/eval.rs"
 )
 # In the evaluator only the limit checks are in scope (the rest is covered by the conformance
 # corpus, and a full run takes hours).
 LISP_RE="limits.rs|in Ctx<'a>::(tick|check_slow|check_deadline|charge|charge_items|precheck_items|enter)$"
+# In the Observatory's handlers only the shared authorisation helpers are in scope.
+OBS_RE="tokens.rs|api/mod.rs|handlers/mod.rs:.* in (visible|env_param|find_trace)$"
 # Fixed small list for CI when a change touches none of the modules: the security rules.
 CI_FILES="ptc-plan/src/headers.rs ptc-core/src/credentials.rs"
 
@@ -49,6 +51,10 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
+if [ ${#areas[@]} -eq 0 ] && ! $changed; then
+  # Areas selected by name run one at a time.
+  "$0" "${extra[@]}" plan core && "$0" "${extra[@]}" observatory && exec "$0" "${extra[@]}" lisp
+fi
 [ ${#areas[@]} -eq 0 ] && areas=(plan core observatory lisp)
 
 if $ci && ! command -v cargo-mutants >/dev/null; then
@@ -113,5 +119,11 @@ if [[ " ${areas[*]} " == *" lisp "* ]]; then
     exit 2
   fi
   args+=(--re "$LISP_RE")
+elif [[ " ${areas[*]} " == *" observatory "* ]]; then
+  if [ ${#areas[@]} -gt 1 ]; then
+    echo "run the observatory area on its own (its mutants are selected by name): scripts/mutants.sh observatory" >&2
+    exit 2
+  fi
+  args+=(--re "$OBS_RE")
 fi
 exec cargo mutants "${COMMON[@]}" "${args[@]}" "${extra[@]}"
