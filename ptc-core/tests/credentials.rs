@@ -269,3 +269,34 @@ fn basic_credentials_accept_pairs_and_json_and_refuse_the_rest() {
         );
     }
 }
+
+#[test]
+fn secrets_and_the_redactor_never_show_values_in_debug_output() {
+    let (b, path) = file_binding("dbg-s3cret");
+    let secret = resolve(&b, &Secrets::default()).unwrap();
+    std::fs::remove_file(path).ok();
+    assert_eq!(secret.expose(), "dbg-s3cret");
+    assert_eq!(format!("{secret:?}"), "Secret([REDACTED])");
+    let redactor = ptc_core::redact::Redactor::new();
+    redactor.register(secret.expose());
+    assert_eq!(format!("{redactor:?}"), "Redactor([REDACTED])");
+    assert_eq!(
+        redactor.redact("token=dbg-s3cret; again dbg-s3cret"),
+        "token=[REDACTED]; again [REDACTED]"
+    );
+}
+
+#[test]
+fn redactor_masks_values_of_exactly_the_minimum_length() {
+    use ptc_core::redact::{MIN_SECRET_LEN, Redactor};
+    let r = Redactor::new();
+    let at = "k".repeat(MIN_SECRET_LEN);
+    let under = "q".repeat(MIN_SECRET_LEN - 1);
+    r.register(&at);
+    r.register(&under);
+    r.register(&at); // registering twice changes nothing
+    assert_eq!(
+        r.redact(&format!("{at} {under}")),
+        format!("[REDACTED] {under}")
+    );
+}

@@ -243,3 +243,94 @@ async fn plain_http_is_refused_by_the_https_rule_before_connecting() {
         format!("cannot fetch schema_url `{url}`: cannot connect")
     );
 }
+
+#[tokio::test]
+async fn non_success_statuses_are_named() {
+    let app = Router::new().route("/gone", get(|| async { StatusCode::GONE }));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let url = format!("http://{addr}/gone");
+    assert_eq!(
+        fetch_plain(&url, 1 << 20, &plain_settings(true))
+            .await
+            .unwrap_err(),
+        format!("schema_url `{url}` answered 410 Gone")
+    );
+}
+
+/// The blocking [`NetworkSource`], as the loader calls it: from a plain thread (its own
+/// runtime) and from inside a runtime (on a helper thread), for URLs and for files.
+#[test]
+fn network_source_fetches_urls_and_files_from_any_context() {
+    use ptc_core::documents::NetworkSource;
+    use ptc_plan::DocumentSource;
+
+    // The server runs on its own runtime thread for the whole test.
+    let (addr_tx, addr_rx) = std::sync::mpsc::channel();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = std::thread::spawn(move || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(async move {
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+                addr_tx.send(listener.local_addr().unwrap()).unwrap();
+                let app = Router::new().route("/openapi.json", get(|| async { DOC }));
+                axum::serve(listener, app)
+                    .with_graceful_shutdown(async {
+                        stopped.await.ok();
+                    })
+                    .await
+                    .unwrap()
+            })
+    });
+    let addr = addr_rx.recv().unwrap();
+
+    let http = plain_settings(true);
+    let secrets = Secrets::default();
+    let url = SchemaLocation::Url(format!("http://{addr}/openapi.json"));
+    let request = DocumentRequest {
+        upstream: "plain",
+        location: &url,
+        max_bytes: 1 << 20,
+        http: &http,
+        credentials: &[],
+        secrets: &secrets,
+    };
+    // No runtime on this thread.
+    assert_eq!(NetworkSource.fetch(&request).unwrap(), DOC.as_bytes());
+    // Inside a runtime: fetched on a helper thread instead of blocking the runtime's own.
+    let in_runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(async { NetworkSource.fetch(&request) });
+    assert_eq!(in_runtime.unwrap(), DOC.as_bytes());
+
+    // Files are read by the file source, with its cap.
+    let file = std::env::temp_dir().join(format!("ptc-core-doc-file-{}.json", std::process::id()));
+    std::fs::write(&file, DOC).unwrap();
+    let location = SchemaLocation::File(file.to_string_lossy().into());
+    let request = DocumentRequest {
+        location: &location,
+        ..request
+    };
+    assert_eq!(NetworkSource.fetch(&request).unwrap(), DOC.as_bytes());
+    let capped = DocumentRequest {
+        max_bytes: 10,
+        ..request
+    };
+    assert_eq!(
+        NetworkSource.fetch(&capped).unwrap_err(),
+        format!(
+            "`{}` is {} bytes, over the 10-byte cap (schema_max_bytes)",
+            file.display(),
+            DOC.len()
+        )
+    );
+    std::fs::remove_file(&file).ok();
+    stop.send(()).unwrap();
+    server.join().unwrap();
+}
