@@ -12,6 +12,7 @@
 #                                         cargo-mutants first
 #   scripts/mutants.sh --iterate ...      re-test only what the previous run did not catch
 #
+# MUTANTS_LIST=1 lists the mutants instead of testing them.
 # Results go to mutants.out/ (or $MUTANTS_OUT); `missed.txt` lists survivors. Survivors are
 # killed with a test or listed with the reason they are equivalent in .cargo/mutants.toml
 # (exclude_re), which cargo-mutants reads itself.
@@ -38,6 +39,8 @@ TIMEOUT=${MUTANTS_TIMEOUT:-180}
 OUT=${MUTANTS_OUT:-.}
 COMMON=(--jobs "$JOBS" --timeout "$TIMEOUT" --build-timeout 600 --output "$OUT"
         --cargo-test-arg=--all-targets)
+# MUTANTS_LIST=1: list the mutants that would be tested, test nothing.
+[ -n "${MUTANTS_LIST:-}" ] && COMMON=(--list)
 
 ci=false changed=false base= extra=() areas=()
 while [ $# -gt 0 ]; do
