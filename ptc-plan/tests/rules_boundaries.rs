@@ -414,3 +414,44 @@ fn secret_bearing_and_protocol_headers_are_classified_ignoring_case() {
         assert!(!is_secret_bearing(h) && !is_protocol_controlled(h), "{h}");
     }
 }
+
+#[test]
+fn distinct_auth_and_static_headers_combine() {
+    let text = format!(
+        r#"{{"credentials": {{"tok": {{"source": "env", "var": "TOK", "scheme_hint": "bearer"}},
+                              "key": {{"source": "env", "var": "KEY", "scheme_hint": "raw"}},
+                              "pair": {{"source": "env", "var": "PAIR", "scheme_hint": "basic"}}}},
+            "upstreams": {{
+              "api": {{"transport": "openapi", "base_url": "https://api.example.test",
+                "schema_file": "{doc}", "include_operations": ["get_item"],
+                "auth": [{{"scheme": "bearer", "binding": "tok"}},
+                         {{"scheme": "custom_header", "binding": "key", "header": "X-Api-Token"}}],
+                "static_headers": {{"X-Team": "a", "X-Client": "ptc"}}}},
+              "other": {{"transport": "openapi", "base_url": "https://api.example.test",
+                "schema_file": "{doc}", "include_operations": ["get_item"],
+                "auth": [{{"scheme": "basic", "binding": "pair"}}]}}}}}}"#,
+        doc = rules_doc().display()
+    );
+    let config = parse(&text).unwrap_or_else(|e| panic!("{e:?}"));
+    let http_of = |name: &str| match &config
+        .upstreams
+        .iter()
+        .find(|u| u.name == name)
+        .expect("upstream")
+        .kind
+    {
+        ptc_plan::config::UpstreamKind::Openapi(api) => api.http.clone(),
+        other => panic!("{other:?}"),
+    };
+    let api = http_of("api");
+    let headers: Vec<String> = api.auth.iter().map(|e| e.header()).collect();
+    assert_eq!(headers, ["authorization", "x-api-token"]);
+    assert_eq!(
+        api.static_headers,
+        [
+            ("x-client".to_string(), "ptc".to_string()),
+            ("x-team".to_string(), "a".to_string())
+        ]
+    );
+    assert_eq!(http_of("other").auth.len(), 1);
+}
