@@ -455,3 +455,107 @@ fn distinct_auth_and_static_headers_combine() {
     );
     assert_eq!(http_of("other").auth.len(), 1);
 }
+
+#[test]
+fn every_config_field_is_carried_with_its_default() {
+    use ptc_plan::config::UpstreamKind;
+    let text = format!(
+        r#"{{"credentials": {{"lit": {{"source": "literal", "value": "v-s3cret"}}}},
+            "upstreams": {{
+              "api": {{"transport": "openapi", "base_url": "https://api.example.test/v1/",
+                "description": "The API.", "schema_file": "{doc}",
+                "include_operations": ["get_item", "list_items"],
+                "operation_overrides": {{"get_item": {{"name": "fetch-item", "description": "Fetch.",
+                  "default_args": {{"mode": "x"}}, "max_response_bytes": 10,
+                  "request_timeout_ms": 20, "allow_deprecated": true, "notes": "N."}}}}}},
+              "fs": {{"transport": "mcp_stdio", "command": "server", "args": ["-v", "x"],
+                "env": {{"B": "2", "A": "1"}}}},
+              "fs2": {{"transport": "mcp_stdio", "command": "./bin/server", "handshake_timeout_ms": 7,
+                "request_timeout_ms": 8, "max_response_bytes": 9}},
+              "mcp": {{"transport": "mcp_http", "url": "https://mcp.example.test/mcp",
+                "handshake_timeout_ms": 11}}}}}}"#,
+        doc = rules_doc().display()
+    );
+    let (config, secrets) =
+        ptc_plan::config::parse(&text, Path::new("/cfg/upstreams.json"), Path::new("/cfg"))
+            .unwrap_or_else(|d| panic!("{d}"));
+    assert_eq!(secrets.literal("lit"), Some("v-s3cret"));
+    assert_eq!(secrets.literal("other"), None);
+    assert_eq!(format!("{secrets:?}"), r#"{"lit": "[REDACTED]"}"#);
+    let names: Vec<&str> = config.upstreams.iter().map(|u| u.name.as_str()).collect();
+    assert_eq!(names, ["api", "fs", "fs2", "mcp"]);
+    let by = |name: &str| {
+        &config
+            .upstreams
+            .iter()
+            .find(|u| u.name == name)
+            .unwrap()
+            .kind
+    };
+
+    let UpstreamKind::Openapi(api) = by("api") else {
+        panic!()
+    };
+    assert_eq!(config.upstreams[0].description, "The API.");
+    assert_eq!(config.upstreams[0].pointer, "/upstreams/api");
+    assert_eq!(api.base_url, "https://api.example.test/v1");
+    assert_eq!(api.schema_max_bytes, 16 * 1024 * 1024);
+    assert_eq!(api.include_operations, ["get_item", "list_items"]);
+    let o = &api.overrides["get_item"];
+    assert_eq!(o.name.as_deref(), Some("fetch-item"));
+    assert_eq!(o.description.as_deref(), Some("Fetch."));
+    assert_eq!(
+        o.default_args
+            .as_ref()
+            .map(|m| serde_json::Value::Object(m.clone())),
+        Some(serde_json::json!({"mode": "x"}))
+    );
+    assert_eq!(
+        (o.max_response_bytes, o.request_timeout_ms),
+        (Some(10), Some(20))
+    );
+    assert!(o.allow_deprecated);
+    assert_eq!(o.notes.as_deref(), Some("N."));
+
+    let UpstreamKind::McpStdio(fs) = by("fs") else {
+        panic!()
+    };
+    assert_eq!(fs.command, "server", "a bare name is looked up on PATH");
+    assert_eq!(fs.args, ["-v", "x"]);
+    assert_eq!(
+        fs.env,
+        [
+            ("A".to_string(), "1".to_string()),
+            ("B".to_string(), "2".to_string())
+        ]
+    );
+    assert_eq!(fs.cwd, None);
+    assert_eq!(
+        (
+            fs.handshake_timeout_ms,
+            fs.request_timeout_ms,
+            fs.max_response_bytes
+        ),
+        (10_000, 30_000, 2 * 1024 * 1024)
+    );
+    let UpstreamKind::McpStdio(fs2) = by("fs2") else {
+        panic!()
+    };
+    assert_eq!(
+        fs2.command, "/cfg/bin/server",
+        "a path resolves against the config"
+    );
+    assert_eq!(
+        (
+            fs2.handshake_timeout_ms,
+            fs2.request_timeout_ms,
+            fs2.max_response_bytes
+        ),
+        (7, 8, 9)
+    );
+    let UpstreamKind::McpHttp(mcp) = by("mcp") else {
+        panic!()
+    };
+    assert_eq!(mcp.url, "https://mcp.example.test/mcp");
+    assert_eq!(mcp.handshake_timeout_ms, 11);
+}
