@@ -559,3 +559,101 @@ fn every_config_field_is_carried_with_its_default() {
     assert_eq!(mcp.url, "https://mcp.example.test/mcp");
     assert_eq!(mcp.handshake_timeout_ms, 11);
 }
+
+/// A document whose one operation answers with `schema`, plus `components`.
+fn doc_with(schema: serde_json::Value, components: serde_json::Value) -> String {
+    serde_json::json!({
+        "openapi": "3.1.0",
+        "info": {"title": "t", "version": "1"},
+        "paths": {"/x": {"get": {"operationId": "op", "responses": {"200": {
+            "description": "ok", "content": {"application/json": {"schema": schema}}}}}}},
+        "components": {"schemas": components}
+    })
+    .to_string()
+}
+
+/// Loads `doc` as the only upstream's document: the problems' messages, or none.
+fn load_doc(doc: &str) -> Vec<String> {
+    let dir = temp_dir();
+    std::fs::write(dir.join("doc.json"), doc).unwrap();
+    std::fs::write(
+        dir.join("upstreams.json"),
+        r#"{"upstreams": {"api": {"transport": "openapi", "base_url": "https://api.example.test",
+            "schema_file": "doc.json", "include_operations": ["op"]}}}"#,
+    )
+    .unwrap();
+    let result = ptc_plan::load(&dir.join("upstreams.json"));
+    std::fs::remove_dir_all(&dir).ok();
+    match result {
+        Ok(_) => Vec::new(),
+        Err(d) => d.iter().map(|d| d.message.clone()).collect(),
+    }
+}
+
+#[test]
+fn schemas_may_nest_exactly_200_levels_after_ref_expansion() {
+    // S0 -> S1 -> ... -> Sn (a string): the response's $ref plus n more hops put Sn at level n + 1.
+    let chain = |n: usize| {
+        let mut components = serde_json::Map::new();
+        for i in 0..n {
+            components.insert(
+                format!("S{i}"),
+                serde_json::json!({"$ref": format!("#/components/schemas/S{}", i + 1)}),
+            );
+        }
+        components.insert(format!("S{n}"), serde_json::json!({"type": "string"}));
+        doc_with(
+            serde_json::json!({"$ref": "#/components/schemas/S0"}),
+            serde_json::Value::Object(components),
+        )
+    };
+    assert_eq!(load_doc(&chain(199)), Vec::<String>::new());
+    assert_eq!(
+        load_doc(&chain(200)),
+        ["schema nests deeper than 200 levels after $ref expansion"]
+    );
+}
+
+#[test]
+fn schemas_may_expand_to_exactly_200000_nodes() {
+    // The object schema itself plus one node per property.
+    let props = |n: usize| {
+        let properties: serde_json::Map<String, serde_json::Value> = (0..n)
+            .map(|i| (format!("p{i}"), serde_json::json!({})))
+            .collect();
+        doc_with(
+            serde_json::json!({"type": "object", "properties": properties}),
+            serde_json::json!({}),
+        )
+    };
+    assert_eq!(load_doc(&props(199_999)), Vec::<String>::new());
+    assert_eq!(
+        load_doc(&props(200_000)),
+        [
+            "schema expands to more than 200000 nodes after inlining $refs; it is too large to compile"
+        ]
+    );
+}
+
+#[test]
+fn truncated_and_invalid_percent_escapes_stay_literal() {
+    // Component names that look like broken escapes are found under their literal name.
+    for name in ["A%2", "A%", "A%zz", "A%4g"] {
+        let escaped = name.replace('%', "%25");
+        for reference in [name.to_string(), escaped] {
+            let doc = doc_with(
+                serde_json::json!({"$ref": format!("#/components/schemas/{reference}")}),
+                serde_json::json!({ name: {"type": "object", "properties": {"n": {"type": "integer"}}} }),
+            );
+            assert_eq!(load_doc(&doc), Vec::<String>::new(), "{reference}");
+        }
+    }
+    let doc = doc_with(
+        serde_json::json!({"$ref": "#/components/schemas/Missing%20One"}),
+        serde_json::json!({}),
+    );
+    assert_eq!(
+        load_doc(&doc),
+        ["$ref `#/components/schemas/Missing%20One` points at nothing in this document"]
+    );
+}
