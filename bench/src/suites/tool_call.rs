@@ -171,9 +171,11 @@ pub fn run(budget: Budget) -> Vec<Row> {
         .pool_max_idle_per_host(64)
         .build()
         .expect("client");
-    let mut limits = Limits::default();
-    limits.timeout = Some(Duration::from_secs(120));
-    limits.max_workers = CONCURRENCY;
+    let limits = Limits {
+        timeout: Some(Duration::from_secs(120)),
+        max_workers: CONCURRENCY,
+        ..Limits::default()
+    };
     let budgets = Budgets {
         max_calls: 1_000,
         max_bytes: u64::MAX,
