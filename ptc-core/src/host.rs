@@ -83,7 +83,6 @@ pub struct ProgramHost {
     upstreams: Arc<Upstreams>,
     runtime: tokio::runtime::Handle,
     budgets: Budgets,
-    limits: Limits,
     calls: AtomicU64,
     discovery: AtomicU64,
     bytes: AtomicU64,
@@ -98,18 +97,16 @@ struct Request {
 }
 
 impl ProgramHost {
-    /// A host for one run of a program evaluated under `limits` (used to decode results).
+    /// A host for one program run.
     pub fn new(
         upstreams: Arc<Upstreams>,
         runtime: tokio::runtime::Handle,
         budgets: Budgets,
-        limits: Limits,
     ) -> Self {
         ProgramHost {
             upstreams,
             runtime,
             budgets,
-            limits,
             calls: AtomicU64::new(0),
             discovery: AtomicU64::new(0),
             bytes: AtomicU64::new(0),
@@ -146,12 +143,6 @@ impl ProgramHost {
                 duration_ms: started.elapsed().as_millis() as u64,
                 result_bytes,
             });
-    }
-
-    /// Decodes a JSON result the way the runtime decodes `data/` (same decoder, same limits).
-    fn decode(&self, cx: &mut CallContext<'_>, bytes: &[u8]) -> Result<Value, ptc_lisp::LispError> {
-        let _ = cx;
-        Value::from_json_bytes(bytes, &self.limits)
     }
 
     /// `(tool/call 'server/tool {args})` or `(tool/call {:server s :tool t :args {..}})`.
@@ -296,18 +287,26 @@ impl ProgramHost {
             Ok((done, (server, tool))) => {
                 self.bytes.fetch_add(done.bytes, Ordering::Relaxed);
                 let value = match done.output {
-                    ToolOutput::Json(bytes) => match self.decode(cx, &bytes) {
+                    // The same decoder, depth limit and memory budget as `data/` context.
+                    ToolOutput::Json(bytes) => match cx.decode_json(&bytes) {
                         Ok(v) => ok_map(v, "json"),
-                        Err(e) if e.reason() == "memory_exceeded" || e.reason() == "timeout" => {
+                        // The program's own limits (memory, time) end the program.
+                        Err(e)
+                            if matches!(
+                                e.reason,
+                                ptc_lisp::Reason::MemoryExceeded | ptc_lisp::Reason::Timeout
+                            ) =>
+                        {
                             self.record(&server, &tool, started, Err(Reason::UpstreamError));
-                            return Err(HostError::new(e.reason(), e.message().to_string()));
+                            return Err(e);
                         }
+                        // Malformed or absurdly deep JSON is the upstream's fault: data.
                         Err(e) => {
                             let reason = Reason::UpstreamError;
                             self.record(&server, &tool, started, Err(reason));
                             let msg = format!(
                                 "{server}/{tool}: the response is not usable JSON: {}",
-                                e.message()
+                                e.message
                             );
                             let msg = self.upstreams.redactor().redact(&msg).into_owned();
                             return Ok(err_map(reason, &msg));
@@ -383,19 +382,8 @@ impl ProgramHost {
     }
 
     fn dir(&self, name: &str) -> Result<Option<Value>, HostError> {
+        // Unknown names are the runtime's to report (its hint knows every namespace).
         let Some(server) = self.upstream(name)? else {
-            let names: Vec<&str> = self
-                .upstreams
-                .catalog()
-                .servers()
-                .iter()
-                .map(|s| s.name.as_str())
-                .collect();
-            if let Some(s) = did_you_mean(name, &names) {
-                return Err(fault(format!(
-                    "no namespace or upstream named {name} (did you mean {s}?)"
-                )));
-            }
             return Ok(None);
         };
         if let Some(v) = self.take_discovery() {
@@ -478,9 +466,7 @@ impl ProgramHost {
             Some(Resolved::Tool(_, t)) => t.to_json(),
         };
         let text = self.redact(&json.to_string());
-        self.decode(cx, text.as_bytes())
-            .map(Some)
-            .map_err(|e| HostError::new(e.reason(), e.message().to_string()))
+        cx.decode_json(text.as_bytes()).map(Some)
     }
 
     fn apropos(&self, args: &[Value]) -> Result<Option<Value>, HostError> {
@@ -581,6 +567,15 @@ impl Host for ProgramHost {
         vec!["tool".to_string()]
     }
 
+    fn upstreams(&self) -> Vec<String> {
+        self.upstreams
+            .catalog()
+            .servers()
+            .iter()
+            .map(|s| s.name.clone())
+            .collect()
+    }
+
     fn call(
         &self,
         cx: &mut CallContext<'_>,
@@ -590,38 +585,18 @@ impl Host for ProgramHost {
     ) -> Result<HostValue, HostError> {
         let unknown = || {
             fault(format!(
-                "no function {ns}/{name}; tool/ has call, servers, dir, doc, meta and apropos"
+                "no function {ns}/{name}; tool/ has call and servers (and the discovery forms \
+                 dir, doc, meta, apropos)"
             ))
         };
         if ns != "tool" {
             return Err(unknown());
         }
-        let need_ref = |op: &str| {
-            ref_of(args).ok_or_else(|| {
-                fault(format!(
-                    "tool/{op}: give a quoted name such as 'observatory or 'observatory/list-traces"
-                ))
-            })
-        };
-        let missing = |op: &str, r: &str| fault(format!("tool/{op}: no upstream tool {r}"));
+        // `tool/dir`, `tool/doc`, `tool/meta` and `tool/apropos` are the runtime's discovery
+        // forms (they reach `discover`); the host serves the rest of `tool/`.
         let v = match name {
             "call" => self.tool_call(cx, args)?,
             "servers" => self.servers()?,
-            "dir" => {
-                let r = need_ref("dir")?;
-                self.dir(&r)?.ok_or_else(|| missing("dir", &r))?
-            }
-            "doc" => {
-                let r = need_ref("doc")?;
-                self.doc(cx, &r)?.ok_or_else(|| missing("doc", &r))?
-            }
-            "meta" => {
-                let r = need_ref("meta")?;
-                self.meta(cx, &r)?.ok_or_else(|| missing("meta", &r))?
-            }
-            "apropos" => self
-                .apropos(args)?
-                .unwrap_or_else(|| Value::vector(Vec::new())),
             _ => return Err(unknown()),
         };
         Ok(HostValue::Value(v))
@@ -672,12 +647,7 @@ pub fn run_program(
     budgets: Budgets,
     context: Option<Value>,
 ) -> ProgramRun {
-    let host = Arc::new(ProgramHost::new(
-        upstreams.clone(),
-        runtime,
-        budgets,
-        limits.clone(),
-    ));
+    let host = Arc::new(ProgramHost::new(upstreams.clone(), runtime, budgets));
     if let Err(problems) = crate::precheck::precheck(&upstreams, src) {
         return ProgramRun {
             result: Err(crate::precheck::to_error(&problems)),
