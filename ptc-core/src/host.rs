@@ -17,7 +17,6 @@ use crate::catalog::{ServerEntry, ToolEntry};
 use crate::discovery::{apropos_score, doc_text, listing};
 use crate::executor::{CallOptions, Reason, ToolError, ToolOutput, Upstreams};
 use crate::records::{RunRecords, UpstreamCall};
-use crate::suggest::did_you_mean;
 
 /// Per-program budgets.
 #[derive(Clone, Copy, Debug)]
