@@ -211,21 +211,18 @@ impl ProgramHost {
         };
         let args = match &arg_value {
             Value::Nil => Map::new(),
-            Value::Map(_) => {
-                let text = arg_value.to_json_string().map_err(|e| {
-                    fault(format!(
-                        "tool/call '{server}/{tool}: the args map cannot be sent: {}",
-                        e.message()
-                    ))
-                })?;
-                match serde_json::from_str(&text) {
-                    Ok(serde_json::Value::Object(m)) => m,
-                    _ => {
-                        return Err(fault(format!(
-                            "tool/call '{server}/{tool}: the args map cannot be sent"
-                        )));
-                    }
+            Value::Map(m) => {
+                let mut out = Map::new();
+                for (k, v) in m.iter() {
+                    let v = to_json(v, 0).map_err(|why| {
+                        fault(format!(
+                            "tool/call '{server}/{tool}: argument {} cannot be sent: {why}",
+                            key_text(k)
+                        ))
+                    })?;
+                    out.insert(key_text(k), v);
                 }
+                out
             }
             other => {
                 return Err(fault(format!(
@@ -550,6 +547,55 @@ fn name_of(v: &Value, what: &str) -> Result<String, HostError> {
             other.type_name()
         ))),
     }
+}
+
+/// A map key as a JSON object key: names for keywords, strings and symbols, printed otherwise.
+fn key_text(k: &Value) -> String {
+    match k {
+        Value::Keyword(s) | Value::Str(s) | Value::Symbol(s) => s.to_string(),
+        other => other.to_string(),
+    }
+}
+
+/// Nesting allowed in an argument value.
+const MAX_ARG_DEPTH: usize = 256;
+
+/// An argument value as JSON: keywords and symbols as their names, sets as arrays, map keys as
+/// their names, non-finite floats as null. Functions cannot be sent.
+fn to_json(v: &Value, depth: usize) -> Result<serde_json::Value, String> {
+    use serde_json::Value as J;
+    if depth > MAX_ARG_DEPTH {
+        return Err(format!("it is nested more than {MAX_ARG_DEPTH} deep"));
+    }
+    Ok(match v {
+        Value::Nil => J::Null,
+        Value::Bool(b) => J::Bool(*b),
+        Value::Int(i) => J::from(*i),
+        Value::Float(f) => serde_json::Number::from_f64(*f).map_or(J::Null, J::Number),
+        Value::Str(s) | Value::Keyword(s) | Value::Symbol(s) => J::String(s.to_string()),
+        Value::Var(s) => J::String(format!("#'{s}")),
+        Value::Regex(r) => J::String(r.as_str().to_string()),
+        Value::Vector(items) => J::Array(
+            items
+                .iter()
+                .map(|x| to_json(x, depth + 1))
+                .collect::<Result<_, _>>()?,
+        ),
+        Value::Set(s) => J::Array(
+            s.sorted()
+                .into_iter()
+                .map(|x| to_json(x, depth + 1))
+                .collect::<Result<_, _>>()?,
+        ),
+        Value::Map(m) => {
+            let mut out = Map::new();
+            for (k, x) in m.iter() {
+                out.insert(key_text(k), to_json(x, depth + 1)?);
+            }
+            J::Object(out)
+        }
+        Value::Func(_) => return Err("a function is not data".into()),
+    })
 }
 
 fn ref_of(args: &[Value]) -> Option<String> {

@@ -142,6 +142,11 @@ fn world_faults_are_data_and_programmer_faults_raise() {
         "{}",
         e.message()
     );
+    let e = b.error("(tool/call 'fx/echo {:id \"1\" :q inc})");
+    assert_eq!(
+        e.message(),
+        "tool/call 'fx/echo: argument q cannot be sent: a function is not data"
+    );
     let e = b.error("(tool/call 'echo {})");
     assert!(
         e.message().contains("is not qualified with its upstream"),
