@@ -3,3 +3,4 @@
 pub mod baselines;
 pub mod lisp;
 pub mod plan_compile;
+pub mod tool_call;
