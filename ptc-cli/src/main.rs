@@ -2,6 +2,8 @@
 
 mod check;
 mod eval;
+mod expand;
+mod vendor;
 
 use std::process::ExitCode;
 
@@ -21,6 +23,10 @@ enum Command {
     Check(check::CheckArgs),
     /// Evaluate a PTC-Lisp program and print its result in Clojure syntax.
     Eval(eval::EvalArgs),
+    /// Print the Rust code `ptc_upstreams!` generates for an upstreams.json.
+    Expand(expand::ExpandArgs),
+    /// Fetch each `schema_url` document into `vendored/` next to the config (`--check`: report drift).
+    Vendor(vendor::VendorArgs),
 }
 
 fn main() -> ExitCode {
@@ -28,5 +34,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Check(args) => check::run(args),
         Command::Eval(args) => eval::run(args),
+        Command::Expand(args) => expand::run(args),
+        Command::Vendor(args) => vendor::run(args),
     }
 }
