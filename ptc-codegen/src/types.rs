@@ -123,6 +123,7 @@ pub struct TypeGen<'v> {
     shapes: HashMap<String, String>,
     named: HashMap<String, String>,
     in_progress: HashSet<String>,
+    aliases: HashMap<String, String>,
     roots: Vec<String>,
 }
 
@@ -140,6 +141,7 @@ impl<'v> TypeGen<'v> {
             shapes: HashMap::new(),
             named: HashMap::new(),
             in_progress: HashSet::new(),
+            aliases: HashMap::new(),
             roots: Vec::new(),
         }
     }
@@ -191,12 +193,14 @@ impl<'v> TypeGen<'v> {
             };
         }
         let (types, nullable) = type_set(obj);
+        if types.is_empty() && nullable && !obj.contains_key("properties") {
+            return Ty::plain(quote!(()));
+        }
         let mut ty = if let Some(values) = string_enum(obj) {
             self.enumeration(obj, &values, hint)
         } else {
             match types.as_slice() {
                 [] if obj.contains_key("properties") => self.object(obj, hint, root, depth),
-                [] if nullable => Ty::plain(quote!(())),
                 [] => Ty::value("any value (the schema names no type)"),
                 ["string"] => Ty::plain(quote!(String)),
                 ["integer"] => Ty::plain(quote!(i64)),
@@ -254,6 +258,9 @@ impl<'v> TypeGen<'v> {
         let ty = self.ty(schema, &Hint::fixed(&type_name), root, depth + 1);
         self.in_progress.remove(&type_name);
         if ty.named.as_deref() != Some(type_name.as_str()) {
+            if let Some(target) = &ty.named {
+                self.aliases.insert(type_name.clone(), target.clone());
+            }
             let ident = ident(&type_name);
             let target = optional(&ty);
             let doc = doc_lines(&[description(schema), ty.note.clone()]);
@@ -295,6 +302,21 @@ impl<'v> TypeGen<'v> {
                 ))
             },
         }
+    }
+
+    /// The named type `name` (through aliases) is being generated: a field of it needs a `Box`.
+    fn contains_itself(&self, name: &str) -> bool {
+        let mut name = name;
+        for _ in 0..=self.aliases.len() {
+            if self.in_progress.contains(name) {
+                return true;
+            }
+            match self.aliases.get(name) {
+                Some(target) => name = target,
+                None => return false,
+            }
+        }
+        false
     }
 
     /// The schema, after following one `$ref`, is an object with properties.
@@ -413,7 +435,7 @@ impl<'v> TypeGen<'v> {
                 _ => Ty::plain(quote!(::serde_json::Map<String, ::serde_json::Value>)),
             };
         };
-        let shape = format!("{}|{}", canonical(&Value::Object(obj.clone())), root.id);
+        let shape = scoped(canonical(&Value::Object(obj.clone())), root);
         if let Some(existing) = self.shapes.get(&shape) {
             return named(existing);
         }
@@ -435,10 +457,7 @@ impl<'v> TypeGen<'v> {
                 wire: wire.clone(),
                 doc: doc_lines(&[description(schema), ty.note.clone()]),
                 optional: ty.nullable || !required.contains(wire.as_str()),
-                boxed: ty
-                    .named
-                    .as_ref()
-                    .is_some_and(|n| self.in_progress.contains(n)),
+                boxed: ty.named.as_ref().is_some_and(|n| self.contains_itself(n)),
                 ty,
             });
         }
@@ -662,9 +681,25 @@ fn is_nominal(schema: &Value) -> bool {
             .is_some_and(|p| !p.is_empty())
 }
 
-/// The schema without its annotations, as text: two schemas with the same key get one type.
+/// A shape key: a schema that refers to definitions means something only within its root.
+fn scoped(key: String, root: Root) -> String {
+    if key.contains("\"$ref\"") {
+        format!("{key}|{}", root.id)
+    } else {
+        key
+    }
+}
+
+/// The schema without its annotations (and without the `$defs` it carries), as text: two schemas with the same key get one type.
 fn canonical(schema: &Value) -> String {
-    const ANNOTATIONS: [&str; 5] = ["description", "example", "examples", "default", "title"];
+    const ANNOTATIONS: [&str; 6] = [
+        "description",
+        "example",
+        "examples",
+        "default",
+        "title",
+        "$defs",
+    ];
     fn strip(v: &Value) -> Value {
         match v {
             Value::Object(m) => Value::Object(

@@ -1,0 +1,177 @@
+//! The generated code for the fixture configs (insta snapshots, compiled by the
+//! `ptc-generated-snapshots` crate), and the errors the macro gives being exactly ptc-plan's.
+
+use std::path::{Path, PathBuf};
+
+use ptc_plan::{Plan, Transport};
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the crate is inside the workspace")
+        .to_path_buf()
+}
+
+/// The formatted expansion with the checkout's path replaced, so snapshots are portable.
+fn expanded(config: &str) -> String {
+    let expansion = ptc_codegen::expansion::expand(&workspace().join(config))
+        .unwrap_or_else(|d| panic!("{}", ptc_plan::Diagnostics(d)));
+    let code = ptc_codegen::pretty(expansion.tokens).expect("generated code parses");
+    code.replace(&workspace().display().to_string(), "$WORKSPACE")
+}
+
+#[test]
+fn observatory_expansion() {
+    insta::assert_snapshot!(
+        "observatory",
+        expanded("fixtures/observatory/upstreams.json")
+    );
+}
+
+#[test]
+fn shapes_expansion() {
+    let code = expanded("ptc-codegen/tests/fixtures/shapes.json");
+    // The recursive definition is one named type, boxed where it contains itself directly.
+    assert_eq!(code.matches("pub struct GetNodeResponse").count(), 1);
+    assert!(code.contains("pub parent: Option<Box<Node>>"), "{code}");
+    assert!(code.contains("pub r#type: Option<Type>"), "{code}");
+    assert!(
+        code.contains("#[serde(rename = \"+1\")]\n        pub plus_1: i64"),
+        "{code}"
+    );
+    assert!(
+        code.contains("`oneOf` of 2 schemas: not typed by ptc-codegen"),
+        "{code}"
+    );
+    assert!(code.contains("pub type PingResponse = ();"), "{code}");
+    insta::assert_snapshot!("shapes", code);
+}
+
+#[test]
+fn rules_expansion() {
+    insta::assert_snapshot!("rules", expanded("fixtures/configs/valid/rules_ok.json"));
+}
+
+#[test]
+fn only_included_operations_are_generated() {
+    let code = expanded("fixtures/observatory/upstreams.json");
+    let fns: Vec<&str> = code
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("pub async fn "))
+        .map(|l| l.trim_end_matches('('))
+        .collect();
+    assert_eq!(
+        fns,
+        [
+            "list_traces",
+            "get_trace",
+            "get_trace_steps",
+            "get_trace_step",
+            "search_traces",
+            "costs",
+            "list_errors"
+        ]
+    );
+    assert!(
+        !code.contains("Annotation"),
+        "an excluded operation's schema leaked"
+    );
+}
+
+#[test]
+fn a_literal_credential_is_a_compile_error() {
+    let config = workspace().join("fixtures/configs/valid/mixed.json");
+    let Err(diags) = ptc_codegen::expansion::expand(&config) else {
+        panic!("a literal credential compiled");
+    };
+    assert_eq!(diags.len(), 1);
+    assert_eq!(diags[0].pointer, "/credentials/tickets-key");
+    assert!(
+        diags[0].to_string().contains(
+            "credential `tickets-key` is a literal value; a compiled deployment never embeds a secret"
+        ),
+        "{}",
+        diags[0]
+    );
+}
+
+#[test]
+fn generated_code_never_contains_a_secret_value() {
+    let code = ptc_codegen::pretty(
+        ptc_codegen::generate(&observatory_plan(), Path::new("upstreams.json")).expect("generates"),
+    )
+    .expect("parses");
+    let token =
+        std::fs::read_to_string(workspace().join("fixtures/observatory/secrets/observatory.token"))
+            .expect("the fixture token");
+    assert!(!token.trim().is_empty());
+    assert!(!code.contains(token.trim()));
+}
+
+fn observatory_plan() -> Plan {
+    ptc_plan::load(&workspace().join("fixtures/observatory/upstreams.json"))
+        .expect("the fixture loads")
+        .plan
+}
+
+#[test]
+fn upstreams_that_share_a_module_name_are_rejected() {
+    let mut plan = observatory_plan();
+    let mut twin = plan.upstreams[0].clone();
+    twin.name = "Observatory".into();
+    plan.upstreams.push(twin);
+    let Err(diags) = ptc_codegen::generate(&plan, Path::new("upstreams.json")) else {
+        panic!("two upstreams generated one module");
+    };
+    assert_eq!(diags.len(), 1);
+    assert_eq!(
+        diags[0].message,
+        "upstreams `observatory` and `Observatory` both become the Rust module `observatory`"
+    );
+}
+
+#[test]
+fn the_macro_reports_exactly_what_the_plan_compiler_reports() {
+    let dir = workspace().join("fixtures/configs/invalid");
+    let mut configs: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("fixtures")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    configs.sort();
+    assert!(configs.len() > 20, "the invalid fixtures are missing");
+    for config in configs {
+        let from_plan = ptc_plan::load(&config).expect_err("an invalid fixture loads");
+        let Err(from_macro) = ptc_codegen::expansion::expand(&config) else {
+            panic!("{} expanded", config.display());
+        };
+        assert_eq!(from_macro, from_plan.0, "{}", config.display());
+    }
+}
+
+#[test]
+fn mcp_upstreams_are_connection_specs_only() {
+    let code = expanded("ptc-codegen/tests/fixtures/shapes.json");
+    let files = code
+        .split("pub mod files {")
+        .nth(1)
+        .and_then(|rest| rest.split("\n}\n").next())
+        .expect("the files module");
+    assert_eq!(
+        files.trim(),
+        "#[allow(unused_imports)]\n    use serde::{Deserialize, Serialize};\n    /// The upstream's name: the namespace of its tools.\n    pub const UPSTREAM: &str = \"files\";"
+    );
+    let plan: Plan = serde_json::from_str(
+        code.split("pub const PLAN_JSON: &str = ")
+            .nth(1)
+            .and_then(|r| r.split(";\n").next())
+            .map(|lit| serde_json::from_str::<String>(lit).expect("a JSON-compatible literal"))
+            .as_deref()
+            .expect("PLAN_JSON"),
+    )
+    .expect("PLAN_JSON is a plan");
+    assert!(matches!(
+        plan.upstream("files").map(|u| &u.transport),
+        Some(Transport::McpStdio(_))
+    ));
+}
