@@ -20,7 +20,13 @@ pub struct Expansion {
 /// its code; every problem is returned at once.
 pub fn expand(config: &Path) -> Result<Expansion, Vec<Diagnostic>> {
     let loaded = ptc_plan::load_with(config, &VendoredSource::new(config)).map_err(|d| d.0)?;
-    let tokens = crate::generate(&loaded.plan, config)?;
+    let tokens = crate::generate(&loaded.plan, config).map_err(|diags| {
+        let mut diags = ptc_plan::Diagnostics(diags);
+        if let Ok(text) = std::fs::read_to_string(config) {
+            diags.locate_in(config, &text);
+        }
+        diags.0
+    })?;
     let mut files = loaded.files;
     for up in &loaded.plan.upstreams {
         if let Transport::Openapi(api) = &up.transport

@@ -1,5 +1,5 @@
 //! The generated code for the fixture configs (insta snapshots, compiled by the
-//! `ptc-generated-snapshots` crate), and the errors the macro gives being exactly ptc-plan's.
+//! `ptc-codegen-tests` crate (tests/codegen)), and the errors the macro gives being exactly ptc-plan's.
 
 use std::path::{Path, PathBuf};
 
