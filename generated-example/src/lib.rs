@@ -22,7 +22,7 @@ pub async fn first_failed_trace(
     org: &str,
 ) -> Result<Option<FailedTrace>, ToolError> {
     let args = observatory::ListTracesArgs {
-        status: Some(observatory::Status::Error),
+        status: Some(observatory::TraceStatus::Error),
         limit: Some(5),
         ..observatory::ListTracesArgs::new(org.to_string())
     };

@@ -27,8 +27,16 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let upstreams = ptc_core::Upstreams::new(plan, ptc_plan::Secrets::default());
-    let outcome = first_failed_trace(&upstreams, "org_acme").await;
+    let options = ptc_core::StartOptions::default();
+    let outcome =
+        match ptc_core::Upstreams::start(plan, ptc_plan::Secrets::default(), options).await {
+            Ok(upstreams) => first_failed_trace(&upstreams, "org_acme").await,
+            Err(e) => {
+                eprintln!("error: the upstreams do not start: {e}");
+                server.shutdown().await;
+                return ExitCode::FAILURE;
+            }
+        };
     server.shutdown().await;
     match outcome {
         Ok(Some(found)) => {

@@ -5,7 +5,6 @@ use generated_example::{first_failed_trace, observatory, plan_at};
 use observatory_server::{ServerConfig, TokenSource};
 
 #[tokio::test]
-#[ignore = "needs the ptc-core executor (Upstreams::call); un-ignored when it lands on main"]
 async fn lists_failed_traces_and_fetches_steps_through_generated_types() {
     let tokens = concat!(
         env!("CARGO_MANIFEST_DIR"),
@@ -16,13 +15,19 @@ async fn lists_failed_traces_and_fetches_steps_through_generated_types() {
         .await
         .expect("the test bed starts");
     let plan = plan_at(&format!("http://{addr}")).expect("the embedded plan reads");
-    let upstreams = ptc_core::Upstreams::new(plan, ptc_plan::Secrets::default());
+    let upstreams = ptc_core::Upstreams::start(
+        plan,
+        ptc_plan::Secrets::default(),
+        ptc_core::StartOptions::default(),
+    )
+    .await
+    .expect("the upstreams start");
     let found = first_failed_trace(&upstreams, "org_acme").await;
     server.shutdown().await;
     let found = found
         .expect("the typed calls succeed")
         .expect("org_acme has failed traces");
-    assert_eq!(found.trace.status, observatory::Status::Error);
+    assert_eq!(found.trace.status, observatory::TraceStatus::Error);
     assert_eq!(found.trace.org_id, "org_acme");
     assert_eq!(found.steps.trace_id, found.trace.id);
     assert_eq!(found.steps.mode, observatory::Mode::Summary);

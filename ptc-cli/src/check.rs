@@ -8,6 +8,15 @@ use ptc_plan::{Plan, Transport};
 
 /// Arguments of `ptc check`.
 #[derive(clap::Args)]
+#[command(after_help = "\
+Examples:
+  ptc check fixtures/observatory/upstreams.json
+  ptc check --json fixtures/observatory/upstreams.json > plan.json
+
+Exit codes:
+  0  the config is valid; the catalog (or plan) is on stdout
+  1  every problem found is on stderr, each with its file, line:column, JSON pointer and fix
+  2  bad usage")]
 pub struct CheckArgs {
     /// The upstreams.json to check.
     config: PathBuf,

@@ -9,6 +9,20 @@ use ptc_lisp::{Interpreter, Limits};
 
 /// Arguments of `ptc eval`.
 #[derive(clap::Args)]
+#[command(after_help = "\
+Examples:
+  ptc eval -e '(->> [3 1 2] (sort) (map inc))'
+  echo '(+ 1 2)' | ptc eval -
+  ptc eval --json --context data.json -e '(count data/items)'
+  ptc eval --config fixtures/observatory/upstreams.json -e '(doc (quote observatory/costs))'
+
+With --json, stdout holds the JSON result only; what the program prints goes to stderr.
+
+Exit codes:
+  0  the result is on stdout
+  1  the program failed; `reason: message` is on stderr
+  2  bad usage, the program or context file cannot be read, or the config is invalid or
+     an upstream cannot start")]
 pub struct EvalArgs {
     /// Program text to evaluate.
     #[arg(short = 'e', long = "expr", conflicts_with = "file")]
@@ -21,12 +35,18 @@ pub struct EvalArgs {
     /// Memory budget in bytes.
     #[arg(long)]
     memory_bytes: Option<u64>,
-    /// Print the result as JSON instead of Clojure syntax.
+    /// Print the result as JSON instead of Clojure syntax (printed output goes to stderr).
     #[arg(long)]
     json: bool,
     /// A JSON object whose keys the program reads as `data/<key>`.
     #[arg(long, value_name = "FILE")]
     context: Option<PathBuf>,
+    /// An upstreams.json: the program may call its upstreams with `tool/call` and discover them.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Print the run's upstream calls and payload metrics as JSON on stderr (needs --config).
+    #[arg(long, requires = "config")]
+    metrics: bool,
 }
 
 fn read_program(args: &EvalArgs) -> Result<String, String> {
@@ -80,21 +100,43 @@ pub fn run(args: EvalArgs) -> ExitCode {
                     return ExitCode::from(2);
                 }
                 Err(e) => {
-                    eprintln!("ptc eval: {}: {}", path.display(), format_error(&e));
+                    eprintln!("ptc eval: {}: {e}", path.display());
                     return ExitCode::from(2);
                 }
             }
         }
         None => None,
     };
-    let mut interp = Interpreter::new(limits);
-    if let Some(c) = context {
-        interp.set_context(c);
-    }
-    let result = interp.eval_str(&src);
-    let printed = interp.take_output();
-    if !printed.is_empty() {
+    let (result, printed, records) = match &args.config {
+        Some(config) => match crate::upstreams::run(config, &src, limits, context) {
+            Ok(run) => (run.result, run.output, Some(run.records)),
+            Err(e) => {
+                eprintln!("ptc eval: {e}");
+                return ExitCode::from(2);
+            }
+        },
+        None => {
+            let mut interp = Interpreter::new(limits);
+            if let Some(c) = context {
+                interp.set_context(c);
+            }
+            let result = interp.eval_str(&src);
+            (result, interp.take_output(), None)
+        }
+    };
+    // With --json, stdout must parse as one JSON value, so printed output goes to stderr.
+    if args.json {
+        eprint!("{printed}");
+    } else {
         print!("{printed}");
+    }
+    if args.metrics
+        && let Some(r) = &records
+    {
+        match serde_json::to_string(r) {
+            Ok(text) => eprintln!("{text}"),
+            Err(e) => eprintln!("ptc eval: cannot print the metrics: {e}"),
+        }
     }
     match result {
         Ok(v) => {
@@ -102,7 +144,7 @@ pub fn run(args: EvalArgs) -> ExitCode {
                 match v.to_json_string() {
                     Ok(s) => println!("{s}"),
                     Err(e) => {
-                        eprintln!("{}", format_error(&e));
+                        eprintln!("{e}");
                         return ExitCode::FAILURE;
                     }
                 }
@@ -112,19 +154,8 @@ pub fn run(args: EvalArgs) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("{}", format_error(&e));
+            eprintln!("{e}");
             ExitCode::FAILURE
         }
     }
-}
-
-fn format_error(e: &ptc_lisp::LispError) -> String {
-    let mut s = format!("{}: {}", e.reason(), e.message());
-    if let Some(h) = e.hint() {
-        s.push_str(&format!(" — {h}"));
-    }
-    if let Some(p) = e.pos() {
-        s.push_str(&format!(" ({p})"));
-    }
-    s
 }

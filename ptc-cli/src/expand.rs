@@ -5,6 +5,15 @@ use std::process::ExitCode;
 
 /// Arguments of `ptc expand`.
 #[derive(clap::Args)]
+#[command(after_help = "\
+Examples:
+  ptc expand fixtures/observatory/upstreams.json
+  ptc expand upstreams.json > expanded.rs
+
+Exit codes:
+  0  the generated code is on stdout
+  1  every problem found is on stderr, exactly as the ptc_upstreams! build reports it
+  2  bad usage")]
 pub struct ExpandArgs {
     /// The upstreams.json to expand (`schema_url`s are read from their vendored copies).
     config: PathBuf,

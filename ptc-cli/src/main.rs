@@ -3,6 +3,7 @@
 mod check;
 mod eval;
 mod expand;
+mod upstreams;
 mod vendor;
 
 use std::process::ExitCode;
@@ -11,7 +12,23 @@ use clap::{Parser, Subcommand};
 
 /// ptc: programmatic tool calling with PTC-Lisp.
 #[derive(Parser)]
-#[command(name = "ptc", version, about)]
+#[command(
+    name = "ptc",
+    version,
+    about = "Programmatic tool calling: check, expand and vendor upstream configs; evaluate PTC-Lisp programs.",
+    after_help = "\
+Examples:
+  ptc check fixtures/observatory/upstreams.json
+  ptc eval -e '(->> [3 1 2] (sort) (map inc))'
+  ptc expand fixtures/observatory/upstreams.json
+  ptc vendor --check upstreams.json
+
+Exit codes:
+  0  success
+  1  the config has problems (check, expand, vendor), the program failed (eval) or a vendored
+     document drifted (vendor --check); the reason is printed
+  2  bad usage: unknown option, missing or unreadable input"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -11,6 +11,18 @@ use ptc_plan::{DocumentRequest, DocumentSource, Loaded, SchemaLocation};
 
 /// Arguments of `ptc vendor`.
 #[derive(clap::Args)]
+#[command(after_help = "\
+Examples:
+  ptc vendor fixtures/observatory/upstreams.json
+  ptc vendor --check fixtures/observatory/upstreams.json
+
+Each schema_url document is written to vendored/<upstream>.openapi.json next to the config;
+ptc_upstreams! compiles from those copies and never uses the network.
+
+Exit codes:
+  0  vendored (or, with --check, no included operation drifted)
+  1  drift, a missing copy, or a problem; each with the message the build would give
+  2  bad usage")]
 pub struct VendorArgs {
     /// The upstreams.json whose `schema_url` documents to vendor.
     config: PathBuf,

@@ -3,6 +3,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+#[path = "../../ptc-plan/tests/support/config_expect.rs"]
+mod config_expect;
+
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures")
 }
@@ -53,34 +56,73 @@ fn json_flag_prints_the_plan() {
     assert_eq!(plan, ptc_plan::load(&config).unwrap().plan);
 }
 
-#[test]
-fn invalid_configs_exit_1_with_their_message() {
-    let dir = fixtures().join("configs/invalid");
-    let mut checked = 0;
-    for entry in std::fs::read_dir(&dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.extension().is_none_or(|e| e != "json") {
-            continue;
+/// Splits `ptc check` stderr into problems (`error:` headline, `-->` location, optional help)
+/// and the closing count line.
+fn printed_problems(stderr: &str) -> (Vec<config_expect::Problem>, Vec<String>, String) {
+    let mut problems: Vec<config_expect::Problem> = Vec::new();
+    let mut locations = Vec::new();
+    let mut lines = stderr.lines().peekable();
+    let mut last = String::new();
+    while let Some(line) = lines.next() {
+        if let Some(headline) = line.strip_prefix("error: ") {
+            let location = lines.next().unwrap_or_default();
+            let (file_part, pointer) = match location.rsplit_once(" #") {
+                Some((f, p)) => (f, p.to_string()),
+                None => (location, String::new()),
+            };
+            locations.push(file_part.to_string());
+            let help = lines
+                .next_if(|l| l.starts_with("  = help: "))
+                .map(|l| l["  = help: ".len()..].to_string());
+            problems.push(config_expect::Problem {
+                file: String::new(),
+                pointer,
+                message: headline.to_string(),
+                help,
+            });
+        } else {
+            last = line.to_string();
         }
-        let out = ptc(&["check", path.to_str().unwrap()]);
-        assert_eq!(out.status.code(), Some(1), "{}", path.display());
-        assert!(
-            out.stdout.is_empty(),
-            "nothing on stdout for {}",
-            path.display()
-        );
-        let stderr = String::from_utf8(out.stderr).unwrap();
-        let first = std::fs::read_to_string(path.with_extension("expect")).unwrap();
-        let first = first.lines().next().unwrap();
-        assert!(
-            stderr.contains(first),
-            "{}: `{first}` not in\n{stderr}",
-            path.display()
-        );
-        assert!(stderr.contains("error"), "{stderr}");
-        checked += 1;
     }
-    assert!(checked >= 45);
+    (problems, locations, last)
+}
+
+#[test]
+fn invalid_configs_exit_1_with_every_expected_line() {
+    let dir = fixtures().join("configs/invalid");
+    let configs = config_expect::configs(&dir);
+    assert_eq!(configs.len(), config_expect::FIXTURE_COUNT);
+    for path in &configs {
+        let name = path.file_name().unwrap().to_string_lossy();
+        let out = ptc(&["check", path.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(1), "{name}");
+        assert!(out.stdout.is_empty(), "nothing on stdout for {name}");
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        let text = std::fs::read_to_string(path.with_extension("expect")).unwrap();
+        let expected = config_expect::parse(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let (printed, locations, count_line) = printed_problems(&stderr);
+        assert_eq!(printed.len(), expected.len(), "{name}: {stderr}");
+        for ((want, got), location) in expected.iter().zip(&printed).zip(&locations) {
+            assert_eq!(got.message, want.message, "{name}: {stderr}");
+            assert_eq!(got.pointer, want.pointer, "{name}: {stderr}");
+            assert_eq!(got.help, want.help, "{name}: {stderr}");
+            let file = if want.file.is_empty() {
+                path.to_str().unwrap().to_string()
+            } else {
+                want.file.clone()
+            };
+            assert!(
+                location.starts_with("  --> ") && location.contains(&file),
+                "{name}: `{location}` does not name {file}"
+            );
+        }
+        let n = expected.len();
+        assert_eq!(
+            count_line,
+            format!("{n} error{} found", if n == 1 { "" } else { "s" }),
+            "{name}"
+        );
+    }
 }
 
 #[test]
@@ -172,4 +214,45 @@ async fn schema_url_documents_are_fetched() {
 
     handle.shutdown().await;
     std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn the_error_sample_in_the_configuration_docs_is_the_real_output() {
+    let docs = std::fs::read_to_string(fixtures().join("../docs/configuration.md")).unwrap();
+    let marker = "```\n$ ptc check upstreams.json\n";
+    let start = docs.find(marker).expect("the sample is in the docs") + marker.len();
+    let sample = &docs[start..start + docs[start..].find("\n```").unwrap() + 1];
+    let out = Command::new(env!("CARGO_BIN_EXE_ptc"))
+        .current_dir(fixtures().join("configs/docs-sample"))
+        .args(["check", "upstreams.json"])
+        .output()
+        .expect("ptc runs");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    assert_eq!(String::from_utf8(out.stderr).unwrap(), sample);
+}
+
+#[test]
+fn a_document_with_a_large_shared_recursive_schema_checks_and_its_plan_names_it() {
+    let config = fixtures().join("configs/valid/design_tool.json");
+    let out = ptc(&["check", config.to_str().unwrap()]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        stdout.ends_with("ok: 1 upstream, 8 compiled tools\n"),
+        "{stdout}"
+    );
+    let out = ptc(&["check", "--json", config.to_str().unwrap()]);
+    let plan: serde_json::Value = serde_json::from_slice(&out.stdout).expect("the plan as JSON");
+    let design = &plan["upstreams"][0]["transport"];
+    assert_eq!(
+        design["tools"][0]["outputSchema"],
+        serde_json::json!({"$ref": "#/$defs/FileResponse"})
+    );
+    assert!(design["definitions"]["Node"]["oneOf"].is_array());
 }

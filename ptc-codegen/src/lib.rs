@@ -27,7 +27,6 @@ use std::path::Path;
 use proc_macro2::TokenStream;
 use ptc_plan::{CredentialSource, Diagnostic, OpenApiPlan, Plan, Transport, UpstreamPlan};
 use quote::quote;
-use serde_json::Value;
 
 use crate::idents::{ident, snake};
 use crate::types::{TypeGen, doc_lines};
@@ -123,30 +122,18 @@ fn upstream(
     })
 }
 
-/// The named schemas of an OpenAPI upstream (contract B: `definitions`, absent while schemas
-/// are fully inlined).
-fn definitions(api: &OpenApiPlan) -> BTreeMap<String, Value> {
-    match serde_json::to_value(api) {
-        Ok(Value::Object(mut m)) => match m.remove("definitions") {
-            Some(Value::Object(defs)) => defs.into_iter().collect(),
-            _ => BTreeMap::new(),
-        },
-        _ => BTreeMap::new(),
-    }
-}
-
 fn openapi_items(
     upstream: &str,
     api: &OpenApiPlan,
     config: &Path,
 ) -> Result<Vec<TokenStream>, Box<Diagnostic>> {
-    let definitions = definitions(api);
-    let mut types = TypeGen::new(&definitions);
+    let mut types = TypeGen::new(&api.definitions);
     let names: Vec<operation::OpNames> = api
         .tools
         .iter()
         .map(|t| operation::OpNames::claim(t, &mut types.names))
         .collect();
+    types.declare_definitions();
     let mut out = Vec::new();
     for (tool, op_names) in api.tools.iter().zip(&names) {
         // The backstop: a bug in the generator becomes a compile error naming the operation,

@@ -124,6 +124,8 @@ pub struct TypeGen<'v> {
     named: HashMap<String, String>,
     in_progress: HashSet<String>,
     aliases: HashMap<String, String>,
+    pending: HashSet<String>,
+    definition_shapes: HashMap<String, String>,
     roots: Vec<String>,
 }
 
@@ -142,8 +144,41 @@ impl<'v> TypeGen<'v> {
             named: HashMap::new(),
             in_progress: HashSet::new(),
             aliases: HashMap::new(),
+            pending: HashSet::new(),
+            definition_shapes: HashMap::new(),
             roots: Vec::new(),
         }
+    }
+
+    /// Claims a name for each of the plan's definitions before anything else is named, so a
+    /// component keeps its own name (`TraceStatus`) even when an inline schema is met first.
+    /// Each is generated when first referred to: only reachable ones are emitted.
+    pub fn declare_definitions(&mut self) {
+        for (name, schema) in self.definitions {
+            let key = format!("plan:{name}");
+            let type_name = self.names.claim(&[pascal(name)]);
+            self.named.insert(key.clone(), type_name);
+            let shape = match schema.as_object().and_then(string_enum) {
+                Some(values) => enum_shape(&values),
+                None => scoped(canonical(schema), Root { local: None, id: 0 }),
+            };
+            self.definition_shapes
+                .entry(shape)
+                .or_insert_with(|| key.clone());
+            self.pending.insert(key);
+        }
+    }
+
+    /// The not yet generated definition with this shape, generated now: an inline schema that
+    /// repeats a component gets the component's type.
+    fn pending_definition(&mut self, shape: &str, depth: usize) -> Option<Ty> {
+        let key = self.definition_shapes.get(shape)?.clone();
+        if !self.pending.remove(&key) {
+            return None;
+        }
+        let schema = self.definitions.get(key.strip_prefix("plan:")?)?;
+        let type_name = self.named.get(&key)?.clone();
+        Some(self.define(type_name, schema, Root { local: None, id: 0 }, depth))
     }
 
     /// The generated items so far, in generation order.
@@ -244,6 +279,11 @@ impl<'v> TypeGen<'v> {
                 ));
             }
         };
+        if self.pending.remove(&key)
+            && let Some(type_name) = self.named.get(&key).cloned()
+        {
+            return self.define(type_name, schema, root, depth);
+        }
         if let Some(existing) = self.named.get(&key) {
             if self.in_progress.contains(existing) && !is_nominal(schema) {
                 return Ty::value(format!(
@@ -254,6 +294,11 @@ impl<'v> TypeGen<'v> {
         }
         let type_name = self.names.claim(&[pascal(name)]);
         self.named.insert(key, type_name.clone());
+        self.define(type_name, schema, root, depth)
+    }
+
+    /// Generates definition `schema` under `type_name` (an alias when its shape already has a type).
+    fn define(&mut self, type_name: String, schema: &'v Value, root: Root<'v>, depth: usize) -> Ty {
         self.in_progress.insert(type_name.clone());
         let ty = self.ty(schema, &Hint::fixed(&type_name), root, depth + 1);
         self.in_progress.remove(&type_name);
@@ -436,6 +481,9 @@ impl<'v> TypeGen<'v> {
             };
         };
         let shape = scoped(canonical(&Value::Object(obj.clone())), root);
+        if let Some(ty) = self.pending_definition(&shape, depth) {
+            return ty;
+        }
         if let Some(existing) = self.shapes.get(&shape) {
             return named(existing);
         }
@@ -469,11 +517,14 @@ impl<'v> TypeGen<'v> {
     }
 
     fn enumeration(&mut self, obj: &'v Map<String, Value>, values: &[String], hint: &Hint) -> Ty {
-        let shape = format!("enum|{}", values.join("\u{0}"));
+        let shape = enum_shape(values);
         let nullable = obj
             .get("enum")
             .and_then(Value::as_array)
             .is_some_and(|all| all.iter().any(Value::is_null));
+        if let Some(ty) = self.pending_definition(&shape, 0) {
+            return Ty { nullable, ..ty };
+        }
         if let Some(existing) = self.shapes.get(&shape) {
             return Ty {
                 nullable,
@@ -679,6 +730,10 @@ fn is_nominal(schema: &Value) -> bool {
             .get("properties")
             .and_then(Value::as_object)
             .is_some_and(|p| !p.is_empty())
+}
+
+fn enum_shape(values: &[String]) -> String {
+    format!("enum|{}", values.join("\u{0}"))
 }
 
 /// A shape key: a schema that refers to definitions means something only within its root.

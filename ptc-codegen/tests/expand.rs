@@ -32,8 +32,10 @@ fn observatory_expansion() {
 fn shapes_expansion() {
     let code = expanded("ptc-codegen/tests/fixtures/shapes.json");
     // The recursive definition is one named type, boxed where it contains itself directly.
-    assert_eq!(code.matches("pub struct GetNodeResponse").count(), 1);
+    assert_eq!(code.matches("pub struct Node {").count(), 1, "{code}");
+    assert!(code.contains("pub type GetNodeResponse = Node;"), "{code}");
     assert!(code.contains("pub parent: Option<Box<Node>>"), "{code}");
+    assert!(code.contains("pub labels: Option<Vec<Label>>"), "{code}");
     assert!(code.contains("pub r#type: Option<Type>"), "{code}");
     assert!(
         code.contains("#[serde(rename = \"+1\")]\n        pub plus_1: i64"),
@@ -174,4 +176,70 @@ fn mcp_upstreams_are_connection_specs_only() {
         plan.upstream("files").map(|u| &u.transport),
         Some(Transport::McpStdio(_))
     ));
+}
+
+/// Contract B's other form: a fully inlined schema that carries its own `$defs` (no plan
+/// definitions). Its definitions are named types too.
+#[test]
+fn inlined_schemas_with_their_own_defs_get_named_types() {
+    let mut plan = ptc_plan::load(&workspace().join("ptc-codegen/tests/fixtures/shapes.json"))
+        .expect("the fixture loads")
+        .plan;
+    let shapes = plan
+        .upstreams
+        .iter_mut()
+        .find(|u| u.name == "shapes")
+        .expect("shapes");
+    let Transport::Openapi(api) = &mut shapes.transport else {
+        panic!("shapes is OpenAPI");
+    };
+    let node = api
+        .definitions
+        .get("Node")
+        .cloned()
+        .expect("Node is a definition");
+    api.definitions.clear();
+    api.tools.retain(|t| t.name == "get-node");
+    api.tools[0].output_schema = serde_json::json!({
+        "$ref": "#/$defs/Node",
+        "$defs": {"Node": node, "Label": {"type": "object", "properties": {"name": {"type": "string"}}}}
+    });
+    let code = ptc_codegen::pretty(
+        ptc_codegen::generate(&plan, Path::new("shapes.json")).expect("generates"),
+    )
+    .expect("parses");
+    assert_eq!(code.matches("pub struct Node {").count(), 1, "{code}");
+    assert!(code.contains("pub parent: Option<Box<Node>>"), "{code}");
+    assert!(code.contains("pub label: Option<Label>"), "{code}");
+    assert!(code.contains("pub type GetNodeResponse = Node;"), "{code}");
+}
+
+/// A reference to a definition that does not exist, or outside `#/$defs/`, is typed as
+/// `serde_json::Value` with the reason in the doc comment rather than failing.
+#[test]
+fn unresolvable_references_fall_back_to_value_with_a_reason() {
+    let mut plan = ptc_plan::load(&workspace().join("ptc-codegen/tests/fixtures/shapes.json"))
+        .expect("the fixture loads")
+        .plan;
+    let Some(Transport::Openapi(api)) = plan
+        .upstreams
+        .iter_mut()
+        .find(|u| u.name == "shapes")
+        .map(|u| &mut u.transport)
+    else {
+        panic!("shapes is OpenAPI");
+    };
+    api.tools[0].output_schema = serde_json::json!({"type": "object", "properties": {
+        "a": {"$ref": "#/$defs/Missing"},
+        "b": {"$ref": "https://elsewhere.test/schema.json"}
+    }});
+    let code = ptc_codegen::pretty(
+        ptc_codegen::generate(&plan, Path::new("shapes.json")).expect("generates"),
+    )
+    .expect("parses");
+    assert!(code.contains("/// reference to the missing definition `Missing`: not typed by ptc-codegen\n        pub a: Option<::serde_json::Value>"), "{code}");
+    assert!(
+        code.contains("outside the plan's definitions: not typed by ptc-codegen"),
+        "{code}"
+    );
 }

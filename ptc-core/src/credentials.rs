@@ -9,6 +9,8 @@ use std::fmt;
 use base64::Engine as _;
 use ptc_plan::{AuthEmitter, CredentialBinding, CredentialSource, Secrets};
 
+use crate::redact::Redactor;
+
 /// A secret value. `Debug` and `Display` never show it.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Secret(String);
@@ -74,11 +76,13 @@ pub fn resolve(binding: &CredentialBinding, secrets: &Secrets) -> Result<Secret,
     Ok(Secret(value))
 }
 
-/// The headers `emitters` produce, in order, with secrets read now from `credentials`.
+/// The headers `emitters` produce, in order, with secrets read now from `credentials`. Every
+/// value read (and every header value built from it) is registered with `redactor` before use.
 pub fn auth_headers(
     emitters: &[AuthEmitter],
     credentials: &[CredentialBinding],
     secrets: &Secrets,
+    redactor: &Redactor,
 ) -> Result<Vec<(String, Secret)>, CredentialError> {
     emitters
         .iter()
@@ -90,14 +94,30 @@ pub fn auth_headers(
                     CredentialError(format!("unknown credential binding `{}`", e.binding()))
                 })?;
             let secret = resolve(binding, secrets)?;
+            register(redactor, &secret);
             let value = match e {
                 AuthEmitter::Bearer { .. } => format!("Bearer {}", secret.0),
                 AuthEmitter::Basic { .. } => format!("Basic {}", basic(&binding.name, &secret)?),
                 AuthEmitter::CustomHeader { .. } => secret.0,
             };
+            redactor.register(&value);
             Ok((e.header(), Secret(value)))
         })
         .collect()
+}
+
+/// Registers a secret and its parts an upstream might echo alone (the password of `user:pass`).
+pub fn register(redactor: &Redactor, secret: &Secret) {
+    let raw = secret.expose();
+    redactor.register(raw);
+    if let Some((_, pass)) = raw.split_once(':') {
+        redactor.register(pass);
+    }
+    if let Ok(serde_json::Value::Object(m)) = serde_json::from_str::<serde_json::Value>(raw)
+        && let Some(pass) = m.get("pass").and_then(|p| p.as_str())
+    {
+        redactor.register(pass);
+    }
 }
 
 /// `user:pass` or `{"user": .., "pass": ..}`, base64-encoded.
@@ -203,6 +223,7 @@ mod tests {
             ],
             &p,
             &secrets,
+            &Redactor::new(),
         )
         .unwrap();
         let shown: Vec<(String, &str)> = headers
@@ -224,6 +245,7 @@ mod tests {
             }],
             &p,
             &secrets,
+            &Redactor::new(),
         )
         .unwrap_err();
         assert_eq!(e.0, "credential `bad`: basic credential must be user:pass");

@@ -56,8 +56,13 @@ pub async fn fetch(url: &str, request: &DocumentRequest<'_>) -> Result<Vec<u8>, 
     for (name, value) in &http.static_headers {
         rb = rb.header(name, value);
     }
-    let auth = auth_headers(&http.auth, request.credentials, request.secrets)
-        .map_err(|e| e.to_string())?;
+    let auth = auth_headers(
+        &http.auth,
+        request.credentials,
+        request.secrets,
+        &crate::redact::Redactor::new(),
+    )
+    .map_err(|e| e.to_string())?;
     for (name, value) in &auth {
         rb = rb.header(name, value.expose());
     }

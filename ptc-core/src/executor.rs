@@ -11,6 +11,13 @@ use std::time::Instant;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
+use tokio::sync::Mutex;
+
+use crate::catalog::{self, Catalog, ServerEntry, ToolEntry};
+use crate::mcp_link::McpLink;
+use crate::openapi::{CallEnv, OpenApiUpstream};
+use crate::redact::Redactor;
+use crate::validate::{Patterns, check_args};
 
 /// Why a call did not produce a value. The names are the result contract's `:reason` keywords.
 ///
@@ -181,24 +188,279 @@ pub fn encode_args<A: Serialize>(
     }
 }
 
+/// When MCP upstreams' tool lists are loaded.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CatalogLoad {
+    /// At start-up: a server that cannot be listed fails the start, naming it.
+    #[default]
+    AtStart,
+    /// On the first call or discovery that needs it.
+    OnFirstUse,
+}
+
+/// How [`Upstreams::start`] behaves.
+#[derive(Clone, Debug, Default)]
+pub struct StartOptions {
+    /// When MCP tool lists are loaded.
+    pub catalog: CatalogLoad,
+    /// The redactor to register secrets with (a new one when `None`); share it with whatever
+    /// else prints (logs, the MCP host).
+    pub redactor: Option<Redactor>,
+}
+
+/// Why the upstreams could not start.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StartError {
+    /// The upstream at fault, when one is.
+    pub upstream: Option<String>,
+    /// What went wrong (redacted).
+    pub message: String,
+}
+
+impl fmt::Display for StartError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.upstream {
+            Some(u) => write!(f, "upstream `{u}`: {}", self.message),
+            None => f.write_str(&self.message),
+        }
+    }
+}
+
+impl std::error::Error for StartError {}
+
+/// One upstream's live transport.
+enum Link {
+    OpenApi(OpenApiUpstream),
+    Mcp(McpLink),
+}
+
+/// A call that passed validation: what [`Upstreams::execute`] runs.
+pub(crate) struct Prepared<'a> {
+    pub(crate) server: usize,
+    pub(crate) tool: &'a ToolEntry,
+    pub(crate) args: Map<String, Value>,
+}
+
+/// A successful call with what the records need.
+pub(crate) struct Executed {
+    pub(crate) output: ToolOutput,
+    pub(crate) bytes: u64,
+}
+
 /// A deployment's upstreams at run time: the catalog plus one live transport per upstream.
 ///
 /// Built once from a [`ptc_plan::Plan`] (generated at compile time or loaded at start-up) and
 /// shared (`Arc`) by every program run and every typed call.
 pub struct Upstreams {
     plan: ptc_plan::Plan,
+    secrets: ptc_plan::Secrets,
+    redactor: Redactor,
+    catalog: Catalog,
+    links: Vec<Link>,
+    /// Serialises first-use catalog loads per upstream.
+    loading: Vec<Mutex<()>>,
+    patterns: Patterns,
 }
 
 impl Upstreams {
-    /// The upstreams of `plan`. Literal credential values come from `secrets`.
-    pub fn new(plan: ptc_plan::Plan, secrets: ptc_plan::Secrets) -> Self {
-        let _ = secrets;
-        Upstreams { plan }
+    /// Starts the upstreams of `plan`: builds one pooled HTTP client per OpenAPI upstream and
+    /// connects MCP upstreams (listing their tools now or on first use, per `options`).
+    /// Literal credential values come from `secrets`; each is registered with the redactor.
+    pub async fn start(
+        plan: ptc_plan::Plan,
+        secrets: ptc_plan::Secrets,
+        options: StartOptions,
+    ) -> Result<Upstreams, StartError> {
+        let redactor = options.redactor.unwrap_or_default();
+        for c in &plan.credentials {
+            if matches!(c.source, ptc_plan::CredentialSource::Literal)
+                && let Ok(secret) = crate::credentials::resolve(c, &secrets)
+            {
+                crate::credentials::register(&redactor, &secret);
+            }
+        }
+        let mut servers = Vec::with_capacity(plan.upstreams.len());
+        let mut links = Vec::with_capacity(plan.upstreams.len());
+        for up in &plan.upstreams {
+            let fail = |message: String| StartError {
+                upstream: Some(up.name.clone()),
+                message: redactor.redact(&message).into_owned(),
+            };
+            match &up.transport {
+                ptc_plan::Transport::Openapi(api) => {
+                    let link = OpenApiUpstream::new(&up.name, api).map_err(fail)?;
+                    let entry =
+                        ServerEntry::new(&up.name, &up.description, "openapi", Default::default());
+                    entry.set_tools(catalog::openapi_tools(&up.name, link.tools()));
+                    servers.push(entry);
+                    links.push(Link::OpenApi(link));
+                }
+                other => {
+                    servers.push(ServerEntry::new(
+                        &up.name,
+                        &up.description,
+                        other.tag(),
+                        Default::default(),
+                    ));
+                    links.push(Link::Mcp(McpLink::new(&up.name)));
+                }
+            }
+        }
+        let upstreams = Upstreams {
+            loading: links.iter().map(|_| Mutex::new(())).collect(),
+            plan,
+            secrets,
+            redactor,
+            catalog: Catalog { servers },
+            links,
+            patterns: Patterns::default(),
+        };
+        if options.catalog == CatalogLoad::AtStart {
+            for i in 0..upstreams.links.len() {
+                upstreams.load(i).await.map_err(|e| StartError {
+                    upstream: Some(upstreams.catalog.servers[i].name.clone()),
+                    message: e.message,
+                })?;
+            }
+        }
+        Ok(upstreams)
     }
 
     /// The plan these upstreams were built from.
     pub fn plan(&self) -> &ptc_plan::Plan {
         &self.plan
+    }
+
+    /// The redactor every secret is registered with.
+    pub fn redactor(&self) -> &Redactor {
+        &self.redactor
+    }
+
+    /// The catalog (tools of upstreams not loaded yet are absent).
+    pub fn catalog(&self) -> &Catalog {
+        &self.catalog
+    }
+
+    /// The validator's compiled patterns.
+    pub(crate) fn patterns(&self) -> &Patterns {
+        &self.patterns
+    }
+
+    /// Makes sure upstream `i`'s tools are in the catalog.
+    pub(crate) async fn load(&self, i: usize) -> Result<&ServerEntry, ToolError> {
+        let entry = &self.catalog.servers[i];
+        if entry.tools().is_some() {
+            return Ok(entry);
+        }
+        let _guard = self.loading[i].lock().await;
+        if entry.tools().is_some() {
+            return Ok(entry);
+        }
+        match &self.links[i] {
+            Link::OpenApi(_) => {}
+            Link::Mcp(link) => {
+                let tools = link.list_tools().await.map_err(|e| self.redact_error(e))?;
+                entry.set_tools(tools);
+            }
+        }
+        Ok(entry)
+    }
+
+    /// Upstream `server`, its tools loaded.
+    pub(crate) async fn server(&self, server: &str) -> Result<(usize, &ServerEntry), ToolError> {
+        let i = self.catalog.index_of(server)?;
+        Ok((i, self.load(i).await?))
+    }
+
+    /// Resolves the tool and validates/coerces `args`: every programmer fault is found here,
+    /// before any budget is spent or any request is made.
+    pub(crate) async fn prepare(
+        &self,
+        server: &str,
+        tool: &str,
+        args: Map<String, Value>,
+    ) -> Result<Prepared<'_>, ToolError> {
+        let (i, entry) = self.server(server).await?;
+        let t = entry.tool(tool)?;
+        let args = check_args(entry.schema(t), &self.patterns, args).map_err(|problems| {
+            let call = t.qualified();
+            ToolError {
+                reason: Reason::InvalidArgs,
+                message: self
+                    .redactor
+                    .redact(&invalid_args_message(&call, t, &problems))
+                    .into_owned(),
+            }
+        })?;
+        Ok(Prepared {
+            server: i,
+            tool: t,
+            args,
+        })
+    }
+
+    /// Runs a prepared call. `byte_cap` narrows the tool's response cap (a program's remaining
+    /// byte budget).
+    pub(crate) async fn execute(
+        &self,
+        call: Prepared<'_>,
+        options: CallOptions,
+        byte_cap: Option<u64>,
+    ) -> Result<Executed, ToolError> {
+        let result = match &self.links[call.server] {
+            Link::OpenApi(api) => {
+                let env = CallEnv {
+                    credentials: &self.plan.credentials,
+                    secrets: &self.secrets,
+                    redactor: &self.redactor,
+                };
+                api.call(&env, call.tool.index, call.args, options.deadline, byte_cap)
+                    .await
+                    .map(|f| Executed {
+                        output: f.output,
+                        bytes: f.bytes,
+                    })
+            }
+            Link::Mcp(link) => link
+                .call(&call.tool.name, call.args, options.deadline)
+                .await
+                .map(|output| {
+                    let bytes = match &output {
+                        ToolOutput::Json(b) => b.len() as u64,
+                        ToolOutput::Text(t) => t.len() as u64,
+                        ToolOutput::Empty => 0,
+                    };
+                    Executed { output, bytes }
+                }),
+        };
+        match result {
+            Ok(mut done) => {
+                done.output = self.redact_output(done.output);
+                Ok(done)
+            }
+            Err(e) => Err(self.redact_error(e)),
+        }
+    }
+
+    fn redact_output(&self, output: ToolOutput) -> ToolOutput {
+        if self.redactor.is_empty() {
+            return output;
+        }
+        match output {
+            ToolOutput::Json(bytes) => match self.redactor.redact_bytes(&bytes) {
+                std::borrow::Cow::Borrowed(_) => ToolOutput::Json(bytes),
+                std::borrow::Cow::Owned(b) => ToolOutput::Json(b),
+            },
+            ToolOutput::Text(t) => ToolOutput::Text(self.redactor.redact(&t).into_owned()),
+            ToolOutput::Empty => ToolOutput::Empty,
+        }
+    }
+
+    pub(crate) fn redact_error(&self, e: ToolError) -> ToolError {
+        ToolError {
+            reason: e.reason,
+            message: self.redactor.redact(&e.message).into_owned(),
+        }
     }
 
     /// Runs one tool call: validates and coerces `args` against the tool's input schema, applies
@@ -210,11 +472,10 @@ impl Upstreams {
         args: Map<String, Value>,
         options: CallOptions,
     ) -> Result<ToolOutput, ToolError> {
-        let _ = (args, options);
-        Err(ToolError {
-            reason: Reason::UpstreamUnavailable,
-            message: format!("{server}/{tool}: the upstream runtime is not built yet"),
-        })
+        let prepared = self.prepare(server, tool, args).await?;
+        self.execute(prepared, options, None)
+            .await
+            .map(|done| done.output)
     }
 
     /// The typed path: encodes `args`, runs [`Upstreams::call`], decodes the result with serde.
@@ -230,4 +491,24 @@ impl Upstreams {
         let output = self.call(server, tool, args, options).await?;
         decode_typed(server, tool, output)
     }
+
+    /// Stops every upstream (kills MCP child processes).
+    pub async fn shutdown(&self) {
+        for link in &self.links {
+            if let Link::Mcp(m) = link {
+                m.shutdown().await;
+            }
+        }
+    }
+}
+
+/// The `invalid_args` message: the call, every problem, and the fix (a call with the required
+/// arguments filled in).
+pub(crate) fn invalid_args_message(call: &str, tool: &ToolEntry, problems: &[String]) -> String {
+    let mut msg = format!("{call}: invalid arguments: {}", problems.join("; "));
+    msg.push_str(&format!(
+        ". Fix the args map, e.g. {}; (doc '{call}) lists every argument",
+        crate::discovery::example_call(tool)
+    ));
+    msg
 }

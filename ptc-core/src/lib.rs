@@ -1,12 +1,27 @@
 //! Upstream runtime: OpenAPI and MCP execution, credentials, redaction, catalog, discovery and the
-//! MCP host.
+//! PTC-Lisp host.
 //!
-//! So far: [`credentials`] (per-use secret reads and auth headers) and [`documents`] (fetching
-//! `schema_url` documents with the upstream's auth).
+//! [`Upstreams`] is the executor every call goes through (a Lisp `tool/call` or a typed generated
+//! function): it validates arguments against the tool's schema ([`validate`]), runs the
+//! transport and maps the outcome onto the result contract ([`Reason`]). [`host`] plugs it into
+//! PTC-Lisp: `tool/call`, discovery, budgets and per-run records.
 
+pub mod catalog;
 pub mod credentials;
+pub mod discovery;
 pub mod documents;
 pub mod executor;
+pub mod host;
+mod mcp_link;
+mod openapi;
+pub mod precheck;
+pub mod records;
 pub mod redact;
+mod suggest;
+pub mod validate;
 
-pub use executor::{CallOptions, Reason, ToolError, ToolOutput, Upstreams};
+pub use executor::{
+    CallOptions, CatalogLoad, Reason, StartError, StartOptions, ToolError, ToolOutput, Upstreams,
+};
+pub use host::{Budgets, ProgramHost, ProgramRun, run_program};
+pub use records::{Metrics, RunRecords, UpstreamCall};

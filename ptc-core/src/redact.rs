@@ -53,6 +53,37 @@ impl Redactor {
         }
         out
     }
+
+    /// `bytes` (a response body) with every registered secret replaced by [`MASK`]. The mask has
+    /// no JSON-special characters, so a JSON body stays valid JSON.
+    pub fn redact_bytes<'a>(&self, bytes: &'a [u8]) -> Cow<'a, [u8]> {
+        let secrets = self.secrets.read().unwrap_or_else(|e| e.into_inner());
+        let mut out = Cow::Borrowed(bytes);
+        for secret in secrets.iter() {
+            let finder = memchr::memmem::Finder::new(secret.as_bytes());
+            if finder.find(&out).is_none() {
+                continue;
+            }
+            let mut replaced = Vec::with_capacity(out.len());
+            let mut rest: &[u8] = &out;
+            while let Some(i) = finder.find(rest) {
+                replaced.extend_from_slice(&rest[..i]);
+                replaced.extend_from_slice(MASK.as_bytes());
+                rest = &rest[i + secret.len()..];
+            }
+            replaced.extend_from_slice(rest);
+            out = Cow::Owned(replaced);
+        }
+        out
+    }
+
+    /// True when no secret has been registered (the common fast path).
+    pub fn is_empty(&self) -> bool {
+        self.secrets
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_empty()
+    }
 }
 
 #[cfg(test)]
@@ -69,6 +100,20 @@ mod tests {
             r.redact("t=abcdef u=abcd v=xyz"),
             "t=[REDACTED] u=[REDACTED] v=xyz"
         );
+    }
+
+    #[test]
+    fn masks_secrets_in_bodies_keeping_json_valid() {
+        let r = Redactor::new();
+        r.register("tok-123");
+        let body = br#"{"echo":"Bearer tok-123","again":"tok-123tok-123"}"#;
+        let out = r.redact_bytes(body);
+        assert_eq!(
+            std::str::from_utf8(&out).unwrap(),
+            r#"{"echo":"Bearer [REDACTED]","again":"[REDACTED][REDACTED]"}"#
+        );
+        assert!(serde_json::from_slice::<serde_json::Value>(&out).is_ok());
+        assert!(matches!(r.redact_bytes(b"{}"), Cow::Borrowed(_)));
     }
 
     #[test]

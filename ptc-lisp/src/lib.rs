@@ -19,6 +19,7 @@
 mod analyze;
 mod ast;
 pub mod builtins;
+mod call_sites;
 mod error;
 mod eval;
 pub mod host;
@@ -31,6 +32,7 @@ mod read_data;
 mod reader;
 mod value;
 
+pub use call_sites::{CallSite, LiteralArg, call_sites};
 pub use error::{Ctl, LispError, Pos, R};
 pub use eval::{Closure, Function, Native};
 pub use host::{CallContext, Discovery, Host, HostError, HostValue};

@@ -129,6 +129,64 @@ impl fmt::Display for Diagnostics {
 
 impl std::error::Error for Diagnostics {}
 
+/// The one way problems are recorded, by the config parser and the operation compiler alike:
+/// it stamps each problem with the upstream and operation it is about and counts what it
+/// recorded, so a stage can tell whether its own part failed.
+pub(crate) struct Reporter<'a> {
+    diags: &'a mut Diagnostics,
+    upstream: Option<String>,
+    operation: Option<String>,
+    reported: usize,
+}
+
+impl<'a> Reporter<'a> {
+    /// Records into `diags`, about nothing in particular until [`Reporter::about`] says.
+    pub fn new(diags: &'a mut Diagnostics) -> Self {
+        Self {
+            diags,
+            upstream: None,
+            operation: None,
+            reported: 0,
+        }
+    }
+
+    /// A reporter into the same list whose problems are about `upstream` (and `operation`).
+    pub fn about(&mut self, upstream: Option<&str>, operation: Option<&str>) -> Reporter<'_> {
+        Reporter {
+            diags: self.diags,
+            upstream: upstream.map(str::to_string),
+            operation: operation.map(str::to_string),
+            reported: 0,
+        }
+    }
+
+    /// Changes the upstream later problems are about.
+    pub fn set_upstream(&mut self, upstream: Option<&str>) {
+        self.upstream = upstream.map(str::to_string);
+    }
+
+    /// Records a problem at `pointer` in `file`, with a fix when one is known.
+    pub fn error(
+        &mut self,
+        file: &Path,
+        pointer: &str,
+        message: impl Into<String>,
+        help: Option<String>,
+    ) {
+        let mut d = Diagnostic::new(file, pointer, message);
+        d.upstream.clone_from(&self.upstream);
+        d.operation.clone_from(&self.operation);
+        d.help = help;
+        self.diags.push(d);
+        self.reported += 1;
+    }
+
+    /// How many problems this reporter recorded.
+    pub fn reported(&self) -> usize {
+        self.reported
+    }
+}
+
 /// Appends one reference token to a JSON pointer, escaping `~` and `/` as RFC 6901 requires.
 pub fn pointer_join(base: &str, token: &str) -> String {
     let mut out = String::with_capacity(base.len() + token.len() + 1);

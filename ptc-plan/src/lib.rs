@@ -14,15 +14,16 @@
 //! assert!(loaded.plan.upstream("observatory").is_some());
 //! ```
 
-pub mod config;
+mod config;
 pub mod diagnostic;
-pub mod headers;
+mod headers;
 mod load;
 mod locate;
-pub mod names;
-pub mod openapi;
+mod names;
+mod openapi;
 mod paths;
 pub mod plan;
+pub mod schema;
 mod suggest;
 
 pub use config::Secrets;

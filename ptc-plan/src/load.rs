@@ -2,8 +2,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::config::{self, Secrets, UpstreamKind};
-use crate::diagnostic::{Diagnostic, Diagnostics, pointer_join};
+use crate::config::{self, OpenApiConfig, Secrets, UpstreamKind};
+use crate::diagnostic::{Diagnostic, Diagnostics, Reporter, pointer_join};
 use crate::openapi::{self, compile::Origin};
 use crate::plan::{
     CredentialBinding, HttpSettings, OpenApiPlan, Plan, SchemaLocation, Transport, UpstreamPlan,
@@ -93,6 +93,10 @@ pub fn load_with(path: &Path, source: &dyn DocumentSource) -> Result<Loaded, Dia
 }
 
 /// Compiles config `text` that was read from `path`, fetching documents through `source`.
+///
+/// Every problem is reported at once, across stages: a config problem in one upstream (an
+/// unknown field, say) does not stop the documents of the upstreams that could be read from
+/// being compiled and checked.
 pub fn load_str(
     text: &str,
     path: &Path,
@@ -103,11 +107,12 @@ pub fn load_str(
         _ => PathBuf::from("."),
     };
     let base_dir = crate::paths::normalize(&std::path::absolute(&base_dir).unwrap_or(base_dir));
-    let (config, secrets) = config::parse(text, path, &base_dir).map_err(|mut d| {
-        d.locate_in(path, text);
-        d
-    })?;
     let mut diags = Diagnostics::default();
+    let Some((config, secrets)) = config::parse(text, path, &base_dir, &mut diags) else {
+        diags.locate_in(path, text);
+        return Err(diags);
+    };
+    let config_ok = diags.is_empty();
     let mut files = vec![path.to_path_buf()];
     let mut upstreams = Vec::with_capacity(config.upstreams.len());
     for up in config.upstreams {
@@ -115,56 +120,25 @@ pub fn load_str(
             UpstreamKind::McpStdio(p) => Transport::McpStdio(p),
             UpstreamKind::McpHttp(p) => Transport::McpHttp(p),
             UpstreamKind::Openapi(cfg) => {
-                let (doc_name, field) = match &cfg.schema {
-                    SchemaLocation::File(p) => {
-                        files.push(PathBuf::from(p));
-                        (PathBuf::from(p), "schema_file")
-                    }
-                    SchemaLocation::Url(u) => (PathBuf::from(u), "schema_url"),
-                };
-                let fetched = source.fetch(&DocumentRequest {
-                    upstream: &up.name,
-                    location: &cfg.schema,
-                    max_bytes: cfg.schema_max_bytes,
-                    http: &cfg.http,
+                let upstream = Upstream {
+                    name: &up.name,
+                    pointer: &up.pointer,
+                    config_file: path,
                     credentials: &config.credentials,
                     secrets: &secrets,
-                });
-                let bytes = match fetched {
-                    Ok(bytes) => bytes,
-                    Err(m) => {
-                        diags.push(
-                            Diagnostic::new(path, pointer_join(&up.pointer, field), m)
-                                .upstream(&up.name)
-                                .help(format!("fix `{field}` or raise `schema_max_bytes`")),
-                        );
-                        continue;
-                    }
                 };
-                let doc = match openapi::document::parse(&bytes, &doc_name) {
-                    Ok(doc) => doc,
-                    Err(d) => {
-                        diags.push(d.upstream(&up.name));
-                        continue;
-                    }
-                };
-                let origin = Origin {
-                    upstream: &up.name,
-                    config_file: path,
-                    config_pointer: &up.pointer,
-                    doc_file: &doc_name,
-                };
-                let tools = openapi::compile::compile(&origin, &cfg, &doc, &mut diags);
-                if let Ok(text) = std::str::from_utf8(&bytes) {
-                    diags.locate_in(&doc_name, text);
+                if let SchemaLocation::File(p) = &cfg.schema {
+                    files.push(PathBuf::from(p));
                 }
-                Transport::Openapi(OpenApiPlan {
-                    base_url: cfg.base_url,
-                    schema: cfg.schema,
-                    schema_max_bytes: cfg.schema_max_bytes,
-                    http: cfg.http,
-                    tools,
-                })
+                // A network fetch uses the upstream's auth and headers; with a broken config
+                // it would only add a consequence of problems already reported.
+                if !config_ok && matches!(cfg.schema, SchemaLocation::Url(_)) {
+                    continue;
+                }
+                match compile_openapi(&upstream, cfg, source, &mut diags) {
+                    Some(plan) => Transport::Openapi(plan),
+                    None => continue,
+                }
             }
         };
         upstreams.push(UpstreamPlan {
@@ -184,5 +158,76 @@ pub fn load_str(
         },
         secrets,
         files,
+    })
+}
+
+/// One OpenAPI upstream, with what fetching and compiling its document needs from the config.
+struct Upstream<'a> {
+    name: &'a str,
+    /// Pointer of the upstream's entry in the config.
+    pointer: &'a str,
+    config_file: &'a Path,
+    credentials: &'a [CredentialBinding],
+    secrets: &'a Secrets,
+}
+
+/// Fetches, parses and compiles one OpenAPI upstream's document. Problems go into `diags` (located
+/// in the document's text); `None` when the document could not be read at all.
+fn compile_openapi(
+    up: &Upstream,
+    cfg: OpenApiConfig,
+    source: &dyn DocumentSource,
+    diags: &mut Diagnostics,
+) -> Option<OpenApiPlan> {
+    let (doc_name, field) = match &cfg.schema {
+        SchemaLocation::File(p) => (PathBuf::from(p), "schema_file"),
+        SchemaLocation::Url(u) => (PathBuf::from(u), "schema_url"),
+    };
+    let mut report = Reporter::new(diags);
+    report.set_upstream(Some(up.name));
+    let fetched = source.fetch(&DocumentRequest {
+        upstream: up.name,
+        location: &cfg.schema,
+        max_bytes: cfg.schema_max_bytes,
+        http: &cfg.http,
+        credentials: up.credentials,
+        secrets: up.secrets,
+    });
+    let bytes = match fetched {
+        Ok(bytes) => bytes,
+        Err(m) => {
+            report.error(
+                up.config_file,
+                &pointer_join(up.pointer, field),
+                m,
+                Some(format!("fix `{field}` or raise `schema_max_bytes`")),
+            );
+            return None;
+        }
+    };
+    let doc = match openapi::document::parse(&bytes, &doc_name) {
+        Ok(doc) => doc,
+        Err(d) => {
+            diags.push(d.upstream(up.name));
+            return None;
+        }
+    };
+    let origin = Origin {
+        upstream: up.name,
+        config_file: up.config_file,
+        config_pointer: up.pointer,
+        doc_file: &doc_name,
+    };
+    let compiled = openapi::compile::compile(&origin, &cfg, &doc, &mut report);
+    if let Ok(text) = std::str::from_utf8(&bytes) {
+        diags.locate_in(&doc_name, text);
+    }
+    Some(OpenApiPlan {
+        base_url: cfg.base_url,
+        schema: cfg.schema,
+        schema_max_bytes: cfg.schema_max_bytes,
+        http: cfg.http,
+        tools: compiled.tools,
+        definitions: compiled.definitions,
     })
 }

@@ -8,14 +8,13 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
-use crate::diagnostic::{Diagnostic, Diagnostics, pointer_join};
+use crate::diagnostic::{Reporter, pointer_join};
 use crate::suggest::did_you_mean;
 
 /// Where diagnostics go and what they are about.
 pub(crate) struct Cx<'a> {
     pub file: &'a Path,
-    pub diags: &'a mut Diagnostics,
-    pub upstream: Option<String>,
+    pub report: Reporter<'a>,
 }
 
 impl Cx<'_> {
@@ -54,14 +53,7 @@ impl Cx<'_> {
 
     /// Records a problem at `pointer`, with a fix when one is known.
     pub fn error(&mut self, pointer: &str, message: impl Into<String>, help: Option<String>) {
-        let mut d = Diagnostic::new(self.file, pointer, message);
-        if let Some(u) = &self.upstream {
-            d = d.upstream(u);
-        }
-        if let Some(h) = help {
-            d = d.help(h);
-        }
-        self.diags.push(d);
+        self.report.error(self.file, pointer, message, help);
     }
 }
 

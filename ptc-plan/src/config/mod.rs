@@ -14,7 +14,7 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
-use crate::diagnostic::{Diagnostic, Diagnostics};
+use crate::diagnostic::{Diagnostic, Diagnostics, Reporter};
 use crate::plan::{CredentialBinding, HttpSettings, McpHttpPlan, McpStdioPlan, SchemaLocation};
 use fields::{Cx, Fields};
 
@@ -112,10 +112,18 @@ impl fmt::Debug for Secrets {
     }
 }
 
-/// Parses and validates config text. `file` names the config in messages; relative paths in it
-/// resolve against `base_dir` (the config file's folder).
-pub fn parse(text: &str, file: &Path, base_dir: &Path) -> Result<(Config, Secrets), Diagnostics> {
-    let mut diags = Diagnostics::default();
+/// Parses and validates config text, recording every problem in `diags`. `file` names the config
+/// in messages; relative paths in it resolve against `base_dir` (the config file's folder).
+///
+/// Returns what could be read even when there were problems (an upstream with an unknown field
+/// is still returned; one missing a required field is not), so later stages can check the rest
+/// and every problem is reported at once. `None` when the text is not a JSON object at all.
+pub(crate) fn parse(
+    text: &str,
+    file: &Path,
+    base_dir: &Path,
+    diags: &mut Diagnostics,
+) -> Option<(Config, Secrets)> {
     let root: Value = match serde_json::from_str(text) {
         Ok(v) => v,
         Err(e) => {
@@ -123,19 +131,15 @@ pub fn parse(text: &str, file: &Path, base_dir: &Path) -> Result<(Config, Secret
                 Diagnostic::new(file, "", format!("config is not valid JSON: {e}"))
                     .help("fix the JSON syntax at the line and column given"),
             );
-            return Err(diags);
+            return None;
         }
     };
     let mut secrets = Secrets::default();
     let mut cx = Cx {
         file,
-        diags: &mut diags,
-        upstream: None,
+        report: Reporter::new(diags),
     };
-    match parse_root(&mut cx, &root, base_dir, &mut secrets) {
-        Some(config) if diags.is_empty() => Ok((config, secrets)),
-        _ => Err(diags),
-    }
+    parse_root(&mut cx, &root, base_dir, &mut secrets).map(|config| (config, secrets))
 }
 
 fn parse_root(cx: &mut Cx, root: &Value, base_dir: &Path, secrets: &mut Secrets) -> Option<Config> {

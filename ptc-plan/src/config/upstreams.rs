@@ -59,13 +59,13 @@ pub(super) fn parse_all(
     };
     let mut out = Vec::new();
     for (name, entry) in map {
-        cx.upstream = Some(name.clone());
+        cx.report.set_upstream(Some(name));
         let at = pointer_join(pointer, name);
         check_name(cx, &at, name);
         if let Some(u) = parse_one(cx, name, entry, &at, base_dir, credentials) {
             out.push(u);
         }
-        cx.upstream = None;
+        cx.report.set_upstream(None);
     }
     out.sort_by(|a, b| a.name.cmp(&b.name));
     out

@@ -7,9 +7,9 @@ use serde_json::{Map, Value, json};
 
 use super::document::Document;
 use super::extensions::{self, Extensions};
-use super::resolve::{RefError, Resolver};
+use super::resolve::{RefError, Resolver, Store};
 use crate::config::{OpenApiConfig, OperationOverride};
-use crate::diagnostic::{Diagnostic, Diagnostics, pointer_join};
+use crate::diagnostic::{Reporter, pointer_join};
 use crate::names;
 use crate::plan::{Annotations, OperationBinding, Param, ParamLocation, ToolPlan};
 use crate::suggest::did_you_mean;
@@ -39,33 +39,44 @@ struct Located<'d> {
     pointer: String,
 }
 
-/// Compiles the upstream's included operations, reporting every problem into `diags`.
+/// An upstream's compiled operations and the named schemas they reach.
+pub struct Compiled {
+    /// The tools, in `include_operations` order.
+    pub tools: Vec<ToolPlan>,
+    /// The component schemas the tools' schemas reach, by name.
+    pub definitions: BTreeMap<String, Value>,
+}
+
+/// Compiles the upstream's included operations, reporting every problem through `report`
+/// (which is about the upstream).
 pub fn compile(
     origin: &Origin,
     cfg: &OpenApiConfig,
     doc: &Document,
-    diags: &mut Diagnostics,
-) -> Vec<ToolPlan> {
+    report: &mut Reporter,
+) -> Compiled {
     let resolver = Resolver::new(&doc.root, doc.version);
-    let index = index_operations(origin, &resolver, &doc.root, diags);
+    let mut store = Store::default();
+    let index = index_operations(origin, &resolver, &doc.root, report);
     let mut tools: Vec<ToolPlan> = Vec::new();
     let includes_at = pointer_join(origin.config_pointer, "include_operations");
     for (i, id) in cfg.include_operations.iter().enumerate() {
         let Some(found) = index.get(id.as_str()) else {
             let ids = index.keys().copied();
-            diags.push(
-                Diagnostic::new(
-                    origin.config_file,
-                    pointer_join(&includes_at, &i.to_string()),
-                    format!(
-                        "include_operations names `{id}`, which is not an operationId in {}{}",
-                        origin.doc_file.display(),
-                        did_you_mean(id, ids)
-                    ),
-                )
-                .upstream(origin.upstream)
-                .operation(id)
-                .help("fix the operationId, or update the document if the API renamed it"),
+            report.about(Some(origin.upstream), Some(id)).error(
+                origin.config_file,
+                &pointer_join(&includes_at, &i.to_string()),
+                format!(
+                    "include_operations names `{id}`, which is not an operationId in {}{}",
+                    // The file name: the full path is in the config the error points into.
+                    origin
+                        .doc_file
+                        .file_name()
+                        .unwrap_or(origin.doc_file.as_os_str())
+                        .display(),
+                    did_you_mean(id, ids)
+                ),
+                Some("fix the operationId, or update the document if the API renamed it".into()),
             );
             continue;
         };
@@ -74,25 +85,37 @@ pub fn compile(
             origin,
             cfg,
             resolver: &resolver,
+            store: &mut store,
             id,
             found,
             overrides: &overrides,
-            diags,
-            failed: false,
+            report: report.about(Some(origin.upstream), Some(id)),
         };
         if let Some(tool) = op.compile() {
             tools.push(tool);
         }
     }
-    check_collisions(origin, cfg, &tools, diags);
-    tools
+    check_collisions(origin, cfg, &tools, report);
+    // Only what the compiled tools reach: a failed operation's schemas are not kept.
+    let mut keep = std::collections::HashSet::new();
+    for tool in &tools {
+        for schema in [&tool.input_schema, &tool.output_schema] {
+            if let Ok(names) = crate::schema::referenced(schema, store.values()) {
+                keep.extend(names.into_iter().map(str::to_string));
+            }
+        }
+    }
+    Compiled {
+        tools,
+        definitions: store.into_definitions(&keep),
+    }
 }
 
 fn index_operations<'d>(
     origin: &Origin,
     resolver: &Resolver<'d>,
     root: &'d Value,
-    diags: &mut Diagnostics,
+    report: &mut Reporter,
 ) -> BTreeMap<&'d str, Located<'d>> {
     let mut index: BTreeMap<&str, Located> = BTreeMap::new();
     let Some(paths) = root.get("paths").and_then(Value::as_object) else {
@@ -113,15 +136,11 @@ fn index_operations<'d>(
             };
             let pointer = pointer_join(&item_at, method);
             if let Some(prev) = index.get(id.as_str()) {
-                diags.push(
-                    Diagnostic::new(
-                        origin.doc_file,
-                        &pointer,
-                        format!("operationId `{id}` is used twice"),
-                    )
-                    .upstream(origin.upstream)
-                    .operation(id)
-                    .help(format!(
+                report.about(Some(origin.upstream), Some(id)).error(
+                    origin.doc_file,
+                    &pointer,
+                    format!("operationId `{id}` is used twice"),
+                    Some(format!(
                         "it is also {} {}; operationIds must be unique",
                         prev.method.to_uppercase(),
                         prev.path
@@ -148,11 +167,13 @@ struct OpCompiler<'a, 'd> {
     origin: &'a Origin<'a>,
     cfg: &'a OpenApiConfig,
     resolver: &'a Resolver<'d>,
+    /// The upstream's named schemas, shared by its operations.
+    store: &'a mut Store,
     id: &'a str,
     found: &'a Located<'d>,
     overrides: &'a OperationOverride,
-    diags: &'a mut Diagnostics,
-    failed: bool,
+    /// About this upstream and operation; anything it records means the operation failed.
+    report: Reporter<'a>,
 }
 
 /// One query or path parameter, as declared.
@@ -167,14 +188,10 @@ struct Declared {
 }
 
 impl OpCompiler<'_, '_> {
+    /// A problem in the document at `pointer`.
     fn error(&mut self, pointer: &str, message: impl Into<String>, help: impl Into<String>) {
-        self.failed = true;
-        self.diags.push(
-            Diagnostic::new(self.origin.doc_file, pointer, message)
-                .upstream(self.origin.upstream)
-                .operation(self.id)
-                .help(help),
-        );
+        self.report
+            .error(self.origin.doc_file, pointer, message, Some(help.into()));
     }
 
     /// A problem in the operator's override; `field` is the path of tokens below the override.
@@ -184,7 +201,6 @@ impl OpCompiler<'_, '_> {
         message: impl Into<String>,
         help: impl Into<String>,
     ) {
-        self.failed = true;
         let mut at = pointer_join(
             &pointer_join(self.origin.config_pointer, "operation_overrides"),
             self.id,
@@ -192,12 +208,8 @@ impl OpCompiler<'_, '_> {
         for token in field {
             at = pointer_join(&at, token);
         }
-        self.diags.push(
-            Diagnostic::new(self.origin.config_file, at, message)
-                .upstream(self.origin.upstream)
-                .operation(self.id)
-                .help(help),
-        );
+        self.report
+            .error(self.origin.config_file, &at, message, Some(help.into()));
     }
 
     fn ref_error(&mut self, e: RefError) {
@@ -281,7 +293,7 @@ impl OpCompiler<'_, '_> {
                 "name the query parameter that carries the cursor",
             );
         }
-        if self.failed {
+        if self.report.reported() > 0 {
             return None;
         }
         let http = &self.cfg.http;
@@ -563,24 +575,29 @@ impl OpCompiler<'_, '_> {
             .cloned()
             .unwrap_or_else(|| json!({"type": "string"}));
         let mut notes = Vec::new();
-        let mut schema =
-            match self
-                .resolver
-                .inline(&raw_schema, &pointer_join(at, "schema"), &mut notes)
-            {
-                Ok(s) => s,
-                Err(e) => {
-                    self.ref_error(e);
-                    return None;
-                }
-            };
+        let stored = self.store.schema(
+            self.resolver,
+            &raw_schema,
+            &pointer_join(at, "schema"),
+            &mut notes,
+        );
+        let mut schema = match stored {
+            Ok(s) => s,
+            Err(e) => {
+                self.ref_error(e);
+                return None;
+            }
+        };
         if let Value::Object(m) = &mut schema {
-            m.entry("type").or_insert_with(|| json!("string"));
+            // A named definition has its own type; an untyped parameter is a string.
+            if !m.contains_key("$ref") {
+                m.entry("type").or_insert_with(|| json!("string"));
+            }
             if let Some(d) = param.get("description").and_then(Value::as_str) {
                 m.entry("description").or_insert_with(|| json!(d));
             }
         }
-        let kind = scalar_kind(&schema);
+        let kind = scalar_kind(&schema, self.store.values());
         let repeated = kind == Kind::Array;
         let explode = param
             .get("explode")
@@ -671,7 +688,7 @@ impl OpCompiler<'_, '_> {
                     "default arg `{key}` is not a parameter of this operation{}",
                     did_you_mean(&key, params.iter().map(|p| p.name.as_str()))
                 )),
-                Some(p) => value_problem(&p.schema, &value)
+                Some(p) => value_problem(&p.schema, self.store.values(), &value)
                     .map(|why| format!("default arg `{key}` = {value} {why}")),
             };
             match problem {
@@ -779,7 +796,7 @@ impl OpCompiler<'_, '_> {
                 );
                 let schema = match entry.get("schema") {
                     None => json!({}),
-                    Some(s) => match self.resolver.inline(s, &schema_at, unvalidated) {
+                    Some(s) => match self.store.schema(self.resolver, s, &schema_at, unvalidated) {
                         Ok(s) => s,
                         Err(e) => {
                             self.ref_error(e);
@@ -802,7 +819,10 @@ enum Kind {
 }
 
 /// Whether a (normalised) parameter schema is a scalar, an array of scalars, or something else.
-fn scalar_kind(schema: &Value) -> Kind {
+fn scalar_kind(schema: &Value, defs: &BTreeMap<String, Value>) -> Kind {
+    let Ok(schema) = crate::schema::resolve(schema, defs) else {
+        return Kind::Complex;
+    };
     let types: Vec<&str> = match schema.get("type") {
         Some(Value::String(t)) => vec![t.as_str()],
         Some(Value::Array(ts)) => ts
@@ -818,7 +838,7 @@ fn scalar_kind(schema: &Value) -> Kind {
     } else if types == ["array"]
         && schema
             .get("items")
-            .is_none_or(|i| scalar_kind(i) == Kind::Scalar)
+            .is_none_or(|i| scalar_kind(i, defs) == Kind::Scalar)
     {
         Kind::Array
     } else {
@@ -827,7 +847,8 @@ fn scalar_kind(schema: &Value) -> Kind {
 }
 
 /// Why `value` does not fit the parameter `schema` (type and enum only), if it does not.
-fn value_problem(schema: &Value, value: &Value) -> Option<String> {
+fn value_problem(schema: &Value, defs: &BTreeMap<String, Value>, value: &Value) -> Option<String> {
+    let schema = crate::schema::resolve(schema, defs).ok()?;
     if let Some(Value::Array(allowed)) = schema.get("enum")
         && !allowed.contains(value)
     {
@@ -895,7 +916,7 @@ fn check_collisions(
     origin: &Origin,
     cfg: &OpenApiConfig,
     tools: &[ToolPlan],
-    diags: &mut Diagnostics,
+    report: &mut Reporter,
 ) {
     let mut seen: BTreeMap<&str, &str> = BTreeMap::new();
     for tool in tools {
@@ -906,15 +927,11 @@ fn check_collisions(
                 .iter()
                 .position(|o| o == second)
                 .unwrap_or(0);
-            diags.push(
-                Diagnostic::new(
-                    origin.config_file,
-                    pointer_join(&pointer_join(origin.config_pointer, "include_operations"), &i.to_string()),
-                    format!("operations `{first}` and `{second}` both become tool `{}` after name normalisation", tool.name),
-                )
-                .upstream(origin.upstream)
-                .operation(second)
-                .help(format!("give one a distinct name: operation_overrides.{second}.name")),
+            report.about(Some(origin.upstream), Some(second)).error(
+                origin.config_file,
+                &pointer_join(&pointer_join(origin.config_pointer, "include_operations"), &i.to_string()),
+                format!("operations `{first}` and `{second}` both become tool `{}` after name normalisation", tool.name),
+                Some(format!("give one a distinct name: operation_overrides.{second}.name")),
             );
         }
     }
@@ -944,9 +961,31 @@ mod tests {
 
     #[test]
     fn param_kinds() {
-        assert!(scalar_kind(&json!({"type": "string"})) == Kind::Scalar);
-        assert!(scalar_kind(&json!({"type": ["integer", "null"]})) == Kind::Scalar);
-        assert!(scalar_kind(&json!({"type": "array", "items": {"type": "string"}})) == Kind::Array);
-        assert!(scalar_kind(&json!({"type": "object"})) == Kind::Complex);
+        let none = BTreeMap::new();
+        assert!(scalar_kind(&json!({"type": "string"}), &none) == Kind::Scalar);
+        assert!(scalar_kind(&json!({"type": ["integer", "null"]}), &none) == Kind::Scalar);
+        assert!(
+            scalar_kind(
+                &json!({"type": "array", "items": {"type": "string"}}),
+                &none
+            ) == Kind::Array
+        );
+        assert!(scalar_kind(&json!({"type": "object"}), &none) == Kind::Complex);
+        let defs = BTreeMap::from([
+            (
+                "Status".to_string(),
+                json!({"type": "string", "enum": ["ok", "error"]}),
+            ),
+            ("Filter".to_string(), json!({"type": "object"})),
+        ]);
+        let status = json!({"$ref": "#/$defs/Status"});
+        assert!(scalar_kind(&status, &defs) == Kind::Scalar);
+        assert!(scalar_kind(&json!({"type": "array", "items": status}), &defs) == Kind::Array);
+        assert!(scalar_kind(&json!({"$ref": "#/$defs/Filter"}), &defs) == Kind::Complex);
+        assert_eq!(
+            value_problem(&status, &defs, &json!("nope")).as_deref(),
+            Some("is not one of the allowed values (\"ok\", \"error\")")
+        );
+        assert_eq!(value_problem(&status, &defs, &json!("ok")), None);
     }
 }

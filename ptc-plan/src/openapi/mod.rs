@@ -5,5 +5,3 @@ pub mod document;
 mod extensions;
 mod normalize;
 pub mod resolve;
-
-pub use document::{Document, Version};

@@ -52,7 +52,7 @@ mod tests {
 
     #[test]
     fn steps_of_either_shape_decode_into_the_untagged_enum() {
-        use super::observatory_snapshot::observatory::GetTraceStepsResponseStepsItem as Step;
+        use super::observatory_snapshot::observatory::TraceStepsStepsItem as Step;
         let summary = serde_json::json!({"id": "st_000000000001", "trace_id": "tr_1", "index": 0,
             "kind": "llm_call", "name": "m", "status": "ok", "started_at": "t", "duration_ms": 1,
             "input_tokens": 1, "output_tokens": 1, "cost_usd": 0.0, "payload_bytes": 3, "preview": "p"});
@@ -62,9 +62,9 @@ mod tests {
         full["error"] = serde_json::Value::Null;
         let s: Step = serde_json::from_value(summary).expect("summary decodes");
         let f: Step = serde_json::from_value(full).expect("full decodes");
-        assert!(matches!(s, Step::Variant1(_)), "{s:?}");
+        assert!(matches!(s, Step::StepSummary(_)), "{s:?}");
         assert!(
-            matches!(f, Step::Variant2(ref v) if v.input == "i"),
+            matches!(f, Step::StepFull(ref v) if v.input == "i"),
             "{f:?}"
         );
     }

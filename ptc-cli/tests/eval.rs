@@ -1,0 +1,81 @@
+//! `ptc eval` end to end: where results and printed output go, and the exit codes.
+
+use std::process::Command;
+
+fn ptc(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_ptc"))
+        .args(args)
+        .output()
+        .expect("ptc runs")
+}
+
+#[test]
+fn json_stdout_is_only_the_json_result_and_printed_output_goes_to_stderr() {
+    let out = ptc(&["eval", "--json", "-e", r#"(do (println "hi") {:a 1})"#]);
+    assert_eq!(out.status.code(), Some(0));
+    let value: serde_json::Value =
+        serde_json::from_slice(&out.stdout).expect("stdout is one JSON value");
+    assert_eq!(value, serde_json::json!({"a": 1}));
+    assert_eq!(String::from_utf8(out.stderr).unwrap(), "hi\n");
+}
+
+#[test]
+fn without_json_printed_output_stays_on_stdout_before_the_result() {
+    let out = ptc(&["eval", "-e", r#"(do (println "hi") {:a 1})"#]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), "hi\n{:a 1}\n");
+    assert!(out.stderr.is_empty());
+}
+
+#[test]
+fn a_failing_program_exits_1_with_its_reason_on_stderr() {
+    let out = ptc(&["eval", "--json", "-e", r#"(do (println "hi") (/ 1 0))"#]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.starts_with("hi\narithmetic_error: divide by zero"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn no_program_is_a_usage_error() {
+    let out = ptc(&["eval"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.contains("give a program with -e"), "{stderr}");
+}
+
+#[test]
+fn the_runnable_headline_program_in_the_language_docs_prints_what_the_docs_show() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let docs = std::fs::read_to_string(format!("{root}/docs/ptc-lisp.md")).unwrap();
+    let command = "```sh\nptc eval --context docs/examples/traces.json -e '";
+    let start = docs
+        .find(command)
+        .expect("the runnable version is in the docs")
+        + command.len();
+    let program = &docs[start..start + docs[start..].find("'\n```").unwrap()];
+    let shown = "prints (a test runs this command and compares):\n\n```clojure\n";
+    let at = docs.find(shown).expect("the docs show the result") + shown.len();
+    let expected = &docs[at..at + docs[at..].find("```").unwrap()];
+    let out = Command::new(env!("CARGO_BIN_EXE_ptc"))
+        .current_dir(root)
+        .args([
+            "eval",
+            "--context",
+            "docs/examples/traces.json",
+            "-e",
+            program,
+        ])
+        .output()
+        .expect("ptc runs");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), expected);
+}

@@ -1,0 +1,126 @@
+//! `ptc eval --config`: programs calling the Observatory service started in-process, the
+//! metrics, and the exit codes for program and config errors.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::{Value, json};
+
+const TOKEN: &str = "obs_cli_token_4e7b2d91";
+
+struct Bed {
+    rt: tokio::runtime::Runtime,
+    server: Option<observatory_server::ServerHandle>,
+    dir: PathBuf,
+}
+
+impl Drop for Bed {
+    fn drop(&mut self) {
+        if let Some(s) = self.server.take() {
+            self.rt.block_on(s.shutdown());
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn bed(name: &str) -> Bed {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let tokens =
+        observatory_server::TokenSource::Inline(vec![observatory_server::TokenSpec::full_access(
+            "tok_cli", TOKEN,
+        )]);
+    let (addr, server) = rt
+        .block_on(observatory_server::start(
+            observatory_server::ServerConfig::new(tokens),
+        ))
+        .unwrap();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/observatory");
+    let mut config: Value =
+        serde_json::from_str(&std::fs::read_to_string(fixtures.join("upstreams.json")).unwrap())
+            .unwrap();
+    let dir = std::env::temp_dir().join(format!("ptc-cli-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("token"), TOKEN).unwrap();
+    config["credentials"]["observatory-token"]["path"] = json!(dir.join("token"));
+    let up = &mut config["upstreams"]["observatory"];
+    up["base_url"] = json!(format!("http://{addr}"));
+    up["schema_file"] = json!(fixtures.join("observatory.openapi.json"));
+    std::fs::write(dir.join("upstreams.json"), config.to_string()).unwrap();
+    Bed {
+        rt,
+        server: Some(server),
+        dir,
+    }
+}
+
+impl Bed {
+    fn config(&self) -> String {
+        self.dir.join("upstreams.json").to_string_lossy().into()
+    }
+
+    fn ptc(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_ptc"))
+            .args(args)
+            .output()
+            .expect("ptc runs")
+    }
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn a_program_calls_the_upstream_and_metrics_go_to_stderr() {
+    let b = bed("ok");
+    let program = "(let [r (tool/call 'observatory/list-traces {:org-id \"org_acme\" :limit 3})] [(:ok r) (count (:traces (:value r)))])";
+    let out = b.ptc(&["eval", "--config", &b.config(), "-e", program]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "[true 3]\n");
+    assert!(out.stderr.is_empty(), "{}", text(&out.stderr));
+    let out = b.ptc(&["eval", "--config", &b.config(), "--metrics", "-e", program]);
+    assert_eq!(out.status.code(), Some(0));
+    let records: Value = serde_json::from_slice(&out.stderr).expect("metrics are JSON");
+    assert_eq!(records["upstream_calls"][0]["tool"], "list-traces");
+    assert_eq!(records["upstream_calls"][0]["status"], "ok");
+    assert_eq!(records["ptc_metrics"]["upstream_call_count"], 1);
+    assert_eq!(records["ptc_metrics"]["final_result_bytes"], 8);
+    assert!(!text(&out.stderr).contains(TOKEN) && !text(&out.stdout).contains(TOKEN));
+}
+
+#[test]
+fn a_program_error_exits_1_and_a_config_error_exits_2() {
+    let b = bed("errors");
+    let out = b.ptc(&[
+        "eval",
+        "--config",
+        &b.config(),
+        "-e",
+        "(tool/call 'observatory/list-trace {:org-id \"org_acme\"})",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.starts_with("runtime_error: 1 tool/call problem found before running"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("did you mean `observatory/list-traces`?"),
+        "{stderr}"
+    );
+    let bad = b.dir.join("bad.json");
+    std::fs::write(&bad, r#"{"upstreams": {"x": {"transport": "openapi"}}}"#).unwrap();
+    let out = b.ptc(&["eval", "--config", &bad.to_string_lossy(), "-e", "1"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("invalid config"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = b.ptc(&["eval", "--metrics", "-e", "1"]);
+    assert_eq!(out.status.code(), Some(2), "--metrics needs --config");
+}

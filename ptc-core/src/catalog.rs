@@ -1,0 +1,206 @@
+//! The catalog: every upstream and its tools in one transport-neutral shape, for lookup
+//! (with "did you mean"), validation and discovery. OpenAPI tools come from the plan; MCP tools
+//! from the server's `tools/list`, at start-up or on first use.
+
+use std::sync::OnceLock;
+
+use serde_json::{Value, json};
+
+use crate::executor::{Reason, ToolError};
+use crate::suggest::did_you_mean;
+use crate::validate::{Definitions, Schema};
+
+/// One tool as discovery shows it and the executor routes it.
+#[derive(Clone, Debug)]
+pub struct ToolEntry {
+    /// The upstream it belongs to.
+    pub server: String,
+    /// Exposed (Lisp-facing) name, e.g. `list-traces`.
+    pub name: String,
+    /// Description.
+    pub description: String,
+    /// JSON Schema of the arguments.
+    pub input_schema: Value,
+    /// JSON Schema of a successful result, when known.
+    pub output_schema: Option<Value>,
+    /// The tool does not change the world (`None`: unknown).
+    pub read_only: Option<bool>,
+    /// `_ptc` provenance shown by `meta` (transport, operationId, method, path, default args);
+    /// never credentials.
+    pub provenance: Value,
+    /// Index of the tool in its transport's own list.
+    pub(crate) index: usize,
+}
+
+impl ToolEntry {
+    /// `server/name`.
+    pub fn qualified(&self) -> String {
+        format!("{}/{}", self.server, self.name)
+    }
+
+    /// The tool entry as JSON, in the MCP tool shape plus `server` and `_ptc`.
+    pub fn to_json(&self) -> Value {
+        let mut m = serde_json::Map::new();
+        m.insert("server".into(), json!(self.server));
+        m.insert("name".into(), json!(self.name));
+        m.insert("description".into(), json!(self.description));
+        m.insert("inputSchema".into(), self.input_schema.clone());
+        if let Some(o) = &self.output_schema {
+            m.insert("outputSchema".into(), o.clone());
+        }
+        if let Some(ro) = self.read_only {
+            m.insert("annotations".into(), json!({"readOnlyHint": ro}));
+        }
+        m.insert("_ptc".into(), self.provenance.clone());
+        Value::Object(m)
+    }
+}
+
+/// One upstream in the catalog.
+#[derive(Debug)]
+pub struct ServerEntry {
+    /// Namespace name.
+    pub name: String,
+    /// Operator description.
+    pub description: String,
+    /// Config transport tag (`openapi`, `mcp_stdio`, `mcp_http`); for provenance only, never
+    /// in names, hints or messages.
+    pub transport: &'static str,
+    /// Named schema definitions the tools' `$ref`s point into.
+    pub definitions: Definitions,
+    tools: OnceLock<Vec<ToolEntry>>,
+}
+
+impl ServerEntry {
+    pub(crate) fn new(
+        name: &str,
+        description: &str,
+        transport: &'static str,
+        definitions: Definitions,
+    ) -> Self {
+        ServerEntry {
+            name: name.to_string(),
+            description: description.to_string(),
+            transport,
+            definitions,
+            tools: OnceLock::new(),
+        }
+    }
+
+    /// The tools, once loaded (OpenAPI upstreams always are).
+    pub fn tools(&self) -> Option<&[ToolEntry]> {
+        self.tools.get().map(Vec::as_slice)
+    }
+
+    pub(crate) fn set_tools(&self, tools: Vec<ToolEntry>) {
+        let _ = self.tools.set(tools);
+    }
+
+    /// The tool called `name`: its exposed name, that name with `_` for `-` (`list_traces`),
+    /// or its original operation id.
+    pub fn tool(&self, name: &str) -> Result<&ToolEntry, ToolError> {
+        let tools = self.tools().unwrap_or_default();
+        let kebab = name.replace('_', "-");
+        if let Some(t) = tools
+            .iter()
+            .find(|t| t.name == name)
+            .or_else(|| tools.iter().find(|t| t.name == kebab))
+            .or_else(|| {
+                tools
+                    .iter()
+                    .find(|t| t.provenance.get("operationId").and_then(Value::as_str) == Some(name))
+            })
+        {
+            return Ok(t);
+        }
+        let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+        let mut msg = format!("no tool `{name}` in upstream `{}`", self.name);
+        if let Some(s) = did_you_mean(&kebab, &names) {
+            msg.push_str(&format!(" (did you mean `{}/{s}`?)", self.name));
+        }
+        msg.push_str(&format!(
+            "; its tools: {}. List them with (dir '{})",
+            names.join(" "),
+            self.name
+        ));
+        Err(ToolError {
+            reason: Reason::UnknownTool,
+            message: msg,
+        })
+    }
+
+    /// The tool's input schema with this upstream's definitions.
+    pub fn schema<'a>(&'a self, tool: &'a ToolEntry) -> Schema<'a> {
+        Schema {
+            root: &tool.input_schema,
+            definitions: Some(&self.definitions),
+        }
+    }
+}
+
+/// Every upstream, sorted by name.
+#[derive(Debug, Default)]
+pub struct Catalog {
+    pub(crate) servers: Vec<ServerEntry>,
+}
+
+impl Catalog {
+    /// The upstreams.
+    pub fn servers(&self) -> &[ServerEntry] {
+        &self.servers
+    }
+
+    /// Position of upstream `name`, or an `unknown_server` error with a suggestion.
+    pub fn index_of(&self, name: &str) -> Result<usize, ToolError> {
+        if let Some(i) = self.servers.iter().position(|s| s.name == name) {
+            return Ok(i);
+        }
+        let names: Vec<&str> = self.servers.iter().map(|s| s.name.as_str()).collect();
+        let mut msg = format!("no upstream `{name}`");
+        if let Some(s) = did_you_mean(name, &names) {
+            msg.push_str(&format!(" (did you mean `{s}`?)"));
+        }
+        if names.is_empty() {
+            msg.push_str("; no upstreams are configured");
+        } else {
+            msg.push_str(&format!(
+                "; configured upstreams: {}. List them with (tool/servers)",
+                names.join(" ")
+            ));
+        }
+        Err(ToolError {
+            reason: Reason::UnknownServer,
+            message: msg,
+        })
+    }
+
+    /// The upstream called `name`.
+    pub fn server(&self, name: &str) -> Result<&ServerEntry, ToolError> {
+        self.index_of(name).map(|i| &self.servers[i])
+    }
+}
+
+/// The catalog entries of an OpenAPI upstream's compiled tools.
+pub(crate) fn openapi_tools(server: &str, tools: &[ptc_plan::ToolPlan]) -> Vec<ToolEntry> {
+    tools
+        .iter()
+        .enumerate()
+        .map(|(index, t)| {
+            let mut provenance = serde_json::to_value(&t.ptc).unwrap_or(Value::Null);
+            // Execution knobs stay out of the agent's view; provenance and hints stay in.
+            if let Value::Object(m) = &mut provenance {
+                m.remove("params");
+            }
+            ToolEntry {
+                server: server.to_string(),
+                name: t.name.clone(),
+                description: t.description.clone(),
+                input_schema: t.input_schema.clone(),
+                output_schema: Some(t.output_schema.clone()),
+                read_only: Some(t.annotations.read_only_hint),
+                provenance,
+                index,
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,283 @@
+//! Discovery text and data: what `(tool/servers)`, `dir`, `doc`, `meta` and `apropos` show for
+//! upstream tools. Transport-neutral: no transport names in anything but `_ptc` provenance.
+
+use serde_json::Value;
+
+use crate::catalog::{ServerEntry, ToolEntry};
+use crate::validate::{Schema, lisp_key, type_name};
+
+/// First line of a description, for one-line listings.
+pub fn summary(description: &str) -> &str {
+    description.lines().next().unwrap_or("").trim()
+}
+
+/// `server/tool - summary`: one line of `dir` and `apropos`.
+pub fn listing(tool: &ToolEntry) -> String {
+    format!("{} - {}", tool.qualified(), summary(&tool.description))
+}
+
+/// A placeholder argument value of the right shape for an example call.
+fn placeholder(schema: Schema<'_>, s: &Value) -> String {
+    let s = match s.get("$ref").and_then(Value::as_str) {
+        Some(_) => schema.resolve(s).unwrap_or(s),
+        None => s,
+    };
+    if let Some(first) = s
+        .get("enum")
+        .and_then(Value::as_array)
+        .and_then(|e| e.first())
+    {
+        return first.to_string();
+    }
+    let ty = match s.get("type") {
+        Some(Value::String(t)) => t.as_str(),
+        Some(Value::Array(ts)) => ts
+            .iter()
+            .filter_map(Value::as_str)
+            .find(|t| *t != "null")
+            .unwrap_or("string"),
+        _ => "string",
+    };
+    match ty {
+        "integer" => s
+            .get("minimum")
+            .and_then(Value::as_i64)
+            .unwrap_or(1)
+            .to_string(),
+        "number" => "1.0".into(),
+        "boolean" => "true".into(),
+        "array" => "[]".into(),
+        "object" => "{}".into(),
+        _ => "\"...\"".into(),
+    }
+}
+
+/// A ready-to-edit call with the required arguments filled with placeholders.
+pub fn example_call(tool: &ToolEntry) -> String {
+    let schema = Schema {
+        root: &tool.input_schema,
+        definitions: None,
+    };
+    let (props, required) = schema.properties();
+    let args: Vec<String> = required
+        .iter()
+        .map(|r| {
+            let v = props
+                .and_then(|p| p.get(*r))
+                .map(|s| placeholder(schema, s))
+                .unwrap_or_else(|| "\"...\"".into());
+            format!("{} {v}", lisp_key(r))
+        })
+        .collect();
+    format!("(tool/call '{} {{{}}})", tool.qualified(), args.join(" "))
+}
+
+/// The shape of a JSON Schema in Lisp notation, e.g. `{:traces [map] :next_cursor string|null}`.
+fn shape(schema: Schema<'_>, s: &Value, depth: usize) -> String {
+    let s = schema.resolve(s).unwrap_or(s);
+    let ty = match s.get("type") {
+        Some(Value::String(t)) => t.clone(),
+        Some(Value::Array(ts)) => ts
+            .iter()
+            .filter_map(Value::as_str)
+            .collect::<Vec<_>>()
+            .join("|"),
+        _ if s.get("properties").is_some() => "object".into(),
+        _ => "any".into(),
+    };
+    match ty.as_str() {
+        "object" | "object|null" => {
+            let props = s.get("properties").and_then(Value::as_object);
+            match props {
+                Some(p) if depth < 2 => {
+                    let fields: Vec<String> = p
+                        .iter()
+                        .map(|(k, v)| format!(":{k} {}", shape(schema, v, depth + 1)))
+                        .collect();
+                    format!("{{{}}}", fields.join(" "))
+                }
+                _ => "map".into(),
+            }
+        }
+        "array" => match s.get("items") {
+            Some(items) if depth < 2 => format!("[{}]", shape(schema, items, depth + 1)),
+            _ => "[any]".into(),
+        },
+        "null" => "nil".into(),
+        other => other.to_string(),
+    }
+}
+
+/// `(doc 'server/tool)`: description, arguments (type, required marker, description), a
+/// ready-to-edit call, and the result shape.
+pub fn doc_text(server: &ServerEntry, tool: &ToolEntry) -> String {
+    let schema = server.schema(tool);
+    let mut out = format!("-------------------------\n{}\n", tool.qualified());
+    for line in tool.description.lines() {
+        if line.trim().is_empty() {
+            out.push('\n');
+        } else {
+            out.push_str(&format!("  {line}\n"));
+        }
+    }
+    let (props, required) = schema.properties();
+    out.push_str("Args:\n");
+    match props {
+        Some(p) if !p.is_empty() => {
+            for (name, s) in p {
+                let marker = if required.contains(&name.as_str()) {
+                    " (required)"
+                } else {
+                    ""
+                };
+                let mut line = format!("  {} {}{marker}", lisp_key(name), type_name(schema, s));
+                if let Some(d) = s.get("description").and_then(Value::as_str) {
+                    line.push_str(&format!(" - {}", summary(d)));
+                }
+                if let Some(d) = tool
+                    .provenance
+                    .get("defaultArgs")
+                    .and_then(|a| a.get(name.as_str()))
+                {
+                    line.push_str(&format!(" (default {d})"));
+                }
+                out.push_str(&line);
+                out.push('\n');
+            }
+        }
+        _ => out.push_str("  none\n"),
+    }
+    out.push_str(&format!("Call:\n  {}\n", example_call(tool)));
+    let value = match &tool.output_schema {
+        Some(s) if s.get("type").and_then(Value::as_str) == Some("null") => {
+            "{:ok true :value nil :value_kind :none}".to_string()
+        }
+        Some(s) => format!(
+            "{{:ok true :value {} :value_kind :json}}",
+            shape(schema, s, 0)
+        ),
+        None => "{:ok true :value any :value_kind :json|:text}".to_string(),
+    };
+    out.push_str(&format!(
+        "Returns:\n  {value}\n  or {{:ok false :reason kw :message string}}; check :ok first\n"
+    ));
+    if let Some(notes) = tool.provenance.get("notes").and_then(Value::as_str) {
+        out.push_str(&format!("Notes: {notes}\n"));
+    }
+    out
+}
+
+/// Scores how well `tool` matches a query: per query token, the best of exact 10, prefix 5,
+/// substring 2 over the tool's tokens, plus 2 when the token is in the tool or upstream name.
+pub fn apropos_score(query: &str, tool: &ToolEntry) -> u32 {
+    let q = tokens(query);
+    let name_tokens: Vec<String> = tokens(&tool.name)
+        .into_iter()
+        .chain(tokens(&tool.server))
+        .collect();
+    let desc_tokens = tokens(&tool.description);
+    let mut total = 0;
+    for t in &q {
+        let best = |ts: &[String]| {
+            ts.iter()
+                .map(|x| {
+                    if x == t {
+                        10
+                    } else if x.starts_with(t.as_str()) {
+                        5
+                    } else if x.contains(t.as_str()) {
+                        2
+                    } else {
+                        0
+                    }
+                })
+                .max()
+                .unwrap_or(0)
+        };
+        let in_name = best(&name_tokens);
+        let score = in_name.max(best(&desc_tokens));
+        if score == 0 {
+            continue;
+        }
+        total += score + if in_name > 0 { 2 } else { 0 };
+    }
+    total
+}
+
+fn tokens(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut prev_lower = false;
+    for c in text.chars() {
+        if c.is_alphanumeric() {
+            // camelCase splits too.
+            if c.is_uppercase() && prev_lower && !cur.is_empty() {
+                out.push(std::mem::take(&mut cur));
+            }
+            prev_lower = c.is_lowercase();
+            cur.extend(c.to_lowercase());
+        } else {
+            prev_lower = false;
+            if !cur.is_empty() {
+                out.push(std::mem::take(&mut cur));
+            }
+        }
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn tool() -> ToolEntry {
+        ToolEntry {
+            server: "obs".into(),
+            name: "list-traces".into(),
+            description: "List traces\n\nNewest first.".into(),
+            input_schema: json!({"type": "object", "properties": {
+                "org_id": {"type": "string", "description": "Tenant."},
+                "mode": {"type": "string", "enum": ["summary", "full"]},
+                "limit": {"type": "integer", "minimum": 1, "maximum": 500}},
+                "required": ["org_id", "mode"]}),
+            output_schema: Some(json!({"type": "object", "properties": {
+                "traces": {"type": "array", "items": {"type": "object"}},
+                "next_cursor": {"type": ["string", "null"]}}})),
+            read_only: Some(true),
+            provenance: json!({"operationId": "list_traces", "defaultArgs": {"mode": "summary"}}),
+            index: 0,
+        }
+    }
+
+    #[test]
+    fn doc_shows_args_call_and_result_shape() {
+        let server = ServerEntry::new("obs", "", "openapi", Default::default());
+        let text = doc_text(&server, &tool());
+        assert_eq!(
+            text,
+            "-------------------------\nobs/list-traces\n  List traces\n\n  Newest first.\nArgs:\n  \
+             :org-id string (required) - Tenant.\n  :mode one of \"summary\" \"full\" (required) \
+             (default \"summary\")\n  :limit integer 1..500\nCall:\n  (tool/call 'obs/list-traces \
+             {:org-id \"...\" :mode \"summary\"})\nReturns:\n  {:ok true :value {:traces [map] \
+             :next_cursor string|null} :value_kind :json}\n  or {:ok false :reason kw :message \
+             string}; check :ok first\n"
+        );
+    }
+
+    #[test]
+    fn apropos_ranks_name_matches_above_description_matches() {
+        let t = tool();
+        assert_eq!(apropos_score("trace", &t), 7); // prefix of "traces" in the name, +2
+        assert_eq!(apropos_score("newest", &t), 10); // exact, description only
+        assert_eq!(apropos_score("traces", &t), 12);
+        assert_eq!(apropos_score("zebra", &t), 0);
+        assert_eq!(
+            tokens("listTraces get_trace"),
+            ["list", "traces", "get", "trace"]
+        );
+    }
+}

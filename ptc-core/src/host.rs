@@ -1,0 +1,692 @@
+//! The PTC-Lisp host: `tool/call`, `tool/servers` and upstream discovery over [`Upstreams`],
+//! with per-program budgets and records.
+//!
+//! A [`ProgramHost`] serves one program run: its counters are the run's budgets and its records
+//! are the run's `upstream_calls`. Host functions block on the tokio runtime handle they were
+//! given; the evaluator calls them from its own threads (never a runtime worker), and `pmap`
+//! calls them from several at once, so calls overlap.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use ptc_lisp::{CallContext, Discovery, Host, HostError, HostValue, Interpreter, Limits, Value};
+use serde_json::Map;
+
+use crate::catalog::{ServerEntry, ToolEntry};
+use crate::discovery::{apropos_score, doc_text, listing};
+use crate::executor::{CallOptions, Reason, ToolError, ToolOutput, Upstreams};
+use crate::records::{RunRecords, UpstreamCall};
+use crate::suggest::did_you_mean;
+
+/// Per-program budgets.
+#[derive(Clone, Copy, Debug)]
+pub struct Budgets {
+    /// Upstream calls (`tool/call`) per program.
+    pub max_calls: u64,
+    /// Discovery operations (`tool/servers`, `dir`, `doc`, `meta`, `apropos` on upstreams).
+    pub max_discovery: u64,
+    /// Bytes fetched from upstreams per program.
+    pub max_bytes: u64,
+}
+
+impl Default for Budgets {
+    fn default() -> Self {
+        Budgets {
+            max_calls: 50,
+            max_discovery: 25,
+            max_bytes: 64 << 20,
+        }
+    }
+}
+
+/// Every raised (programmer-fault) error is built here, so the reason type has one home.
+fn fault(message: impl Into<String>) -> HostError {
+    HostError::new("runtime_error", message)
+}
+
+fn kw(s: &str) -> Value {
+    Value::keyword(s)
+}
+
+/// `{:ok true :value v :value_kind kind}`.
+fn ok_map(value: Value, kind: &str) -> Value {
+    Value::map_from(vec![
+        (kw("ok"), Value::Bool(true)),
+        (kw("value"), value),
+        (kw("value_kind"), kw(kind)),
+    ])
+}
+
+/// `{:ok false :reason reason :message message}`.
+fn err_map(reason: Reason, message: &str) -> Value {
+    Value::map_from(vec![
+        (kw("ok"), Value::Bool(false)),
+        (kw("reason"), kw(reason.as_str())),
+        (kw("message"), Value::str(message)),
+    ])
+}
+
+/// The host of one program run.
+pub struct ProgramHost {
+    upstreams: Arc<Upstreams>,
+    runtime: tokio::runtime::Handle,
+    budgets: Budgets,
+    limits: Limits,
+    calls: AtomicU64,
+    discovery: AtomicU64,
+    bytes: AtomicU64,
+    records: Mutex<Vec<UpstreamCall>>,
+}
+
+/// What `tool/call` was asked, after normalising its two forms.
+struct Request {
+    server: String,
+    tool: String,
+    args: Map<String, serde_json::Value>,
+}
+
+impl ProgramHost {
+    /// A host for one run of a program evaluated under `limits` (used to decode results).
+    pub fn new(
+        upstreams: Arc<Upstreams>,
+        runtime: tokio::runtime::Handle,
+        budgets: Budgets,
+        limits: Limits,
+    ) -> Self {
+        ProgramHost {
+            upstreams,
+            runtime,
+            budgets,
+            limits,
+            calls: AtomicU64::new(0),
+            discovery: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
+            records: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The run's records so far; `final_result` is the program's value (for the metrics).
+    pub fn records(&self, final_result: Option<&Value>) -> RunRecords {
+        let calls = self
+            .records
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let final_bytes = final_result
+            .and_then(|v| v.to_json_string().ok())
+            .map_or(0, |s| s.len() as u64);
+        RunRecords::new(calls, final_bytes)
+    }
+
+    fn record(&self, server: &str, tool: &str, started: Instant, outcome: Result<u64, Reason>) {
+        let (status, reason, result_bytes) = match outcome {
+            Ok(bytes) => ("ok", None, bytes),
+            Err(r) => ("error", Some(r.as_str()), 0),
+        };
+        self.records
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(UpstreamCall {
+                server: server.to_string(),
+                tool: tool.to_string(),
+                status,
+                reason,
+                duration_ms: started.elapsed().as_millis() as u64,
+                result_bytes,
+            });
+    }
+
+    /// Decodes a JSON result the way the runtime decodes `data/` (same decoder, same limits).
+    fn decode(&self, cx: &mut CallContext<'_>, bytes: &[u8]) -> Result<Value, ptc_lisp::LispError> {
+        let _ = cx;
+        Value::from_json_bytes(bytes, &self.limits)
+    }
+
+    /// `(tool/call 'server/tool {args})` or `(tool/call {:server s :tool t :args {..}})`.
+    fn normalise(args: &[Value]) -> Result<Request, HostError> {
+        const USAGE: &str = "use (tool/call 'server/tool {:arg value}) or \
+                             (tool/call {:server \"server\" :tool \"tool\" :args {:arg value}})";
+        let (server, tool, arg_value) = match args {
+            [Value::Map(m)] => {
+                let mut server = None;
+                let mut tool = None;
+                let mut call_args = Value::Nil;
+                for (k, v) in m.iter() {
+                    let key = match k {
+                        Value::Keyword(s) | Value::Str(s) => s.to_string(),
+                        other => {
+                            return Err(fault(format!(
+                                "tool/call: unexpected key {other} in the call map; {USAGE}"
+                            )));
+                        }
+                    };
+                    match key.as_str() {
+                        "server" => server = Some(name_of(v, "server")?),
+                        "tool" => tool = Some(name_of(v, "tool")?),
+                        "args" => call_args = v.clone(),
+                        other => {
+                            return Err(fault(format!(
+                                "tool/call: unknown key :{other} in the call map (keys are \
+                                 :server :tool :args); {USAGE}"
+                            )));
+                        }
+                    }
+                }
+                let server = server.ok_or_else(|| {
+                    fault(format!("tool/call: the call map has no :server; {USAGE}"))
+                })?;
+                let tool = tool.ok_or_else(|| {
+                    fault(format!("tool/call: the call map has no :tool; {USAGE}"))
+                })?;
+                (server, tool, call_args)
+            }
+            [target] | [target, _] => {
+                let name = match target {
+                    Value::Symbol(s) | Value::Str(s) => s.to_string(),
+                    other => {
+                        return Err(fault(format!(
+                            "tool/call: expected a quoted server/tool symbol, got {} {other}; \
+                             {USAGE}",
+                            other.type_name()
+                        )));
+                    }
+                };
+                let Some((server, tool)) = name.split_once('/') else {
+                    return Err(fault(format!(
+                        "tool/call: `{name}` is not qualified with its upstream; write \
+                         'server/{name} (list upstreams with (tool/servers))"
+                    )));
+                };
+                let call_args = args.get(1).cloned().unwrap_or(Value::Nil);
+                (server.to_string(), tool.to_string(), call_args)
+            }
+            _ => {
+                return Err(fault(format!(
+                    "tool/call: takes 1 or 2 arguments, got {}; {USAGE}",
+                    args.len()
+                )));
+            }
+        };
+        let args = match &arg_value {
+            Value::Nil => Map::new(),
+            Value::Map(_) => {
+                let text = arg_value.to_json_string().map_err(|e| {
+                    fault(format!(
+                        "tool/call '{server}/{tool}: the args map cannot be sent: {}",
+                        e.message()
+                    ))
+                })?;
+                match serde_json::from_str(&text) {
+                    Ok(serde_json::Value::Object(m)) => m,
+                    _ => {
+                        return Err(fault(format!(
+                            "tool/call '{server}/{tool}: the args map cannot be sent"
+                        )));
+                    }
+                }
+            }
+            other => {
+                return Err(fault(format!(
+                    "tool/call '{server}/{tool}: args must be a map like {{:arg value}}, got {} \
+                     {other}",
+                    other.type_name()
+                )));
+            }
+        };
+        Ok(Request { server, tool, args })
+    }
+
+    fn tool_call(&self, cx: &mut CallContext<'_>, args: &[Value]) -> Result<Value, HostError> {
+        let req = Self::normalise(args)?;
+        let deadline = cx.remaining().map(|r| Instant::now() + r);
+        let started = Instant::now();
+        let up = &self.upstreams;
+        let outcome = self.runtime.block_on(async {
+            let prepared = match up.prepare(&req.server, &req.tool, req.args).await {
+                Ok(p) => p,
+                Err(e) => return Err((e, None)),
+            };
+            let names = (prepared.tool.server.clone(), prepared.tool.name.clone());
+            if self.calls.fetch_add(1, Ordering::Relaxed) >= self.budgets.max_calls {
+                let e = ToolError {
+                    reason: Reason::CapExhausted,
+                    message: format!(
+                        "{}/{}: the program's budget of {} upstream calls is spent; do more \
+                         with fewer calls (filters, larger pages)",
+                        names.0, names.1, self.budgets.max_calls
+                    ),
+                };
+                return Err((e, Some(names)));
+            }
+            let used = self.bytes.load(Ordering::Relaxed);
+            let left = self.budgets.max_bytes.saturating_sub(used);
+            if left == 0 {
+                let e = byte_budget_spent(&names, self.budgets.max_bytes);
+                return Err((e, Some(names)));
+            }
+            let tool_cap = prepared.tool.provenance.get("maxResponseBytes");
+            let budget_binds = tool_cap
+                .and_then(serde_json::Value::as_u64)
+                .is_none_or(|c| left < c);
+            match up
+                .execute(prepared, CallOptions { deadline }, Some(left))
+                .await
+            {
+                Ok(done) => Ok((done, names)),
+                Err(e) if e.reason == Reason::ResponseTooLarge && budget_binds => Err((
+                    byte_budget_spent(&names, self.budgets.max_bytes),
+                    Some(names),
+                )),
+                Err(e) => Err((e, Some(names))),
+            }
+        });
+        match outcome {
+            Ok((done, (server, tool))) => {
+                self.bytes.fetch_add(done.bytes, Ordering::Relaxed);
+                let value = match done.output {
+                    ToolOutput::Json(bytes) => match self.decode(cx, &bytes) {
+                        Ok(v) => ok_map(v, "json"),
+                        Err(e) if e.reason() == "memory_exceeded" || e.reason() == "timeout" => {
+                            self.record(&server, &tool, started, Err(Reason::UpstreamError));
+                            return Err(HostError::new(e.reason(), e.message().to_string()));
+                        }
+                        Err(e) => {
+                            let reason = Reason::UpstreamError;
+                            self.record(&server, &tool, started, Err(reason));
+                            let msg = format!(
+                                "{server}/{tool}: the response is not usable JSON: {}",
+                                e.message()
+                            );
+                            let msg = self.upstreams.redactor().redact(&msg).into_owned();
+                            return Ok(err_map(reason, &msg));
+                        }
+                    },
+                    ToolOutput::Text(t) => ok_map(Value::str(&t), "text"),
+                    ToolOutput::Empty => ok_map(Value::Nil, "none"),
+                };
+                self.record(&server, &tool, started, Ok(done.bytes));
+                Ok(value)
+            }
+            Err((e, names)) => {
+                if e.reason.is_programmer_fault() {
+                    return Err(fault(format!("tool/call: {}", e.message)));
+                }
+                let (server, tool) = names.unwrap_or((req.server, req.tool));
+                self.record(&server, &tool, started, Err(e.reason));
+                Ok(err_map(e.reason, &e.message))
+            }
+        }
+    }
+
+    /// Takes one discovery operation from the budget; the refusal value when it is spent.
+    fn take_discovery(&self) -> Option<Value> {
+        if self.discovery.fetch_add(1, Ordering::Relaxed) >= self.budgets.max_discovery {
+            Some(err_map(
+                Reason::CapExhausted,
+                &format!(
+                    "the program's budget of {} discovery operations is spent",
+                    self.budgets.max_discovery
+                ),
+            ))
+        } else {
+            None
+        }
+    }
+
+    fn redact(&self, text: &str) -> String {
+        self.upstreams.redactor().redact(text).into_owned()
+    }
+
+    fn servers(&self) -> Result<Value, HostError> {
+        if let Some(v) = self.take_discovery() {
+            return Ok(v);
+        }
+        let list = self
+            .upstreams
+            .catalog()
+            .servers()
+            .iter()
+            .map(|s| {
+                Value::map_from(vec![
+                    (kw("name"), Value::str(&s.name)),
+                    (kw("description"), Value::str(&self.redact(&s.description))),
+                    (
+                        kw("tool_count"),
+                        s.tools().map_or(Value::Nil, |t| Value::Int(t.len() as i64)),
+                    ),
+                    (kw("loaded"), Value::Bool(s.tools().is_some())),
+                ])
+            })
+            .collect();
+        Ok(Value::vector(list))
+    }
+
+    /// Upstream `name` with its tools; `Ok(None)` when there is no such upstream.
+    fn upstream(&self, name: &str) -> Result<Option<Result<&ServerEntry, ToolError>>, HostError> {
+        if self.upstreams.catalog().index_of(name).is_err() {
+            return Ok(None);
+        }
+        let loaded = self.runtime.block_on(self.upstreams.server(name));
+        Ok(Some(loaded.map(|(_, s)| s)))
+    }
+
+    fn dir(&self, name: &str) -> Result<Option<Value>, HostError> {
+        let Some(server) = self.upstream(name)? else {
+            let names: Vec<&str> = self
+                .upstreams
+                .catalog()
+                .servers()
+                .iter()
+                .map(|s| s.name.as_str())
+                .collect();
+            if let Some(s) = did_you_mean(name, &names) {
+                return Err(fault(format!(
+                    "no namespace or upstream named {name} (did you mean {s}?)"
+                )));
+            }
+            return Ok(None);
+        };
+        if let Some(v) = self.take_discovery() {
+            return Ok(Some(v));
+        }
+        let server = match server {
+            Ok(s) => s,
+            Err(e) => return Ok(Some(err_map(e.reason, &e.message))),
+        };
+        let mut tools: Vec<&ToolEntry> = server.tools().unwrap_or_default().iter().collect();
+        tools.sort_by(|a, b| a.name.cmp(&b.name));
+        let lines = tools
+            .into_iter()
+            .map(|t| Value::str(&self.redact(&listing(t))))
+            .collect();
+        Ok(Some(Value::vector(lines)))
+    }
+
+    /// Resolves `server/tool` for doc and meta: `Ok(None)` when `server` is not an upstream.
+    fn resolve_ref(&self, reference: &str) -> Result<Option<Resolved<'_>>, HostError> {
+        // `dir` lines read "server/tool - summary"; accept them back.
+        let reference = reference.split(" - ").next().unwrap_or(reference).trim();
+        let (server, tool) = match reference.split_once('/') {
+            Some((s, t)) => (s, Some(t)),
+            None => (reference, None),
+        };
+        let Some(entry) = self.upstream(server)? else {
+            return Ok(None);
+        };
+        if let Some(v) = self.take_discovery() {
+            return Ok(Some(Resolved::Refused(v)));
+        }
+        let entry = match entry {
+            Ok(e) => e,
+            Err(e) => return Ok(Some(Resolved::Refused(err_map(e.reason, &e.message)))),
+        };
+        match tool {
+            None => Ok(Some(Resolved::Server(entry))),
+            Some(t) => match entry.tool(t) {
+                Ok(tool) => Ok(Some(Resolved::Tool(entry, tool))),
+                Err(e) => Err(fault(e.message)),
+            },
+        }
+    }
+
+    fn doc(&self, cx: &mut CallContext<'_>, reference: &str) -> Result<Option<Value>, HostError> {
+        let text = match self.resolve_ref(reference)? {
+            None => return Ok(None),
+            Some(Resolved::Refused(v)) => {
+                if let Some(m) = message_of(&v) {
+                    cx.print(&format!("{m}\n"));
+                }
+                return Ok(Some(Value::Nil));
+            }
+            Some(Resolved::Server(s)) => {
+                let mut text = format!("-------------------------\n{}\n", s.name);
+                if !s.description.is_empty() {
+                    text.push_str(&format!("  {}\n", s.description));
+                }
+                for t in s.tools().unwrap_or_default() {
+                    text.push_str(&format!("  {}\n", listing(t)));
+                }
+                text
+            }
+            Some(Resolved::Tool(s, t)) => doc_text(s, t),
+        };
+        cx.print(&self.redact(&text));
+        Ok(Some(Value::Nil))
+    }
+
+    fn meta(&self, cx: &mut CallContext<'_>, reference: &str) -> Result<Option<Value>, HostError> {
+        let json = match self.resolve_ref(reference)? {
+            None => return Ok(None),
+            Some(Resolved::Refused(v)) => return Ok(Some(v)),
+            Some(Resolved::Server(s)) => serde_json::json!({
+                "name": s.name,
+                "description": s.description,
+                "tools": s.tools().unwrap_or_default().iter().map(|t| &t.name).collect::<Vec<_>>(),
+            }),
+            Some(Resolved::Tool(_, t)) => t.to_json(),
+        };
+        let text = self.redact(&json.to_string());
+        self.decode(cx, text.as_bytes())
+            .map(Some)
+            .map_err(|e| HostError::new(e.reason(), e.message().to_string()))
+    }
+
+    fn apropos(&self, args: &[Value]) -> Result<Option<Value>, HostError> {
+        let query = match args.first() {
+            Some(Value::Str(s) | Value::Symbol(s) | Value::Keyword(s)) => s.to_string(),
+            _ => return Ok(None),
+        };
+        if query.trim().is_empty() {
+            return Err(fault("apropos: give a non-empty search text"));
+        }
+        if let Some(v) = self.take_discovery() {
+            return Ok(Some(v));
+        }
+        let limit = match args.get(1) {
+            Some(Value::Map(m)) => match m.get(&kw("limit")) {
+                Some(Value::Int(n)) if (1..=200).contains(n) => *n as usize,
+                Some(other) => {
+                    return Err(fault(format!(
+                        "apropos: :limit must be an integer 1..200, got {other}"
+                    )));
+                }
+                None => 20,
+            },
+            _ => 20,
+        };
+        // Only tools already listed are searched: apropos never connects to an upstream.
+        let mut hits: Vec<(u32, &ToolEntry)> = self
+            .upstreams
+            .catalog()
+            .servers()
+            .iter()
+            .flat_map(|s| s.tools().unwrap_or_default())
+            .map(|t| (apropos_score(&query, t), t))
+            .filter(|(score, _)| *score > 0)
+            .collect();
+        hits.sort_by(|a, b| {
+            b.0.cmp(&a.0)
+                .then_with(|| a.1.server.cmp(&b.1.server))
+                .then_with(|| a.1.name.cmp(&b.1.name))
+        });
+        let lines = hits
+            .into_iter()
+            .take(limit)
+            .map(|(_, t)| Value::str(&self.redact(&listing(t))))
+            .collect();
+        Ok(Some(Value::vector(lines)))
+    }
+}
+
+enum Resolved<'a> {
+    Refused(Value),
+    Server(&'a ServerEntry),
+    Tool(&'a ServerEntry, &'a ToolEntry),
+}
+
+fn byte_budget_spent(names: &(String, String), max: u64) -> ToolError {
+    ToolError {
+        reason: Reason::CapExhausted,
+        message: format!(
+            "{}/{}: the program's budget of {max} upstream bytes is spent; ask for less \
+             (filters, summary modes, smaller pages)",
+            names.0, names.1
+        ),
+    }
+}
+
+fn message_of(v: &Value) -> Option<String> {
+    match v {
+        Value::Map(m) => match m.get(&kw("message")) {
+            Some(Value::Str(s)) => Some(s.to_string()),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+fn name_of(v: &Value, what: &str) -> Result<String, HostError> {
+    match v {
+        Value::Str(s) | Value::Keyword(s) | Value::Symbol(s) => Ok(s.to_string()),
+        other => Err(fault(format!(
+            "tool/call: :{what} must be a string, got {} {other}",
+            other.type_name()
+        ))),
+    }
+}
+
+fn ref_of(args: &[Value]) -> Option<String> {
+    match args.first() {
+        Some(Value::Symbol(s) | Value::Str(s) | Value::Keyword(s) | Value::Var(s)) => {
+            Some(s.to_string())
+        }
+        _ => None,
+    }
+}
+
+impl Host for ProgramHost {
+    fn namespaces(&self) -> Vec<String> {
+        vec!["tool".to_string()]
+    }
+
+    fn call(
+        &self,
+        cx: &mut CallContext<'_>,
+        ns: &str,
+        name: &str,
+        args: &[Value],
+    ) -> Result<HostValue, HostError> {
+        let unknown = || {
+            fault(format!(
+                "no function {ns}/{name}; tool/ has call, servers, dir, doc, meta and apropos"
+            ))
+        };
+        if ns != "tool" {
+            return Err(unknown());
+        }
+        let need_ref = |op: &str| {
+            ref_of(args).ok_or_else(|| {
+                fault(format!(
+                    "tool/{op}: give a quoted name such as 'observatory or 'observatory/list-traces"
+                ))
+            })
+        };
+        let missing = |op: &str, r: &str| fault(format!("tool/{op}: no upstream tool {r}"));
+        let v = match name {
+            "call" => self.tool_call(cx, args)?,
+            "servers" => self.servers()?,
+            "dir" => {
+                let r = need_ref("dir")?;
+                self.dir(&r)?.ok_or_else(|| missing("dir", &r))?
+            }
+            "doc" => {
+                let r = need_ref("doc")?;
+                self.doc(cx, &r)?.ok_or_else(|| missing("doc", &r))?
+            }
+            "meta" => {
+                let r = need_ref("meta")?;
+                self.meta(cx, &r)?.ok_or_else(|| missing("meta", &r))?
+            }
+            "apropos" => self
+                .apropos(args)?
+                .unwrap_or_else(|| Value::vector(Vec::new())),
+            _ => return Err(unknown()),
+        };
+        Ok(HostValue::Value(v))
+    }
+
+    fn discover(
+        &self,
+        cx: &mut CallContext<'_>,
+        op: Discovery,
+        args: &[Value],
+    ) -> Result<Option<HostValue>, HostError> {
+        let found = match op {
+            Discovery::Apropos => self.apropos(args)?,
+            _ => {
+                let Some(r) = ref_of(args) else {
+                    return Ok(None);
+                };
+                match op {
+                    Discovery::Dir => self.dir(&r)?,
+                    Discovery::Doc => self.doc(cx, &r)?,
+                    Discovery::Meta => self.meta(cx, &r)?,
+                    Discovery::Apropos => None,
+                }
+            }
+        };
+        Ok(found.map(HostValue::Value))
+    }
+}
+
+/// The outcome of [`run_program`].
+pub struct ProgramRun {
+    /// The program's value, or why it failed.
+    pub result: Result<Value, ptc_lisp::LispError>,
+    /// Printed output (redacted).
+    pub output: String,
+    /// The run's upstream calls and metrics.
+    pub records: RunRecords,
+}
+
+/// Runs `src` against `upstreams`: the static pre-check of its literal `tool/call` forms first
+/// (nothing is called when it fails), then the evaluation with a fresh [`ProgramHost`].
+/// Must not be called from inside a tokio runtime worker (it blocks on `runtime`).
+pub fn run_program(
+    upstreams: Arc<Upstreams>,
+    runtime: tokio::runtime::Handle,
+    src: &str,
+    limits: Limits,
+    budgets: Budgets,
+    context: Option<Value>,
+) -> ProgramRun {
+    let host = Arc::new(ProgramHost::new(
+        upstreams.clone(),
+        runtime,
+        budgets,
+        limits.clone(),
+    ));
+    if let Err(problems) = crate::precheck::precheck(&upstreams, src) {
+        return ProgramRun {
+            result: Err(crate::precheck::to_error(&problems)),
+            output: String::new(),
+            records: host.records(None),
+        };
+    }
+    let mut interp = Interpreter::with_host(limits, host.clone());
+    if let Some(c) = context {
+        interp.set_context(c);
+    }
+    let result = interp.eval_str(src);
+    let output = upstreams
+        .redactor()
+        .redact(&interp.take_output())
+        .into_owned();
+    let records = host.records(result.as_ref().ok());
+    ProgramRun {
+        result,
+        output,
+        records,
+    }
+}

@@ -1,0 +1,109 @@
+//! Per-run records: one [`UpstreamCall`] per `tool/call`, and the run's [`Metrics`], for the host
+//! to report (`ptc eval --metrics` prints them).
+
+use serde::Serialize;
+
+/// One upstream call a program made.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct UpstreamCall {
+    /// Upstream name.
+    pub server: String,
+    /// Tool name.
+    pub tool: String,
+    /// `ok` or `error`.
+    pub status: &'static str,
+    /// The result-contract reason of a failed call.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<&'static str>,
+    /// Wall-clock time of the call.
+    pub duration_ms: u64,
+    /// Bytes the upstream answered with (0 for failures without a body).
+    pub result_bytes: u64,
+}
+
+/// Payload metrics of one run (`ptc_metrics`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Metrics {
+    /// Calls made (budget refusals included).
+    pub upstream_call_count: u64,
+    /// Calls that produced a value.
+    pub upstream_ok_count: u64,
+    /// Calls that failed.
+    pub upstream_error_count: u64,
+    /// Bytes of successful upstream answers.
+    pub upstream_result_bytes: u64,
+    /// Bytes of the program's result as JSON.
+    pub final_result_bytes: u64,
+    /// `upstream_result_bytes / final_result_bytes`, rounded to 2 places; `None` when either is 0.
+    pub payload_reduction_ratio: Option<f64>,
+}
+
+/// Everything a run recorded.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RunRecords {
+    /// The calls, in completion order.
+    pub upstream_calls: Vec<UpstreamCall>,
+    /// The metrics.
+    pub ptc_metrics: Metrics,
+}
+
+impl RunRecords {
+    /// Records for `calls` and a result of `final_result_bytes`.
+    pub fn new(upstream_calls: Vec<UpstreamCall>, final_result_bytes: u64) -> Self {
+        let ok: Vec<&UpstreamCall> = upstream_calls.iter().filter(|c| c.status == "ok").collect();
+        let upstream_result_bytes: u64 = ok.iter().map(|c| c.result_bytes).sum();
+        let payload_reduction_ratio = if upstream_result_bytes == 0 || final_result_bytes == 0 {
+            None
+        } else {
+            let r = upstream_result_bytes as f64 / final_result_bytes as f64;
+            Some((r * 100.0).round() / 100.0)
+        };
+        let ptc_metrics = Metrics {
+            upstream_call_count: upstream_calls.len() as u64,
+            upstream_ok_count: ok.len() as u64,
+            upstream_error_count: (upstream_calls.len() - ok.len()) as u64,
+            upstream_result_bytes,
+            final_result_bytes,
+            payload_reduction_ratio,
+        };
+        RunRecords {
+            upstream_calls,
+            ptc_metrics,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(status: &'static str, bytes: u64) -> UpstreamCall {
+        UpstreamCall {
+            server: "s".into(),
+            tool: "t".into(),
+            status,
+            reason: (status == "error").then_some("timeout"),
+            duration_ms: 1,
+            result_bytes: bytes,
+        }
+    }
+
+    #[test]
+    fn metrics_sum_successful_bytes_and_ratio() {
+        let r = RunRecords::new(
+            vec![call("ok", 1000), call("error", 50), call("ok", 234)],
+            100,
+        );
+        assert_eq!(r.ptc_metrics.upstream_call_count, 3);
+        assert_eq!(r.ptc_metrics.upstream_ok_count, 2);
+        assert_eq!(r.ptc_metrics.upstream_error_count, 1);
+        assert_eq!(r.ptc_metrics.upstream_result_bytes, 1234);
+        assert_eq!(r.ptc_metrics.payload_reduction_ratio, Some(12.34));
+        assert_eq!(
+            RunRecords::new(vec![], 10)
+                .ptc_metrics
+                .payload_reduction_ratio,
+            None
+        );
+    }
+}

@@ -1,0 +1,722 @@
+//! The one argument validator: checks and coerces a call's arguments against the tool's input
+//! schema, whichever way the call is made (a Lisp `tool/call`, a typed generated function, the
+//! static pre-check of a program's literal calls).
+//!
+//! Supported: `type` (incl. lists of types), `enum`, `const`, `minimum`/`maximum` (and the
+//! exclusive forms), `minLength`/`maxLength`, `pattern`, `minItems`/`maxItems`, `items`, nested
+//! `properties`/`required`/`additionalProperties`, `anyOf`/`oneOf`/`allOf` (a value passes
+//! `oneOf` when any branch accepts it) and `$ref` into `#/$defs/..` (the plan's named
+//! definitions, or the schema's own `$defs`). Other keywords (`format`, ...) are not validated.
+//!
+//! Coercion: argument names may be written kebab (`org-id`) or as on the wire (`org_id`);
+//! a float with no fraction is accepted as an integer. Keyword and string values arrive as
+//! strings already. Unknown argument names are rejected with a "did you mean".
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, RwLock};
+
+use serde_json::{Map, Value};
+
+use crate::suggest::did_you_mean;
+
+/// Named schema definitions a `{"$ref": "#/$defs/Name"}` may point into.
+pub type Definitions = BTreeMap<String, Value>;
+
+/// How deep schemas and values are followed; deeper parts are accepted unchecked, so a
+/// recursive schema or a deeply nested value can never exhaust the stack.
+const MAX_DEPTH: usize = 64;
+
+/// Compiled `pattern`s, shared by every call (patterns come from the catalog, a bounded set).
+#[derive(Default)]
+pub struct Patterns {
+    compiled: RwLock<HashMap<String, Option<Arc<regex::Regex>>>>,
+}
+
+impl Patterns {
+    fn get(&self, pattern: &str) -> Option<Arc<regex::Regex>> {
+        if let Some(r) = self
+            .compiled
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(pattern)
+        {
+            return r.clone();
+        }
+        // A pattern the regex crate cannot compile (look-around, ...) is not validated.
+        let re = regex::Regex::new(pattern).ok().map(Arc::new);
+        self.compiled
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(pattern.to_string(), re.clone());
+        re
+    }
+}
+
+/// A tool's input schema with what its `$ref`s resolve against.
+#[derive(Clone, Copy)]
+pub struct Schema<'a> {
+    /// The input schema (an object schema).
+    pub root: &'a Value,
+    /// The plan's named definitions (contract B), if any.
+    pub definitions: Option<&'a Definitions>,
+}
+
+impl<'a> Schema<'a> {
+    /// Follows `$ref` chains (bounded) to the schema they name; `None` when unresolvable.
+    pub fn resolve<'b>(&self, s: &'b Value) -> Option<&'b Value>
+    where
+        'a: 'b,
+    {
+        self.deref(s)
+    }
+
+    fn deref<'b>(&self, mut s: &'b Value) -> Option<&'b Value>
+    where
+        'a: 'b,
+    {
+        for _ in 0..MAX_DEPTH {
+            let Some(r) = s.get("$ref").and_then(Value::as_str) else {
+                return Some(s);
+            };
+            s = self.lookup(r)?;
+        }
+        None
+    }
+
+    fn lookup(&self, reference: &str) -> Option<&'a Value> {
+        let name = reference
+            .strip_prefix("#/$defs/")
+            .or_else(|| reference.strip_prefix("#/definitions/"))
+            .or_else(|| reference.strip_prefix("#/components/schemas/"))?;
+        let name = name.replace("~1", "/").replace("~0", "~");
+        if let Some(v) = self.definitions.and_then(|d| d.get(&name)) {
+            return Some(v);
+        }
+        for key in ["$defs", "definitions"] {
+            if let Some(v) = self.root.get(key).and_then(|d| d.get(&name)) {
+                return Some(v);
+            }
+        }
+        None
+    }
+
+    /// The (dereferenced) top-level properties and required names.
+    pub fn properties(&self) -> (Option<&'a Map<String, Value>>, Vec<&'a str>) {
+        let root = self.deref(self.root).unwrap_or(self.root);
+        let props = root.get("properties").and_then(Value::as_object);
+        let required = root
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        (props, required)
+    }
+
+    /// The schema of top-level property `name`, dereferenced.
+    pub fn property(&self, name: &str) -> Option<&'a Value> {
+        let (props, _) = self.properties();
+        props.and_then(|p| p.get(name)).and_then(|s| self.deref(s))
+    }
+}
+
+/// Maps each argument name as written to the property it means: exact first, then the wire form
+/// of a kebab name (`org-id` → `org_id`), then the kebab form of a wire name.
+pub fn resolve_name<'p>(props: &'p Map<String, Value>, written: &str) -> Option<&'p str> {
+    if let Some((k, _)) = props.get_key_value(written) {
+        return Some(k);
+    }
+    let wire = written.replace('-', "_");
+    if let Some((k, _)) = props.get_key_value(&wire) {
+        return Some(k);
+    }
+    props
+        .keys()
+        .find(|k| k.replace('_', "-") == written.replace('_', "-"))
+        .map(String::as_str)
+}
+
+/// The Lisp spelling of a property name, as programs usually write it (`org_id` → `:org-id`).
+pub fn lisp_key(name: &str) -> String {
+    format!(":{}", name.replace('_', "-"))
+}
+
+/// An argument of a literal call as the static pre-check sees it: its value, or `None` when the
+/// program computes it at run time.
+pub type LiteralArgs = Vec<(String, Option<Value>)>;
+
+/// Validates and coerces `args` against `schema`. Returns the arguments keyed by their wire names,
+/// or every problem found, one per entry.
+pub fn check_args(
+    schema: Schema<'_>,
+    patterns: &Patterns,
+    args: Map<String, Value>,
+) -> Result<Map<String, Value>, Vec<String>> {
+    let literal: LiteralArgs = args.into_iter().map(|(k, v)| (k, Some(v))).collect();
+    let (out, problems) = check_entries(schema, schema.root, patterns, literal, true, 0);
+    if problems.is_empty() {
+        Ok(out)
+    } else {
+        Err(problems)
+    }
+}
+
+/// The static pre-check's view: the same rules, applied to what is known before the program runs
+/// (names are always known; values only where written as literals).
+pub fn check_literal_args(
+    schema: Schema<'_>,
+    patterns: &Patterns,
+    args: LiteralArgs,
+) -> Vec<String> {
+    check_entries(schema, schema.root, patterns, args, true, 0).1
+}
+
+/// Checks the fields of an object against `object` (a schema within `schema`, whose `$defs` its
+/// refs resolve against).
+fn check_entries(
+    schema: Schema<'_>,
+    object: &Value,
+    patterns: &Patterns,
+    args: LiteralArgs,
+    top: bool,
+    depth: usize,
+) -> (Map<String, Value>, Vec<String>) {
+    let mut problems = Vec::new();
+    let mut out = Map::new();
+    let root = schema.deref(object).unwrap_or(object);
+    let props = root.get("properties").and_then(Value::as_object);
+    let required: Vec<&str> = root
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let additional = root.get("additionalProperties");
+    let open = match additional {
+        Some(Value::Bool(b)) => *b,
+        Some(Value::Object(_)) => true,
+        // With no declared properties, an unconstrained schema accepts anything.
+        _ => props.is_none(),
+    };
+    let mut seen: HashMap<String, String> = HashMap::new();
+    for (written, value) in args {
+        let wire = match props.and_then(|p| resolve_name(p, &written)) {
+            Some(w) => w.to_string(),
+            None if open => written.clone(),
+            None => {
+                let known: Vec<&str> = props
+                    .map(|p| p.keys().map(String::as_str).collect())
+                    .unwrap_or_default();
+                let mut msg = format!("unknown argument {}", show_key(&written));
+                let lisp: Vec<String> = known.iter().map(|k| lisp_key(k)).collect();
+                let kebab: Vec<String> = known.iter().map(|k| k.replace('_', "-")).collect();
+                if let Some(s) = did_you_mean(&written.replace('_', "-"), &kebab) {
+                    msg.push_str(&format!(" (did you mean :{s}?)"));
+                }
+                if known.is_empty() {
+                    msg.push_str("; this tool takes no arguments");
+                } else {
+                    msg.push_str(&format!("; it takes {}", lisp.join(" ")));
+                }
+                problems.push(msg);
+                continue;
+            }
+        };
+        if let Some(first) = seen.insert(wire.clone(), written.clone()) {
+            problems.push(format!(
+                "argument {} is given twice (as {} and {}); keep one",
+                lisp_key(&wire),
+                show_key(&first),
+                show_key(&written)
+            ));
+            continue;
+        }
+        let Some(mut value) = value else {
+            continue;
+        };
+        let prop_schema = props.and_then(|p| p.get(&wire)).or(match additional {
+            Some(s @ Value::Object(_)) => Some(s),
+            _ => None,
+        });
+        if let Some(s) = prop_schema {
+            let label = lisp_key(&wire);
+            check_value(
+                &label,
+                schema,
+                patterns,
+                s,
+                &mut value,
+                &mut problems,
+                depth,
+            );
+        }
+        if value.is_null() && top && !required.contains(&wire.as_str()) {
+            // An explicit nil for an optional argument means "not given".
+            continue;
+        }
+        out.insert(wire, value);
+    }
+    for r in &required {
+        if !seen.contains_key(*r) {
+            let ty = props
+                .and_then(|p| p.get(*r))
+                .map(|s| type_name(schema, s))
+                .unwrap_or_else(|| "a value".into());
+            problems.push(format!("missing required argument {} ({ty})", lisp_key(r)));
+        }
+    }
+    (out, problems)
+}
+
+fn show_key(written: &str) -> String {
+    format!(":{written}")
+}
+
+/// A short description of what `s` accepts, e.g. `string`, `integer 1..500`,
+/// `one of "summary" "full"`.
+pub fn type_name(schema: Schema<'_>, s: &Value) -> String {
+    type_name_at(schema, s, 0)
+}
+
+fn type_name_at(schema: Schema<'_>, s: &Value, depth: usize) -> String {
+    if depth > 4 {
+        return "any".into();
+    }
+    let s = schema.deref(s).unwrap_or(s);
+    if let Some(e) = s.get("enum").and_then(Value::as_array) {
+        let opts: Vec<String> = e.iter().map(|v| v.to_string()).collect();
+        return format!("one of {}", opts.join(" "));
+    }
+    if let Some(c) = s.get("const") {
+        return format!("exactly {c}");
+    }
+    let mut ty = match s.get("type") {
+        Some(Value::String(t)) => t.clone(),
+        Some(Value::Array(ts)) => ts
+            .iter()
+            .filter_map(Value::as_str)
+            .collect::<Vec<_>>()
+            .join("|"),
+        _ => {
+            let branches = s
+                .get("anyOf")
+                .or_else(|| s.get("oneOf"))
+                .and_then(Value::as_array);
+            match branches {
+                Some(b) => b
+                    .iter()
+                    .map(|x| type_name_at(schema, x, depth + 1))
+                    .collect::<Vec<_>>()
+                    .join("|"),
+                None => "any".into(),
+            }
+        }
+    };
+    if ty == "array"
+        && let Some(items) = s.get("items")
+    {
+        ty = format!("[{}]", type_name_at(schema, items, depth + 1));
+    }
+    let min = s.get("minimum").and_then(Value::as_f64);
+    let max = s.get("maximum").and_then(Value::as_f64);
+    match (min, max) {
+        (Some(a), Some(b)) => ty.push_str(&format!(" {}..{}", num(a), num(b))),
+        (Some(a), None) => ty.push_str(&format!(" >= {}", num(a))),
+        (None, Some(b)) => ty.push_str(&format!(" <= {}", num(b))),
+        _ => {}
+    }
+    ty
+}
+
+fn num(f: f64) -> String {
+    if f.fract() == 0.0 && f.abs() < 1e15 {
+        format!("{}", f as i64)
+    } else {
+        f.to_string()
+    }
+}
+
+/// Short JSON text of a value for a message.
+fn show(v: &Value) -> String {
+    let text = v.to_string();
+    if text.chars().count() > 60 {
+        let cut: String = text.chars().take(57).collect();
+        format!("{cut}...")
+    } else {
+        text
+    }
+}
+
+fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "nil",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "map",
+    }
+}
+
+fn type_matches(ty: &str, v: &mut Value) -> bool {
+    match (ty, &*v) {
+        ("null", Value::Null) => true,
+        ("boolean", Value::Bool(_)) => true,
+        ("string", Value::String(_)) => true,
+        ("array", Value::Array(_)) => true,
+        ("object", Value::Object(_)) => true,
+        ("number", Value::Number(_)) => true,
+        ("integer", Value::Number(n)) => {
+            if n.is_i64() || n.is_u64() {
+                return true;
+            }
+            // 20.0 is the integer 20.
+            match n.as_f64() {
+                Some(f) if f.fract() == 0.0 && f.abs() < 9.0e15 => {
+                    *v = Value::from(f as i64);
+                    true
+                }
+                _ => false,
+            }
+        }
+        _ => false,
+    }
+}
+
+/// Checks one value (coercing it in place), pushing a problem per violation.
+fn check_value(
+    label: &str,
+    schema: Schema<'_>,
+    patterns: &Patterns,
+    s: &Value,
+    v: &mut Value,
+    problems: &mut Vec<String>,
+    depth: usize,
+) {
+    if depth > MAX_DEPTH {
+        return;
+    }
+    let Some(s) = schema.deref(s) else {
+        return;
+    };
+    // Composition first: a value must satisfy all of allOf and at least one of anyOf/oneOf.
+    if let Some(all) = s.get("allOf").and_then(Value::as_array) {
+        for branch in all {
+            check_value(label, schema, patterns, branch, v, problems, depth + 1);
+        }
+    }
+    for key in ["anyOf", "oneOf"] {
+        if let Some(branches) = s.get(key).and_then(Value::as_array)
+            && !branches.is_empty()
+        {
+            let mut ok = false;
+            for branch in branches {
+                let mut trial = v.clone();
+                let mut p = Vec::new();
+                check_value(
+                    label,
+                    schema,
+                    patterns,
+                    branch,
+                    &mut trial,
+                    &mut p,
+                    depth + 1,
+                );
+                if p.is_empty() {
+                    *v = trial;
+                    ok = true;
+                    break;
+                }
+            }
+            if !ok {
+                problems.push(format!(
+                    "{label} must be {}, got {}",
+                    type_name(schema, s),
+                    show(v)
+                ));
+                return;
+            }
+        }
+    }
+    match s.get("type") {
+        Some(Value::String(t)) if !type_matches(t, v) => {
+            problems.push(format!(
+                "{label} must be {}, got {} {}",
+                article(t),
+                json_type(v),
+                show(v)
+            ));
+            return;
+        }
+        Some(Value::Array(ts)) => {
+            let names: Vec<&str> = ts.iter().filter_map(Value::as_str).collect();
+            if !names.is_empty() && !names.iter().any(|t| type_matches(t, v)) {
+                problems.push(format!(
+                    "{label} must be {}, got {} {}",
+                    names.join(" or "),
+                    json_type(v),
+                    show(v)
+                ));
+                return;
+            }
+        }
+        _ => {}
+    }
+    if let Some(e) = s.get("enum").and_then(Value::as_array)
+        && !e.iter().any(|x| json_eq(x, v))
+    {
+        let opts: Vec<String> = e.iter().map(|x| x.to_string()).collect();
+        problems.push(format!(
+            "{label} must be one of {}, got {}",
+            opts.join(" "),
+            show(v)
+        ));
+        return;
+    }
+    if let Some(c) = s.get("const")
+        && !json_eq(c, v)
+    {
+        problems.push(format!("{label} must be exactly {c}, got {}", show(v)));
+        return;
+    }
+    match v {
+        Value::Number(n) => {
+            let x = n.as_f64().unwrap_or(0.0);
+            let bound = |key: &str| s.get(key).and_then(Value::as_f64);
+            if let Some(m) = bound("minimum")
+                && x < m
+            {
+                problems.push(format!("{label} must be at least {}, got {n}", num(m)));
+            }
+            if let Some(m) = bound("maximum")
+                && x > m
+            {
+                problems.push(format!("{label} must be at most {}, got {n}", num(m)));
+            }
+            if let Some(m) = bound("exclusiveMinimum")
+                && x <= m
+            {
+                problems.push(format!("{label} must be greater than {}, got {n}", num(m)));
+            }
+            if let Some(m) = bound("exclusiveMaximum")
+                && x >= m
+            {
+                problems.push(format!("{label} must be less than {}, got {n}", num(m)));
+            }
+        }
+        Value::String(text) => {
+            let len = text.chars().count() as u64;
+            if let Some(m) = s.get("minLength").and_then(Value::as_u64)
+                && len < m
+            {
+                problems.push(format!(
+                    "{label} must be at least {m} characters long, got {len}"
+                ));
+            }
+            if let Some(m) = s.get("maxLength").and_then(Value::as_u64)
+                && len > m
+            {
+                problems.push(format!(
+                    "{label} must be at most {m} characters long, got {len}"
+                ));
+            }
+            if let Some(p) = s.get("pattern").and_then(Value::as_str)
+                && let Some(re) = patterns.get(p)
+                && !re.is_match(text)
+            {
+                problems.push(format!(
+                    "{label} must match the pattern {p}, got {}",
+                    show(&Value::String(text.clone()))
+                ));
+            }
+        }
+        Value::Array(items) => {
+            let n = items.len() as u64;
+            if let Some(m) = s.get("minItems").and_then(Value::as_u64)
+                && n < m
+            {
+                problems.push(format!("{label} must have at least {m} items, got {n}"));
+            }
+            if let Some(m) = s.get("maxItems").and_then(Value::as_u64)
+                && n > m
+            {
+                problems.push(format!("{label} must have at most {m} items, got {n}"));
+            }
+            if let Some(item_schema) = s.get("items").filter(|i| i.is_object()) {
+                for (i, item) in items.iter_mut().enumerate() {
+                    let l = format!("{label}[{i}]");
+                    check_value(&l, schema, patterns, item_schema, item, problems, depth + 1);
+                }
+            }
+        }
+        Value::Object(fields) if s.get("properties").is_some() || s.get("required").is_some() => {
+            let entries: LiteralArgs = std::mem::take(fields)
+                .into_iter()
+                .map(|(k, x)| (k, Some(x)))
+                .collect();
+            let (out, inner) = check_entries(schema, s, patterns, entries, false, depth + 1);
+            *fields = out;
+            for p in inner {
+                problems.push(format!("{label}: {p}"));
+            }
+        }
+        _ => {}
+    }
+}
+
+fn article(t: &str) -> String {
+    match t {
+        "integer" | "array" | "object" => format!("an {t}"),
+        "null" => "nil".into(),
+        _ => format!("a {t}"),
+    }
+}
+
+/// JSON equality where `1` equals `1.0`.
+fn json_eq(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
+        _ => a == b,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn run(schema: &Value, args: Value) -> Result<Value, Vec<String>> {
+        let p = Patterns::default();
+        let Value::Object(m) = args else { panic!() };
+        check_args(
+            Schema {
+                root: schema,
+                definitions: None,
+            },
+            &p,
+            m,
+        )
+        .map(Value::Object)
+    }
+
+    fn traces() -> Value {
+        json!({"type": "object", "properties": {
+            "org_id": {"type": "string", "pattern": "^org_[a-z]+$"},
+            "limit": {"type": "integer", "minimum": 1, "maximum": 500},
+            "mode": {"type": "string", "enum": ["summary", "full"]},
+            "trace_id": {"type": "string", "minLength": 1, "maxLength": 4},
+            "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 2}
+        }, "required": ["org_id"], "additionalProperties": false})
+    }
+
+    #[test]
+    fn kebab_and_wire_names_map_to_the_wire_name() {
+        let out = run(&traces(), json!({"org-id": "org_acme", "limit": 500})).unwrap();
+        assert_eq!(out, json!({"org_id": "org_acme", "limit": 500}));
+        let out = run(&traces(), json!({"org_id": "org_acme", "limit": 1.0})).unwrap();
+        assert_eq!(out, json!({"org_id": "org_acme", "limit": 1}));
+    }
+
+    #[test]
+    fn bounds_pass_at_the_limit_and_fail_one_past() {
+        assert!(run(&traces(), json!({"org_id": "org_a", "limit": 1})).is_ok());
+        assert_eq!(
+            run(&traces(), json!({"org_id": "org_a", "limit": 501})).unwrap_err(),
+            [":limit must be at most 500, got 501"]
+        );
+        assert_eq!(
+            run(&traces(), json!({"org_id": "org_a", "limit": 0})).unwrap_err(),
+            [":limit must be at least 1, got 0"]
+        );
+        assert!(run(&traces(), json!({"org_id": "org_a", "trace_id": "abcd"})).is_ok());
+        assert_eq!(
+            run(&traces(), json!({"org_id": "org_a", "trace_id": "abcde"})).unwrap_err(),
+            [":trace-id must be at most 4 characters long, got 5"]
+        );
+        assert_eq!(
+            run(&traces(), json!({"org_id": "org_a", "trace_id": ""})).unwrap_err(),
+            [":trace-id must be at least 1 characters long, got 0"]
+        );
+        assert!(run(&traces(), json!({"org_id": "org_a", "tags": ["a", "b"]})).is_ok());
+        assert_eq!(
+            run(
+                &traces(),
+                json!({"org_id": "org_a", "tags": ["a", "b", "c"]})
+            )
+            .unwrap_err(),
+            [":tags must have at most 2 items, got 3"]
+        );
+    }
+
+    #[test]
+    fn every_problem_is_reported_at_once() {
+        let e = run(
+            &traces(),
+            json!({"limt": 5, "mode": "fast", "tags": [1], "org-id": 7}),
+        )
+        .unwrap_err();
+        assert_eq!(
+            e,
+            [
+                "unknown argument :limt (did you mean :limit?); it takes :org-id :limit :mode :trace-id :tags",
+                ":mode must be one of \"summary\" \"full\", got \"fast\"",
+                ":tags[0] must be a string, got integer 1",
+                ":org-id must be a string, got integer 7",
+            ]
+        );
+        let e = run(&traces(), json!({})).unwrap_err();
+        assert_eq!(e, ["missing required argument :org-id (string)"]);
+        let e = run(&traces(), json!({"org_id": "acme"})).unwrap_err();
+        assert_eq!(
+            e,
+            [":org-id must match the pattern ^org_[a-z]+$, got \"acme\""]
+        );
+        let e = run(&traces(), json!({"org_id": "org_a", "org-id": "org_b"})).unwrap_err();
+        assert_eq!(
+            e,
+            ["argument :org-id is given twice (as :org_id and :org-id); keep one"]
+        );
+    }
+
+    #[test]
+    fn refs_resolve_into_plan_definitions_and_own_defs() {
+        let defs: Definitions = [(
+            "Mode".to_string(),
+            json!({"type": "string", "enum": ["a", "b"]}),
+        )]
+        .into();
+        let schema = json!({"type": "object", "properties": {"mode": {"$ref": "#/$defs/Mode"}}});
+        let p = Patterns::default();
+        let s = Schema {
+            root: &schema,
+            definitions: Some(&defs),
+        };
+        let bad: Map<String, Value> = [("mode".to_string(), json!("c"))].into_iter().collect();
+        assert_eq!(
+            check_args(s, &p, bad).unwrap_err(),
+            [":mode must be one of \"a\" \"b\", got \"c\""]
+        );
+        // A recursive schema that carries its own $defs (the inlined form).
+        let own = json!({"type": "object", "$defs": {"Node": {"type": "object",
+            "properties": {"name": {"type": "string"}, "child": {"$ref": "#/$defs/Node"}}}},
+            "properties": {"tree": {"$ref": "#/$defs/Node"}}});
+        let args = json!({"tree": {"name": "a", "child": {"name": "b", "child": {"name": 3}}}});
+        let e = run(&own, args).unwrap_err();
+        assert_eq!(
+            e,
+            [":tree: :child: :child: :name must be a string, got integer 3"]
+        );
+    }
+
+    #[test]
+    fn any_of_with_null_and_optional_nil() {
+        let schema = json!({"type": "object", "properties": {
+            "q": {"anyOf": [{"type": "string"}, {"type": "null"}]}}});
+        assert_eq!(run(&schema, json!({"q": "x"})).unwrap(), json!({"q": "x"}));
+        assert_eq!(
+            run(&schema, json!({"q": 1})).unwrap_err(),
+            [":q must be string|null, got 1"]
+        );
+        // nil for an optional argument is left out.
+        assert_eq!(run(&schema, json!({"q": null})).unwrap(), json!({}));
+    }
+}

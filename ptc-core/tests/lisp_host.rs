@@ -1,0 +1,360 @@
+//! `tool/call`, discovery, budgets, records and the static pre-check, through PTC-Lisp programs
+//! against the loopback fixture.
+
+mod support;
+
+use std::sync::Arc;
+
+use ptc_core::{Budgets, ProgramRun, StartOptions, Upstreams, run_program};
+use ptc_lisp::Limits;
+use serde_json::json;
+
+struct Bed {
+    rt: tokio::runtime::Runtime,
+    fx: support::Fixture,
+    _d: support::Deployment,
+    up: Arc<Upstreams>,
+}
+
+fn bed(token: &str) -> Bed {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let fx = rt.block_on(support::start());
+    let d = support::deployment(&fx.base(), token, json!({}));
+    let loaded = d.load();
+    let up = rt
+        .block_on(Upstreams::start(
+            loaded.plan,
+            loaded.secrets,
+            StartOptions::default(),
+        ))
+        .unwrap();
+    Bed {
+        rt,
+        fx,
+        _d: d,
+        up: Arc::new(up),
+    }
+}
+
+impl Bed {
+    fn run_with(&self, src: &str, budgets: Budgets) -> ProgramRun {
+        run_program(
+            self.up.clone(),
+            self.rt.handle().clone(),
+            src,
+            Limits::default(),
+            budgets,
+            None,
+        )
+    }
+
+    fn run(&self, src: &str) -> ProgramRun {
+        self.run_with(src, Budgets::default())
+    }
+
+    fn value(&self, src: &str) -> String {
+        let r = self.run(src);
+        match r.result {
+            Ok(v) => v.to_string(),
+            Err(e) => panic!("{src}: {e}"),
+        }
+    }
+
+    fn error(&self, src: &str) -> ptc_lisp::LispError {
+        match self.run(src).result {
+            Ok(v) => panic!("{src}: expected an error, got {v}"),
+            Err(e) => e,
+        }
+    }
+}
+
+#[test]
+fn both_call_forms_return_the_result_contract() {
+    let b = bed("tok-1");
+    assert_eq!(
+        b.value("(let [r (tool/call 'fx/echo {:id \"a/b\" :org-id \"acme\"})] [(:ok r) (:value_kind r) (:path (:value r)) (get-in r [:value :items 1 :id])])"),
+        "[true :json \"/echo/a%2Fb\" 2]"
+    );
+    assert_eq!(b.fx.last().target, "/echo/a%2Fb?org_id=acme");
+    assert_eq!(
+        b.value("(:path (:value (tool/call {:server \"fx\" :tool \"echo\" :args {:id \"x\" :mode :b}})))"),
+        "\"/echo/x\""
+    );
+    assert_eq!(b.fx.last().target, "/echo/x?mode=b");
+    // The operation id works as the tool name too.
+    assert_eq!(
+        b.value("(:ok (tool/call {:server \"fx\" :tool \"redirect_same\"}))"),
+        "true"
+    );
+    assert_eq!(
+        b.value("(tool/call 'fx/empty)"),
+        "{:ok true :value nil :value_kind :none}"
+    );
+}
+
+#[test]
+fn world_faults_are_data_and_programmer_faults_raise() {
+    let b = bed("tok-1");
+    assert_eq!(
+        b.value("(let [r (tool/call 'fx/status {:code 404})] [(:ok r) (:reason r)])"),
+        "[false :not_found]"
+    );
+    assert_eq!(
+        b.value("(:reason (tool/call 'fx/malformed))"),
+        ":upstream_error"
+    );
+    assert_eq!(
+        b.value("(:reason (tool/call 'fx/big {:n 5000}))"),
+        ":response_too_large"
+    );
+    // Built at run time, so only the call-time check sees them.
+    let e = b.error("(let [t (symbol \"fx/ecko\")] (tool/call t {:id \"1\"}))");
+    assert_eq!(e.reason(), "runtime_error");
+    assert!(
+        e.message()
+            .starts_with("tool/call: no tool `ecko` in upstream `fx` (did you mean `fx/echo`?)"),
+        "{}",
+        e.message()
+    );
+    let e = b.error("(let [s (str \"f\" \"z\")] (tool/call {:server s :tool \"echo\"}))");
+    assert!(
+        e.message()
+            .contains("no upstream `fz` (did you mean `fx`?)"),
+        "{}",
+        e.message()
+    );
+    let e = b.error("(let [n 11] (tool/call 'fx/echo {:id \"1\" :n n}))");
+    assert!(
+        e.message()
+            .starts_with("tool/call: fx/echo: invalid arguments: :n must be at most 10, got 11"),
+        "{}",
+        e.message()
+    );
+    let e = b.error("(let [a [1 2]] (tool/call 'fx/echo a))");
+    assert!(
+        e.message().contains("args must be a map"),
+        "{}",
+        e.message()
+    );
+    let e = b.error("(tool/call 'echo {})");
+    assert!(
+        e.message().contains("is not qualified with its upstream"),
+        "{}",
+        e.message()
+    );
+}
+
+#[test]
+fn tool_call_is_a_value_and_pmap_overlaps_calls() {
+    let b = bed("tok-1");
+    assert_eq!(
+        b.value("(mapv :ok (pmap #(tool/call 'fx/latency {:ms 150 :i %}) (range 8)))"),
+        "[true true true true true true true true]"
+    );
+    let max =
+        b.fx.state
+            .max_in_flight
+            .load(std::sync::atomic::Ordering::SeqCst);
+    assert!(max >= 4, "at most {max} calls overlapped");
+    assert_eq!(
+        b.value("(count (map (fn [_] (tool/call 'fx/empty)) [1 2]))"),
+        "2"
+    );
+}
+
+#[test]
+fn the_static_precheck_reports_every_literal_problem_and_calls_nothing() {
+    let b = bed("tok-1");
+    let src = "(tool/call 'fx/empty)\n(tool/call 'fx/ecko {:id \"1\"})\n  (tool/call 'fz/echo)\n(tool/call 'fx/echo {:n \"3\" :mode :c})\n(-> {:id \"1\"} (tool/call 'fx/echo))";
+    let e = b.error(src);
+    assert_eq!(e.pos().map(|p| (p.line, p.col)), Some((2, 1)));
+    let msg = e.message();
+    assert!(
+        msg.starts_with("3 tool/call problems found before running (nothing was called):\n"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("\n2:1: no tool `ecko` in upstream `fx` (did you mean `fx/echo`?)"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("\n3:3: no upstream `fz` (did you mean `fx`?)"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("\n4:1: fx/echo: invalid arguments: :n must be an integer, got string \"3\"; :mode must be one of \"a\" \"b\", got \"c\"; missing required argument :id (string)"),
+        "{msg}"
+    );
+    assert!(
+        b.fx.seen().is_empty(),
+        "an upstream was called: {:?}",
+        b.fx.seen()
+    );
+    // Computed values and keys are left to the call-time check.
+    assert_eq!(
+        b.value("(let [id \"7\" k :id] [(:ok (tool/call 'fx/echo {:id id})) (:ok (tool/call 'fx/echo {k \"8\"}))])"),
+        "[true true]"
+    );
+}
+
+#[test]
+fn budgets_pass_at_the_limit_and_refuse_one_past() {
+    let b = bed("tok-1");
+    let budgets = Budgets {
+        max_calls: 3,
+        ..Budgets::default()
+    };
+    let r = b.run_with(
+        "(mapv #(:reason (tool/call 'fx/echo {:id (str %)})) (range 4))",
+        budgets,
+    );
+    assert_eq!(
+        r.result.unwrap().to_string(),
+        "[nil nil nil :cap_exhausted]"
+    );
+    assert_eq!(b.fx.seen().len(), 3);
+    let calls = &r.records.upstream_calls;
+    assert_eq!(calls.len(), 4);
+    assert_eq!(calls[3].reason, Some("cap_exhausted"));
+    // Bytes: a budget of exactly two echo answers allows two calls.
+    let one = r.records.upstream_calls[0].result_bytes;
+    assert!(one > 0);
+    let budgets = Budgets {
+        max_bytes: one * 2,
+        ..Budgets::default()
+    };
+    let r = b.run_with(
+        "(mapv #(:reason (tool/call 'fx/echo {:id (str %)})) (range 3))",
+        budgets,
+    );
+    assert_eq!(r.result.unwrap().to_string(), "[nil nil :cap_exhausted]");
+    let budgets = Budgets {
+        max_discovery: 2,
+        ..Budgets::default()
+    };
+    let r = b.run_with(
+        "[(count (tool/servers)) (count (dir 'fx)) (:reason (tool/servers))]",
+        budgets,
+    );
+    assert_eq!(r.result.unwrap().to_string(), "[1 16 :cap_exhausted]");
+}
+
+#[test]
+fn discovery_lists_documents_and_searches_upstream_tools() {
+    let b = bed("tok-secret-123");
+    assert_eq!(
+        b.value("(tool/servers)"),
+        "[{:description \"loopback fixture\" :loaded true :name \"fx\" :tool_count 16}]"
+    );
+    assert_eq!(
+        b.value("(take 2 (dir 'fx))"),
+        "[\"fx/big - The big route\" \"fx/echo - The echo route\"]"
+    );
+    assert_eq!(b.value("(= (dir 'fx) (tool/dir 'fx))"), "true");
+    let r = b.run("(doc 'fx/echo)");
+    assert_eq!(r.result.unwrap().to_string(), "nil");
+    assert!(
+        r.output
+            .contains("fx/echo\n  The echo route\nArgs:\n  :id string (required)\n"),
+        "{}",
+        r.output
+    );
+    assert!(r.output.contains("  :n integer 1..10\n"), "{}", r.output);
+    assert!(
+        r.output
+            .contains("Call:\n  (tool/call 'fx/echo {:id \"...\"})\n"),
+        "{}",
+        r.output
+    );
+    assert!(
+        r.output
+            .contains("Returns:\n  {:ok true :value any :value_kind :json}"),
+        "{}",
+        r.output
+    );
+    let meta = b.value("(meta 'fx/echo)");
+    assert!(meta.contains("\"operationId\" \"echo\""), "{meta}");
+    assert!(meta.contains("\"path\" \"/echo/{id}\""), "{meta}");
+    assert!(
+        !meta.contains("tok-secret-123") && !meta.contains("token"),
+        "{meta}"
+    );
+    assert_eq!(
+        b.value("(take 2 (apropos \"redirect\"))"),
+        "[\"fx/redirect-cross - The redirect_cross route\" \"fx/redirect-same - The redirect_same route\"]"
+    );
+    let e = b.error("(doc 'fx/ecko)");
+    assert!(
+        e.message().contains("did you mean `fx/echo`?"),
+        "{}",
+        e.message()
+    );
+    let e = b.error("(dir 'fz)");
+    assert!(
+        e.message().contains("(did you mean fx?)"),
+        "{}",
+        e.message()
+    );
+    // Nothing transport-specific in what a program sees.
+    let all = b.value("[(tool/servers) (dir 'fx)]").to_lowercase();
+    assert!(!all.contains("mcp") && !all.contains("openapi"), "{all}");
+}
+
+#[test]
+fn records_count_calls_bytes_and_the_reduction() {
+    let b = bed("tok-1");
+    let r = b.run("(do (tool/call 'fx/status {:code 503}) (count (:items (:value (tool/call 'fx/echo {:id \"1\"})))))");
+    assert_eq!(r.result.unwrap().to_string(), "2");
+    let calls = &r.records.upstream_calls;
+    assert_eq!(calls.len(), 2);
+    assert_eq!(
+        (
+            calls[0].server.as_str(),
+            calls[0].tool.as_str(),
+            calls[0].status
+        ),
+        ("fx", "status", "error")
+    );
+    assert_eq!(calls[0].reason, Some("upstream_unavailable"));
+    assert_eq!(
+        (calls[1].tool.as_str(), calls[1].status, calls[1].reason),
+        ("echo", "ok", None)
+    );
+    let m = &r.records.ptc_metrics;
+    assert_eq!(
+        (
+            m.upstream_call_count,
+            m.upstream_ok_count,
+            m.upstream_error_count
+        ),
+        (2, 1, 1)
+    );
+    assert_eq!(m.upstream_result_bytes, calls[1].result_bytes);
+    assert_eq!(m.final_result_bytes, 1);
+    let want = (calls[1].result_bytes as f64 * 100.0).round() / 100.0;
+    assert_eq!(m.payload_reduction_ratio, Some(want));
+}
+
+#[test]
+fn a_canary_secret_reaches_no_program_output() {
+    const CANARY: &str = "canary-5ecret-9931";
+    let b = bed(CANARY);
+    let r =
+        b.run("(let [w (tool/call 'fx/whoami) e (tool/call 'fx/echo_error)] (println w e) [w e])");
+    let value = r.result.unwrap().to_string();
+    assert!(
+        !value.contains(CANARY) && value.contains("[REDACTED]"),
+        "{value}"
+    );
+    assert!(
+        !r.output.contains(CANARY) && r.output.contains("[REDACTED]"),
+        "{}",
+        r.output
+    );
+    let records = serde_json::to_string(&r.records).unwrap();
+    assert!(!records.contains(CANARY));
+}

@@ -1,0 +1,358 @@
+//! The OpenAPI transport against a loopback fixture: request shape, every status, caps,
+//! timeouts, redirects, retries, credential rotation and redaction.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use ptc_core::{CallOptions, Reason, StartOptions, ToolError, ToolOutput, Upstreams};
+use serde_json::{Map, Value, json};
+
+async fn upstreams(d: &support::Deployment) -> Upstreams {
+    let loaded = d.load();
+    Upstreams::start(loaded.plan, loaded.secrets, StartOptions::default())
+        .await
+        .unwrap()
+}
+
+fn args(v: Value) -> Map<String, Value> {
+    let Value::Object(m) = v else { panic!() };
+    m
+}
+
+async fn call(u: &Upstreams, tool: &str, a: Value) -> Result<ToolOutput, ToolError> {
+    u.call("fx", tool, args(a), CallOptions::default()).await
+}
+
+fn json_of(out: ToolOutput) -> Value {
+    match out {
+        ToolOutput::Json(b) => serde_json::from_slice(&b).unwrap(),
+        other => panic!("expected JSON, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn request_carries_encoded_path_query_and_headers_in_order() {
+    let fx = support::start().await;
+    let d = support::deployment(&fx.base(), "tok-1", json!({}));
+    let u = upstreams(&d).await;
+    let v = json_of(
+        call(
+            &u,
+            "echo",
+            json!({"id": "a/b?c#d", "q": "x y&z", "tags": ["t1", "t2"], "n": 3, "mode": "a"}),
+        )
+        .await
+        .unwrap(),
+    );
+    assert_eq!(v["path"], "/echo/a%2Fb%3Fc%23d");
+    let seen = fx.last();
+    assert_eq!(
+        seen.target,
+        "/echo/a%2Fb%3Fc%23d?q=x+y%26z&tags=t1&tags=t2&n=3&mode=a"
+    );
+    assert_eq!(seen.header("accept"), Some("application/json"));
+    assert_eq!(seen.header("x-client"), Some("ptc-test"));
+    assert_eq!(seen.header("authorization"), Some("Bearer tok-1"));
+    // Nothing the program passes becomes a header.
+    assert!(seen.headers.iter().all(|(n, _)| !n.starts_with("x-ptc")));
+    // Kebab keys and the map form reach the same wire names.
+    call(&u, "echo", json!({"id": "1", "org-id": "acme"}))
+        .await
+        .unwrap();
+    assert_eq!(fx.last().target, "/echo/1?org_id=acme");
+    for (value, path) in [
+        ("..a", "/echo/..a"),
+        ("%2e", "/echo/%252e"),
+        (" ", "/echo/%20"),
+    ] {
+        call(&u, "echo", json!({"id": value})).await.unwrap();
+        assert_eq!(fx.last().target, path);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn route_changing_path_values_and_bad_args_never_reach_the_upstream() {
+    let fx = support::start().await;
+    let d = support::deployment(&fx.base(), "tok-1", json!({}));
+    let u = upstreams(&d).await;
+    for bad in ["..", ".", ""] {
+        let e = call(&u, "echo", json!({"id": bad})).await.unwrap_err();
+        assert_eq!(e.reason, Reason::InvalidArgs, "{bad:?}");
+        assert!(e.message.contains("is part of the path"), "{}", e.message);
+    }
+    let e = call(
+        &u,
+        "echo",
+        json!({"id": "1", "n": 11, "mode": "c", "tag": 1}),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(e.reason, Reason::InvalidArgs);
+    assert!(
+        e.message.starts_with(
+            "fx/echo: invalid arguments: :n must be at most 10, got 11; :mode must be one of \"a\" \"b\", got \"c\"; unknown argument :tag (did you mean :tags?)"
+        ),
+        "{}",
+        e.message
+    );
+    assert!(
+        e.message.contains("(tool/call 'fx/echo {:id \"...\"})"),
+        "{}",
+        e.message
+    );
+    let e = call(&u, "ecko", json!({})).await.unwrap_err();
+    assert_eq!(e.reason, Reason::UnknownTool);
+    assert!(
+        e.message
+            .starts_with("no tool `ecko` in upstream `fx` (did you mean `fx/echo`?)"),
+        "{}",
+        e.message
+    );
+    let e = u
+        .call("fz", "echo", Map::new(), CallOptions::default())
+        .await
+        .unwrap_err();
+    assert_eq!(e.reason, Reason::UnknownServer);
+    assert!(
+        e.message
+            .starts_with("no upstream `fz` (did you mean `fx`?)"),
+        "{}",
+        e.message
+    );
+    assert!(fx.seen().is_empty(), "{:?}", fx.seen());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn statuses_map_onto_the_result_contract() {
+    let fx = support::start().await;
+    let d = support::deployment(&fx.base(), "tok-1", json!({}));
+    let u = upstreams(&d).await;
+    let cases = [
+        (400, Reason::ToolError, 1),
+        (401, Reason::AuthFailed, 2),
+        (403, Reason::Forbidden, 1),
+        (404, Reason::NotFound, 1),
+        (422, Reason::ToolError, 1),
+        (429, Reason::RateLimited, 1),
+        (418, Reason::UpstreamError, 1),
+        (500, Reason::UpstreamUnavailable, 1),
+        (502, Reason::UpstreamUnavailable, 3),
+        (503, Reason::UpstreamUnavailable, 3),
+        (504, Reason::UpstreamUnavailable, 3),
+    ];
+    assert!(!cases.is_empty());
+    for (code, reason, requests) in cases {
+        let before = fx.seen().len();
+        let e = call(&u, "status", json!({"code": code})).await.unwrap_err();
+        assert_eq!(e.reason, reason, "{code}: {}", e.message);
+        assert!(
+            e.message.starts_with(&format!("fx/status: HTTP {code}")),
+            "{}",
+            e.message
+        );
+        assert!(
+            e.message.contains(&format!("detail for {code}")),
+            "{}",
+            e.message
+        );
+        assert_eq!(fx.seen().len() - before, requests, "requests for {code}");
+    }
+    let e = call(&u, "status", json!({"code": 429})).await.unwrap_err();
+    assert!(e.message.contains("Retry-After: 7"), "{}", e.message);
+    let e = call(&u, "status", json!({"code": 503})).await.unwrap_err();
+    assert!(e.message.ends_with("(after 2 retries)"), "{}", e.message);
+    assert_eq!(
+        call(&u, "empty", json!({})).await.unwrap(),
+        ToolOutput::Empty
+    );
+    assert_eq!(
+        call(&u, "empty200", json!({})).await.unwrap(),
+        ToolOutput::Empty
+    );
+    let e = call(&u, "text", json!({})).await.unwrap_err();
+    assert_eq!(e.reason, Reason::UpstreamError);
+    assert_eq!(
+        e.message,
+        "fx/text: HTTP 200 answered with text/html where JSON was expected"
+    );
+    // Malformed JSON: the typed path says so as upstream_error.
+    let e = u
+        .call_typed::<_, Value>("fx", "malformed", &json!({}), CallOptions::default())
+        .await
+        .unwrap_err();
+    assert_eq!(e.reason, Reason::UpstreamError);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bodies_are_cut_at_the_cap_with_and_without_content_length() {
+    let fx = support::start().await;
+    let d = support::deployment(&fx.base(), "tok-1", json!({}));
+    let u = upstreams(&d).await;
+    for cl in [true, false] {
+        let out = call(&u, "big", json!({"n": 1000, "cl": cl})).await.unwrap();
+        let ToolOutput::Json(b) = out else { panic!() };
+        assert_eq!(b.len(), 1000);
+        let e = call(&u, "big", json!({"n": 1001, "cl": cl}))
+            .await
+            .unwrap_err();
+        assert_eq!(e.reason, Reason::ResponseTooLarge, "cl={cl}");
+        assert!(e.message.contains("1000-byte cap"), "{}", e.message);
+        let e = call(&u, "big", json!({"n": 5_000_000, "cl": cl}))
+            .await
+            .unwrap_err();
+        assert_eq!(e.reason, Reason::ResponseTooLarge, "cl={cl}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn slow_answers_and_slow_bodies_time_out() {
+    let fx = support::start().await;
+    let d = support::deployment(&fx.base(), "tok-1", json!({}));
+    let u = upstreams(&d).await;
+    for tool in ["slow", "slow_body"] {
+        let t0 = Instant::now();
+        let opts = CallOptions {
+            deadline: Some(Instant::now() + Duration::from_millis(300)),
+        };
+        let e = u.call("fx", tool, Map::new(), opts).await.unwrap_err();
+        assert_eq!(e.reason, Reason::Timeout, "{tool}: {}", e.message);
+        assert!(t0.elapsed() < Duration::from_millis(1200), "{tool}");
+        // Without a program deadline, the upstream's request timeout (1500 ms) applies.
+        let e = call(&u, tool, json!({})).await.unwrap_err();
+        assert_eq!(e.reason, Reason::Timeout);
+        assert_eq!(
+            e.message,
+            format!(
+                "fx/{}: no complete answer within 1500 ms",
+                tool.replace('_', "-")
+            )
+        );
+    }
+    let past = CallOptions {
+        deadline: Some(Instant::now()),
+    };
+    let before = fx.seen().len();
+    let e = u.call("fx", "empty", Map::new(), past).await.unwrap_err();
+    assert_eq!(e.reason, Reason::Timeout);
+    assert_eq!(fx.seen().len(), before, "no request once the time is up");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn redirects_stay_on_the_origin() {
+    let fx = support::start().await;
+    let other = support::start().await;
+    *fx.state.other_origin.lock().unwrap() = other.base();
+    let d = support::deployment(&fx.base(), "tok-1", json!({}));
+    let u = upstreams(&d).await;
+    let v = json_of(call(&u, "redirect_same", json!({})).await.unwrap());
+    assert_eq!(v["path"], "/echo/after-redirect");
+    assert_eq!(fx.last().header("authorization"), Some("Bearer tok-1"));
+    let e = call(&u, "redirect_cross", json!({})).await.unwrap_err();
+    assert_eq!(e.reason, Reason::UpstreamError);
+    assert!(
+        e.message.contains(&format!(
+            "refused to follow a redirect to another origin ({})",
+            other.base()
+        )),
+        "{}",
+        e.message
+    );
+    assert!(other.seen().is_empty(), "the other origin was contacted");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn connection_failures_and_flaky_upstreams_retry_with_backoff() {
+    let fx = support::start().await;
+    let d = support::deployment(&fx.base(), "tok-1", json!({}));
+    let u = upstreams(&d).await;
+    fx.state
+        .flaky_left
+        .store(2, std::sync::atomic::Ordering::SeqCst);
+    let v = json_of(call(&u, "flaky", json!({})).await.unwrap());
+    assert_eq!(v, json!({"ok": true}));
+    assert_eq!(fx.seen().len(), 3);
+    fx.state
+        .flaky_left
+        .store(3, std::sync::atomic::Ordering::SeqCst);
+    let e = call(&u, "flaky", json!({})).await.unwrap_err();
+    assert_eq!(e.reason, Reason::UpstreamUnavailable);
+    assert_eq!(fx.seen().len(), 6);
+    // A port nobody listens on.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let d2 = support::deployment(&format!("http://127.0.0.1:{port}"), "tok-1", json!({}));
+    let u2 = upstreams(&d2).await;
+    let e = call(&u2, "empty", json!({})).await.unwrap_err();
+    assert_eq!(e.reason, Reason::UpstreamUnavailable);
+    assert!(
+        e.message.starts_with("fx/empty: cannot connect"),
+        "{}",
+        e.message
+    );
+    assert!(e.message.ends_with("(after 2 retries)"), "{}", e.message);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_replaced_token_file_is_used_on_the_next_call_and_401_rereads_once() {
+    let fx = support::start().await;
+    let d = support::deployment(&fx.base(), "tok-1", json!({}));
+    let u = upstreams(&d).await;
+    *fx.state.expected_token.lock().unwrap() = "tok-1".into();
+    assert!(call(&u, "secure", json!({})).await.is_ok());
+    d.set_token("tok-2");
+    *fx.state.expected_token.lock().unwrap() = "tok-2".into();
+    assert!(call(&u, "secure", json!({})).await.is_ok());
+    assert_eq!(fx.last().header("authorization"), Some("Bearer tok-2"));
+    // The upstream moved on; the file did not: one fresh read and retry, then auth_failed.
+    *fx.state.expected_token.lock().unwrap() = "tok-3".into();
+    let before = fx.seen().len();
+    let e = call(&u, "secure", json!({})).await.unwrap_err();
+    assert_eq!(e.reason, Reason::AuthFailed);
+    assert_eq!(fx.seen().len() - before, 2);
+    std::fs::remove_file(&d.token_path).unwrap();
+    let before = fx.seen().len();
+    let e = call(&u, "secure", json!({})).await.unwrap_err();
+    assert_eq!(e.reason, Reason::AuthFailed);
+    assert!(
+        e.message
+            .starts_with("fx/secure: credential `tok`: cannot read"),
+        "{}",
+        e.message
+    );
+    assert_eq!(fx.seen().len(), before, "no request without a credential");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_canary_secret_echoed_by_the_upstream_never_comes_out() {
+    const CANARY: &str = "canary-5ecret-7781";
+    let fx = support::start().await;
+    let d = support::deployment(&fx.base(), CANARY, json!({}));
+    let u = upstreams(&d).await;
+    let out = call(&u, "whoami", json!({})).await.unwrap();
+    let ToolOutput::Json(body) = out else {
+        panic!()
+    };
+    let text = String::from_utf8(body).unwrap();
+    assert!(!text.contains(CANARY), "{text}");
+    assert_eq!(
+        serde_json::from_str::<Value>(&text).unwrap()["authorization"],
+        "[REDACTED]"
+    );
+    let e = call(&u, "echo_error", json!({})).await.unwrap_err();
+    assert_eq!(e.reason, Reason::ToolError);
+    assert!(!e.message.contains(CANARY), "{}", e.message);
+    assert!(e.message.contains("[REDACTED]"), "{}", e.message);
+    *fx.state.expected_token.lock().unwrap() = "other".into();
+    let e = call(&u, "secure", json!({})).await.unwrap_err();
+    assert!(
+        !e.message.contains(CANARY) && e.message.contains("[REDACTED]"),
+        "{}",
+        e.message
+    );
+    let e = call(&u, "echo", json!({"id": "1", "q": 5}))
+        .await
+        .unwrap_err();
+    assert!(!format!("{e:?}").contains(CANARY));
+}

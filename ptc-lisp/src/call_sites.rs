@@ -1,0 +1,161 @@
+//! Finding a program's literal calls of a host function (e.g. `(tool/call 'srv/tool {...})`)
+//! without running it, so a host can check them against its catalog before any call is made.
+
+use crate::error::{LispError, Pos};
+use crate::limits::Limits;
+use crate::read_data::form_to_value;
+use crate::reader::{Form, FormKind, Reader};
+use crate::value::Value;
+
+/// An argument of a literal call, as far as it is known before the program runs.
+#[derive(Clone, Debug)]
+pub enum LiteralArg {
+    /// A constant: a literal, a quoted form, or a vector of constants.
+    Const(Value),
+    /// A map literal; its keys and values each known or not.
+    Map(Vec<(LiteralArg, LiteralArg)>),
+    /// Computed at run time.
+    Dynamic,
+}
+
+/// One call site: `(name arg...)` written literally in the program.
+#[derive(Clone, Debug)]
+pub struct CallSite {
+    /// Where the call starts.
+    pub pos: Pos,
+    /// Its arguments.
+    pub args: Vec<LiteralArg>,
+}
+
+/// Heads whose step forms get an argument inserted, so a call written there is incomplete.
+const THREADING: &[&str] = &[
+    "->", "->>", "as->", "cond->", "cond->>", "some->", "some->>", "doto", "..",
+];
+
+/// The literal calls of `name` (a qualified symbol such as `tool/call`) in `src`, in source
+/// order. Calls inside quoted data or `comment`, and step forms of threading macros (which gain
+/// an argument when expanded), are left out. Reading is bounded by the reader's depth limit.
+pub fn call_sites(src: &str, name: &str) -> Result<Vec<CallSite>, LispError> {
+    let limits = Limits::default();
+    std::thread::scope(|s| {
+        let h = std::thread::Builder::new()
+            .name("ptc-lisp-scan".into())
+            .stack_size(limits.thread_stack())
+            .spawn_scoped(s, || {
+                let forms = Reader::new(src, limits.max_reader_depth).read_all()?;
+                let mut out = Vec::new();
+                for f in &forms {
+                    walk(f, name, false, &mut out);
+                }
+                Ok(out)
+            });
+        match h {
+            Ok(h) => h.join().unwrap_or_else(|_| {
+                Err(LispError::new(
+                    "internal_error",
+                    "the reader stopped unexpectedly",
+                ))
+            }),
+            Err(e) => Err(LispError::new(
+                "internal_error",
+                format!("could not start the reader: {e}"),
+            )),
+        }
+    })
+}
+
+fn walk(form: &Form, name: &str, threaded: bool, out: &mut Vec<CallSite>) {
+    match &form.kind {
+        FormKind::List(items) => {
+            let head = items.first().and_then(Form::sym_name);
+            if matches!(head, Some("quote" | "comment")) {
+                return;
+            }
+            if head == Some(name) && !threaded {
+                out.push(CallSite {
+                    pos: form.pos,
+                    args: items[1..].iter().map(literal).collect(),
+                });
+            }
+            let threading = head.is_some_and(|h| THREADING.contains(&h));
+            for (i, item) in items.iter().enumerate() {
+                // The first operand of a threading form is the threaded value; the rest are steps.
+                walk(item, name, threading && i >= 2, out);
+            }
+        }
+        FormKind::Vector(items) | FormKind::Map(items) | FormKind::Set(items) => {
+            for item in items {
+                walk(item, name, false, out);
+            }
+        }
+        FormKind::AnonFn(body) => {
+            let list = Form {
+                kind: FormKind::List(body.clone()),
+                pos: form.pos,
+            };
+            walk(&list, name, false, out);
+        }
+        _ => {}
+    }
+}
+
+fn literal(form: &Form) -> LiteralArg {
+    match &form.kind {
+        FormKind::Nil
+        | FormKind::Bool(_)
+        | FormKind::Int(_)
+        | FormKind::Float(_)
+        | FormKind::Str(_)
+        | FormKind::Keyword(_) => const_of(form),
+        FormKind::List(items) if items.len() == 2 && items[0].sym_name() == Some("quote") => {
+            const_of(&items[1])
+        }
+        FormKind::Vector(items) => {
+            let parts: Vec<LiteralArg> = items.iter().map(literal).collect();
+            if parts.iter().all(|p| matches!(p, LiteralArg::Const(_))) {
+                const_of(form)
+            } else {
+                LiteralArg::Dynamic
+            }
+        }
+        FormKind::Map(items) => LiteralArg::Map(
+            items
+                .chunks(2)
+                .map(|kv| (literal(&kv[0]), literal(&kv[1])))
+                .collect(),
+        ),
+        _ => LiteralArg::Dynamic,
+    }
+}
+
+fn const_of(form: &Form) -> LiteralArg {
+    match form_to_value(form) {
+        Ok(v) => LiteralArg::Const(v),
+        Err(_) => LiteralArg::Dynamic,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_literal_calls_with_positions_and_skips_threaded_and_quoted_ones() {
+        let src = "(let [x 1]\n  (tool/call 'a/b {:k x :n 2}))\n'(tool/call 'q/q)\n(->> {} (tool/call 'c/d))\n#(tool/call 'e/f {:i %})";
+        let sites = call_sites(src, "tool/call").unwrap();
+        let summary: Vec<String> = sites
+            .iter()
+            .map(|s| format!("{} {:?}", s.pos, s.args))
+            .collect();
+        assert_eq!(sites.len(), 2, "{summary:?}");
+        assert_eq!((sites[0].pos.line, sites[0].pos.col), (2, 3));
+        assert!(matches!(&sites[0].args[0], LiteralArg::Const(Value::Symbol(s)) if &**s == "a/b"));
+        let LiteralArg::Map(entries) = &sites[0].args[1] else {
+            panic!("{summary:?}")
+        };
+        assert!(matches!(entries[0].1, LiteralArg::Dynamic));
+        assert!(matches!(entries[1].1, LiteralArg::Const(Value::Int(2))));
+        assert_eq!((sites[1].pos.line, sites[1].pos.col), (5, 1));
+        assert!(call_sites("(tool/call", "tool/call").is_err());
+    }
+}
