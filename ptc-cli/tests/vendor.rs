@@ -130,12 +130,14 @@ async fn vendor_writes_the_copy_and_check_reports_each_drift_with_the_build_mess
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let said = text(&out);
     assert!(
-        said.contains("operation 'get_widget': response type changed at #/properties/size/type"),
+        said.contains(
+            "operation 'get_widget': response type changed at #/$defs/Widget/properties/size/type"
+        ),
         "{said}"
     );
     assert!(
         said.contains(
-            "operation 'list_widgets': response type changed at #/items/properties/size/type"
+            "operation 'list_widgets': response type changed at #/$defs/Widget/properties/size/type"
         ),
         "{said}"
     );

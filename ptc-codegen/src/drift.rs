@@ -1,6 +1,7 @@
 //! What changed for the included operations between two plans of one config (the vendored
 //! documents against the live ones), and what the build will say about it.
 
+use std::collections::BTreeMap;
 use std::fmt;
 
 use ptc_plan::{Plan, ToolPlan, Transport};
@@ -154,7 +155,11 @@ pub fn compare(before: &Plan, after: &Plan) -> Vec<Drift> {
             else {
                 continue;
             };
-            for change in operation_changes(tool, now) {
+            let (before, after) = (
+                Bundled::new(tool, &old.definitions),
+                Bundled::new(now, &new.definitions),
+            );
+            for change in operation_changes(tool, now, &before, &after) {
                 out.push(Drift {
                     upstream: up.name.clone(),
                     operation: tool.ptc.operation_id.clone(),
@@ -167,7 +172,38 @@ pub fn compare(before: &Plan, after: &Plan) -> Vec<Drift> {
     out
 }
 
-fn operation_changes(old: &ToolPlan, new: &ToolPlan) -> Vec<Change> {
+/// A tool's schemas as standalone JSON Schemas (the definitions they reach included), so a change
+/// inside a named definition shows up in every operation that uses it.
+struct Bundled {
+    output: Value,
+    params: BTreeMap<String, Value>,
+}
+
+impl Bundled {
+    fn new(tool: &ToolPlan, definitions: &BTreeMap<String, Value>) -> Self {
+        let bundle =
+            |s: &Value| ptc_plan::schema::bundle(s, definitions).unwrap_or_else(|_| s.clone());
+        let params = tool
+            .input_schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+            .map(|(k, v)| (k.clone(), strip(Some(bundle(v)))))
+            .collect();
+        Bundled {
+            output: strip(Some(bundle(&tool.output_schema))),
+            params,
+        }
+    }
+}
+
+fn operation_changes(
+    old: &ToolPlan,
+    new: &ToolPlan,
+    before: &Bundled,
+    after: &Bundled,
+) -> Vec<Change> {
     let mut out = Vec::new();
     if old.ptc.method != new.ptc.method {
         out.push(Change::Method {
@@ -187,9 +223,6 @@ fn operation_changes(old: &ToolPlan, new: &ToolPlan) -> Vec<Change> {
             .and_then(Value::as_array)
             .is_some_and(|r| r.iter().any(|v| v.as_str() == Some(name)))
     };
-    let prop = |t: &'_ ToolPlan, name: &str| -> Option<Value> {
-        t.input_schema.get("properties")?.get(name).cloned()
-    };
     for p in &new.ptc.params {
         match old.ptc.params.iter().find(|o| o.name == p.name) {
             None => out.push(Change::ParamAdded {
@@ -202,7 +235,7 @@ fn operation_changes(old: &ToolPlan, new: &ToolPlan) -> Vec<Change> {
                         name: p.name.clone(),
                     });
                 }
-                if strip(prop(old, &p.name)) != strip(prop(new, &p.name)) {
+                if before.params.get(&p.name) != after.params.get(&p.name) {
                     out.push(Change::ParamType {
                         name: p.name.clone(),
                     });
@@ -218,12 +251,7 @@ fn operation_changes(old: &ToolPlan, new: &ToolPlan) -> Vec<Change> {
         }
     }
     let mut at = Vec::new();
-    differences(
-        &strip(Some(old.output_schema.clone())),
-        &strip(Some(new.output_schema.clone())),
-        "",
-        &mut at,
-    );
+    differences(&before.output, &after.output, "", &mut at);
     if !at.is_empty() {
         out.push(Change::Response { at });
     }
