@@ -438,6 +438,7 @@ impl<'v> TypeGen<'v> {
             #doc
             #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
             #[serde(untagged)]
+            #[allow(clippy::large_enum_variant)]
             pub enum #id { #(#arms)* }
         });
         named(&name)

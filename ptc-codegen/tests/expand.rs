@@ -49,6 +49,60 @@ fn shapes_expansion() {
     insta::assert_snapshot!("shapes", code);
 }
 
+/// A 0.4 MB document whose recursive node schema is shared by every response compiles (the
+/// snapshot is built by tests/codegen), each reachable component becoming one named type.
+#[test]
+fn design_tool_expansion() {
+    let config = workspace().join("fixtures/configs/valid/design_tool.json");
+    let plan = ptc_plan::load(&config).expect("the fixture loads").plan;
+    let Some(Transport::Openapi(api)) = plan.upstream("design").map(|u| &u.transport) else {
+        panic!("design is OpenAPI");
+    };
+    assert!(api.definitions.len() > 20, "{}", api.definitions.len());
+    let code = expanded("fixtures/configs/valid/design_tool.json");
+    let mut items: Vec<&str> = code
+        .lines()
+        .filter_map(|l| {
+            let l = l.trim();
+            ["pub struct ", "pub enum ", "pub type "]
+                .iter()
+                .find_map(|k| l.strip_prefix(k))
+                .and_then(|rest| rest.split([' ', '<', '(', ';', '{']).next())
+        })
+        .collect();
+    let total = items.len();
+    items.sort_unstable();
+    items.dedup();
+    assert_eq!(items.len(), total, "a type was generated twice");
+    for name in api.definitions.keys() {
+        let rust = heck_pascal(name);
+        assert_eq!(
+            items.iter().filter(|i| **i == rust).count(),
+            1,
+            "definition {name} is not exactly one type `{rust}`"
+        );
+    }
+    insta::assert_snapshot!("design_tool", code);
+}
+
+fn heck_pascal(name: &str) -> String {
+    let mut out = String::new();
+    let mut upper = true;
+    for c in name.chars() {
+        if c.is_ascii_alphanumeric() {
+            if upper {
+                out.extend(c.to_uppercase());
+            } else {
+                out.push(c);
+            }
+            upper = false;
+        } else {
+            upper = true;
+        }
+    }
+    out
+}
+
 #[test]
 fn rules_expansion() {
     insta::assert_snapshot!("rules", expanded("fixtures/configs/valid/rules_ok.json"));
