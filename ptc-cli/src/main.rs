@@ -2,7 +2,9 @@
 
 mod check;
 mod eval;
+mod expand;
 mod upstreams;
+mod vendor;
 
 use std::process::ExitCode;
 
@@ -13,15 +15,18 @@ use clap::{Parser, Subcommand};
 #[command(
     name = "ptc",
     version,
-    about = "Programmatic tool calling: check upstream configs and evaluate PTC-Lisp programs.",
+    about = "Programmatic tool calling: check, expand and vendor upstream configs; evaluate PTC-Lisp programs.",
     after_help = "\
 Examples:
   ptc check fixtures/observatory/upstreams.json
   ptc eval -e '(->> [3 1 2] (sort) (map inc))'
+  ptc expand fixtures/observatory/upstreams.json
+  ptc vendor --check upstreams.json
 
 Exit codes:
   0  success
-  1  the config has problems (check) or the program failed (eval); the reason is on stderr
+  1  the config has problems (check, expand, vendor), the program failed (eval) or a vendored
+     document drifted (vendor --check); the reason is printed
   2  bad usage: unknown option, missing or unreadable input"
 )]
 struct Cli {
@@ -35,6 +40,10 @@ enum Command {
     Check(check::CheckArgs),
     /// Evaluate a PTC-Lisp program and print its result in Clojure syntax.
     Eval(eval::EvalArgs),
+    /// Print the Rust code `ptc_upstreams!` generates for an upstreams.json.
+    Expand(expand::ExpandArgs),
+    /// Fetch each `schema_url` document into `vendored/` next to the config (`--check`: report drift).
+    Vendor(vendor::VendorArgs),
 }
 
 fn main() -> ExitCode {
@@ -42,5 +51,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Check(args) => check::run(args),
         Command::Eval(args) => eval::run(args),
+        Command::Expand(args) => expand::run(args),
+        Command::Vendor(args) => vendor::run(args),
     }
 }

@@ -41,8 +41,12 @@ fn examples(text: &str) -> Vec<String> {
 #[test]
 fn top_level_help_lists_only_real_commands_with_examples_and_exit_codes() {
     let text = help(&["--help"]);
-    assert_eq!(listed_commands(&text), ["check", "eval"], "{text}");
-    for absent in ["expand", "catalog", "repl", "serve"] {
+    assert_eq!(
+        listed_commands(&text),
+        ["check", "eval", "expand", "vendor"],
+        "{text}"
+    );
+    for absent in ["catalog", "repl", "serve"] {
         assert!(
             !text.contains(&format!("ptc {absent}")) && !text.contains(&format!("{absent},")),
             "`{absent}` does not exist yet:\n{text}"

@@ -1,1 +1,170 @@
-//! Plan -> Rust tokens for the ptc_upstreams! macro.
+//! Plan → Rust tokens for the `ptc_upstreams!` macro and `ptc expand`.
+//!
+//! [`generate`] is pure: it turns a validated [`ptc_plan::Plan`] into one module per upstream
+//! (typed argument structs, response types, typed calls through
+//! `ptc_core::Upstreams::call_typed`) plus a `plan()` registration, and never reads a file or the
+//! environment. [`expansion`] is the one place that loads a config the way the macro does
+//! (vendored `schema_url` copies included), so the macro and `ptc expand` cannot disagree.
+//! [`drift`] compares two plans of the same config for `ptc vendor --check`.
+
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
+)]
+
+pub mod drift;
+pub mod expansion;
+mod idents;
+mod operation;
+mod registration;
+mod types;
+pub mod vendored;
+
+use std::collections::BTreeMap;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::Path;
+
+use proc_macro2::TokenStream;
+use ptc_plan::{CredentialSource, Diagnostic, OpenApiPlan, Plan, Transport, UpstreamPlan};
+use quote::quote;
+
+use crate::idents::{ident, snake};
+use crate::types::{TypeGen, doc_lines};
+
+/// The code for `plan`, or every reason it cannot be generated. `config` names the file the
+/// plan came from, for messages only.
+pub fn generate(plan: &Plan, config: &Path) -> Result<TokenStream, Vec<Diagnostic>> {
+    let mut diags = Vec::new();
+    for cred in &plan.credentials {
+        if cred.source == CredentialSource::Literal {
+            diags.push(
+                Diagnostic::new(
+                    config,
+                    ptc_plan::diagnostic::pointer_join("/credentials", &cred.name),
+                    format!(
+                        "credential `{}` is a literal value; a compiled deployment never embeds a secret",
+                        cred.name
+                    ),
+                )
+                .help("use \"source\": \"env\" or \"source\": \"file\" so the secret is read at run time"),
+            );
+        }
+    }
+    let mut modules = Vec::new();
+    let mut module_names: BTreeMap<String, &str> = BTreeMap::new();
+    for up in &plan.upstreams {
+        let module = snake(&up.name);
+        if let Some(other) = module_names.insert(module.clone(), &up.name) {
+            diags.push(
+                Diagnostic::new(
+                    config,
+                    ptc_plan::diagnostic::pointer_join("/upstreams", &up.name),
+                    format!(
+                        "upstreams `{other}` and `{}` both become the Rust module `{module}`",
+                        up.name
+                    ),
+                )
+                .upstream(&up.name)
+                .help("rename one of the upstreams"),
+            );
+            continue;
+        }
+        match upstream(up, &module, config) {
+            Ok(tokens) => modules.push(tokens),
+            Err(d) => diags.push(*d),
+        }
+    }
+    if !diags.is_empty() {
+        return Err(diags);
+    }
+    let registration = registration::plan_fn(plan).map_err(|m| {
+        vec![Diagnostic::new(config, "", m).help("this is a ptc-codegen bug; please report it")]
+    })?;
+    Ok(quote! {
+        #(#modules)*
+        #registration
+    })
+}
+
+/// Formats generated tokens as Rust source (what `ptc expand` prints and snapshots hold).
+pub fn pretty(tokens: TokenStream) -> Result<String, String> {
+    let file: syn::File =
+        syn::parse2(tokens).map_err(|e| format!("generated code does not parse: {e}"))?;
+    Ok(prettyplease::unparse(&file))
+}
+
+/// One upstream's module.
+fn upstream(
+    up: &UpstreamPlan,
+    module: &str,
+    config: &Path,
+) -> Result<TokenStream, Box<Diagnostic>> {
+    let name = &up.name;
+    let module_id = ident(module);
+    let doc = doc_lines(&[
+        Some(format!("Upstream `{name}` ({}).", up.transport.tag())),
+        (!up.description.is_empty()).then(|| up.description.clone()),
+    ]);
+    let items = match &up.transport {
+        Transport::Openapi(api) => openapi_items(name, api, config)?,
+        // MCP tools are listed at run time: the plan carries the connection spec only.
+        Transport::McpStdio(_) | Transport::McpHttp(_) => Vec::new(),
+    };
+    Ok(quote! {
+        #doc
+        pub mod #module_id {
+            #[allow(unused_imports)]
+            use serde::{Deserialize, Serialize};
+            /// The upstream's name: the namespace of its tools.
+            pub const UPSTREAM: &str = #name;
+            #(#items)*
+        }
+    })
+}
+
+fn openapi_items(
+    upstream: &str,
+    api: &OpenApiPlan,
+    config: &Path,
+) -> Result<Vec<TokenStream>, Box<Diagnostic>> {
+    let mut types = TypeGen::new(&api.definitions);
+    let names: Vec<operation::OpNames> = api
+        .tools
+        .iter()
+        .map(|t| operation::OpNames::claim(t, &mut types.names))
+        .collect();
+    types.declare_definitions();
+    let mut out = Vec::new();
+    for (tool, op_names) in api.tools.iter().zip(&names) {
+        // The backstop: a bug in the generator becomes a compile error naming the operation,
+        // never a proc-macro panic.
+        let result = catch_unwind(AssertUnwindSafe(|| {
+            let mut items = Vec::new();
+            operation::generate(&mut types, upstream, tool, op_names, &mut items);
+            items
+        }));
+        match result {
+            Ok(items) => out.extend(items),
+            Err(payload) => {
+                let why = payload
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| payload.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "unknown failure".into());
+                return Err(Box::new(
+                    Diagnostic::new(
+                        config,
+                        "",
+                        format!("internal error while generating code for this operation: {why}"),
+                    )
+                    .upstream(upstream)
+                    .operation(&tool.ptc.operation_id)
+                    .help(
+                        "this is a ptc-codegen bug; please report it with the operation's schema",
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(out)
+}

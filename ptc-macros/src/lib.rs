@@ -1,1 +1,110 @@
-//! The ptc_upstreams! proc-macro.
+//! `ptc_upstreams!("upstreams.json")`: typed code for a deployment's upstreams, generated at
+//! compile time from the config and every OpenAPI document it names.
+//!
+//! A thin shell over `ptc-codegen` (which `ptc expand` also uses): it resolves the literal,
+//! turns every diagnostic into an error spanned on the literal (all at once, in `ptc check`'s
+//! wording), and ends the expansion with an `include_bytes!` of each file read so editing the
+//! config or a document re-runs the macro. See `docs/codegen.md`.
+
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
+)]
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::{Component, Path, PathBuf};
+
+use proc_macro::TokenStream;
+use quote::quote;
+use syn::LitStr;
+
+/// Test-only: resolve the literal against this folder instead of `CARGO_MANIFEST_DIR` (trybuild
+/// builds its cases in a scratch crate under `target/`).
+const MANIFEST_DIR_OVERRIDE: &str = "PTC_MANIFEST_DIR";
+
+/// Generates one module per upstream of the config (typed argument structs, response types and
+/// `async fn`s calling `ptc_core::Upstreams::call_typed`) and `plan()`, the compiled plan.
+///
+/// The path is relative to the crate's `Cargo.toml`. `schema_url` upstreams compile from the
+/// copy `ptc vendor` keeps in `vendored/` next to the config. The crate using the macro depends
+/// on `ptc-core`, `ptc-plan`, `serde` (with `derive`) and `serde_json`.
+#[proc_macro]
+pub fn ptc_upstreams(input: TokenStream) -> TokenStream {
+    let lit = match syn::parse::<LitStr>(input) {
+        Ok(lit) => lit,
+        Err(e) => {
+            return syn::Error::new(
+                e.span(),
+                "expected the config path as a string literal: ptc_upstreams!(\"upstreams.json\")",
+            )
+            .to_compile_error()
+            .into();
+        }
+    };
+    let expanded = catch_unwind(AssertUnwindSafe(|| expand(&lit))).unwrap_or_else(|_| {
+        Err(syn::Error::new(
+            lit.span(),
+            "internal error in ptc_upstreams! (a ptc-codegen bug; please report it)",
+        ))
+    });
+    expanded.unwrap_or_else(|e| e.to_compile_error()).into()
+}
+
+fn expand(lit: &LitStr) -> Result<proc_macro2::TokenStream, syn::Error> {
+    let relative = lit.value();
+    if Path::new(&relative).is_absolute() {
+        return Err(syn::Error::new(
+            lit.span(),
+            "the config path must be relative to the crate's Cargo.toml, so the build works on every machine",
+        ));
+    }
+    let base = std::env::var_os(MANIFEST_DIR_OVERRIDE)
+        .or_else(|| std::env::var_os("CARGO_MANIFEST_DIR"))
+        .map(PathBuf::from)
+        .ok_or_else(|| {
+            syn::Error::new(
+                lit.span(),
+                "CARGO_MANIFEST_DIR is not set: build with cargo",
+            )
+        })?;
+    let config = normalize(&base.join(&relative));
+    let expansion = ptc_codegen::expansion::expand(&config).map_err(|diags| {
+        let prefix = format!("{}/", normalize(&base).display());
+        diags
+            .iter()
+            .map(|d| {
+                let text = d.to_string();
+                let text = text.strip_prefix("error: ").unwrap_or(&text);
+                syn::Error::new(lit.span(), text.replace(&prefix, ""))
+            })
+            .reduce(|mut all, e| {
+                all.combine(e);
+                all
+            })
+            .unwrap_or_else(|| syn::Error::new(lit.span(), "the config could not be compiled"))
+    })?;
+    let tokens = expansion.tokens;
+    let tracked = expansion.files.iter().map(|f| f.display().to_string());
+    Ok(quote! {
+        #tokens
+        #(const _: &[u8] = include_bytes!(#tracked);)*
+    })
+}
+
+/// `a/b/../c` → `a/c`, without touching the file system (the file may not exist yet; the
+/// loader says so with a proper message).
+fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::ParentDir => {
+                if !out.pop() {
+                    out.push("..");
+                }
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}

@@ -1,0 +1,39 @@
+//! Config file → generated code, the way `ptc_upstreams!` does it: the only file access of this
+//! crate, shared by the macro and `ptc expand` so they cannot disagree.
+
+use std::path::{Path, PathBuf};
+
+use proc_macro2::TokenStream;
+use ptc_plan::{Diagnostic, SchemaLocation, Transport};
+
+use crate::vendored::{self, VendoredSource};
+
+/// Generated code and the files it was made from (for rebuild tracking).
+pub struct Expansion {
+    /// The generated items.
+    pub tokens: TokenStream,
+    /// Every file read: the config, each `schema_file`, each vendored `schema_url` copy.
+    pub files: Vec<PathBuf>,
+}
+
+/// Loads the config at `config` (vendored copies standing in for `schema_url`s) and generates
+/// its code; every problem is returned at once.
+pub fn expand(config: &Path) -> Result<Expansion, Vec<Diagnostic>> {
+    let loaded = ptc_plan::load_with(config, &VendoredSource::new(config)).map_err(|d| d.0)?;
+    let tokens = crate::generate(&loaded.plan, config).map_err(|diags| {
+        let mut diags = ptc_plan::Diagnostics(diags);
+        if let Ok(text) = std::fs::read_to_string(config) {
+            diags.locate_in(config, &text);
+        }
+        diags.0
+    })?;
+    let mut files = loaded.files;
+    for up in &loaded.plan.upstreams {
+        if let Transport::Openapi(api) = &up.transport
+            && let SchemaLocation::Url(_) = api.schema
+        {
+            files.push(vendored::path(config, &up.name));
+        }
+    }
+    Ok(Expansion { tokens, files })
+}

@@ -1,0 +1,154 @@
+//! One included operation: its arguments struct, its response type and its typed call.
+
+use proc_macro2::TokenStream;
+use ptc_plan::ToolPlan;
+use quote::quote;
+use serde_json::Value;
+
+use crate::idents::{Names, ident, pascal, snake};
+use crate::types::{Field, FieldStyle, Hint, TypeGen, description, doc_lines, struct_item};
+
+/// The Rust names of one operation's items, claimed before any type is generated so a schema
+/// that happens to be called `ListTracesArgs` cannot take an operation's name.
+pub struct OpNames {
+    /// The arguments struct.
+    pub args: String,
+    /// The response type.
+    pub response: String,
+}
+
+impl OpNames {
+    /// Claims the names for `tool` in `names`.
+    pub fn claim(tool: &ToolPlan, names: &mut Names) -> Self {
+        let base = pascal(&tool.name);
+        OpNames {
+            args: names.claim(&[format!("{base}Args")]),
+            response: names.claim(&[format!("{base}Response")]),
+        }
+    }
+}
+
+/// The items of `tool` of upstream `upstream`, appended to `out` (types go through `types`).
+pub fn generate<'v>(
+    types: &mut TypeGen<'v>,
+    upstream: &str,
+    tool: &'v ToolPlan,
+    names: &OpNames,
+    out: &mut Vec<TokenStream>,
+) {
+    let route = format!(
+        "`{} {}` on upstream `{upstream}` (operationId `{}`, tool `{upstream}/{}`).",
+        tool.ptc.method, tool.ptc.path, tool.ptc.operation_id, tool.name
+    );
+    out.push(args(types, tool, names, &route));
+    let root = types.root(&tool.output_schema);
+    let response = types.ty(&tool.output_schema, &Hint::fixed(&names.response), root, 0);
+    if response.named.as_deref() != Some(names.response.as_str()) {
+        let id = ident(&names.response);
+        let target = crate::types::optional(&response);
+        let doc = doc_lines(&[
+            Some(format!("Successful result of {route}")),
+            response.note.clone(),
+        ]);
+        out.push(quote! {
+            #doc
+            pub type #id = #target;
+        });
+    }
+    out.extend(types.take_items());
+    let fn_name = ident(&snake(&tool.name));
+    let args_id = ident(&names.args);
+    let response_id = ident(&names.response);
+    let tool_name = &tool.name;
+    let doc = doc_lines(&[
+        Some(tool.description.clone()),
+        Some(format!("Runs {route}")),
+    ]);
+    out.push(quote! {
+        #doc
+        pub async fn #fn_name(
+            upstreams: &::ptc_core::Upstreams,
+            args: #args_id,
+        ) -> Result<#response_id, ::ptc_core::ToolError> {
+            upstreams
+                .call_typed(UPSTREAM, #tool_name, &args, ::ptc_core::CallOptions::default())
+                .await
+        }
+    });
+}
+
+/// The arguments struct and its constructor taking every required argument.
+fn args<'v>(
+    types: &mut TypeGen<'v>,
+    tool: &'v ToolPlan,
+    names: &OpNames,
+    route: &str,
+) -> TokenStream {
+    let schema = &tool.input_schema;
+    let root = types.root(schema);
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    let defaults = &tool.ptc.default_args;
+    let mut fields = Vec::new();
+    let props = schema.get("properties").and_then(Value::as_object);
+    for (wire, prop) in props.into_iter().flatten() {
+        let ty = types.ty(prop, &Hint::field(&names.args, wire), root, 1);
+        let default = match (defaults.get(wire), prop.get("default")) {
+            (Some(d), _) => Some(format!(
+                "Default: `{d}` (filled in by the runtime when `None`)."
+            )),
+            (None, Some(d)) => Some(format!("Server default: `{d}`.")),
+            (None, None) => None,
+        };
+        fields.push(Field {
+            wire: wire.clone(),
+            doc: doc_lines(&[description(prop), ty.note.clone(), default]),
+            optional: ty.nullable
+                || !required.contains(&wire.as_str())
+                || defaults.contains_key(wire),
+            boxed: false,
+            ty,
+        });
+    }
+    let doc = doc_lines(&[
+        Some(format!("Arguments of {route}")),
+        Some(
+            "Required arguments are plain fields (see `new`); optional ones are `Option`s.".into(),
+        ),
+    ]);
+    let item = struct_item(&names.args, doc, &fields, FieldStyle::Args);
+    let mut field_names = Names::default();
+    let mut params = Vec::new();
+    let mut inits = Vec::new();
+    for f in &fields {
+        let id = ident(&field_names.claim(&[snake(&f.wire)]));
+        if f.optional {
+            inits.push(quote!(#id: None));
+        } else {
+            let ty = &f.ty.tokens;
+            params.push(quote!(#id: #ty));
+            inits.push(quote!(#id));
+        }
+    }
+    let id = ident(&names.args);
+    let allow = match params.len() {
+        0 => Some(quote!(#[allow(clippy::new_without_default)])),
+        8.. => Some(quote!(#[allow(clippy::too_many_arguments)])),
+        _ => None,
+    };
+    quote! {
+        #item
+        #allow
+        impl #id {
+            /// The arguments with every required one given and every optional one `None`.
+            pub fn new(#(#params),*) -> Self {
+                #id { #(#inits),* }
+            }
+        }
+    }
+}

@@ -1,0 +1,299 @@
+//! The generated code for the fixture configs (insta snapshots, compiled by the
+//! `ptc-codegen-tests` crate (tests/codegen)), and the errors the macro gives being exactly ptc-plan's.
+
+use std::path::{Path, PathBuf};
+
+use ptc_plan::{Plan, Transport};
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the crate is inside the workspace")
+        .to_path_buf()
+}
+
+/// The formatted expansion with the checkout's path replaced, so snapshots are portable.
+fn expanded(config: &str) -> String {
+    let expansion = ptc_codegen::expansion::expand(&workspace().join(config))
+        .unwrap_or_else(|d| panic!("{}", ptc_plan::Diagnostics(d)));
+    let code = ptc_codegen::pretty(expansion.tokens).expect("generated code parses");
+    code.replace(&workspace().display().to_string(), "$WORKSPACE")
+}
+
+#[test]
+fn observatory_expansion() {
+    insta::assert_snapshot!(
+        "observatory",
+        expanded("fixtures/observatory/upstreams.json")
+    );
+}
+
+#[test]
+fn shapes_expansion() {
+    let code = expanded("ptc-codegen/tests/fixtures/shapes.json");
+    // The recursive definition is one named type, boxed where it contains itself directly.
+    assert_eq!(code.matches("pub struct Node {").count(), 1, "{code}");
+    assert!(code.contains("pub type GetNodeResponse = Node;"), "{code}");
+    assert!(code.contains("pub parent: Option<Box<Node>>"), "{code}");
+    assert!(code.contains("pub labels: Option<Vec<Label>>"), "{code}");
+    assert!(code.contains("pub r#type: Option<Type>"), "{code}");
+    assert!(
+        code.contains("#[serde(rename = \"+1\")]\n        pub plus_1: i64"),
+        "{code}"
+    );
+    assert!(
+        code.contains("`oneOf` of 2 schemas: not typed by ptc-codegen"),
+        "{code}"
+    );
+    assert!(code.contains("pub type PingResponse = ();"), "{code}");
+    insta::assert_snapshot!("shapes", code);
+}
+
+/// A 0.4 MB document whose recursive node schema is shared by every response compiles (the
+/// snapshot is built by tests/codegen), each reachable component becoming one named type.
+#[test]
+fn design_tool_expansion() {
+    let config = workspace().join("fixtures/configs/valid/design_tool.json");
+    let plan = ptc_plan::load(&config).expect("the fixture loads").plan;
+    let Some(Transport::Openapi(api)) = plan.upstream("design").map(|u| &u.transport) else {
+        panic!("design is OpenAPI");
+    };
+    assert!(api.definitions.len() > 20, "{}", api.definitions.len());
+    let code = expanded("fixtures/configs/valid/design_tool.json");
+    let mut items: Vec<&str> = code
+        .lines()
+        .filter_map(|l| {
+            let l = l.trim();
+            ["pub struct ", "pub enum ", "pub type "]
+                .iter()
+                .find_map(|k| l.strip_prefix(k))
+                .and_then(|rest| rest.split([' ', '<', '(', ';', '{']).next())
+        })
+        .collect();
+    let total = items.len();
+    items.sort_unstable();
+    items.dedup();
+    assert_eq!(items.len(), total, "a type was generated twice");
+    for name in api.definitions.keys() {
+        let rust = heck_pascal(name);
+        assert_eq!(
+            items.iter().filter(|i| **i == rust).count(),
+            1,
+            "definition {name} is not exactly one type `{rust}`"
+        );
+    }
+    insta::assert_snapshot!("design_tool", code);
+}
+
+fn heck_pascal(name: &str) -> String {
+    let mut out = String::new();
+    let mut upper = true;
+    for c in name.chars() {
+        if c.is_ascii_alphanumeric() {
+            if upper {
+                out.extend(c.to_uppercase());
+            } else {
+                out.push(c);
+            }
+            upper = false;
+        } else {
+            upper = true;
+        }
+    }
+    out
+}
+
+#[test]
+fn rules_expansion() {
+    insta::assert_snapshot!("rules", expanded("fixtures/configs/valid/rules_ok.json"));
+}
+
+#[test]
+fn only_included_operations_are_generated() {
+    let code = expanded("fixtures/observatory/upstreams.json");
+    let fns: Vec<&str> = code
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("pub async fn "))
+        .map(|l| l.trim_end_matches('('))
+        .collect();
+    assert_eq!(
+        fns,
+        [
+            "list_traces",
+            "get_trace",
+            "get_trace_steps",
+            "get_trace_step",
+            "search_traces",
+            "costs",
+            "list_errors"
+        ]
+    );
+    assert!(
+        !code.contains("Annotation"),
+        "an excluded operation's schema leaked"
+    );
+}
+
+#[test]
+fn a_literal_credential_is_a_compile_error() {
+    let config = workspace().join("fixtures/configs/valid/mixed.json");
+    let Err(diags) = ptc_codegen::expansion::expand(&config) else {
+        panic!("a literal credential compiled");
+    };
+    assert_eq!(diags.len(), 1);
+    assert_eq!(diags[0].pointer, "/credentials/tickets-key");
+    assert!(
+        diags[0].to_string().contains(
+            "credential `tickets-key` is a literal value; a compiled deployment never embeds a secret"
+        ),
+        "{}",
+        diags[0]
+    );
+}
+
+#[test]
+fn generated_code_never_contains_a_secret_value() {
+    let code = ptc_codegen::pretty(
+        ptc_codegen::generate(&observatory_plan(), Path::new("upstreams.json")).expect("generates"),
+    )
+    .expect("parses");
+    let token =
+        std::fs::read_to_string(workspace().join("fixtures/observatory/secrets/observatory.token"))
+            .expect("the fixture token");
+    assert!(!token.trim().is_empty());
+    assert!(!code.contains(token.trim()));
+}
+
+fn observatory_plan() -> Plan {
+    ptc_plan::load(&workspace().join("fixtures/observatory/upstreams.json"))
+        .expect("the fixture loads")
+        .plan
+}
+
+#[test]
+fn upstreams_that_share_a_module_name_are_rejected() {
+    let mut plan = observatory_plan();
+    let mut twin = plan.upstreams[0].clone();
+    twin.name = "Observatory".into();
+    plan.upstreams.push(twin);
+    let Err(diags) = ptc_codegen::generate(&plan, Path::new("upstreams.json")) else {
+        panic!("two upstreams generated one module");
+    };
+    assert_eq!(diags.len(), 1);
+    assert_eq!(
+        diags[0].message,
+        "upstreams `observatory` and `Observatory` both become the Rust module `observatory`"
+    );
+}
+
+#[test]
+fn the_macro_reports_exactly_what_the_plan_compiler_reports() {
+    let dir = workspace().join("fixtures/configs/invalid");
+    let mut configs: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("fixtures")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    configs.sort();
+    assert!(configs.len() > 20, "the invalid fixtures are missing");
+    for config in configs {
+        let from_plan = ptc_plan::load(&config).expect_err("an invalid fixture loads");
+        let Err(from_macro) = ptc_codegen::expansion::expand(&config) else {
+            panic!("{} expanded", config.display());
+        };
+        assert_eq!(from_macro, from_plan.0, "{}", config.display());
+    }
+}
+
+#[test]
+fn mcp_upstreams_are_connection_specs_only() {
+    let code = expanded("ptc-codegen/tests/fixtures/shapes.json");
+    let files = code
+        .split("pub mod files {")
+        .nth(1)
+        .and_then(|rest| rest.split("\n}\n").next())
+        .expect("the files module");
+    assert_eq!(
+        files.trim(),
+        "#[allow(unused_imports)]\n    use serde::{Deserialize, Serialize};\n    /// The upstream's name: the namespace of its tools.\n    pub const UPSTREAM: &str = \"files\";"
+    );
+    let plan: Plan = serde_json::from_str(
+        code.split("pub const PLAN_JSON: &str = ")
+            .nth(1)
+            .and_then(|r| r.split(";\n").next())
+            .map(|lit| serde_json::from_str::<String>(lit).expect("a JSON-compatible literal"))
+            .as_deref()
+            .expect("PLAN_JSON"),
+    )
+    .expect("PLAN_JSON is a plan");
+    assert!(matches!(
+        plan.upstream("files").map(|u| &u.transport),
+        Some(Transport::McpStdio(_))
+    ));
+}
+
+/// Contract B's other form: a fully inlined schema that carries its own `$defs` (no plan
+/// definitions). Its definitions are named types too.
+#[test]
+fn inlined_schemas_with_their_own_defs_get_named_types() {
+    let mut plan = ptc_plan::load(&workspace().join("ptc-codegen/tests/fixtures/shapes.json"))
+        .expect("the fixture loads")
+        .plan;
+    let shapes = plan
+        .upstreams
+        .iter_mut()
+        .find(|u| u.name == "shapes")
+        .expect("shapes");
+    let Transport::Openapi(api) = &mut shapes.transport else {
+        panic!("shapes is OpenAPI");
+    };
+    let node = api
+        .definitions
+        .get("Node")
+        .cloned()
+        .expect("Node is a definition");
+    api.definitions.clear();
+    api.tools.retain(|t| t.name == "get-node");
+    api.tools[0].output_schema = serde_json::json!({
+        "$ref": "#/$defs/Node",
+        "$defs": {"Node": node, "Label": {"type": "object", "properties": {"name": {"type": "string"}}}}
+    });
+    let code = ptc_codegen::pretty(
+        ptc_codegen::generate(&plan, Path::new("shapes.json")).expect("generates"),
+    )
+    .expect("parses");
+    assert_eq!(code.matches("pub struct Node {").count(), 1, "{code}");
+    assert!(code.contains("pub parent: Option<Box<Node>>"), "{code}");
+    assert!(code.contains("pub label: Option<Label>"), "{code}");
+    assert!(code.contains("pub type GetNodeResponse = Node;"), "{code}");
+}
+
+/// A reference to a definition that does not exist, or outside `#/$defs/`, is typed as
+/// `serde_json::Value` with the reason in the doc comment rather than failing.
+#[test]
+fn unresolvable_references_fall_back_to_value_with_a_reason() {
+    let mut plan = ptc_plan::load(&workspace().join("ptc-codegen/tests/fixtures/shapes.json"))
+        .expect("the fixture loads")
+        .plan;
+    let Some(Transport::Openapi(api)) = plan
+        .upstreams
+        .iter_mut()
+        .find(|u| u.name == "shapes")
+        .map(|u| &mut u.transport)
+    else {
+        panic!("shapes is OpenAPI");
+    };
+    api.tools[0].output_schema = serde_json::json!({"type": "object", "properties": {
+        "a": {"$ref": "#/$defs/Missing"},
+        "b": {"$ref": "https://elsewhere.test/schema.json"}
+    }});
+    let code = ptc_codegen::pretty(
+        ptc_codegen::generate(&plan, Path::new("shapes.json")).expect("generates"),
+    )
+    .expect("parses");
+    assert!(code.contains("/// reference to the missing definition `Missing`: not typed by ptc-codegen\n        pub a: Option<::serde_json::Value>"), "{code}");
+    assert!(
+        code.contains("outside the plan's definitions: not typed by ptc-codegen"),
+        "{code}"
+    );
+}

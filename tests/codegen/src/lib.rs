@@ -1,0 +1,71 @@
+//! Every insta snapshot of a `ptc_upstreams!` expansion, compiled: one module per snapshot
+//! (`observatory_snapshot`, ...), so a generator change that breaks the code fails here.
+
+#![allow(missing_docs)]
+
+include!(concat!(env!("OUT_DIR"), "/snapshots.rs"));
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn each_snapshot_embeds_its_plan() {
+        let plan = super::observatory_snapshot::plan().expect("the embedded plan reads");
+        let tools: Vec<String> = match &plan.upstreams[0].transport {
+            ptc_plan::Transport::Openapi(api) => api.tools.iter().map(|t| t.name.clone()).collect(),
+            other => panic!("unexpected transport {}", other.tag()),
+        };
+        assert_eq!(tools.len(), 7, "{tools:?}");
+        assert!(super::shapes_snapshot::plan().is_ok());
+        assert!(super::rules_snapshot::plan().is_ok());
+    }
+
+    #[test]
+    fn generated_args_serialize_to_the_wire_names() {
+        use super::shapes_snapshot::shapes::{GetNodeArgs, Type};
+        let args = GetNodeArgs {
+            r#type: Some(Type::Plus1),
+            ..GetNodeArgs::new("n1".into(), 2)
+        };
+        assert_eq!(
+            serde_json::to_value(&args).expect("serializes"),
+            serde_json::json!({"id": "n1", "type": "+1", "depth": 2})
+        );
+        let none = GetNodeArgs::new("n1".into(), 0);
+        assert_eq!(
+            serde_json::to_value(&none).expect("serializes"),
+            serde_json::json!({"id": "n1", "depth": 0})
+        );
+    }
+
+    #[test]
+    fn responses_decode_with_unknown_fields_and_recursion() {
+        use super::shapes_snapshot::shapes::GetNodeResponse;
+        let node: GetNodeResponse = serde_json::from_value(serde_json::json!({
+            "name": "root", "added_later": true,
+            "children": [{"name": "leaf", "children": []}],
+            "parent": {"name": "up", "children": [], "parent": null}
+        }))
+        .expect("decodes");
+        assert_eq!(node.children[0].name, "leaf");
+        assert_eq!(node.parent.map(|p| p.name), Some("up".to_string()));
+    }
+
+    #[test]
+    fn steps_of_either_shape_decode_into_the_untagged_enum() {
+        use super::observatory_snapshot::observatory::TraceStepsStepsItem as Step;
+        let summary = serde_json::json!({"id": "st_000000000001", "trace_id": "tr_1", "index": 0,
+            "kind": "llm_call", "name": "m", "status": "ok", "started_at": "t", "duration_ms": 1,
+            "input_tokens": 1, "output_tokens": 1, "cost_usd": 0.0, "payload_bytes": 3, "preview": "p"});
+        let mut full = summary.clone();
+        full["input"] = "i".into();
+        full["output"] = "o".into();
+        full["error"] = serde_json::Value::Null;
+        let s: Step = serde_json::from_value(summary).expect("summary decodes");
+        let f: Step = serde_json::from_value(full).expect("full decodes");
+        assert!(matches!(s, Step::StepSummary(_)), "{s:?}");
+        assert!(
+            matches!(f, Step::StepFull(ref v) if v.input == "i"),
+            "{f:?}"
+        );
+    }
+}

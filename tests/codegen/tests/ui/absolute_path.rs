@@ -1,0 +1,3 @@
+ptc_macros::ptc_upstreams!("/etc/upstreams.json");
+
+fn main() {}

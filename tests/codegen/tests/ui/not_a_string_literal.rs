@@ -1,0 +1,3 @@
+ptc_macros::ptc_upstreams!(upstreams_json);
+
+fn main() {}
