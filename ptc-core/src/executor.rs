@@ -231,7 +231,7 @@ impl std::error::Error for StartError {}
 /// One upstream's live transport.
 enum Link {
     OpenApi(Box<OpenApiUpstream>),
-    Mcp(McpLink),
+    Mcp(Box<McpLink>),
 }
 
 /// A call that passed validation: what [`Upstreams::execute`] runs.
@@ -300,13 +300,16 @@ impl Upstreams {
                     links.push(Link::OpenApi(Box::new(link)));
                 }
                 other => {
+                    let Some(link) = McpLink::new(&up.name, other) else {
+                        return Err(fail(format!("unsupported transport {}", other.tag())));
+                    };
                     servers.push(ServerEntry::new(
                         &up.name,
                         &up.description,
                         other.tag(),
                         Default::default(),
                     ));
-                    links.push(Link::Mcp(McpLink::new(&up.name)));
+                    links.push(Link::Mcp(Box::new(link)));
                 }
             }
         }
@@ -363,7 +366,10 @@ impl Upstreams {
         match &self.links[i] {
             Link::OpenApi(_) => {}
             Link::Mcp(link) => {
-                let tools = link.list_tools().await.map_err(|e| self.redact_error(e))?;
+                let tools = link
+                    .list_tools(&self.call_env())
+                    .await
+                    .map_err(|e| self.redact_error(e))?;
                 entry.set_tools(tools);
             }
         }
@@ -411,13 +417,9 @@ impl Upstreams {
         options: CallOptions,
         byte_cap: Option<u64>,
     ) -> Result<Executed, ToolError> {
+        let env = self.call_env();
         let result = match &self.links[call.server] {
             Link::OpenApi(api) => {
-                let env = CallEnv {
-                    credentials: &self.plan.credentials,
-                    secrets: &self.secrets,
-                    redactor: &self.redactor,
-                };
                 api.call(&env, call.tool.index, call.args, options.deadline, byte_cap)
                     .await
                     .map(|f| Executed {
@@ -426,15 +428,26 @@ impl Upstreams {
                     })
             }
             Link::Mcp(link) => link
-                .call(&call.tool.name, call.args, options.deadline)
+                .call(&env, &call.tool.name, call.args, options.deadline)
                 .await
-                .map(|output| {
+                .and_then(|output| {
                     let bytes = match &output {
                         ToolOutput::Json(b) => b.len() as u64,
                         ToolOutput::Text(t) => t.len() as u64,
                         ToolOutput::Empty => 0,
                     };
-                    Executed { output, bytes }
+                    // The client caps a result at the upstream's limit; the program's byte
+                    // budget is checked here, once the size is known.
+                    match byte_cap {
+                        Some(cap) if bytes > cap => Err(ToolError {
+                            reason: Reason::ResponseTooLarge,
+                            message: format!(
+                                "{}: the result ({bytes} bytes) is larger than the {cap} bytes left",
+                                call.tool.qualified()
+                            ),
+                        }),
+                        _ => Ok(Executed { output, bytes }),
+                    }
                 }),
         };
         match result {
@@ -443,6 +456,15 @@ impl Upstreams {
                 Ok(done)
             }
             Err(e) => Err(self.redact_error(e)),
+        }
+    }
+
+    /// Where calls read credentials from, and the redactor they register them with.
+    fn call_env(&self) -> CallEnv<'_> {
+        CallEnv {
+            credentials: &self.plan.credentials,
+            secrets: &self.secrets,
+            redactor: &self.redactor,
         }
     }
 

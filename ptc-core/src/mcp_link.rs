@@ -1,56 +1,108 @@
-//! MCP upstreams: the integration point for the MCP client (`crate::mcp`, contract C).
-//!
-//! INTEGRATION POINT: until the MCP client lands, an MCP upstream is in the catalog with no
-//! tools, its catalog cannot be loaded and its calls end as `upstream_unavailable`. Wiring it
-//! means: connect in [`McpLink::connect`] (`McpClient::connect_stdio` / `connect_http`), map
-//! `list_tools` into [`ToolEntry`]s in [`McpLink::list_tools`], and forward
-//! [`McpLink::call`] to `McpClient::call_tool`.
+//! MCP upstreams in the catalog and the executor: one [`McpClient`] per `mcp_stdio` or
+//! `mcp_http` upstream, connected at start-up or on first use, its tools mapped into catalog
+//! entries. The client itself (handshake, both protocol eras, pagination, result unwrapping,
+//! reconnection) lives in [`crate::mcp`].
 
 use std::time::Instant;
 
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
 use crate::catalog::ToolEntry;
-use crate::executor::{Reason, ToolError, ToolOutput};
+use crate::executor::{ToolError, ToolOutput};
+use crate::mcp::McpClient;
+use crate::openapi::CallEnv;
 
-/// A configured MCP upstream.
+/// How the upstream is reached.
+enum Connect {
+    Stdio(ptc_plan::McpStdioPlan),
+    Http(ptc_plan::McpHttpPlan),
+}
+
+/// A configured MCP upstream; connected on first need.
 pub(crate) struct McpLink {
     name: String,
+    transport: &'static str,
+    connect: Connect,
+    client: tokio::sync::OnceCell<McpClient>,
 }
 
 impl McpLink {
-    pub(crate) fn new(name: &str) -> Self {
-        McpLink {
+    /// The link for an `mcp_stdio` or `mcp_http` upstream (`None` for any other transport).
+    pub(crate) fn new(name: &str, transport: &ptc_plan::Transport) -> Option<Self> {
+        let connect = match transport {
+            ptc_plan::Transport::McpStdio(p) => Connect::Stdio(p.clone()),
+            ptc_plan::Transport::McpHttp(p) => Connect::Http(p.clone()),
+            ptc_plan::Transport::Openapi(_) => return None,
+        };
+        Some(McpLink {
             name: name.to_string(),
-        }
+            transport: transport.tag(),
+            connect,
+            client: tokio::sync::OnceCell::new(),
+        })
     }
 
-    fn unavailable(&self) -> ToolError {
-        ToolError {
-            reason: Reason::UpstreamUnavailable,
-            message: format!(
-                "upstream `{}` cannot be reached: this build has no client for its transport",
-                self.name
-            ),
-        }
+    /// The connected client, connecting now if this is the first use.
+    async fn client(&self, env: &CallEnv<'_>) -> Result<&McpClient, ToolError> {
+        self.client
+            .get_or_try_init(|| async {
+                match &self.connect {
+                    Connect::Stdio(plan) => {
+                        McpClient::connect_stdio(&self.name, plan, Vec::new(), env.redactor.clone())
+                            .await
+                    }
+                    Connect::Http(plan) => {
+                        McpClient::connect_http(
+                            &self.name,
+                            plan,
+                            env.credentials,
+                            env.secrets,
+                            env.redactor.clone(),
+                        )
+                        .await
+                    }
+                }
+            })
+            .await
     }
 
-    /// The upstream's tools (follows pagination).
-    pub(crate) async fn list_tools(&self) -> Result<Vec<ToolEntry>, ToolError> {
-        Err(self.unavailable())
+    /// The upstream's tools as catalog entries (every page).
+    pub(crate) async fn list_tools(&self, env: &CallEnv<'_>) -> Result<Vec<ToolEntry>, ToolError> {
+        let tools = self.client(env).await?.list_tools().await?;
+        Ok(tools
+            .into_iter()
+            .enumerate()
+            .map(|(index, t)| ToolEntry {
+                server: self.name.clone(),
+                provenance: json!({"transport": self.transport, "name": t.name}),
+                name: t.name,
+                description: t.description,
+                input_schema: t.input_schema,
+                output_schema: t.output_schema,
+                read_only: t.read_only,
+                index,
+            })
+            .collect())
     }
 
     /// Calls tool `name` with validated arguments.
     pub(crate) async fn call(
         &self,
+        env: &CallEnv<'_>,
         name: &str,
         args: Map<String, Value>,
         deadline: Option<Instant>,
     ) -> Result<ToolOutput, ToolError> {
-        let _ = (name, args, deadline);
-        Err(self.unavailable())
+        self.client(env)
+            .await?
+            .call_tool(name, args, deadline)
+            .await
     }
 
-    /// Stops the upstream (kills a child process).
-    pub(crate) async fn shutdown(&self) {}
+    /// Stops the upstream (closes the session, kills a child process).
+    pub(crate) async fn shutdown(&self) {
+        if let Some(c) = self.client.get() {
+            c.shutdown().await;
+        }
+    }
 }

@@ -40,26 +40,25 @@ impl AuthSource {
             &self.secrets,
             &self.redactor,
         )?
-            .into_iter()
-            .map(|(name, value)| {
-                let value = value.expose();
-                // `Basic <base64>` carries the secret encoded: mask that form too.
-                if let Some((_, token)) = value.split_once(' ') {
-                    self.redactor.register(token);
-                }
-                self.redactor.register(value);
-                let name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
-                    CredentialError(format!("auth header name `{name}` is not valid"))
-                })?;
-                let mut value = HeaderValue::from_str(value).map_err(|_| {
-                    CredentialError(format!(
-                        "the credential for header `{name}` is not a valid header value"
-                    ))
-                })?;
-                value.set_sensitive(true);
-                Ok((name, value))
-            })
-            .collect()
+        .into_iter()
+        .map(|(name, value)| {
+            let value = value.expose();
+            // `Basic <base64>` carries the secret encoded: mask that form too.
+            if let Some((_, token)) = value.split_once(' ') {
+                self.redactor.register(token);
+            }
+            self.redactor.register(value);
+            let name = HeaderName::from_bytes(name.as_bytes())
+                .map_err(|_| CredentialError(format!("auth header name `{name}` is not valid")))?;
+            let mut value = HeaderValue::from_str(value).map_err(|_| {
+                CredentialError(format!(
+                    "the credential for header `{name}` is not a valid header value"
+                ))
+            })?;
+            value.set_sensitive(true);
+            Ok((name, value))
+        })
+        .collect()
     }
 }
 

@@ -1,0 +1,217 @@
+//! MCP upstreams through the runtime: catalog loading (at start-up or on first use), `tool/call`
+//! and discovery on `@modelcontextprotocol/server-everything` over stdio, with the same
+//! validator, result contract and redaction as OpenAPI upstreams. `.ci/run` installs the peer
+//! into `fixtures/mcp`; without it a test fails under `CI=true` and otherwise says it was skipped.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use ptc_core::{Budgets, CatalogLoad, ProgramRun, StartOptions, Upstreams, run_program};
+use ptc_lisp::Limits;
+use serde_json::json;
+
+const CANARY: &str = "canary-mcp-3d8e1f";
+
+fn everything() -> Option<PathBuf> {
+    let entry = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../fixtures/mcp/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let node = std::process::Command::new("node")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    let why = if !node {
+        "node is missing (install Node.js 20 or later)"
+    } else if !entry.exists() {
+        "server-everything is missing (run `npm ci --prefix fixtures/mcp`)"
+    } else {
+        return Some(entry);
+    };
+    if std::env::var("CI").as_deref() == Ok("true") {
+        panic!("CI=true but {why}");
+    }
+    println!("skipped: {why}");
+    None
+}
+
+fn config(command: &str, args: &[String]) -> String {
+    json!({
+        "credentials": {"canary": {"source": "literal", "value": CANARY}},
+        "upstreams": {"everything": {
+            "transport": "mcp_stdio",
+            "description": "the MCP reference server",
+            "command": command,
+            "args": args,
+        }}
+    })
+    .to_string()
+}
+
+struct Bed {
+    rt: tokio::runtime::Runtime,
+    up: Arc<Upstreams>,
+}
+
+impl Drop for Bed {
+    fn drop(&mut self) {
+        self.rt.block_on(self.up.shutdown());
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+fn start(
+    rt: &tokio::runtime::Runtime,
+    command: &str,
+    args: &[String],
+    catalog: CatalogLoad,
+) -> Result<Upstreams, ptc_core::StartError> {
+    let loaded = ptc_plan::load_str(
+        &config(command, args),
+        Path::new("/mcp-test/upstreams.json"),
+        &ptc_plan::FileSource,
+    )
+    .unwrap_or_else(|d| panic!("{d}"));
+    rt.block_on(Upstreams::start(
+        loaded.plan,
+        loaded.secrets,
+        StartOptions {
+            catalog,
+            ..StartOptions::default()
+        },
+    ))
+}
+
+fn bed(entry: &Path, catalog: CatalogLoad) -> Bed {
+    let rt = runtime();
+    let up = start(&rt, "node", &[entry.to_string_lossy().into()], catalog).unwrap();
+    Bed {
+        rt,
+        up: Arc::new(up),
+    }
+}
+
+impl Bed {
+    fn run(&self, src: &str) -> ProgramRun {
+        run_program(
+            self.up.clone(),
+            self.rt.handle().clone(),
+            src,
+            Limits::default(),
+            Budgets::default(),
+            None,
+        )
+    }
+
+    fn value(&self, src: &str) -> String {
+        match self.run(src).result {
+            Ok(v) => v.to_string(),
+            Err(e) => panic!("{src}: {e}"),
+        }
+    }
+}
+
+#[test]
+fn mcp_tools_are_called_and_discovered_like_any_other() {
+    let Some(entry) = everything() else { return };
+    let b = bed(&entry, CatalogLoad::AtStart);
+    assert_eq!(
+        b.value("(tool/call 'everything/echo {:message \"hi\"})"),
+        "{:ok true :value \"Echo: hi\" :value_kind :text}"
+    );
+    assert_eq!(
+        b.value("(tool/call {:server \"everything\" :tool \"get-structured-content\" :args {:location \"Chicago\"}})"),
+        "{:ok true :value {\"conditions\" \"Light rain / drizzle\" \"humidity\" 82 \"temperature\" 36} :value_kind :json}"
+    );
+    assert_eq!(
+        b.value("(:temperature (:value (tool/call 'everything/get-structured-content {:location \"Chicago\"})))"),
+        "36"
+    );
+    // The one validator checks MCP input schemas too, before the server sees the call.
+    let e = b
+        .run("(tool/call 'everything/get-sum {:a \"two\" :b 1})")
+        .result
+        .unwrap_err();
+    assert!(
+        e.message().contains(
+            "everything/get-sum: invalid arguments: :a must be a number, got string \"two\""
+        ),
+        "{e}"
+    );
+    let e = b.run("(tool/call 'everything/ecko {})").result.unwrap_err();
+    assert!(
+        e.message().contains("did you mean `everything/echo`?"),
+        "{e}"
+    );
+    let dir = b.value("(dir 'everything)");
+    assert!(dir.contains("\"everything/echo - "), "{dir}");
+    let r = b.run("(doc 'everything/get-sum)");
+    assert!(r.output.contains(":a number (required)"), "{}", r.output);
+    let meta = b.value("(meta 'everything/get-sum)");
+    assert!(
+        meta.contains("\"_ptc\" {\"name\" \"get-sum\" \"transport\" \"mcp_stdio\"}"),
+        "{meta}"
+    );
+    // Nothing transport-specific outside `_ptc` (the server's own descriptions aside).
+    assert_eq!(
+        b.value("(sort (keys (first (tool/servers))))"),
+        "[:description :loaded :name :tool_count]"
+    );
+    // A registered secret an MCP server echoes is masked.
+    let v = b.value(&format!(
+        "(tool/call 'everything/echo {{:message \"{CANARY}\"}})"
+    ));
+    assert_eq!(
+        v,
+        "{:ok true :value \"Echo: [REDACTED]\" :value_kind :text}"
+    );
+}
+
+#[test]
+fn the_catalog_loads_on_first_use_when_configured() {
+    let Some(entry) = everything() else { return };
+    let b = bed(&entry, CatalogLoad::OnFirstUse);
+    assert_eq!(
+        b.value("(mapv :loaded (tool/servers))"),
+        "[false]",
+        "nothing was listed at start-up"
+    );
+    // The pre-check cannot know the tools yet: the call-time check still applies.
+    let e = b
+        .run("(tool/call 'everything/get-sum {:a \"two\" :b 1})")
+        .result
+        .unwrap_err();
+    assert_eq!(e.reason(), "invalid_args", "{e}");
+    assert_eq!(b.value("(mapv :loaded (tool/servers))"), "[true]");
+}
+
+#[test]
+fn an_upstream_that_cannot_start_fails_the_start_or_its_calls() {
+    let rt = runtime();
+    let missing = "/nonexistent/ptc-mcp-server".to_string();
+    let e = start(&rt, &missing, &[], CatalogLoad::AtStart)
+        .err()
+        .unwrap();
+    assert_eq!(e.upstream.as_deref(), Some("everything"));
+    assert!(e.to_string().starts_with("upstream `everything`: "), "{e}");
+    let up = Arc::new(start(&rt, &missing, &[], CatalogLoad::OnFirstUse).unwrap());
+    let r = run_program(
+        up.clone(),
+        rt.handle().clone(),
+        "[(:reason (tool/call 'everything/echo {:message \"x\"})) (dir 'everything)]",
+        Limits::default(),
+        Budgets::default(),
+        None,
+    );
+    let v = r.result.unwrap().to_string();
+    assert!(
+        v.starts_with("[:upstream_unavailable {:message "),
+        "world faults are data, in discovery too: {v}"
+    );
+    rt.block_on(up.shutdown());
+}
