@@ -7,6 +7,7 @@ use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use ptc_core::credentials::{auth_headers, resolve};
+use ptc_core::redact::Redactor;
 use ptc_plan::{AuthEmitter, CredentialBinding, CredentialSource, Secrets};
 
 fn binding(name: &str, source: CredentialSource) -> CredentialBinding {
@@ -53,13 +54,13 @@ fn resolve_file(contents: &str) -> Result<String, String> {
 /// Bindings and literal secrets as the config loader makes them.
 fn from_config(credentials: &str) -> (Vec<CredentialBinding>, Secrets) {
     let text = format!(r#"{{"credentials": {credentials}, "upstreams": {{}}}}"#);
-    let (config, secrets) = ptc_plan::config::parse(
+    let loaded = ptc_plan::load_str(
         &text,
         std::path::Path::new("upstreams.json"),
-        std::path::Path::new("."),
+        &ptc_plan::FileSource,
     )
     .unwrap_or_else(|d| panic!("{d}"));
-    (config.credentials, secrets)
+    (loaded.plan.credentials, loaded.secrets)
 }
 
 #[test]
@@ -147,6 +148,7 @@ fn literal_values_with_line_breaks_are_refused_at_use() {
             }],
             &bindings,
             &secrets,
+            &Redactor::new(),
         )
         .unwrap_err();
         assert_eq!(e.to_string(), "credential `lit` contains a line break");
@@ -218,6 +220,7 @@ fn auth_headers_need_a_known_binding() {
         }],
         &[],
         &Secrets::default(),
+        &Redactor::new(),
     )
     .unwrap_err();
     assert_eq!(e.to_string(), "unknown credential binding `nope`");
@@ -233,6 +236,7 @@ fn basic_credentials_accept_pairs_and_json_and_refuse_the_rest() {
             }],
             &[b],
             &Secrets::default(),
+            &Redactor::new(),
         )
         .map(|h| {
             h.into_iter()
