@@ -2,6 +2,7 @@
 
 mod check;
 mod eval;
+mod host;
 mod upstreams;
 
 use std::process::ExitCode;
@@ -18,6 +19,8 @@ use clap::{Parser, Subcommand};
 Examples:
   ptc check fixtures/observatory/upstreams.json
   ptc eval -e '(->> [3 1 2] (sort) (map inc))'
+  ptc serve --config fixtures/observatory/upstreams.json --http 127.0.0.1:7332
+  ptc catalog --config fixtures/observatory/upstreams.json
 
 Exit codes:
   0  success
@@ -35,6 +38,12 @@ enum Command {
     Check(check::CheckArgs),
     /// Evaluate a PTC-Lisp program and print its result in Clojure syntax.
     Eval(eval::EvalArgs),
+    /// Serve `lisp_eval` to MCP clients over stdio or Streamable HTTP.
+    Serve(host::ServeCmd),
+    /// Interactive PTC-Lisp against the configured upstreams.
+    Repl(host::ReplCmd),
+    /// List the upstreams and tools programs can call.
+    Catalog(host::CatalogCmd),
 }
 
 fn main() -> ExitCode {
@@ -42,5 +51,8 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Check(args) => check::run(args),
         Command::Eval(args) => eval::run(args),
+        Command::Serve(cmd) => host::serve(cmd),
+        Command::Repl(cmd) => host::repl(cmd),
+        Command::Catalog(cmd) => host::catalog(cmd),
     }
 }
