@@ -158,7 +158,10 @@ pub fn eval(name: &str, source: PlanSource, args: EvalArgs) -> ExitCode {
             match parsed {
                 Ok(serde_json::Value::Object(m)) => Some(m),
                 Ok(_) => {
-                    return startup_error(name, &format!("{} must hold a JSON object", p.display()));
+                    return startup_error(
+                        name,
+                        &format!("{} must hold a JSON object", p.display()),
+                    );
                 }
                 Err(e) => return startup_error(name, &format!("{}: {e}", p.display())),
             }

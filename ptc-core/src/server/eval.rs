@@ -130,7 +130,8 @@ impl Evaluator {
         let units = |bytes: u64| -> u32 {
             u32::try_from(bytes.div_ceil(MEMORY_UNIT).max(1)).unwrap_or(u32::MAX)
         };
-        let budget = units(limits.memory_budget_bytes) as usize;
+        // The budget rounds down and each eval's share up, so the budget is never overrun.
+        let budget = (limits.memory_budget_bytes / MEMORY_UNIT) as usize;
         Ok(Arc::new(Evaluator {
             upstreams,
             runtime,
@@ -162,6 +163,11 @@ impl Evaluator {
     /// Whether new evaluations are admitted (`/ready`).
     pub fn is_accepting(&self) -> bool {
         self.accepting.load(Ordering::Acquire)
+    }
+
+    /// Evaluations running now.
+    pub fn running(&self) -> usize {
+        self.in_flight.count.load(Ordering::Acquire)
     }
 
     /// Waits until no evaluation is running.
