@@ -231,3 +231,28 @@ fn the_error_sample_in_the_configuration_docs_is_the_real_output() {
     assert!(out.stdout.is_empty());
     assert_eq!(String::from_utf8(out.stderr).unwrap(), sample);
 }
+
+#[test]
+fn a_document_with_a_large_shared_recursive_schema_checks_and_its_plan_names_it() {
+    let config = fixtures().join("configs/valid/design_tool.json");
+    let out = ptc(&["check", config.to_str().unwrap()]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        stdout.ends_with("ok: 1 upstream, 8 compiled tools\n"),
+        "{stdout}"
+    );
+    let out = ptc(&["check", "--json", config.to_str().unwrap()]);
+    let plan: serde_json::Value = serde_json::from_slice(&out.stdout).expect("the plan as JSON");
+    let design = &plan["upstreams"][0]["transport"];
+    assert_eq!(
+        design["tools"][0]["outputSchema"],
+        serde_json::json!({"$ref": "#/$defs/FileResponse"})
+    );
+    assert!(design["definitions"]["Node"]["oneOf"].is_array());
+}

@@ -42,7 +42,18 @@ impl Default for Budgets {
 
 /// Every raised (programmer-fault) error is built here, so the reason type has one home.
 fn fault(message: impl Into<String>) -> HostError {
-    HostError::new("runtime_error", message)
+    HostError::new(ptc_lisp::Reason::RuntimeError, message)
+}
+
+/// A programmer fault the executor found, raised with the matching program-error reason.
+fn raised(e: &ToolError) -> HostError {
+    let reason = match e.reason {
+        Reason::UnknownServer => ptc_lisp::Reason::UnknownServer,
+        Reason::UnknownTool => ptc_lisp::Reason::UnknownTool,
+        Reason::InvalidArgs => ptc_lisp::Reason::InvalidArgs,
+        _ => ptc_lisp::Reason::RuntimeError,
+    };
+    HostError::new(reason, format!("tool/call: {}", e.message))
 }
 
 fn kw(s: &str) -> Value {
@@ -310,7 +321,7 @@ impl ProgramHost {
             }
             Err((e, names)) => {
                 if e.reason.is_programmer_fault() {
-                    return Err(fault(format!("tool/call: {}", e.message)));
+                    return Err(raised(&e));
                 }
                 let (server, tool) = names.unwrap_or((req.server, req.tool));
                 self.record(&server, &tool, started, Err(e.reason));

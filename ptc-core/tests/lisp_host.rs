@@ -113,7 +113,7 @@ fn world_faults_are_data_and_programmer_faults_raise() {
     );
     // Built at run time, so only the call-time check sees them.
     let e = b.error("(let [t (symbol \"fx/ecko\")] (tool/call t {:id \"1\"}))");
-    assert_eq!(e.reason(), "runtime_error");
+    assert_eq!(e.reason(), "unknown_tool");
     assert!(
         e.message()
             .starts_with("tool/call: no tool `ecko` in upstream `fx` (did you mean `fx/echo`?)"),
@@ -121,6 +121,7 @@ fn world_faults_are_data_and_programmer_faults_raise() {
         e.message()
     );
     let e = b.error("(let [s (str \"f\" \"z\")] (tool/call {:server s :tool \"echo\"}))");
+    assert_eq!(e.reason(), "unknown_server");
     assert!(
         e.message()
             .contains("no upstream `fz` (did you mean `fx`?)"),
@@ -128,6 +129,7 @@ fn world_faults_are_data_and_programmer_faults_raise() {
         e.message()
     );
     let e = b.error("(let [n 11] (tool/call 'fx/echo {:id \"1\" :n n}))");
+    assert_eq!(e.reason(), "invalid_args");
     assert!(
         e.message()
             .starts_with("tool/call: fx/echo: invalid arguments: :n must be at most 10, got 11"),

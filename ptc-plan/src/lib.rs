@@ -23,6 +23,7 @@ mod names;
 mod openapi;
 mod paths;
 pub mod plan;
+pub mod schema;
 mod suggest;
 
 pub use config::Secrets;

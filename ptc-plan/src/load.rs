@@ -218,7 +218,7 @@ fn compile_openapi(
         config_pointer: up.pointer,
         doc_file: &doc_name,
     };
-    let tools = openapi::compile::compile(&origin, &cfg, &doc, &mut report);
+    let compiled = openapi::compile::compile(&origin, &cfg, &doc, &mut report);
     if let Ok(text) = std::str::from_utf8(&bytes) {
         diags.locate_in(&doc_name, text);
     }
@@ -227,6 +227,7 @@ fn compile_openapi(
         schema: cfg.schema,
         schema_max_bytes: cfg.schema_max_bytes,
         http: cfg.http,
-        tools,
+        tools: compiled.tools,
+        definitions: compiled.definitions,
     })
 }

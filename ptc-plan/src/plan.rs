@@ -5,8 +5,13 @@
 //! secret value: credentials appear as bindings (where to read the secret), literal values live in
 //! [`crate::Secrets`], which cannot be serialised.
 
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+
+use crate::schema::SchemaError;
 
 /// Everything a host needs to run a deployment's upstreams.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -205,6 +210,30 @@ pub struct OpenApiPlan {
     pub http: HttpSettings,
     /// The included operations, compiled, in `include_operations` order.
     pub tools: Vec<ToolPlan>,
+    /// The component schemas the tools reach, each kept once under its name; tool schemas and
+    /// definitions refer to them as `{"$ref": "#/$defs/<Name>"}` (see [`crate::schema`]).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub definitions: BTreeMap<String, Value>,
+}
+
+impl OpenApiPlan {
+    /// The tool called `name` (its exposed, kebab-case name).
+    pub fn tool(&self, name: &str) -> Option<&ToolPlan> {
+        self.tools.iter().find(|t| t.name == name)
+    }
+
+    /// The schema in force at `schema` (a tool schema or a part of one): the definition a
+    /// `$ref` names, with what is written beside the `$ref` laid over it. See
+    /// [`crate::schema::resolve`].
+    pub fn resolve<'a>(&'a self, schema: &'a Value) -> Result<Cow<'a, Value>, SchemaError> {
+        crate::schema::resolve(schema, &self.definitions)
+    }
+
+    /// `schema` as a standalone JSON Schema, with the definitions it reaches under `$defs`.
+    /// See [`crate::schema::bundle`].
+    pub fn bundle(&self, schema: &Value) -> Result<Value, SchemaError> {
+        crate::schema::bundle(schema, &self.definitions)
+    }
 }
 
 /// An MCP server started as a child process.
@@ -244,10 +273,12 @@ pub struct ToolPlan {
     pub name: String,
     /// Description shown by discovery.
     pub description: String,
-    /// JSON Schema of the arguments (an object of the path and query parameters).
+    /// JSON Schema of the arguments (an object of the path and query parameters). May refer to
+    /// the upstream's [`OpenApiPlan::definitions`].
     #[serde(rename = "inputSchema")]
     pub input_schema: Value,
-    /// JSON Schema of a successful result (`{"type":"null"}` for empty responses).
+    /// JSON Schema of a successful result (`{"type":"null"}` for empty responses). May refer to
+    /// the upstream's [`OpenApiPlan::definitions`].
     #[serde(rename = "outputSchema")]
     pub output_schema: Value,
     /// MCP-style hints.

@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use ptc_plan::{CredentialSource, Loaded, ParamLocation, ToolPlan, Transport};
+use ptc_plan::{CredentialSource, Loaded, OpenApiPlan, ParamLocation, ToolPlan, Transport};
 use serde_json::json;
 
 fn fixture(rel: &str) -> PathBuf {
@@ -15,11 +15,15 @@ fn load(rel: &str) -> Loaded {
     ptc_plan::load(&fixture(rel)).unwrap_or_else(|d| panic!("{rel} must load:\n{d}"))
 }
 
-fn tools<'a>(loaded: &'a Loaded, upstream: &str) -> &'a [ToolPlan] {
+fn api<'a>(loaded: &'a Loaded, upstream: &str) -> &'a OpenApiPlan {
     match &loaded.plan.upstream(upstream).expect("upstream").transport {
-        Transport::Openapi(api) => &api.tools,
+        Transport::Openapi(api) => api,
         other => panic!("{upstream} is {}", other.tag()),
     }
+}
+
+fn tools<'a>(loaded: &'a Loaded, upstream: &str) -> &'a [ToolPlan] {
+    &api(loaded, upstream).tools
 }
 
 fn tool<'a>(loaded: &'a Loaded, upstream: &str, name: &str) -> &'a ToolPlan {
@@ -67,19 +71,50 @@ fn observatory_compiles_to_the_seed_shape() {
     assert_eq!(v["_ptc"]["path"], "/api/traces");
     assert_eq!(v["inputSchema"]["required"], json!(["org_id"]));
     assert_eq!(v["inputSchema"]["type"], "object");
-    // $ref'd shared parameters are inlined with their schema and description.
+    // $ref'd shared parameters bring their description; their schema is a named definition.
+    let api = api(&loaded, "observatory");
+    let environment = &v["inputSchema"]["properties"]["environment"];
     assert_eq!(
-        v["inputSchema"]["properties"]["environment"]["enum"],
+        *environment,
+        json!({"$ref": "#/$defs/Environment", "description": "Only runs from this environment."})
+    );
+    assert_eq!(
+        api.resolve(environment).unwrap()["enum"],
         json!(["production", "staging"])
     );
-    // The output schema is the inlined 2xx JSON schema.
-    assert_eq!(v["outputSchema"]["properties"]["traces"]["type"], "array");
+    // The output schema is the 2xx JSON schema, pointing at its component by name.
+    assert_eq!(v["outputSchema"], json!({"$ref": "#/$defs/TraceList"}));
+    let output = api.resolve(&list.output_schema).unwrap();
+    assert_eq!(output["properties"]["traces"]["type"], "array");
+    let item = api
+        .resolve(&output["properties"]["traces"]["items"])
+        .unwrap();
+    assert!(item["properties"]["cost_usd"].is_object());
+    // Nothing points into the document any more, and every reference has its definition.
+    let plan = serde_json::to_string(api).unwrap();
     assert!(
-        v["outputSchema"]["properties"]["traces"]["items"]["properties"]["cost_usd"].is_object()
+        !plan.contains("$ref\":\"#/components"),
+        "no document refs left: {plan}"
     );
-    assert!(
-        !v.to_string().contains("$ref\":\"#/components"),
-        "no component refs left: {v}"
+    for t in &api.tools {
+        api.bundle(&t.input_schema).unwrap();
+        api.bundle(&t.output_schema).unwrap();
+    }
+    // Only what the included operations reach is kept.
+    let mut reached: Vec<&str> = api
+        .tools
+        .iter()
+        .flat_map(|t| [&t.input_schema, &t.output_schema])
+        .flat_map(|s| ptc_plan::schema::referenced(s, &api.definitions).unwrap())
+        .collect();
+    reached.sort_unstable();
+    reached.dedup();
+    assert_eq!(
+        reached,
+        api.definitions
+            .keys()
+            .map(String::as_str)
+            .collect::<Vec<_>>()
     );
     assert_eq!(list.ptc.result_path.as_deref(), Some("$.traces"));
     assert_eq!(list.ptc.pagination.as_ref().unwrap().cursor_arg, "cursor");
@@ -205,7 +240,14 @@ fn rule_edge_cases_that_are_accepted() {
     );
     // Combinators are kept and listed as unvalidated.
     let union = tool(&rules, "api", "union-result");
-    assert!(union.output_schema.get("oneOf").is_some());
+    let rules_api = api(&rules, "api");
+    assert!(
+        rules_api
+            .resolve(&union.output_schema)
+            .unwrap()
+            .get("oneOf")
+            .is_some()
+    );
     assert!(
         union
             .ptc
@@ -215,12 +257,15 @@ fn rule_edge_cases_that_are_accepted() {
         "{:?}",
         union.ptc.unvalidated
     );
-    // Recursive schema keeps a $defs entry.
+    // A recursive schema is a definition like any other, and bundles into a standalone one.
     let item = tool(&rules, "api", "get-item");
+    assert_eq!(item.output_schema, json!({"$ref": "#/$defs/Item"}));
     assert_eq!(
-        item.output_schema["$defs"]["Item"]["properties"]["id"]["type"],
+        rules_api.definitions["Item"]["properties"]["id"]["type"],
         "string"
     );
+    let standalone = rules_api.bundle(&item.output_schema).unwrap();
+    assert_eq!(standalone["$defs"]["Item"], rules_api.definitions["Item"]);
     // Operator notes are appended.
     assert_eq!(
         tool(&rules, "api", "good-default").ptc.notes.as_deref(),
@@ -233,8 +278,11 @@ fn seed_003_get_health_compiles() {
     let loaded = load("configs/valid/seed003.json");
     let health = tool(&loaded, "resilient", "get-health");
     assert_eq!(health.ptc.operation_id, "getHealth");
+    let output = api(&loaded, "resilient")
+        .resolve(&health.output_schema)
+        .unwrap();
     assert_eq!(
-        health.output_schema["required"],
+        output["required"],
         json!(["status", "service", "transport", "version"])
     );
     assert!(health.description.starts_with("Liveness check"));

@@ -7,7 +7,7 @@ use serde_json::{Map, Value, json};
 
 use super::document::Document;
 use super::extensions::{self, Extensions};
-use super::resolve::{RefError, Resolver};
+use super::resolve::{RefError, Resolver, Store};
 use crate::config::{OpenApiConfig, OperationOverride};
 use crate::diagnostic::{Reporter, pointer_join};
 use crate::names;
@@ -39,6 +39,14 @@ struct Located<'d> {
     pointer: String,
 }
 
+/// An upstream's compiled operations and the named schemas they reach.
+pub struct Compiled {
+    /// The tools, in `include_operations` order.
+    pub tools: Vec<ToolPlan>,
+    /// The component schemas the tools' schemas reach, by name.
+    pub definitions: BTreeMap<String, Value>,
+}
+
 /// Compiles the upstream's included operations, reporting every problem through `report`
 /// (which is about the upstream).
 pub fn compile(
@@ -46,8 +54,9 @@ pub fn compile(
     cfg: &OpenApiConfig,
     doc: &Document,
     report: &mut Reporter,
-) -> Vec<ToolPlan> {
+) -> Compiled {
     let resolver = Resolver::new(&doc.root, doc.version);
+    let mut store = Store::default();
     let index = index_operations(origin, &resolver, &doc.root, report);
     let mut tools: Vec<ToolPlan> = Vec::new();
     let includes_at = pointer_join(origin.config_pointer, "include_operations");
@@ -76,6 +85,7 @@ pub fn compile(
             origin,
             cfg,
             resolver: &resolver,
+            store: &mut store,
             id,
             found,
             overrides: &overrides,
@@ -86,7 +96,19 @@ pub fn compile(
         }
     }
     check_collisions(origin, cfg, &tools, report);
-    tools
+    // Only what the compiled tools reach: a failed operation's schemas are not kept.
+    let mut keep = std::collections::HashSet::new();
+    for tool in &tools {
+        for schema in [&tool.input_schema, &tool.output_schema] {
+            if let Ok(names) = crate::schema::referenced(schema, store.values()) {
+                keep.extend(names.into_iter().map(str::to_string));
+            }
+        }
+    }
+    Compiled {
+        tools,
+        definitions: store.into_definitions(&keep),
+    }
 }
 
 fn index_operations<'d>(
@@ -145,6 +167,8 @@ struct OpCompiler<'a, 'd> {
     origin: &'a Origin<'a>,
     cfg: &'a OpenApiConfig,
     resolver: &'a Resolver<'d>,
+    /// The upstream's named schemas, shared by its operations.
+    store: &'a mut Store,
     id: &'a str,
     found: &'a Located<'d>,
     overrides: &'a OperationOverride,
@@ -551,24 +575,29 @@ impl OpCompiler<'_, '_> {
             .cloned()
             .unwrap_or_else(|| json!({"type": "string"}));
         let mut notes = Vec::new();
-        let mut schema =
-            match self
-                .resolver
-                .inline(&raw_schema, &pointer_join(at, "schema"), &mut notes)
-            {
-                Ok(s) => s,
-                Err(e) => {
-                    self.ref_error(e);
-                    return None;
-                }
-            };
+        let stored = self.store.schema(
+            self.resolver,
+            &raw_schema,
+            &pointer_join(at, "schema"),
+            &mut notes,
+        );
+        let mut schema = match stored {
+            Ok(s) => s,
+            Err(e) => {
+                self.ref_error(e);
+                return None;
+            }
+        };
         if let Value::Object(m) = &mut schema {
-            m.entry("type").or_insert_with(|| json!("string"));
+            // A named definition has its own type; an untyped parameter is a string.
+            if !m.contains_key("$ref") {
+                m.entry("type").or_insert_with(|| json!("string"));
+            }
             if let Some(d) = param.get("description").and_then(Value::as_str) {
                 m.entry("description").or_insert_with(|| json!(d));
             }
         }
-        let kind = scalar_kind(&schema);
+        let kind = scalar_kind(&schema, self.store.values());
         let repeated = kind == Kind::Array;
         let explode = param
             .get("explode")
@@ -659,7 +688,7 @@ impl OpCompiler<'_, '_> {
                     "default arg `{key}` is not a parameter of this operation{}",
                     did_you_mean(&key, params.iter().map(|p| p.name.as_str()))
                 )),
-                Some(p) => value_problem(&p.schema, &value)
+                Some(p) => value_problem(&p.schema, self.store.values(), &value)
                     .map(|why| format!("default arg `{key}` = {value} {why}")),
             };
             match problem {
@@ -767,7 +796,7 @@ impl OpCompiler<'_, '_> {
                 );
                 let schema = match entry.get("schema") {
                     None => json!({}),
-                    Some(s) => match self.resolver.inline(s, &schema_at, unvalidated) {
+                    Some(s) => match self.store.schema(self.resolver, s, &schema_at, unvalidated) {
                         Ok(s) => s,
                         Err(e) => {
                             self.ref_error(e);
@@ -790,7 +819,10 @@ enum Kind {
 }
 
 /// Whether a (normalised) parameter schema is a scalar, an array of scalars, or something else.
-fn scalar_kind(schema: &Value) -> Kind {
+fn scalar_kind(schema: &Value, defs: &BTreeMap<String, Value>) -> Kind {
+    let Ok(schema) = crate::schema::resolve(schema, defs) else {
+        return Kind::Complex;
+    };
     let types: Vec<&str> = match schema.get("type") {
         Some(Value::String(t)) => vec![t.as_str()],
         Some(Value::Array(ts)) => ts
@@ -806,7 +838,7 @@ fn scalar_kind(schema: &Value) -> Kind {
     } else if types == ["array"]
         && schema
             .get("items")
-            .is_none_or(|i| scalar_kind(i) == Kind::Scalar)
+            .is_none_or(|i| scalar_kind(i, defs) == Kind::Scalar)
     {
         Kind::Array
     } else {
@@ -815,7 +847,8 @@ fn scalar_kind(schema: &Value) -> Kind {
 }
 
 /// Why `value` does not fit the parameter `schema` (type and enum only), if it does not.
-fn value_problem(schema: &Value, value: &Value) -> Option<String> {
+fn value_problem(schema: &Value, defs: &BTreeMap<String, Value>, value: &Value) -> Option<String> {
+    let schema = crate::schema::resolve(schema, defs).ok()?;
     if let Some(Value::Array(allowed)) = schema.get("enum")
         && !allowed.contains(value)
     {
@@ -928,9 +961,31 @@ mod tests {
 
     #[test]
     fn param_kinds() {
-        assert!(scalar_kind(&json!({"type": "string"})) == Kind::Scalar);
-        assert!(scalar_kind(&json!({"type": ["integer", "null"]})) == Kind::Scalar);
-        assert!(scalar_kind(&json!({"type": "array", "items": {"type": "string"}})) == Kind::Array);
-        assert!(scalar_kind(&json!({"type": "object"})) == Kind::Complex);
+        let none = BTreeMap::new();
+        assert!(scalar_kind(&json!({"type": "string"}), &none) == Kind::Scalar);
+        assert!(scalar_kind(&json!({"type": ["integer", "null"]}), &none) == Kind::Scalar);
+        assert!(
+            scalar_kind(
+                &json!({"type": "array", "items": {"type": "string"}}),
+                &none
+            ) == Kind::Array
+        );
+        assert!(scalar_kind(&json!({"type": "object"}), &none) == Kind::Complex);
+        let defs = BTreeMap::from([
+            (
+                "Status".to_string(),
+                json!({"type": "string", "enum": ["ok", "error"]}),
+            ),
+            ("Filter".to_string(), json!({"type": "object"})),
+        ]);
+        let status = json!({"$ref": "#/$defs/Status"});
+        assert!(scalar_kind(&status, &defs) == Kind::Scalar);
+        assert!(scalar_kind(&json!({"type": "array", "items": status}), &defs) == Kind::Array);
+        assert!(scalar_kind(&json!({"$ref": "#/$defs/Filter"}), &defs) == Kind::Complex);
+        assert_eq!(
+            value_problem(&status, &defs, &json!("nope")).as_deref(),
+            Some("is not one of the allowed values (\"ok\", \"error\")")
+        );
+        assert_eq!(value_problem(&status, &defs, &json!("ok")), None);
     }
 }
