@@ -60,3 +60,19 @@ fn demo_answers_every_question_with_its_calls_and_payload_reduction() {
         "{path} was left behind"
     );
 }
+
+#[test]
+fn the_readme_main_job_is_this_demo() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
+    let main_job: Vec<&str> = readme
+        .lines()
+        .filter(|l| l.contains("# main job"))
+        .collect();
+    assert_eq!(main_job.len(), 1, "{main_job:?}");
+    assert!(
+        main_job[0].starts_with("cargo run -p generated-example -- demo "),
+        "{}",
+        main_job[0]
+    );
+}

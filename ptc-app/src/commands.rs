@@ -102,6 +102,7 @@ pub fn catalog(name: &str, source: PlanSource, args: CatalogArgs) -> ExitCode {
         Err(e) => return startup_error(&format!("{name} catalog"), &e),
     };
     let catalog = upstreams.catalog();
+    let mut out = String::new();
     if args.json {
         let tools: Vec<serde_json::Value> = catalog
             .servers()
@@ -110,19 +111,23 @@ pub fn catalog(name: &str, source: PlanSource, args: CatalogArgs) -> ExitCode {
             .map(|t| t.to_json())
             .collect();
         match serde_json::to_string_pretty(&tools) {
-            Ok(s) => println!("{s}"),
+            Ok(s) => out.push_str(&s),
             Err(e) => return startup_error(name, &e.to_string()),
         }
+        out.push('\n');
     } else if args.tool_description {
-        println!("{}", tool::description(catalog));
+        out.push_str(&tool::description(catalog));
+        out.push('\n');
     } else {
         for s in catalog.servers() {
-            println!("{} — {}", s.name, s.description);
+            out.push_str(&format!("{} — {}\n", s.name, s.description));
             for t in s.tools().unwrap_or_default() {
-                println!("  {}", ptc_core::discovery::listing(t));
+                out.push_str(&format!("  {}\n", ptc_core::discovery::listing(t)));
             }
         }
     }
+    // A closed pipe (`| head`) is not an error worth a panic.
+    let _ = std::io::Write::write_all(&mut std::io::stdout(), out.as_bytes());
     rt.block_on(upstreams.shutdown());
     ExitCode::SUCCESS
 }
