@@ -3,7 +3,7 @@
 //! `generated-example serve …` / `ptc serve …` line (also after `claude mcp add … --`) is started
 //! (HTTP ports made free, token files made real) and must come up and answer `/health` (HTTP) or
 //! exit cleanly when its client hangs up (stdio); `claude mcp add --transport http` URLs must be a
-//! served address. The nginx block of operations.md is run by tests/tests/host_replicas.rs.
+//! served address. The nginx block of operations.md is run by generated-example/tests/replicas.rs.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
