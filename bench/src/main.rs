@@ -44,6 +44,9 @@ fn main() -> ExitCode {
         };
         rows.extend(suites::lisp::run_suite(budget, sizes));
     }
+    if enabled("host") {
+        rows.extend(suites::host::run(budget));
+    }
     println!("{}", report::markdown(&rows));
     let json_path = data::dir().with_file_name("bench-results.json");
     match serde_json::to_string_pretty(&rows) {

@@ -16,6 +16,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use axum::serve::ListenerExt;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use subtle::ConstantTimeEq;
@@ -235,6 +236,11 @@ pub async fn serve(
     });
     tracing::info!(target: "ptc::server", %addr, path = "/mcp", "listening");
     let done = tokio::spawn(async move {
+        // Replies are small and written in pieces (SSE events): without TCP_NODELAY, Nagle and
+        // delayed ACKs add ~40 ms to every call.
+        let listener = listener.tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
         axum::serve(listener, app)
             .with_graceful_shutdown(graceful)
             .await
