@@ -311,6 +311,14 @@ impl<'a> Analyzer<'a> {
                     if let Some(b) = builtins::lookup_in(space, name) {
                         return Ok(Node::Const(builtin_value(b)));
                     }
+                    if names::qualified_special_form(&format!("{ns}/{name}")).is_some() {
+                        return Err(invalid(
+                            format!(
+                                "`{ns}/{name}` is a special form and cannot be used as a value"
+                            ),
+                            pos,
+                        ));
+                    }
                     if let Some(c) = space.constant(name) {
                         return Ok(Node::Const(match c {
                             Constant::Float(f) => Value::Float(f),
@@ -326,6 +334,15 @@ impl<'a> Analyzer<'a> {
                 NsKind::Discovery => {
                     if let Some(b) = builtins::lookup_in(space, name) {
                         return Ok(Node::Const(builtin_value(b)));
+                    }
+                    if !self.host_namespaces.iter().any(|h| h == ns) {
+                        return Err(LispError::new(
+                            Reason::UnboundVar,
+                            format!(
+                                "no host provides {ns}/{name}: this program runs without tools"
+                            ),
+                        )
+                        .with_pos(pos));
                     }
                 }
             }
@@ -346,14 +363,11 @@ impl<'a> Analyzer<'a> {
                 "call it with (tool/call '{ns}/{name} {{...}}); (doc '{ns}/{name}) describes it"
             )));
         }
-        let mut known: Vec<&str> = names::NAMESPACES
-            .iter()
-            .filter(|n| n.kind != NsKind::Discovery || self.host_namespaces.is_empty())
-            .map(|n| n.name)
-            .collect();
+        let mut known: Vec<&str> = names::NAMESPACES.iter().map(|n| n.name).collect();
         known.extend(self.host_namespaces.iter().map(String::as_str));
         known.extend(self.upstreams.iter().map(String::as_str));
-        known.dedup();
+        let mut seen = std::collections::HashSet::new();
+        known.retain(|n| seen.insert(*n));
         let e = LispError::new(
             Reason::UnboundVar,
             format!(
@@ -396,14 +410,9 @@ impl<'a> Analyzer<'a> {
             if !is_local && let Some(form) = names::special_form(name) {
                 return self.analyze_special(form.kind, name, args, pos, tail);
             }
-            // `tool/doc` and `tool/dir` take unquoted names like `doc` and `dir`.
-            if let Some((ns, n)) = name.split_once('/')
-                && !is_local
-                && names::namespace(ns).is_some_and(|s| s.kind == NsKind::Discovery)
-                && let Some(form) = names::special_form(n)
-                && form.kind == Special::Discovery
-            {
-                return self.analyze_special(form.kind, n, args, pos, tail);
+            // `clojure.core/when`, and `tool/doc`, `tool/dir` with their unquoted names.
+            if !is_local && let Some(form) = names::qualified_special_form(name) {
+                return self.analyze_special(form.kind, form.name, args, pos, tail);
             }
         }
         if let FormKind::Keyword(k) = &head.kind {

@@ -3,7 +3,6 @@
 //! `analyze/destructure.rs`.
 
 use crate::error::{Ctl, LispError, R, Reason};
-use crate::eval::Ctx;
 use crate::printer::short;
 use crate::value::Value;
 use crate::value::access::{map_get_flex, seq_items};
@@ -30,10 +29,11 @@ pub(crate) fn nth(v: &Value, i: usize) -> R<Value> {
     }
 }
 
-/// The elements from `i` on (`& rest`), or nil when there are none.
-pub(crate) fn rest(ctx: &mut Ctx<'_>, v: &Value, i: usize) -> R<Value> {
+/// The elements from `i` on (`& rest`), or `None` (nil) when there are none. The caller
+/// charges the memory budget for them.
+pub(crate) fn rest(v: &Value, i: usize) -> R<Option<Vec<Value>>> {
     let items = match v {
-        Value::Nil => return Ok(Value::Nil),
+        Value::Nil => return Ok(None),
         Value::Vector(_) | Value::Str(_) | Value::Map(_) | Value::Set(_) => seq_items(v)?,
         other => {
             return Err(Ctl::from(LispError::new(
@@ -47,10 +47,9 @@ pub(crate) fn rest(ctx: &mut Ctx<'_>, v: &Value, i: usize) -> R<Value> {
         }
     };
     if i >= items.len() {
-        return Ok(Value::Nil);
+        return Ok(None);
     }
-    ctx.charge_items(items.len() - i)?;
-    Ok(Value::vector(items[i..].to_vec()))
+    Ok(Some(items[i..].to_vec()))
 }
 
 /// The value under `key` of a value destructured as a map (keyword arguments included).

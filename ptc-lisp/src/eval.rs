@@ -622,7 +622,13 @@ impl<'a> Ctx<'a> {
             }
             Node::RestFrom(src, i) => {
                 let v = self.eval(src, fr)?;
-                destructure::rest(self, &v, *i)
+                match destructure::rest(&v, *i)? {
+                    Some(rest) => {
+                        self.charge_items(rest.len())?;
+                        Ok(Value::vector(rest))
+                    }
+                    None => Ok(Value::Nil),
+                }
             }
             Node::MapGet(src, key, default) => {
                 let v = self.eval(src, fr)?;

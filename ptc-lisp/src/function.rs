@@ -34,7 +34,7 @@ pub struct Builtin {
 /// Behaviour the analyzer and the standard library choose by a builtin's table entry rather
 /// than by its name.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Traits {
+pub(crate) struct Traits {
     /// A pure function builder (`partial`, `comp`, ...): a call with constant arguments is
     /// evaluated once and remembered.
     pub(crate) pure_builder: bool,
@@ -46,7 +46,7 @@ pub struct Traits {
 
 impl Traits {
     /// No special behaviour.
-    pub const NONE: Traits = Traits {
+    pub(crate) const NONE: Traits = Traits {
         pure_builder: false,
         fast: None,
         order: None,

@@ -8,8 +8,10 @@
 //! assert_eq!(v.to_string(), "[2 4]");
 //! ```
 //!
-//! Pipeline: [`reader`] (text → forms) → `analyze` (forms → resolved nodes, macros expanded)
-//! → `eval` (nodes → values, limits enforced) → [`printer`] / `json` (values → text).
+//! Pipeline: [`reader`] (text → forms) → `analyze` (forms → resolved nodes; names from the
+//! tables in `names`, sugar expanded by `sugar`) → `eval` (nodes → values, limits enforced) →
+//! [`printer`] / `json` (values → text). The crate README maps the modules and which way they
+//! depend.
 
 // Values hold regexes (which cache internally) and functions, but their hash and equality
 // never depend on that interior state.
@@ -38,8 +40,7 @@ mod value;
 
 pub use call_sites::{CallSite, LiteralArg, call_sites};
 pub use error::{Ctl, LispError, Pos, R, Reason};
-pub use eval::Ctx;
-pub use function::{Builtin, Closure, Function, Native, Traits};
+pub use function::{Closure, Function, Native};
 pub use host::{CallContext, Discovery, Host, HostError, HostValue};
 pub use interp::Interpreter;
 pub use limits::Limits;

@@ -268,6 +268,24 @@ pub(crate) fn special_form(name: &str) -> Option<&'static SpecialForm> {
     SPECIAL_FORMS.iter().find(|f| f.name == name)
 }
 
+/// The special form a qualified name means: `clojure.core/when` (any alias of the core
+/// namespace) is `when`, and `tool/doc`, `tool/dir`, `tool/source` are the discovery forms.
+pub(crate) fn qualified_special_form(name: &str) -> Option<&'static SpecialForm> {
+    let (ns, n) = name.split_once('/')?;
+    let space = namespace(ns)?;
+    let form = special_form(n)?;
+    match space.kind {
+        _ if space.name == CORE => Some(form),
+        // `clojure.repl/doc` and `tool/doc` take unquoted names like `doc`.
+        _ if space.name == "clojure.repl" && form.kind == Special::Discovery => Some(form),
+        NsKind::Discovery if form.kind == Special::Discovery => Some(form),
+        _ => None,
+    }
+}
+
+/// The core namespace: `(dir clojure.core)` lists the special forms too.
+pub(crate) const CORE: &str = "clojure.core";
+
 /// A named constant served by a namespace (`Math/PI`).
 #[derive(Clone, Copy)]
 pub(crate) enum Constant {
@@ -471,10 +489,19 @@ mod tests {
                         assert_eq!(eval(&mut i, &q), Value::Int(1), "{q}");
                         continue;
                     }
-                    // The name resolves as a call would see it ...
-                    let v = eval(&mut i, &q);
+                    // The name resolves as a call would see it: a function or constant, or a
+                    // special form (dispatched as a call head, refused as a value).
+                    let special = qualified_special_form(&q).is_some();
+                    let v = match i.eval_str(&q) {
+                        Ok(v) => v,
+                        Err(e) if special => {
+                            assert_eq!(e.reason(), Reason::InvalidForm, "{q}: {e}");
+                            Value::Nil
+                        }
+                        Err(e) => panic!("{q}: {e}"),
+                    };
                     assert!(
-                        matches!(v, Value::Func(_) | Value::Float(_) | Value::Int(_)),
+                        matches!(v, Value::Func(_) | Value::Float(_) | Value::Int(_)) || special,
                         "{q} is {v}"
                     );
                     // ... and doc, source, meta and apropos all know it.
@@ -484,7 +511,7 @@ mod tests {
                     assert!(printed.contains(&name), "(doc {q}) printed {printed:?}");
                     assert_eq!(eval(&mut i, &format!("(source {q})")), Value::Nil);
                     i.take_output();
-                    if let Value::Func(_) = v {
+                    if matches!(v, Value::Func(_)) || special {
                         let m = eval(&mut i, &format!("(:name (meta '{q}))"));
                         assert!(m.to_string().ends_with(&name), "(meta '{q}) names {m}");
                         let hits = eval(&mut i, &format!("(apropos \"{name}\")"));
@@ -528,6 +555,9 @@ mod tests {
             "clojure.string/upper-case"
         );
         assert_eq!(eval(&mut i, "(tool/dir tool)"), eval(&mut i, "(dir tool)"));
+        assert_eq!(eval(&mut i, "(repl/dir s)"), eval(&mut i, "(dir s)"));
+        assert_eq!(eval(&mut i, "(clojure.repl/doc s/join)"), Value::Nil);
+        assert!(i.take_output().contains("clojure.string/join"));
         // Other tool/ names belong to the host; without one they are unknown.
         let e = i.eval_str("(tool/call 'a/b {})").unwrap_err();
         assert_eq!(e.reason(), Reason::UnboundVar);
@@ -550,6 +580,17 @@ mod tests {
             let e = i.eval_str(&format!("[{}]", form.name)).unwrap_err();
             assert_eq!(e.reason(), Reason::InvalidForm, "{}", form.name);
         }
+        // Qualified with the core namespace they are the same forms.
+        assert_eq!(eval(&mut i, "(clojure.core/when true 1)"), Value::Int(1));
+        assert_eq!(
+            eval(&mut i, "(core/->> [1 2] (map inc) vec)").to_string(),
+            "[2 3]"
+        );
+        assert!(
+            eval(&mut i, "(dir clojure.core)")
+                .to_string()
+                .contains(" when-let ")
+        );
         // Near misses are hinted from the same table.
         let e = i.eval_str("(whenn true 1)").unwrap_err();
         assert_eq!(e.hint(), Some("did you mean when?"));

@@ -242,3 +242,22 @@ fn decode_json_outside_an_evaluation_uses_the_default_limits() {
         "{\"a\" 1}"
     );
 }
+
+#[test]
+fn every_namespace_is_listed_once_in_the_unknown_namespace_error() {
+    let mut i = interp();
+    let e = i.eval_str("(nosuch/f)").unwrap_err();
+    let list = e.message().split("known namespaces: ").nth(1).unwrap();
+    let names: Vec<&str> = list.split(", ").collect();
+    for n in ["clojure.string", "data", "tool", "observatory", "billing"] {
+        assert_eq!(
+            names.iter().filter(|x| **x == n).count(),
+            1,
+            "{n} in {list}"
+        );
+    }
+    let mut no_host = Interpreter::new(Limits::default());
+    let e = no_host.eval_str("(tool/call 'o/t {})").unwrap_err();
+    assert_eq!(e.reason(), Reason::UnboundVar);
+    assert!(e.message().contains("no host provides tool/call"), "{e}");
+}

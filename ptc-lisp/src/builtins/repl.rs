@@ -120,7 +120,7 @@ fn doc(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     };
     let text = if let Some(b) = local_builtin(&name) {
         format!("-------------------------\n{}\n  {}\n", b.name, b.doc)
-    } else if let Some(form) = names::special_form(&name) {
+    } else if let Some(form) = names::special_form(&name).or(names::qualified_special_form(&name)) {
         format!(
             "-------------------------\n{}\n  Special Form\n  {}\n",
             form.name, form.doc
@@ -175,11 +175,19 @@ fn dir(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     };
     if let Some(space) = names::namespace(&ns) {
         let mut names: Vec<Value> = match space.kind {
-            NsKind::Builtins { prefix } => builtins_under(prefix)
-                .into_iter()
-                .chain(space.constants.iter().map(|(n, _)| *n))
-                .map(Value::symbol)
-                .collect(),
+            NsKind::Builtins { prefix } => {
+                let forms = names::SPECIAL_FORMS
+                    .iter()
+                    .filter(|_| space.name == names::CORE)
+                    .map(|f| f.name);
+                let mut all: Vec<&str> = builtins_under(prefix)
+                    .into_iter()
+                    .chain(space.constants.iter().map(|(n, _)| *n))
+                    .chain(forms)
+                    .collect();
+                all.sort_unstable();
+                all.into_iter().map(Value::symbol).collect()
+            }
             NsKind::Data => match ctx.data() {
                 // The names a program writes after `data/`.
                 Value::Map(m) => m
@@ -238,7 +246,7 @@ fn meta(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
             ),
         ]));
     }
-    if let Some(form) = names::special_form(&name) {
+    if let Some(form) = names::special_form(&name).or(names::qualified_special_form(&name)) {
         return Ok(Value::map_from(vec![
             (Value::keyword("name"), Value::symbol(form.name)),
             (Value::keyword("doc"), Value::str(form.doc)),
