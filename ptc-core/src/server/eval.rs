@@ -322,7 +322,7 @@ impl Evaluator {
                 let json = v
                     .to_json_string()
                     .ok()
-                    .and_then(|s| serde_json::from_str::<Json>(&s).ok());
+                    .and_then(|s| serde_json::from_str::<Json>(&redactor.redact(&s)).ok());
                 let text = redactor.redact(&v.to_string()).into_owned();
                 match (&req.output_schema, &json) {
                     (Some(schema), Some(j)) => match self.check_output(schema, j) {
