@@ -3,6 +3,7 @@
 mod check;
 mod eval;
 mod expand;
+mod host;
 mod upstreams;
 mod vendor;
 
@@ -22,6 +23,8 @@ Examples:
   ptc eval -e '(->> [3 1 2] (sort) (map inc))'
   ptc expand fixtures/observatory/upstreams.json
   ptc vendor --check upstreams.json
+  ptc serve --config fixtures/observatory/upstreams.json --http 127.0.0.1:7332
+  ptc catalog --config fixtures/observatory/upstreams.json
 
 Exit codes:
   0  success
@@ -44,6 +47,12 @@ enum Command {
     Expand(expand::ExpandArgs),
     /// Fetch each `schema_url` document into `vendored/` next to the config (`--check`: report drift).
     Vendor(vendor::VendorArgs),
+    /// Serve `lisp_eval` to MCP clients over stdio or Streamable HTTP.
+    Serve(host::ServeCmd),
+    /// Interactive PTC-Lisp against the configured upstreams.
+    Repl(host::ReplCmd),
+    /// List the upstreams and tools programs can call.
+    Catalog(host::CatalogCmd),
 }
 
 fn main() -> ExitCode {
@@ -53,5 +62,8 @@ fn main() -> ExitCode {
         Command::Eval(args) => eval::run(args),
         Command::Expand(args) => expand::run(args),
         Command::Vendor(args) => vendor::run(args),
+        Command::Serve(cmd) => host::serve(cmd),
+        Command::Repl(cmd) => host::repl(cmd),
+        Command::Catalog(cmd) => host::catalog(cmd),
     }
 }

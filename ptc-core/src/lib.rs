@@ -18,6 +18,7 @@ mod openapi;
 pub mod precheck;
 pub mod records;
 pub mod redact;
+pub mod server;
 mod suggest;
 pub mod validate;
 

@@ -28,6 +28,8 @@ mod openapi;
 mod paths;
 pub mod plan;
 pub mod schema;
+#[cfg(test)]
+mod rules_boundaries;
 mod suggest;
 
 pub use config::Secrets;

@@ -1,0 +1,253 @@
+//! `generated-example demo`: the README's main job. Starts the Observatory test bed in-process
+//! on loopback with a freshly generated token (written to a private file the upstream's
+//! credential is pointed at), then answers representative agent questions with PTC-Lisp
+//! programs through the same evaluator MCP clients use, printing each program, its answer, the
+//! upstream calls and the payload reduction.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use observatory_server::{ServerConfig, TokenSource, TokenSpec};
+use ptc_app::PlanSource;
+use ptc_app::args::OverrideArgs;
+use ptc_core::server::{EvalLimits, EvalRequest, Evaluator, envelope};
+use serde_json::{Map, Value};
+
+/// One agent question: what it asks, the program, the context it gets.
+pub struct Question {
+    /// The question in words.
+    pub title: &'static str,
+    /// The PTC-Lisp program an agent would send.
+    pub program: &'static str,
+    /// `data/<key>` values.
+    pub context: fn(&observatory_server::ServerHandle) -> Map<String, Value>,
+}
+
+fn no_context(_: &observatory_server::ServerHandle) -> Map<String, Value> {
+    Map::new()
+}
+
+/// A failed trace of org_acme with a few steps, and its external (W3C) id, from the data set.
+fn a_failed_trace(h: &observatory_server::ServerHandle) -> Map<String, Value> {
+    let mut m = Map::new();
+    if let Some(t) = h
+        .dataset()
+        .traces()
+        .iter()
+        .find(|t| t.org == "org_acme" && t.status.as_str() == "error")
+    {
+        m.insert("trace-id".into(), Value::String(t.id.clone()));
+        m.insert("external-id".into(), Value::String(t.external_id.clone()));
+    }
+    m
+}
+
+/// The questions, in the order the demo asks them.
+pub const QUESTIONS: &[Question] = &[
+    Question {
+        title: "Which error classes caused org_acme's recent failures?",
+        program: r#"(let [r (tool/call 'observatory/list-errors {:org-id "org_acme" :limit 200})]
+  (if (:ok r)
+    (->> (:errors (:value r))
+         (map :error_class)
+         (frequencies)
+         (sort-by (fn [[_ n]] (- n)))
+         (into []))
+    (fail r)))"#,
+        context: no_context,
+    },
+    Question {
+        title: "What did org_acme spend per model in October 2026?",
+        program: r#"(let [r (tool/call 'observatory/costs {:org-id "org_acme" :group-by "model"
+                                       :since "2026-10-01T00:00:00Z"
+                                       :until "2026-11-01T00:00:00Z"})
+      v (:value r)]
+  {:total-usd (:total_cost_usd v)
+   :by-model (->> (:buckets v)
+                  (sort-by :total_cost_usd >)
+                  (map (fn [b] [(:key b) (:total_cost_usd b)]))
+                  (into []))})"#,
+        context: no_context,
+    },
+    Question {
+        title: "Which run reported this external trace id?",
+        program: r#"(let [r (tool/call 'observatory/search-traces {:org-id "org_acme"
+                                               :trace-id data/external-id})]
+  (->> (:traces (:value r))
+       (map #(select-keys % [:id :status :model :error_class :repository]))
+       (into [])))"#,
+        context: a_failed_trace,
+    },
+    Question {
+        title: "How did that failed run go, and what did its first failing step return?",
+        program: r#"(let [steps (:steps (:value (tool/call 'observatory/get-trace-steps
+                                          {:org-id "org_acme" :id data/trace-id})))
+      failed (first (filter #(= "error" (:status %)) steps))
+      step (:value (tool/call 'observatory/get-trace-step
+                              {:org-id "org_acme" :id data/trace-id :step-id (:id failed)}))]
+  {:steps (count steps)
+   :by-kind (frequencies (map :kind steps))
+   :failed-step {:index (:index step) :name (:name step) :kind (:kind step)
+                 :output-start (subs (str (:output step)) 0 (min 160 (count (str (:output step)))))}})"#,
+        context: a_failed_trace,
+    },
+    Question {
+        title: "Across org_acme's 8 newest failed runs, which steps failed? (pmap fan-out)",
+        program: r#"(let [traces (:traces (:value (tool/call 'observatory/list-traces
+                                            {:org-id "org_acme" :status "error" :limit 8})))
+      steps (pmap #(tool/call 'observatory/get-trace-steps {:org-id "org_acme" :id (:id %)})
+                  traces)]
+  (->> (map (fn [t s]
+              {:trace (:id t)
+               :model (:model t)
+               :failed (->> (:steps (:value s))
+                            (filter #(= "error" (:status %)))
+                            (map :name)
+                            (into []))})
+            traces steps)
+       (into [])))"#,
+        context: no_context,
+    },
+];
+
+/// A random 32-byte hex token from the OS-seeded hasher state (no extra dependency).
+fn generate_token() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut out = String::from("obs_demo_");
+    for i in 0..4u64 {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u64(i);
+        h.write_u128(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos()),
+        );
+        out.push_str(&format!("{:016x}", h.finish()));
+    }
+    out
+}
+
+/// Writes `token` to a new file only this user can read.
+fn write_token_file(token: &str) -> Result<PathBuf, String> {
+    let path = std::env::temp_dir().join(format!("ptc-demo-{}.token", std::process::id()));
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let mut f = options
+        .open(&path)
+        .map_err(|e| format!("cannot write the token file {}: {e}", path.display()))?;
+    f.write_all(token.as_bytes())
+        .map_err(|e| format!("cannot write the token file {}: {e}", path.display()))?;
+    Ok(path)
+}
+
+fn bytes(n: u64) -> String {
+    if n >= 1 << 20 {
+        format!("{:.1} MiB", n as f64 / (1 << 20) as f64)
+    } else if n >= 1 << 10 {
+        format!("{:.1} KiB", n as f64 / 1024.0)
+    } else {
+        format!("{n} B")
+    }
+}
+
+/// Runs the demo against `source` (the Observatory deployment).
+pub fn run(source: PlanSource) -> ExitCode {
+    match run_inner(source) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("generated-example demo: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run_inner(source: PlanSource) -> Result<(), String> {
+    let rt = ptc_app::start::runtime()?;
+    let token = generate_token();
+    let token_file = write_token_file(&token)?;
+    let result = rt.block_on(async {
+        let config = ServerConfig::new(TokenSource::Inline(vec![TokenSpec::full_access(
+            "tok_demo", &token,
+        )]));
+        let (addr, observatory) = observatory_server::start(config)
+            .await
+            .map_err(|e| format!("cannot start the Observatory test bed: {e}"))?;
+        println!(
+            "Observatory test bed listening on http://{addr} (token in {})",
+            token_file.display()
+        );
+        let overrides = OverrideArgs {
+            upstream_urls: vec![format!("observatory=http://{addr}")],
+            credential_files: vec![format!("observatory-token={}", token_file.display())],
+        };
+        let upstreams = ptc_app::start::upstreams(&source, &overrides).await?;
+        let evaluator = Evaluator::new(
+            upstreams.clone(),
+            tokio::runtime::Handle::current(),
+            EvalLimits::default(),
+        )?;
+        let mut failures = 0;
+        for (i, q) in QUESTIONS.iter().enumerate() {
+            let context = (q.context)(&observatory);
+            println!("\n── {}. {}", i + 1, q.title);
+            if !context.is_empty() {
+                println!("context: {}", Value::Object(context.clone()));
+            }
+            println!("program:");
+            for line in q.program.lines() {
+                println!("  {line}");
+            }
+            let req = EvalRequest {
+                program: q.program.to_string(),
+                context: (!context.is_empty()).then_some(context),
+                output_schema: None,
+            };
+            let outcome = evaluator.eval(req, Default::default()).await;
+            match &outcome.result {
+                Ok(v) => println!("answer:\n  {}", envelope::bounded(&v.text, 4096)),
+                Err(e) => {
+                    failures += 1;
+                    println!("error: {}: {}", e.reason, e.message);
+                }
+            }
+            println!("upstream calls:");
+            for c in &outcome.records.upstream_calls {
+                println!(
+                    "  {}/{} {} {} ms {}",
+                    c.server,
+                    c.tool,
+                    c.reason.unwrap_or(c.status),
+                    c.duration_ms,
+                    bytes(c.result_bytes)
+                );
+            }
+            let m = &outcome.records.ptc_metrics;
+            println!(
+                "payload: {} from upstreams -> {} answer{}",
+                bytes(m.upstream_result_bytes),
+                bytes(m.final_result_bytes),
+                m.payload_reduction_ratio
+                    .map(|r| format!(" ({r}x smaller)"))
+                    .unwrap_or_default()
+            );
+        }
+        upstreams.shutdown().await;
+        observatory.shutdown().await;
+        if failures > 0 {
+            return Err(format!("{failures} question(s) failed"));
+        }
+        println!(
+            "\nEvery answer came from one lisp_eval call. Serve the same to an MCP client with \
+             `cargo run -p generated-example -- serve` (see docs/getting-started.md)."
+        );
+        Ok(())
+    });
+    let _ = std::fs::remove_file(&token_file);
+    result
+}

@@ -1,0 +1,310 @@
+//! Real MCP clients against `generated-example serve`: the Python `mcp` SDK client (PyPI) in
+//! both protocol eras and the MCP Inspector CLI (npm), over stdio and Streamable HTTP, calling
+//! `lisp_eval` with Observatory and discovery programs. The Observatory test bed runs
+//! in-process; the server is pointed at it with the operator overrides.
+//!
+//! `.ci/run` installs the clients into fixtures/host-clients; elsewhere, without them, each test
+//! prints why it was skipped (with CI=true a missing client fails the test).
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use observatory_server::{ServerConfig, ServerHandle, TokenSource, TokenSpec};
+use serde_json::{Value, json};
+
+const TOKEN: &str = "obs_clients_test_5b0c1e77a9d2";
+const BIN: &str = env!("CARGO_BIN_EXE_generated-example");
+
+fn clients_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/host-clients")
+}
+
+/// The client at `path`, or `None` (after saying why) when it is not installed outside CI.
+fn peer(path: PathBuf, what: &str) -> Option<PathBuf> {
+    if path.exists() {
+        return Some(path);
+    }
+    let why = format!(
+        "{what} is not installed at {} (run the install lines of .ci/run)",
+        path.display()
+    );
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("{why}");
+    }
+    println!("skipped: {why}");
+    None
+}
+
+fn python() -> Option<PathBuf> {
+    peer(
+        clients_dir().join(".venv/bin/python"),
+        "the Python mcp client",
+    )
+}
+
+fn inspector() -> Option<PathBuf> {
+    peer(
+        clients_dir().join("node_modules/.bin/mcp-inspector"),
+        "the MCP Inspector CLI",
+    )
+}
+
+/// The Observatory test bed and the flags that point the server at it.
+struct Bed {
+    rt: tokio::runtime::Runtime,
+    server: Option<ServerHandle>,
+    token_file: PathBuf,
+    flags: Vec<String>,
+}
+
+impl Drop for Bed {
+    fn drop(&mut self) {
+        if let Some(s) = self.server.take() {
+            self.rt.block_on(s.shutdown());
+        }
+        let _ = std::fs::remove_file(&self.token_file);
+    }
+}
+
+fn bed(name: &str) -> Bed {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let config = ServerConfig::new(TokenSource::Inline(vec![TokenSpec::full_access(
+        "tok_clients",
+        TOKEN,
+    )]));
+    let (addr, server) = rt.block_on(observatory_server::start(config)).unwrap();
+    let token_file =
+        std::env::temp_dir().join(format!("ptc-clients-{name}-{}.token", std::process::id()));
+    std::fs::write(&token_file, TOKEN).unwrap();
+    let flags = vec![
+        "--upstream-url".into(),
+        format!("observatory=http://{addr}"),
+        "--credential-file".into(),
+        format!("observatory-token={}", token_file.display()),
+    ];
+    Bed {
+        rt,
+        server: Some(server),
+        token_file,
+        flags,
+    }
+}
+
+/// The programs every client sends, and what each must answer.
+fn programs() -> Value {
+    json!([
+        {"program": "(count (:errors (:value (tool/call 'observatory/list-errors {:org-id \"org_acme\" :limit 7}))))"},
+        {"program": "(apropos \"cost\")"},
+        {"program": "(doc 'observatory/search-traces)"},
+        {"program": "(+ data/a 1)", "context": {"a": 41}},
+        {"program": "(fail {:why \"no data\"})"}
+    ])
+}
+
+fn check_calls(calls: &[Value]) {
+    assert_eq!(calls.len(), 5, "{calls:?}");
+    let s = |i: usize| &calls[i]["structured"];
+    assert_eq!(calls[0]["is_error"], json!(false), "{}", calls[0]);
+    assert_eq!(s(0)["result"], json!(7));
+    assert_eq!(s(0)["upstream_calls"][0]["tool"], "list-errors");
+    assert_eq!(s(0)["upstream_calls"][0]["status"], "ok");
+    assert!(
+        s(0)["ptc_metrics"]["upstream_result_bytes"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+    let hits = s(1)["result"].as_array().unwrap();
+    assert!(
+        hits.contains(&json!("observatory/costs - Aggregate costs server-side")),
+        "{hits:?}"
+    );
+    let printed = s(2)["prints"].as_array().unwrap();
+    assert!(
+        printed
+            .iter()
+            .any(|l| l.as_str().unwrap().contains(":trace-id string (required)")),
+        "{printed:?}"
+    );
+    assert_eq!(s(3)["result"], json!(42));
+    assert_eq!(calls[3]["text"], "42");
+    assert_eq!(calls[4]["is_error"], json!(true));
+    assert_eq!(s(4)["reason"], "fail");
+    assert_eq!(s(4)["value"], json!({"why": "no data"}));
+    assert_eq!(s(4)["position"], json!({"line": 1, "column": 1}));
+}
+
+fn run_python(python: &Path, spec: Value) -> Value {
+    let out = Command::new(python)
+        .arg(clients_dir().join("client.py"))
+        .arg(spec.to_string())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "python client failed\nstdout:\n{stdout}\nstderr:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(stdout.lines().last().unwrap_or("")).unwrap()
+}
+
+fn check_tools(out: &Value) {
+    let tools = out["tools"].as_array().unwrap();
+    assert_eq!(tools.len(), 1);
+    assert_eq!(tools[0]["name"], "lisp_eval");
+    assert_eq!(tools[0]["annotations"]["readOnlyHint"], json!(true));
+    let d = tools[0]["description"].as_str().unwrap();
+    assert!(
+        d.contains("observatory/list-traces - List traces") && d.contains("(apropos"),
+        "{d}"
+    );
+}
+
+#[test]
+fn python_sdk_over_stdio_in_both_eras() {
+    let Some(py) = python() else { return };
+    let b = bed("py-stdio");
+    let mut args = vec![json!("serve")];
+    args.extend(b.flags.iter().map(|f| json!(f)));
+    for (mode, version) in [("legacy", "2025-11-25"), ("auto", "2026-07-28")] {
+        let out = run_python(
+            &py,
+            json!({"transport": "stdio", "command": BIN, "args": args, "mode": mode,
+                   "programs": programs()}),
+        );
+        assert_eq!(out["protocol_version"], version, "mode {mode}");
+        check_tools(&out);
+        check_calls(out["calls"].as_array().unwrap());
+    }
+}
+
+/// `generated-example serve --http 127.0.0.1:0`, its URL read from its stderr.
+struct HttpServer {
+    child: Child,
+    url: String,
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn http_server(b: &Bed) -> HttpServer {
+    let mut child = Command::new(BIN)
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .args(&b.flags)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let url = loop {
+        let line = lines
+            .next()
+            .expect("the server says where it listens")
+            .unwrap();
+        if let Some(rest) = line.split("listening on ").nth(1)
+            && line.starts_with("generated-example:")
+        {
+            break rest.trim().to_string();
+        }
+    };
+    // Keep draining stderr so the server never blocks on a full pipe.
+    std::thread::spawn(move || for _ in lines {});
+    HttpServer { child, url }
+}
+
+#[test]
+fn python_sdk_over_streamable_http_in_both_eras() {
+    let Some(py) = python() else { return };
+    let b = bed("py-http");
+    let server = http_server(&b);
+    for (mode, version) in [("legacy", "2025-11-25"), ("auto", "2026-07-28")] {
+        let out = run_python(
+            &py,
+            json!({"transport": "http", "url": server.url, "mode": mode, "programs": programs()}),
+        );
+        assert_eq!(out["protocol_version"], version, "mode {mode}");
+        check_tools(&out);
+        check_calls(out["calls"].as_array().unwrap());
+    }
+}
+
+fn run_inspector(inspector: &Path, target: &[&str], method: &[&str]) -> Value {
+    let out = Command::new(inspector)
+        .arg("--cli")
+        .args(target)
+        .args(method)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "inspector failed\nstdout:\n{stdout}\nstderr:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let start = stdout.find('{').expect("JSON on stdout");
+    serde_json::from_str(&stdout[start..]).unwrap()
+}
+
+fn inspector_checks(inspector: &Path, target: &[&str]) {
+    let list = run_inspector(inspector, target, &["--method", "tools/list"]);
+    assert_eq!(list["tools"][0]["name"], "lisp_eval", "{list}");
+    let call = run_inspector(
+        inspector,
+        target,
+        &[
+            "--method",
+            "tools/call",
+            "--tool-name",
+            "lisp_eval",
+            "--tool-arg",
+            "program=(->> (:buckets (:value (tool/call 'observatory/costs {:org-id \"org_acme\" :group-by \"model\"}))) (map :key) (sort) (first))",
+        ],
+    );
+    assert_eq!(call["isError"], json!(false), "{call}");
+    assert_eq!(
+        call["structuredContent"]["result"], "claude-haiku-4-5",
+        "{call}"
+    );
+    assert_eq!(call["content"][0]["text"], "\"claude-haiku-4-5\"");
+    let dir = run_inspector(
+        inspector,
+        target,
+        &[
+            "--method",
+            "tools/call",
+            "--tool-name",
+            "lisp_eval",
+            "--tool-arg",
+            "program=(count (dir 'observatory))",
+        ],
+    );
+    assert_eq!(dir["structuredContent"]["result"], json!(7), "{dir}");
+}
+
+#[test]
+fn inspector_cli_over_stdio() {
+    let Some(inspector) = inspector() else { return };
+    let b = bed("insp-stdio");
+    let mut target = vec![BIN, "serve"];
+    target.extend(b.flags.iter().map(String::as_str));
+    inspector_checks(&inspector, &target);
+}
+
+#[test]
+fn inspector_cli_over_streamable_http() {
+    let Some(inspector) = inspector() else { return };
+    let b = bed("insp-http");
+    let server = http_server(&b);
+    inspector_checks(&inspector, &[server.url.as_str(), "--transport", "http"]);
+}

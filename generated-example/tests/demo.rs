@@ -1,0 +1,78 @@
+//! `generated-example demo`, the README's main job, run as a newcomer runs it.
+
+use std::process::Command;
+
+#[test]
+fn demo_answers_every_question_with_its_calls_and_payload_reduction() {
+    let out = Command::new(env!("CARGO_BIN_EXE_generated-example"))
+        .arg("demo")
+        .output()
+        .expect("the demo runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    // Five questions, each with its program, an answer (no error) and a payload line.
+    let sections: Vec<&str> = stdout.split("\n── ").skip(1).collect();
+    assert_eq!(sections.len(), 5, "{stdout}");
+    for s in &sections {
+        assert!(s.contains("\nprogram:\n  ("), "{s}");
+        assert!(s.contains("\nanswer:\n  "), "{s}");
+        assert!(!s.contains("\nerror: "), "{s}");
+        assert!(s.contains("\nupstream calls:\n  observatory/"), "{s}");
+        assert!(
+            s.contains("from upstreams ->") && s.contains("x smaller)"),
+            "{s}"
+        );
+    }
+    // The questions and the calls they needed.
+    assert!(
+        sections[0].contains("observatory/list-errors ok")
+            && sections[0].contains("[[\"timeout\" ")
+    );
+    assert!(sections[1].contains("observatory/costs ok") && sections[1].contains(":total-usd "));
+    assert!(
+        sections[2].contains("observatory/search-traces ok")
+            && sections[2].contains(":status \"error\"")
+    );
+    assert!(sections[3].contains("observatory/get-trace-steps ok"));
+    assert!(
+        sections[3].contains("observatory/get-trace-step ok")
+            && sections[3].contains(":failed-step {:index ")
+    );
+    // The fan-out: one list and eight step fetches.
+    assert_eq!(
+        sections[4]
+            .matches("observatory/get-trace-steps ok")
+            .count(),
+        8,
+        "{}",
+        sections[4]
+    );
+    // The generated token never appears, and its file is gone afterwards.
+    assert!(!stdout.contains("obs_demo_") && !stderr.contains("obs_demo_"));
+    let path = stdout
+        .split("(token in ")
+        .nth(1)
+        .and_then(|s| s.split(')').next())
+        .expect("the token file is named");
+    assert!(
+        !std::path::Path::new(path).exists(),
+        "{path} was left behind"
+    );
+}
+
+#[test]
+fn the_readme_main_job_is_this_demo() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
+    let main_job: Vec<&str> = readme
+        .lines()
+        .filter(|l| l.contains("# main job"))
+        .collect();
+    assert_eq!(main_job.len(), 1, "{main_job:?}");
+    assert!(
+        main_job[0].starts_with("cargo run -p generated-example -- demo "),
+        "{}",
+        main_job[0]
+    );
+}

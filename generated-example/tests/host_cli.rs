@@ -1,0 +1,183 @@
+//! The shared host commands as an operator and a developer use them: the REPL (multi-line forms,
+//! `*1`, discovery), the audit line of `serve --log-format json`, and the start-up overrides with
+//! the config's own URL rules.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+const BIN: &str = env!("CARGO_BIN_EXE_generated-example");
+
+fn run_with_stdin(args: &[&str], input: &str) -> (bool, String, String) {
+    let mut child = Command::new(BIN)
+        .args(args)
+        .env("HOME", std::env::temp_dir())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn repl_keeps_definitions_and_results_reads_multi_line_forms_and_discovers() {
+    let history = std::env::temp_dir().join(format!("ptc-repl-{}.history", std::process::id()));
+    let input = "(def x 41)\n(inc x)\n(+ *1 1)\n(let [a 1]\n  (+ a\n     1))\n(count (dir 'observatory))\n(undefined-fn 1)\n:quit\n";
+    let (ok, out, err) = run_with_stdin(&["repl", "--history", history.to_str().unwrap()], input);
+    assert!(ok, "{out}\n{err}");
+    let answers: Vec<&str> = out
+        .lines()
+        .filter(|l| !l.starts_with("generated-example repl"))
+        .collect();
+    assert!(answers.contains(&"42"), "{out}");
+    assert!(answers.contains(&"43"), "*1 is the last result: {out}");
+    assert!(answers.contains(&"2"), "a multi-line form: {out}");
+    assert!(answers.contains(&"7"), "discovery: {out}");
+    assert!(
+        answers
+            .iter()
+            .any(|l| l.starts_with("error: ") && l.contains("undefined-fn")),
+        "{out}"
+    );
+    let saved = std::fs::read_to_string(&history).unwrap_or_default();
+    assert!(saved.contains("(inc x)"), "history is saved: {saved}");
+    let _ = std::fs::remove_file(&history);
+}
+
+#[test]
+fn serve_writes_one_json_audit_line_per_eval_without_the_program() {
+    let mut child = Command::new(BIN)
+        .args(["serve", "--log-format", "json"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let program = "(str \"secret-looking-marker\" (+ 1 2))";
+    let mut stdin = child.stdin.take().unwrap();
+    let lines = [
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#.to_string(),
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.to_string(),
+        serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "lisp_eval", "arguments": {"program": program}}})
+        .to_string(),
+        serde_json::json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+            "params": {"name": "lisp_eval", "arguments": {"program": "(fail 1)"}}})
+        .to_string(),
+    ];
+    for l in &lines {
+        writeln!(stdin, "{l}").unwrap();
+    }
+    let mut replies = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut seen = 0;
+    while seen < 3 {
+        let l = replies.next().unwrap().unwrap();
+        if l.contains("\"id\":") {
+            seen += 1;
+        }
+    }
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let audits: Vec<serde_json::Value> = err
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["target"] == "ptc::audit")
+        .collect();
+    assert_eq!(audits.len(), 2, "{err}");
+    assert_eq!(audits[0]["outcome"], "ok");
+    assert_eq!(audits[0]["program_bytes"], program.len());
+    assert_eq!(
+        audits[0]["program_sha256"].as_str().unwrap(),
+        ptc_core::server::audit::program_hash(program)
+    );
+    assert_eq!(audits[1]["outcome"], "error");
+    assert_eq!(audits[1]["reason"], "fail");
+    assert!(!err.contains("secret-looking-marker"), "{err}");
+}
+
+#[test]
+fn overrides_obey_the_configs_url_rules() {
+    let config =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/observatory/upstreams.json");
+    let text = std::fs::read_to_string(&config).unwrap();
+    // The fixture opts in to http; a copy without the opt-in must refuse an http override.
+    let strict = text
+        .replace("\"allow_insecure_http\": true,", "")
+        .replace("\"allow_insecure_auth\": true,", "")
+        .replace("http://127.0.0.1:8787", "https://observatory.example.com");
+    let dir = std::env::temp_dir().join(format!("ptc-overrides-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(
+        config.with_file_name("observatory.openapi.json"),
+        dir.join("observatory.openapi.json"),
+    )
+    .unwrap();
+    let strict_path = dir.join("upstreams.json");
+    std::fs::write(&strict_path, strict).unwrap();
+    let ptc = Path::new(BIN).with_file_name("ptc");
+    if !ptc.exists() {
+        println!("skipped: {} is not built", ptc.display());
+        return;
+    }
+    let catalog = |args: &[&str]| {
+        let out = Command::new(&ptc)
+            .args(["catalog", "--config", strict_path.to_str().unwrap()])
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    assert_eq!(catalog(&[]).0, Some(0));
+    assert_eq!(
+        catalog(&["--upstream-url", "observatory=https://staging.example.com"]).0,
+        Some(0)
+    );
+    let (code, err) = catalog(&["--upstream-url", "observatory=http://staging.example.com"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("http://") && err.contains("allow_insecure_http"),
+        "{err}"
+    );
+    let (code, err) = catalog(&["--upstream-url", "nosuch=https://x.example.com"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("no upstream `nosuch`"), "{err}");
+    let (code, err) = catalog(&["--upstream-url", "observatory"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("expected NAME=VALUE"), "{err}");
+    let (code, err) = catalog(&["--credential-file", "nosuch=/tmp/x"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("no credential `nosuch`"), "{err}");
+    // The compiled-plan path (generated-example) applies the same rules through ptc-plan.
+    let out = Command::new(BIN)
+        .args([
+            "catalog",
+            "--upstream-url",
+            "observatory=ftp://x.example.com",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,171 @@
+//! Scaling out: two `generated-example serve --http` replicas behind nginx (Debian package),
+//! configured with the nginx block of docs/operations.md, and an MCP client's evaluations (the
+//! Python `mcp` SDK, both protocol eras) succeeding through it.
+//!
+//! `.ci/run` installs nginx and the client; elsewhere, without them, the test prints why it was
+//! skipped (with CI=true it fails instead).
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+const BIN: &str = env!("CARGO_BIN_EXE_generated-example");
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn skip_or_fail(why: String) {
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("{why}");
+    }
+    println!("skipped: {why}");
+}
+
+fn find_nginx() -> Option<PathBuf> {
+    let mut candidates = vec![PathBuf::from("/usr/sbin/nginx")];
+    if let Some(path) = std::env::var_os("PATH") {
+        candidates.extend(std::env::split_paths(&path).map(|d| d.join("nginx")));
+    }
+    candidates.into_iter().find(|p| p.exists())
+}
+
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn replica() -> (Killed, String) {
+    let mut child = Command::new(BIN)
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let addr = loop {
+        let line = lines
+            .next()
+            .expect("the replica says where it listens")
+            .unwrap();
+        if let Some(rest) = line.split("listening on http://").nth(1) {
+            break rest.trim_end_matches("/mcp").to_string();
+        }
+    };
+    std::thread::spawn(move || for _ in lines {});
+    (Killed(child), addr)
+}
+
+/// The ```nginx block of docs/operations.md.
+fn documented_nginx() -> String {
+    let doc = std::fs::read_to_string(root().join("docs/operations.md")).unwrap();
+    let start = doc
+        .find("```nginx\n")
+        .expect("operations.md has an nginx block")
+        + 9;
+    let end = start + doc[start..].find("```").unwrap();
+    doc[start..end].to_string()
+}
+
+#[test]
+fn two_replicas_behind_nginx_serve_an_mcp_clients_evals() {
+    let Some(nginx) = find_nginx() else {
+        return skip_or_fail(
+            "nginx is not installed (Debian package nginx; .ci/run installs it)".into(),
+        );
+    };
+    let python = root().join("fixtures/host-clients/.venv/bin/python");
+    if !python.exists() {
+        return skip_or_fail(format!(
+            "the Python mcp client is not installed at {} (run the install lines of .ci/run)",
+            python.display()
+        ));
+    }
+    let (_a, addr_a) = replica();
+    let (_b, addr_b) = replica();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let front = format!("127.0.0.1:{port}");
+    let block = documented_nginx()
+        .replace("127.0.0.1:7401", &addr_a)
+        .replace("127.0.0.1:7402", &addr_b)
+        .replace("127.0.0.1:7332", &front);
+    assert!(block.contains(&addr_a) && block.contains(&addr_b) && block.contains(&front));
+    let dir = std::env::temp_dir().join(format!("ptc-nginx-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let d = dir.display();
+    let conf = format!(
+        "daemon off;\nmaster_process off;\nworker_processes 1;\npid {d}/nginx.pid;\n\
+         error_log {d}/error.log;\nevents {{}}\nhttp {{\n  access_log off;\n\
+         client_body_temp_path {d}/body;\n  proxy_temp_path {d}/proxy;\n\
+         fastcgi_temp_path {d}/fastcgi;\n  uwsgi_temp_path {d}/uwsgi;\n  scgi_temp_path {d}/scgi;\n\
+         {block}\n}}\n"
+    );
+    let conf_path = dir.join("nginx.conf");
+    std::fs::write(&conf_path, conf).unwrap();
+    let _nginx = Killed(
+        Command::new(&nginx)
+            .arg("-p")
+            .arg(&dir)
+            .arg("-c")
+            .arg(&conf_path)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    // Wait (bounded) for nginx to accept connections.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::net::TcpStream::connect(&front).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "nginx did not start: {}",
+            std::fs::read_to_string(dir.join("error.log")).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let programs = json!([
+        {"program": "(+ 1 2)"},
+        {"program": "(count (dir 'observatory))"},
+        {"program": "(reduce + (map inc data/xs))", "context": {"xs": [1, 2, 3]}}
+    ]);
+    for mode in ["legacy", "auto"] {
+        let spec = json!({"transport": "http", "url": format!("http://{front}/mcp"),
+                          "mode": mode, "programs": programs});
+        let out = Command::new(&python)
+            .arg(root().join("fixtures/host-clients/client.py"))
+            .arg(spec.to_string())
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "mode {mode}\nstdout:\n{stdout}\nstderr:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+        let results: Vec<&Value> = v["calls"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| &c["structured"]["result"])
+            .collect();
+        assert_eq!(
+            results,
+            [&json!(3), &json!(7), &json!(9)],
+            "mode {mode}: {v}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

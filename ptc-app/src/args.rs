@@ -1,0 +1,211 @@
+//! Flags shared by both binaries' subcommands.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use ptc_core::server::{EvalLimits, HttpOptions, LogFormat};
+
+/// Evaluation limits (defaults are safe for a shared server).
+#[derive(clap::Args, Clone, Debug)]
+pub struct LimitArgs {
+    /// Wall-clock limit of one program, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 10_000)]
+    pub timeout_ms: u64,
+    /// Memory one program may allocate, in bytes [default: 64 MiB].
+    #[arg(long, value_name = "BYTES")]
+    pub memory_bytes: Option<u64>,
+    /// Memory all running programs may hold together; past it requests get `busy`
+    /// [default: memory-bytes × max-concurrent].
+    #[arg(long, value_name = "BYTES")]
+    pub memory_budget_bytes: Option<u64>,
+    /// Programs running at once across all clients; past it requests get `busy`
+    /// [default: 2 × cores, 2..16].
+    #[arg(long, value_name = "N")]
+    pub max_concurrent: Option<usize>,
+    /// Programs running at once in one MCP session.
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    pub max_per_session: usize,
+    /// Upstream calls per program.
+    #[arg(long, value_name = "N", default_value_t = 50)]
+    pub max_calls: u64,
+    /// Bytes of result text in a reply (beyond it, a truncation marker).
+    #[arg(long, value_name = "BYTES", default_value_t = 64 * 1024)]
+    pub max_output_bytes: usize,
+}
+
+impl LimitArgs {
+    /// The limits these flags describe.
+    pub fn limits(&self) -> EvalLimits {
+        let mut l = EvalLimits {
+            program_timeout: Duration::from_millis(self.timeout_ms),
+            max_per_session: self.max_per_session,
+            max_calls: self.max_calls,
+            max_output_bytes: self.max_output_bytes,
+            ..EvalLimits::default()
+        };
+        if let Some(m) = self.memory_bytes {
+            l.memory_bytes = m;
+        }
+        if let Some(n) = self.max_concurrent {
+            l.max_concurrent = n;
+        }
+        l.memory_budget_bytes = self
+            .memory_budget_bytes
+            .unwrap_or(l.memory_bytes.saturating_mul(l.max_concurrent as u64));
+        l
+    }
+}
+
+/// Operator overrides applied at start-up, under the same rules as the config.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct OverrideArgs {
+    /// Point upstream NAME at URL (staging vs production); https unless the upstream's config
+    /// opts in to http. Repeatable; env PTC_UPSTREAM_URL takes a comma-separated list.
+    #[arg(
+        long = "upstream-url",
+        value_name = "NAME=URL",
+        env = "PTC_UPSTREAM_URL",
+        value_delimiter = ','
+    )]
+    pub upstream_urls: Vec<String>,
+    /// Read credential NAME from file PATH (a `file` credential). Repeatable; env
+    /// PTC_CREDENTIAL_FILE takes a comma-separated list.
+    #[arg(
+        long = "credential-file",
+        value_name = "NAME=PATH",
+        env = "PTC_CREDENTIAL_FILE",
+        value_delimiter = ','
+    )]
+    pub credential_files: Vec<String>,
+}
+
+/// Log output.
+#[derive(clap::Args, Clone, Debug)]
+pub struct LogArgs {
+    /// `text` or `json` (one object per line, on stderr; filter with RUST_LOG).
+    #[arg(long, value_name = "FORMAT", default_value = "text", value_parser = ["text", "json"])]
+    pub log_format: String,
+}
+
+impl LogArgs {
+    /// The chosen format.
+    pub fn format(&self) -> LogFormat {
+        if self.log_format == "json" {
+            LogFormat::Json
+        } else {
+            LogFormat::Text
+        }
+    }
+}
+
+/// Streamable HTTP flags.
+#[derive(clap::Args, Clone, Debug)]
+pub struct HttpArgs {
+    /// Serve Streamable HTTP at ADDR (path /mcp) instead of stdio.
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:7332")]
+    pub http: Option<SocketAddr>,
+    /// File holding the bearer token clients must send (required off loopback).
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+    /// Browser origin allowed to call (scheme://host:port); repeatable. Others get 403.
+    #[arg(long = "allowed-origin", value_name = "ORIGIN")]
+    pub allowed_origins: Vec<String>,
+    /// Host header value accepted besides loopback names (the DNS name clients use); repeatable.
+    #[arg(long = "allowed-host", value_name = "HOST")]
+    pub allowed_hosts: Vec<String>,
+    /// Largest request body, in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = 4 << 20)]
+    pub max_body_bytes: usize,
+    /// Time until a response starts, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 60_000)]
+    pub request_timeout_ms: u64,
+    /// No MCP sessions: any replica can answer any request (see docs/operations.md).
+    #[arg(long)]
+    pub stateless: bool,
+}
+
+impl HttpArgs {
+    /// The HTTP options, the token read from --token-file or PTC_HTTP_TOKEN.
+    pub fn options(&self, addr: SocketAddr) -> Result<HttpOptions, String> {
+        let token = match &self.token_file {
+            Some(p) => Some(
+                std::fs::read_to_string(p)
+                    .map_err(|e| format!("cannot read the token file {}: {e}", p.display()))?
+                    .trim()
+                    .to_string(),
+            ),
+            None => std::env::var("PTC_HTTP_TOKEN")
+                .ok()
+                .filter(|t| !t.is_empty()),
+        };
+        Ok(HttpOptions {
+            addr,
+            token,
+            allowed_origins: self.allowed_origins.clone(),
+            allowed_hosts: self.allowed_hosts.clone(),
+            max_body_bytes: self.max_body_bytes,
+            request_timeout: Duration::from_millis(self.request_timeout_ms),
+            stateless: self.stateless,
+            ..HttpOptions::default()
+        })
+    }
+}
+
+/// `serve`: MCP over stdio (default) or Streamable HTTP.
+#[derive(clap::Args, Clone, Debug)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    pub http: HttpArgs,
+    #[command(flatten)]
+    pub limits: LimitArgs,
+    #[command(flatten)]
+    pub overrides: OverrideArgs,
+    #[command(flatten)]
+    pub log: LogArgs,
+}
+
+/// `repl`: an interactive PTC-Lisp session against the upstreams.
+#[derive(clap::Args, Clone, Debug)]
+pub struct ReplArgs {
+    /// History file [default: ~/.ptc_history].
+    #[arg(long, value_name = "FILE")]
+    pub history: Option<PathBuf>,
+    #[command(flatten)]
+    pub limits: LimitArgs,
+    #[command(flatten)]
+    pub overrides: OverrideArgs,
+}
+
+/// `catalog`: the upstreams and tools a program can call.
+#[derive(clap::Args, Clone, Debug)]
+pub struct CatalogArgs {
+    /// Print every tool as JSON (name, description, schemas, annotations) instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Print the `lisp_eval` tool description clients see.
+    #[arg(long, conflicts_with = "json")]
+    pub tool_description: bool,
+    #[command(flatten)]
+    pub overrides: OverrideArgs,
+}
+
+/// `eval`: run one program against the upstreams.
+#[derive(clap::Args, Clone, Debug)]
+pub struct EvalArgs {
+    /// Program text.
+    #[arg(short = 'e', long = "expr", conflicts_with = "file")]
+    pub expr: Option<String>,
+    /// Program file (`-` reads standard input).
+    pub file: Option<PathBuf>,
+    /// A JSON object whose keys the program reads as `data/<key>`.
+    #[arg(long, value_name = "FILE")]
+    pub context: Option<PathBuf>,
+    /// Print the MCP result (`structuredContent`) as JSON instead of the value.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub limits: LimitArgs,
+    #[command(flatten)]
+    pub overrides: OverrideArgs,
+}

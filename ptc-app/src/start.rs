@@ -1,0 +1,62 @@
+//! Start-up: the plan (from a config file or compiled in), the operator's overrides, the
+//! upstreams.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use ptc_core::{StartOptions, Upstreams};
+use ptc_plan::{Plan, Secrets};
+
+use crate::args::OverrideArgs;
+use crate::overrides::Overrides;
+
+/// Where a binary's plan comes from.
+pub enum PlanSource {
+    /// An upstreams.json read and validated at start-up (`ptc --config`).
+    Config(PathBuf),
+    /// A plan compiled into the binary (`ptc_upstreams!`), with its literal secrets.
+    Compiled(Box<dyn Fn() -> Result<(Plan, Secrets), String> + Send + Sync>),
+}
+
+impl PlanSource {
+    /// The plan with `overrides` applied (and validated by ptc-plan's rules).
+    pub fn load(&self, overrides: &OverrideArgs) -> Result<(Plan, Secrets), String> {
+        let overrides = Overrides::from_args(overrides)?;
+        match self {
+            PlanSource::Config(path) => {
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+                let text = overrides.apply_to_config(&text, path)?;
+                let loaded = ptc_plan::load_str(&text, path, &ptc_core::documents::NetworkSource)
+                    .map_err(|d| format!("{}: invalid config\n{d}", path.display()))?;
+                Ok((loaded.plan, loaded.secrets))
+            }
+            PlanSource::Compiled(make) => {
+                let (mut plan, secrets) = make()?;
+                overrides.apply_to_plan(&mut plan)?;
+                Ok((plan, secrets))
+            }
+        }
+    }
+}
+
+/// A multi-threaded runtime for the host (async I/O on its workers; evaluations on its blocking
+/// pool).
+pub fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))
+}
+
+/// Loads the plan and starts its upstreams.
+pub async fn upstreams(
+    source: &PlanSource,
+    overrides: &OverrideArgs,
+) -> Result<Arc<Upstreams>, String> {
+    let (plan, secrets) = source.load(overrides)?;
+    Upstreams::start(plan, secrets, StartOptions::default())
+        .await
+        .map(Arc::new)
+        .map_err(|e| format!("cannot start the upstreams: {e}"))
+}

@@ -1,0 +1,439 @@
+//! One evaluation as a client asks for it: admission (global slots, the memory budget, request
+//! size), the run on a blocking thread off the async executor, cancellation, the `output_schema`
+//! check and the audit line.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use ptc_lisp::{Interpreter, LispError, Pos, Value};
+use serde_json::{Map, Value as Json};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
+use tokio_util::sync::CancellationToken;
+
+use crate::executor::Upstreams;
+use crate::host::ProgramHost;
+use crate::records::RunRecords;
+use crate::server::options::EvalLimits;
+use crate::validate::{Patterns, Schema, check_args};
+
+/// What a client sent to `lisp_eval`.
+#[derive(Clone, Debug, Default)]
+pub struct EvalRequest {
+    /// The PTC-Lisp program.
+    pub program: String,
+    /// A JSON object whose keys the program reads as `data/<key>`.
+    pub context: Option<Map<String, Json>>,
+    /// A JSON Schema the result must satisfy.
+    pub output_schema: Option<Json>,
+}
+
+/// A successful program's value.
+#[derive(Clone, Debug)]
+pub struct EvalValue {
+    /// The value in Clojure syntax (unbounded; the envelope bounds it).
+    pub text: String,
+    /// The value as JSON (`None` when it has no JSON form, e.g. a function).
+    pub json: Option<Json>,
+}
+
+/// Why an evaluation produced no value.
+#[derive(Clone, Debug)]
+pub struct EvalError {
+    /// The typed reason: a PTC-Lisp reason (`type_error`, `timeout`, `fail`, ...) or a host one
+    /// (`busy`, `invalid_request`, `output_mismatch`, `cancelled`).
+    pub reason: String,
+    /// What went wrong and, where there is one, the fix (redacted).
+    pub message: String,
+    /// Where in the program.
+    pub position: Option<Pos>,
+    /// The value a `(fail v)` carried, as JSON.
+    pub value: Option<Box<Json>>,
+}
+
+impl EvalError {
+    fn host(reason: &str, message: impl Into<String>) -> Self {
+        EvalError {
+            reason: reason.to_string(),
+            message: message.into(),
+            position: None,
+            value: None,
+        }
+    }
+}
+
+/// Everything one evaluation produced.
+#[derive(Clone, Debug)]
+pub struct EvalOutcome {
+    /// The value or the error.
+    pub result: Result<EvalValue, EvalError>,
+    /// What the program printed (redacted).
+    pub prints: String,
+    /// Upstream calls and payload metrics.
+    pub records: RunRecords,
+    /// Wall-clock time from admission to the answer.
+    pub duration: Duration,
+}
+
+impl EvalOutcome {
+    fn refused(error: EvalError) -> Self {
+        EvalOutcome {
+            result: Err(error),
+            prints: String::new(),
+            records: RunRecords::new(Vec::new(), 0),
+            duration: Duration::ZERO,
+        }
+    }
+}
+
+/// Counts running evaluations so shutdown can wait for them.
+#[derive(Default)]
+struct InFlight {
+    count: AtomicUsize,
+    idle: Notify,
+}
+
+struct InFlightGuard(Arc<InFlight>);
+
+impl Drop for InFlightGuard {
+    fn drop(&mut self) {
+        if self.0.count.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.0.idle.notify_waiters();
+        }
+    }
+}
+
+/// Runs programs for every client of one process, within the global limits.
+pub struct Evaluator {
+    upstreams: Arc<Upstreams>,
+    runtime: tokio::runtime::Handle,
+    limits: EvalLimits,
+    slots: Arc<Semaphore>,
+    memory: Arc<Semaphore>,
+    memory_units: u32,
+    in_flight: Arc<InFlight>,
+    accepting: AtomicBool,
+    patterns: Patterns,
+}
+
+/// The memory budget is counted in KiB so that large budgets fit a semaphore's permits.
+const MEMORY_UNIT: u64 = 1024;
+
+impl Evaluator {
+    /// An evaluator over `upstreams`; host calls block on `runtime`.
+    pub fn new(
+        upstreams: Arc<Upstreams>,
+        runtime: tokio::runtime::Handle,
+        limits: EvalLimits,
+    ) -> Result<Arc<Self>, String> {
+        limits.validate()?;
+        let units = |bytes: u64| -> u32 {
+            u32::try_from(bytes.div_ceil(MEMORY_UNIT).max(1)).unwrap_or(u32::MAX)
+        };
+        // The budget rounds down and each eval's share up, so the budget is never overrun.
+        let budget = (limits.memory_budget_bytes / MEMORY_UNIT) as usize;
+        Ok(Arc::new(Evaluator {
+            upstreams,
+            runtime,
+            slots: Arc::new(Semaphore::new(limits.max_concurrent)),
+            memory: Arc::new(Semaphore::new(budget.min(Semaphore::MAX_PERMITS))),
+            memory_units: units(limits.memory_bytes),
+            limits,
+            in_flight: Arc::default(),
+            accepting: AtomicBool::new(true),
+            patterns: Patterns::default(),
+        }))
+    }
+
+    /// The upstreams programs call.
+    pub fn upstreams(&self) -> &Arc<Upstreams> {
+        &self.upstreams
+    }
+
+    /// The limits in force.
+    pub fn limits(&self) -> &EvalLimits {
+        &self.limits
+    }
+
+    /// Stops admitting new evaluations (they get `busy`); running ones continue.
+    pub fn stop_accepting(&self) {
+        self.accepting.store(false, Ordering::Release);
+    }
+
+    /// Whether new evaluations are admitted (`/ready`).
+    pub fn is_accepting(&self) -> bool {
+        self.accepting.load(Ordering::Acquire)
+    }
+
+    /// Evaluations running now.
+    pub fn running(&self) -> usize {
+        self.in_flight.count.load(Ordering::Acquire)
+    }
+
+    /// Waits until no evaluation is running.
+    pub async fn drain(&self) {
+        loop {
+            let idle = self.in_flight.idle.notified();
+            if self.in_flight.count.load(Ordering::Acquire) == 0 {
+                return;
+            }
+            idle.await;
+        }
+    }
+
+    fn busy(&self, what: &str) -> EvalError {
+        EvalError::host(
+            "busy",
+            format!("the server is busy ({what}); retry shortly, or run fewer evaluations at once"),
+        )
+    }
+
+    /// Admits the request against the global limits: a slot and its memory, or `busy` now
+    /// (never a queue that grows without bound).
+    fn admit(&self) -> Result<(OwnedSemaphorePermit, OwnedSemaphorePermit), EvalError> {
+        if !self.is_accepting() {
+            return Err(EvalError::host(
+                "busy",
+                "the server is shutting down; retry on another replica",
+            ));
+        }
+        let slot = self.slots.clone().try_acquire_owned().map_err(|_| {
+            self.busy(&format!(
+                "{} evaluations are running, the limit",
+                self.limits.max_concurrent
+            ))
+        })?;
+        let memory = self
+            .memory
+            .clone()
+            .try_acquire_many_owned(self.memory_units)
+            .map_err(|_| {
+                self.busy(&format!(
+                    "the global memory budget of {} bytes is committed to running evaluations",
+                    self.limits.memory_budget_bytes
+                ))
+            })?;
+        Ok((slot, memory))
+    }
+
+    fn check_request(&self, req: &EvalRequest) -> Result<Option<Value>, EvalError> {
+        if req.program.trim().is_empty() {
+            return Err(EvalError::host(
+                "invalid_request",
+                "`program` is empty; send PTC-Lisp source such as (+ 1 2)",
+            ));
+        }
+        if req.program.len() > self.limits.max_program_bytes {
+            return Err(EvalError::host(
+                "invalid_request",
+                format!(
+                    "`program` is {} bytes, over the limit of {}",
+                    req.program.len(),
+                    self.limits.max_program_bytes
+                ),
+            ));
+        }
+        if let Some(schema) = &req.output_schema
+            && !schema.is_object()
+        {
+            return Err(EvalError::host(
+                "invalid_request",
+                "`output_schema` must be a JSON Schema object",
+            ));
+        }
+        let Some(context) = &req.context else {
+            return Ok(None);
+        };
+        let bytes = serde_json::to_vec(context).map_err(|e| {
+            EvalError::host("invalid_request", format!("`context` cannot be read: {e}"))
+        })?;
+        if bytes.len() > self.limits.max_context_bytes {
+            return Err(EvalError::host(
+                "invalid_request",
+                format!(
+                    "`context` is {} bytes of JSON, over the limit of {}",
+                    bytes.len(),
+                    self.limits.max_context_bytes
+                ),
+            ));
+        }
+        Value::from_json_bytes(&bytes, &self.limits.lisp_limits())
+            .map(Some)
+            .map_err(|e| EvalError::host("invalid_request", format!("`context`: {e}")))
+    }
+
+    /// Runs one request. `cancel` stops the program at its next check (the client's
+    /// `notifications/cancelled`, or a closed session).
+    pub async fn eval(&self, req: EvalRequest, cancel: CancellationToken) -> EvalOutcome {
+        let started = Instant::now();
+        let outcome = self.eval_inner(&req, cancel).await;
+        let outcome = EvalOutcome {
+            duration: started.elapsed(),
+            ..outcome
+        };
+        crate::server::audit::record(&req.program, &outcome);
+        outcome
+    }
+
+    async fn eval_inner(&self, req: &EvalRequest, cancel: CancellationToken) -> EvalOutcome {
+        let context = match self.check_request(req) {
+            Ok(c) => c,
+            Err(e) => return EvalOutcome::refused(e),
+        };
+        let permits = match self.admit() {
+            Ok(p) => p,
+            Err(e) => return EvalOutcome::refused(e),
+        };
+        self.in_flight.count.fetch_add(1, Ordering::AcqRel);
+        let guard = InFlightGuard(self.in_flight.clone());
+
+        let (flag_tx, flag_rx) = tokio::sync::oneshot::channel::<Arc<AtomicBool>>();
+        let upstreams = self.upstreams.clone();
+        let runtime = self.runtime.clone();
+        let limits = self.limits.lisp_limits();
+        let budgets = self.limits.budgets();
+        let program = req.program.clone();
+        let job = tokio::task::spawn_blocking(move || {
+            let _held = (permits, guard);
+            run(
+                upstreams, runtime, &program, limits, budgets, context, flag_tx,
+            )
+        });
+        let watcher = tokio::spawn(async move {
+            if let Ok(flag) = flag_rx.await {
+                cancel.cancelled().await;
+                flag.store(true, Ordering::Relaxed);
+            }
+        });
+        let run = job.await;
+        watcher.abort();
+        let (result, prints, records) = match run {
+            Ok(r) => r,
+            Err(e) => {
+                return EvalOutcome::refused(EvalError::host(
+                    "internal_error",
+                    format!("the evaluation stopped unexpectedly: {e}"),
+                ));
+            }
+        };
+        let redactor = self.upstreams.redactor();
+        let result = match result {
+            Ok(v) => {
+                let json = v
+                    .to_json_string()
+                    .ok()
+                    .and_then(|s| serde_json::from_str::<Json>(&redactor.redact(&s)).ok());
+                let text = redactor.redact(&v.to_string()).into_owned();
+                match (&req.output_schema, &json) {
+                    (Some(schema), Some(j)) => match self.check_output(schema, j) {
+                        Ok(()) => Ok(EvalValue { text, json }),
+                        Err(e) => Err(e),
+                    },
+                    (Some(_), None) => Err(EvalError::host(
+                        "output_mismatch",
+                        "the result has no JSON form (a function?), so it cannot match \
+                         output_schema",
+                    )),
+                    (None, _) => Ok(EvalValue { text, json }),
+                }
+            }
+            Err(e) => Err(lisp_error(&e, redactor)),
+        };
+        EvalOutcome {
+            result,
+            prints,
+            records,
+            duration: Duration::ZERO,
+        }
+    }
+
+    /// The result against the client's `output_schema`, with the validator `tool/call` uses for
+    /// arguments (one validator): the result is checked as the single property `result`.
+    fn check_output(&self, schema: &Json, value: &Json) -> Result<(), EvalError> {
+        let mut root = serde_json::json!({
+            "type": "object",
+            "properties": {"result": schema},
+            "required": ["result"],
+        });
+        for key in ["$defs", "definitions"] {
+            if let Some(d) = schema.get(key) {
+                root[key] = d.clone();
+            }
+        }
+        let mut args = Map::new();
+        args.insert("result".into(), value.clone());
+        let schema = Schema {
+            root: &root,
+            definitions: None,
+        };
+        check_args(schema, &self.patterns, args)
+            .map(|_| ())
+            .map_err(|problems| {
+                EvalError::host(
+                    "output_mismatch",
+                    format!(
+                        "the result does not match output_schema: {}",
+                        problems.join("; ")
+                    ),
+                )
+            })
+    }
+}
+
+type RunResult = (Result<Value, LispError>, String, RunRecords);
+
+/// The blocking half: pre-check, then the evaluation with a fresh host, its cancel flag handed
+/// to the async side first.
+fn run(
+    upstreams: Arc<Upstreams>,
+    runtime: tokio::runtime::Handle,
+    src: &str,
+    limits: ptc_lisp::Limits,
+    budgets: crate::host::Budgets,
+    context: Option<Value>,
+    flag_tx: tokio::sync::oneshot::Sender<Arc<AtomicBool>>,
+) -> RunResult {
+    let host = Arc::new(ProgramHost::new(
+        upstreams.clone(),
+        runtime,
+        budgets,
+    ));
+    if let Err(problems) = crate::precheck::precheck(&upstreams, src) {
+        return (
+            Err(crate::precheck::to_error(&problems)),
+            String::new(),
+            host.records(None),
+        );
+    }
+    let mut interp = Interpreter::with_host(limits, host.clone());
+    let _ = flag_tx.send(interp.cancel_handle());
+    if let Some(c) = context {
+        interp.set_context(c);
+    }
+    let result = interp.eval_str(src);
+    let prints = upstreams
+        .redactor()
+        .redact(&interp.take_output())
+        .into_owned();
+    let records = host.records(result.as_ref().ok());
+    (result, prints, records)
+}
+
+fn lisp_error(e: &LispError, redactor: &crate::redact::Redactor) -> EvalError {
+    let mut message = e.message().to_string();
+    if let Some(h) = e.hint() {
+        message.push_str(" — ");
+        message.push_str(h);
+    }
+    EvalError {
+        reason: e.reason().to_string(),
+        message: redactor.redact(&message).into_owned(),
+        position: e.pos(),
+        value: e
+            .value()
+            .and_then(|v| v.to_json_string().ok())
+            .map(|s| redactor.redact(&s).into_owned())
+            .and_then(|s| serde_json::from_str(&s).ok())
+            .map(Box::new),
+    }
+}

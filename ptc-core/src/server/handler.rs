@@ -1,0 +1,134 @@
+//! The rmcp server handler: `tools/list` answers `lisp_eval`; `tools/call` runs the program
+//! through the shared [`Evaluator`], with this session's in-flight limit and its cancellation.
+
+use std::sync::Arc;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::{Map, Value};
+use tokio::sync::Semaphore;
+
+use crate::server::envelope;
+use crate::server::eval::{EvalError, EvalOutcome, EvalRequest, Evaluator};
+use crate::server::tool;
+
+/// One MCP session's handler (rmcp makes one per session over HTTP; stdio has one).
+#[derive(Clone)]
+pub struct PtcServer {
+    evaluator: Arc<Evaluator>,
+    session_slots: Arc<Semaphore>,
+    tool: Tool,
+}
+
+impl PtcServer {
+    /// A handler for a new session.
+    pub fn new(evaluator: Arc<Evaluator>) -> Self {
+        let tool = tool::definition(evaluator.upstreams().catalog());
+        PtcServer {
+            session_slots: Arc::new(Semaphore::new(evaluator.limits().max_per_session)),
+            evaluator,
+            tool,
+        }
+    }
+}
+
+/// Reads `lisp_eval`'s arguments, naming the field at fault.
+pub fn parse_request(args: Option<Map<String, Value>>) -> Result<EvalRequest, String> {
+    let args = args.unwrap_or_default();
+    let mut req = EvalRequest::default();
+    let mut program = None;
+    for (k, v) in args {
+        match (k.as_str(), v) {
+            ("program", Value::String(s)) => program = Some(s),
+            ("program", other) => {
+                return Err(format!("`program` must be a string, got {other}"));
+            }
+            ("context", Value::Object(m)) => req.context = Some(m),
+            ("context", Value::Null) => {}
+            ("context", _) => {
+                return Err("`context` must be a JSON object; its keys become data/<key>".into());
+            }
+            ("output_schema", Value::Null) => {}
+            ("output_schema", v) => req.output_schema = Some(v),
+            (other, _) => {
+                return Err(format!(
+                    "unknown argument `{other}`; lisp_eval takes program, context and \
+                     output_schema"
+                ));
+            }
+        }
+    }
+    req.program = program
+        .ok_or_else(|| "`program` is required: PTC-Lisp source such as (+ 1 2)".to_string())?;
+    Ok(req)
+}
+
+fn refused(reason: &str, message: String) -> EvalOutcome {
+    EvalOutcome {
+        result: Err(EvalError {
+            reason: reason.to_string(),
+            message,
+            position: None,
+            value: None,
+        }),
+        prints: String::new(),
+        records: crate::records::RunRecords::new(Vec::new(), 0),
+        duration: std::time::Duration::ZERO,
+    }
+}
+
+impl ServerHandler for PtcServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("ptc", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "Answer questions about the upstream services by sending one PTC-Lisp \
+                 program to lisp_eval; start with (tool/servers) or (apropos \"topic\").",
+            )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(vec![self.tool.clone()]))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        (name == tool::NAME).then(|| self.tool.clone())
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        if request.name != tool::NAME {
+            return Err(ErrorData::invalid_params(
+                format!("unknown tool `{}`; this server has lisp_eval", request.name),
+                None,
+            ));
+        }
+        let max = self.evaluator.limits().max_output_bytes;
+        let req = match parse_request(request.arguments) {
+            Ok(r) => r,
+            Err(m) => {
+                return Ok(envelope::to_result(&refused("invalid_request", m), max).into());
+            }
+        };
+        let Ok(_slot) = self.session_slots.clone().try_acquire_owned() else {
+            let m = format!(
+                "this session already runs {} evaluations, its limit; wait for one to finish",
+                self.evaluator.limits().max_per_session
+            );
+            return Ok(envelope::to_result(&refused("busy", m), max).into());
+        };
+        let outcome = self.evaluator.eval(req, context.ct.clone()).await;
+        Ok(envelope::to_result(&outcome, max).into())
+    }
+}

@@ -1,0 +1,250 @@
+//! Streamable HTTP (`/mcp`) with axum: bearer auth (required off loopback, compared in constant
+//! time), Host and Origin checks against allow-lists (DNS-rebinding protection), a request body
+//! limit, a request timeout, unauthenticated `/health` and `/ready`, and a graceful shutdown
+//! that finishes in-flight evaluations. Both protocol eras are served by rmcp: the legacy
+//! `initialize` handshake (with `Mcp-Session-Id` sessions unless `stateless`) and the
+//! 2026-07-28 stateless requests.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::serve::ListenerExt;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use subtle::ConstantTimeEq;
+use tokio_util::sync::CancellationToken;
+
+use crate::server::eval::Evaluator;
+use crate::server::handler::PtcServer;
+
+/// Shortest bearer token accepted: shorter ones are guessable.
+pub const MIN_TOKEN_CHARS: usize = 32;
+
+/// The HTTP transport's settings.
+#[derive(Clone, Debug)]
+pub struct HttpOptions {
+    /// Where to listen (`127.0.0.1:7332` by default).
+    pub addr: SocketAddr,
+    /// The bearer token clients must send; required unless `addr` is loopback.
+    pub token: Option<String>,
+    /// Browser origins allowed to call (`scheme://host:port`); any other `Origin` gets 403.
+    /// Requests without `Origin` (non-browser clients) pass.
+    pub allowed_origins: Vec<String>,
+    /// `Host` values accepted besides loopback names; needed when clients reach the server by a
+    /// DNS name. Empty with a token set off loopback: any Host (the token guards the server).
+    pub allowed_hosts: Vec<String>,
+    /// Largest request body.
+    pub max_body_bytes: usize,
+    /// Time allowed until a request's response starts.
+    pub request_timeout: Duration,
+    /// Serve without sessions: every POST is answered with JSON on its own (any replica can
+    /// take any request). Cancellation then comes from the client closing the request.
+    pub stateless: bool,
+    /// Time after the in-flight evaluations finish for their replies to be written before open
+    /// streams are closed.
+    pub shutdown_grace: Duration,
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        HttpOptions {
+            addr: SocketAddr::from(([127, 0, 0, 1], 7332)),
+            token: None,
+            allowed_origins: Vec::new(),
+            allowed_hosts: Vec::new(),
+            max_body_bytes: 4 << 20,
+            request_timeout: Duration::from_secs(60),
+            stateless: false,
+            shutdown_grace: Duration::from_secs(2),
+        }
+    }
+}
+
+impl HttpOptions {
+    /// The security rules of the options themselves: a token off loopback, and a long one.
+    pub fn validate(&self) -> Result<(), String> {
+        match &self.token {
+            None if !self.addr.ip().is_loopback() => Err(format!(
+                "listening on {} (not loopback) needs a bearer token: give --token-file FILE or \
+                 set PTC_HTTP_TOKEN (at least {MIN_TOKEN_CHARS} characters)",
+                self.addr
+            )),
+            Some(t) if t.chars().count() < MIN_TOKEN_CHARS => Err(format!(
+                "the bearer token is {} characters; use at least {MIN_TOKEN_CHARS} (e.g. \
+                 `openssl rand -hex 32`)",
+                t.chars().count()
+            )),
+            Some(t) if t.chars().any(|c| c.is_whitespace() || c.is_control()) => {
+                Err("the bearer token must not contain spaces or control characters".into())
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+#[derive(Clone)]
+struct AppState {
+    evaluator: Arc<Evaluator>,
+    token: Option<Arc<[u8]>>,
+    timeout: Duration,
+}
+
+async fn health() -> &'static str {
+    "ok\n"
+}
+
+async fn ready(State(state): State<AppState>) -> Response {
+    if state.evaluator.is_accepting() {
+        (StatusCode::OK, "ready\n").into_response()
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, "shutting down\n").into_response()
+    }
+}
+
+fn unauthorized(why: &str) -> Response {
+    let mut r = (
+        StatusCode::UNAUTHORIZED,
+        format!("{why}: send `Authorization: Bearer <token>`\n"),
+    )
+        .into_response();
+    r.headers_mut()
+        .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    r
+}
+
+/// Bearer check (constant time) and the request timeout, in front of `/mcp`.
+async fn guard(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    if let Some(expected) = &state.token {
+        let given = req
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| {
+                v.strip_prefix("Bearer ")
+                    .or_else(|| v.strip_prefix("bearer "))
+            });
+        let Some(given) = given else {
+            return unauthorized("missing bearer token");
+        };
+        if !bool::from(given.as_bytes().ct_eq(expected)) {
+            return unauthorized("wrong bearer token");
+        }
+    }
+    match tokio::time::timeout(state.timeout, next.run(req)).await {
+        Ok(r) => r,
+        Err(_) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "the request took longer than {} ms to start answering\n",
+                state.timeout.as_millis()
+            ),
+        )
+            .into_response(),
+    }
+}
+
+/// The axum app: `/mcp`, `/health`, `/ready`. `ct` ends every MCP session when cancelled.
+pub fn router(evaluator: Arc<Evaluator>, options: &HttpOptions, ct: CancellationToken) -> Router {
+    let mut config = StreamableHttpServerConfig::default()
+        .with_cancellation_token(ct)
+        .with_max_request_body_bytes(options.max_body_bytes)
+        .with_allowed_origins(options.allowed_origins.clone())
+        .enforce_origin_validation()
+        .with_legacy_session_mode(!options.stateless)
+        .with_json_response(options.stateless);
+    if !options.allowed_hosts.is_empty() {
+        let mut hosts: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "::1".into()];
+        hosts.extend(options.allowed_hosts.iter().cloned());
+        config = config.with_allowed_hosts(hosts);
+    } else if !options.addr.ip().is_loopback() {
+        // Off loopback a token is mandatory (validate), and it is what stops a rebinding page.
+        config = config.disable_allowed_hosts();
+    }
+    let ev = evaluator.clone();
+    let mcp = StreamableHttpService::new(
+        move || Ok(PtcServer::new(ev.clone())),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    let state = AppState {
+        evaluator,
+        token: options
+            .token
+            .as_ref()
+            .map(|t| Arc::from(t.as_bytes().to_vec().into_boxed_slice())),
+        timeout: options.request_timeout,
+    };
+    let mcp = Router::new()
+        .nest_service("/mcp", mcp)
+        .layer(middleware::from_fn_with_state(state.clone(), guard));
+    Router::new()
+        .route("/health", get(health))
+        .route("/ready", get(ready))
+        .with_state(state)
+        .merge(mcp)
+}
+
+/// A listening server: its address, and the task to await for it to end.
+pub struct Running {
+    /// The bound address (the port is real when 0 was asked).
+    pub addr: SocketAddr,
+    /// Ends when the server has shut down.
+    pub done: tokio::task::JoinHandle<Result<(), String>>,
+}
+
+/// Binds and serves until `shutdown` completes; then refuses new evaluations (`busy`, `/ready`
+/// 503), finishes the running ones, lets their replies go out and stops.
+pub async fn serve(
+    evaluator: Arc<Evaluator>,
+    options: HttpOptions,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<Running, String> {
+    options.validate()?;
+    let listener = tokio::net::TcpListener::bind(options.addr)
+        .await
+        .map_err(|e| format!("cannot listen on {}: {e}", options.addr))?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| format!("cannot read the bound address: {e}"))?;
+    let ct = CancellationToken::new();
+    let app = router(evaluator.clone(), &options, ct.child_token());
+    let grace = options.shutdown_grace;
+    let drained = CancellationToken::new();
+    let drained_signal = drained.clone();
+    let ev = evaluator.clone();
+    let graceful = async move {
+        shutdown.await;
+        tracing::info!(target: "ptc::server", "shutting down: finishing running evaluations");
+        ev.stop_accepting();
+        ev.drain().await;
+        drained_signal.cancel();
+    };
+    // Once the evaluations are done, their replies get `grace` to be written; then the
+    // long-lived streams (SSE) are closed so the server can stop.
+    tokio::spawn(async move {
+        drained.cancelled().await;
+        tokio::time::sleep(grace).await;
+        ct.cancel();
+    });
+    tracing::info!(target: "ptc::server", %addr, path = "/mcp", "listening");
+    let done = tokio::spawn(async move {
+        // Replies are small and written in pieces (SSE events): without TCP_NODELAY, Nagle and
+        // delayed ACKs add ~40 ms to every call.
+        let listener = listener.tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
+        axum::serve(listener, app)
+            .with_graceful_shutdown(graceful)
+            .await
+            .map_err(|e| format!("the HTTP server stopped: {e}"))
+    });
+    Ok(Running { addr, done })
+}

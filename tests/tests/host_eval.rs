@@ -1,0 +1,227 @@
+//! `lisp_eval`'s contract, through the evaluator and the envelope every transport uses: context,
+//! output_schema, the result and error shapes, request limits at their boundary, the bounded text,
+//! and the tool's description and annotations.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use ptc_core::server::handler::parse_request;
+use ptc_core::server::{EvalLimits, Evaluator, envelope, tool};
+use ptc_core::{StartOptions, Upstreams};
+use serde_json::{Value, json};
+
+async fn evaluator(plan: ptc_plan::Plan, limits: EvalLimits) -> Arc<Evaluator> {
+    let up = Upstreams::start(plan, Default::default(), StartOptions::default())
+        .await
+        .unwrap();
+    Evaluator::new(Arc::new(up), tokio::runtime::Handle::current(), limits).unwrap()
+}
+
+fn empty() -> ptc_plan::Plan {
+    ptc_plan::Plan {
+        credentials: vec![],
+        upstreams: vec![],
+    }
+}
+
+async fn call(ev: &Evaluator, args: Value) -> Value {
+    let Value::Object(m) = args else { panic!() };
+    let req = parse_request(Some(m)).unwrap();
+    let o = ev.eval(req, Default::default()).await;
+    serde_json::to_value(envelope::to_result(&o, ev.limits().max_output_bytes)).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn context_keys_become_data_and_results_come_as_clojure_text_and_json() {
+    let ev = evaluator(empty(), EvalLimits::default()).await;
+    let r = call(
+        &ev,
+        json!({"program": "(println \"hi\") {:sum (reduce + data/xs) :who data/name}",
+                             "context": {"xs": [1, 2, 3], "name": "ada"}}),
+    )
+    .await;
+    assert_eq!(r["isError"], json!(false));
+    assert_eq!(r["content"][0]["text"], "hi\n{:sum 6 :who \"ada\"}");
+    assert_eq!(
+        r["structuredContent"]["result"],
+        json!({"sum": 6, "who": "ada"})
+    );
+    assert_eq!(r["structuredContent"]["prints"], json!(["hi"]));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn output_schema_mismatch_is_an_error_naming_it() {
+    let ev = evaluator(empty(), EvalLimits::default()).await;
+    let schema = json!({"type": "object", "properties": {"count": {"type": "integer"}},
+                        "required": ["count"]});
+    let ok = call(
+        &ev,
+        json!({"program": "{:count 3}", "output_schema": schema}),
+    )
+    .await;
+    assert_eq!(ok["isError"], json!(false), "{ok}");
+    let bad = call(
+        &ev,
+        json!({"program": "{:count \"three\"}", "output_schema": schema}),
+    )
+    .await;
+    assert_eq!(bad["isError"], json!(true));
+    assert_eq!(bad["structuredContent"]["reason"], "output_mismatch");
+    let m = bad["structuredContent"]["message"].as_str().unwrap();
+    assert!(m.contains("count") && m.contains("integer"), "{m}");
+    let missing = call(&ev, json!({"program": "{:n 1}", "output_schema": schema})).await;
+    assert_eq!(missing["structuredContent"]["reason"], "output_mismatch");
+    assert!(
+        missing["structuredContent"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("count")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn errors_carry_reason_message_position_and_fail_value() {
+    let ev = evaluator(empty(), EvalLimits::default()).await;
+    let r = call(&ev, json!({"program": "(+ 1\n   (nosuch 2))"})).await;
+    assert_eq!(r["isError"], json!(true));
+    let s = &r["structuredContent"];
+    assert_eq!(s["reason"], "unbound_var", "{s}");
+    assert_eq!(s["position"]["line"], json!(2), "{s}");
+    assert!(s["message"].as_str().unwrap().contains("nosuch"));
+    let f = call(&ev, json!({"program": "(fail {:code 7})"})).await;
+    assert_eq!(f["structuredContent"]["reason"], "fail");
+    assert_eq!(f["structuredContent"]["value"], json!({"code": 7}));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn request_problems_are_named() {
+    let ev = evaluator(
+        empty(),
+        EvalLimits {
+            max_program_bytes: 10,
+            max_context_bytes: 20,
+            ..EvalLimits::default()
+        },
+    )
+    .await;
+    for (args, needle) in [
+        (json!({}), "`program` is required"),
+        (json!({"program": 5}), "`program` must be a string"),
+        (
+            json!({"program": "1", "signature": "x"}),
+            "unknown argument `signature`",
+        ),
+        (
+            json!({"program": "1", "context": [1]}),
+            "`context` must be a JSON object",
+        ),
+    ] {
+        let Value::Object(m) = args else { panic!() };
+        let e = parse_request(Some(m)).unwrap_err();
+        assert!(e.contains(needle), "{e}");
+    }
+    let at = call(&ev, json!({"program": "(+ 1 2 3)"})).await; // 9 bytes
+    assert_eq!(at["structuredContent"]["result"], json!(6));
+    let at = call(&ev, json!({"program": "(+ 10 2 3)"})).await; // 10 bytes: the limit
+    assert_eq!(at["structuredContent"]["result"], json!(15));
+    let past = call(&ev, json!({"program": "(+ 10 20 3)"})).await; // 11 bytes
+    assert_eq!(past["structuredContent"]["reason"], "invalid_request");
+    assert!(
+        past["structuredContent"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("11 bytes, over the limit of 10")
+    );
+    let blank = call(&ev, json!({"program": "  \n"})).await;
+    assert!(
+        blank["structuredContent"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("is empty")
+    );
+    // {"k":"123456789012"} is 20 bytes: at the limit; one more character is past it.
+    let at = call(
+        &ev,
+        json!({"program": "data/k", "context": {"k": "123456789012"}}),
+    )
+    .await;
+    assert_eq!(at["structuredContent"]["result"], "123456789012");
+    let past = call(
+        &ev,
+        json!({"program": "data/k", "context": {"k": "1234567890123"}}),
+    )
+    .await;
+    assert!(
+        past["structuredContent"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("21 bytes of JSON, over the limit of 20")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn result_text_is_bounded_with_a_marker() {
+    let ev = evaluator(
+        empty(),
+        EvalLimits {
+            max_output_bytes: 12,
+            ..EvalLimits::default()
+        },
+    )
+    .await;
+    // "\"1234567890\"" is 12 bytes: at the limit.
+    let at = call(&ev, json!({"program": "\"1234567890\""})).await;
+    assert_eq!(at["content"][0]["text"], "\"1234567890\"");
+    let past = call(&ev, json!({"program": "\"12345678901\""})).await;
+    let text = past["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.starts_with("\"12345678901") && text.contains("[truncated: 12 of 13 bytes shown"),
+        "{text}"
+    );
+    assert_eq!(past["structuredContent"]["result"], Value::Null);
+    assert_eq!(past["structuredContent"]["result_truncated"], json!(true));
+    assert_eq!(
+        EvalLimits::default().max_output_bytes,
+        64 * 1024,
+        "the documented default"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn description_lists_the_catalog_and_annotations_tell_the_truth() {
+    let config =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/observatory/upstreams.json");
+    let loaded = ptc_plan::load(&config).unwrap();
+    let ev = evaluator(loaded.plan, EvalLimits::default()).await;
+    let t = tool::definition(ev.upstreams().catalog());
+    let d = t.description.as_deref().unwrap();
+    assert!(
+        d.contains("(tool/call 'server/tool") && d.contains("(apropos"),
+        "{d}"
+    );
+    for name in [
+        "list-traces",
+        "get-trace",
+        "get-trace-steps",
+        "get-trace-step",
+        "search-traces",
+        "costs",
+        "list-errors",
+    ] {
+        assert!(
+            d.contains(&format!("observatory/{name} - ")),
+            "{name} in {d}"
+        );
+    }
+    let a = t.annotations.unwrap();
+    // Every Observatory operation is a GET: read-only, open world.
+    assert_eq!(a.read_only_hint, Some(true));
+    assert_eq!(a.open_world_hint, Some(true));
+    let none = evaluator(empty(), EvalLimits::default()).await;
+    let a = tool::annotations(none.upstreams().catalog());
+    assert_eq!(
+        (a.read_only_hint, a.open_world_hint),
+        (Some(true), Some(false))
+    );
+    assert!(tool::catalog_text(none.upstreams().catalog()).contains("No upstreams"));
+}
