@@ -235,3 +235,25 @@ fn reader_depth_holds_at_exactly_max_nesting() {
         )
     );
 }
+
+#[test]
+fn native_stack_guard_stops_recursion_the_depth_limit_allows() {
+    // With the call-depth limit out of the way, the smallest evaluation stack (8 MiB) runs out
+    // first: that is a clean depth_exceeded error, never a stack overflow.
+    let limits = Limits {
+        max_call_depth: usize::MAX,
+        max_loop_iterations: u64::MAX,
+        stack_bytes: 8 << 20,
+        ..Limits::default()
+    };
+    assert_eq!(
+        fails(
+            limits,
+            "(defn f [n] (if (= n 0) 0 (+ 1 (f (dec n))))) (f 100000000)"
+        ),
+        (
+            "depth_exceeded".into(),
+            "native stack exhausted by nested evaluation".into()
+        )
+    );
+}
