@@ -235,3 +235,75 @@ fn reader_depth_holds_at_exactly_max_nesting() {
         )
     );
 }
+
+#[test]
+fn native_stack_guard_stops_recursion_the_depth_limit_allows() {
+    // With the call-depth limit out of the way, the smallest evaluation stack (8 MiB) runs out
+    // first: that is a clean depth_exceeded error, never a stack overflow.
+    let limits = Limits {
+        max_call_depth: usize::MAX,
+        max_loop_iterations: u64::MAX,
+        stack_bytes: 8 << 20,
+        ..Limits::default()
+    };
+    assert_eq!(
+        fails(
+            limits,
+            "(defn f [n] (if (= n 0) 0 (+ 1 (f (dec n))))) (f 100000000)"
+        ),
+        (
+            "depth_exceeded".into(),
+            "native stack exhausted by nested evaluation".into()
+        )
+    );
+}
+
+#[test]
+fn evaluation_stacks_below_8_mib_are_raised_to_8_mib() {
+    // A tiny stack setting still gets the 8 MiB floor: ordinary recursion runs.
+    for stack_bytes in [0, 1 << 20] {
+        let limits = Limits {
+            stack_bytes,
+            ..Limits::default()
+        };
+        assert_eq!(
+            ok(
+                limits,
+                "(defn f [n] (if (= n 0) 0 (+ 1 (f (dec n))))) (f 200)"
+            ),
+            "200",
+            "stack_bytes {stack_bytes}"
+        );
+    }
+}
+
+#[test]
+fn unlimited_switches_off_every_bound_except_depths_and_stack() {
+    let u = Limits::unlimited();
+    let d = Limits::default();
+    assert_eq!(u.timeout, None);
+    assert_eq!(u.max_steps, None);
+    assert_eq!(u.max_memory_bytes, u64::MAX);
+    assert_eq!(u.max_loop_iterations, u64::MAX);
+    assert_eq!(u.max_output_bytes, usize::MAX);
+    assert_eq!(
+        (
+            u.max_call_depth,
+            u.max_reader_depth,
+            u.max_json_depth,
+            u.max_program_bytes,
+            u.stack_bytes
+        ),
+        (
+            d.max_call_depth,
+            d.max_reader_depth,
+            d.max_json_depth,
+            d.max_program_bytes,
+            d.stack_bytes
+        )
+    );
+    assert_eq!(
+        (d.max_call_depth, d.max_loop_iterations, d.max_output_bytes),
+        (5_000, 1_000_000, 64 * 1024)
+    );
+}
