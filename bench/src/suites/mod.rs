@@ -1,5 +1,6 @@
 //! Benchmark suites; each returns its rows, baselines measured in the same run.
 
 pub mod baselines;
+pub mod codegen;
 pub mod lisp;
 pub mod plan_compile;
