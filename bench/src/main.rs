@@ -47,6 +47,9 @@ fn main() -> ExitCode {
         };
         rows.extend(suites::lisp::run_suite(budget, sizes));
     }
+    if enabled("tool_call") {
+        rows.extend(suites::tool_call::run(budget));
+    }
     println!("{}", report::markdown(&rows));
     let json_path = data::dir().with_file_name("bench-results.json");
     match serde_json::to_string_pretty(&rows) {

@@ -79,3 +79,16 @@ fn the_runnable_headline_program_in_the_language_docs_prints_what_the_docs_show(
     );
     assert_eq!(String::from_utf8(out.stdout).unwrap(), expected);
 }
+
+#[test]
+fn the_headline_program_file_is_the_program_the_language_docs_show() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let docs = std::fs::read_to_string(format!("{root}/docs/ptc-lisp.md")).unwrap();
+    let open = "```clojure\n";
+    let start = docs.find(open).expect("the headline program") + open.len();
+    let shown = &docs[start..start + docs[start..].find("```").unwrap()];
+    let file =
+        std::fs::read_to_string(format!("{root}/docs/examples/failures-by-model.clj")).unwrap();
+    assert_eq!(file, shown);
+    assert!(file.contains("(tool/call 'observatory/list-traces"));
+}

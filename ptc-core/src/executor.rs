@@ -230,7 +230,7 @@ impl std::error::Error for StartError {}
 
 /// One upstream's live transport.
 enum Link {
-    OpenApi(OpenApiUpstream),
+    OpenApi(Box<OpenApiUpstream>),
     Mcp(McpLink),
 }
 
@@ -289,11 +289,15 @@ impl Upstreams {
             match &up.transport {
                 ptc_plan::Transport::Openapi(api) => {
                     let link = OpenApiUpstream::new(&up.name, api).map_err(fail)?;
-                    let entry =
-                        ServerEntry::new(&up.name, &up.description, "openapi", Default::default());
+                    let entry = ServerEntry::new(
+                        &up.name,
+                        &up.description,
+                        "openapi",
+                        api.definitions.clone(),
+                    );
                     entry.set_tools(catalog::openapi_tools(&up.name, link.tools()));
                     servers.push(entry);
-                    links.push(Link::OpenApi(link));
+                    links.push(Link::OpenApi(Box::new(link)));
                 }
                 other => {
                     servers.push(ServerEntry::new(

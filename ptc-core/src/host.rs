@@ -17,7 +17,6 @@ use crate::catalog::{ServerEntry, ToolEntry};
 use crate::discovery::{apropos_score, doc_text, listing};
 use crate::executor::{CallOptions, Reason, ToolError, ToolOutput, Upstreams};
 use crate::records::{RunRecords, UpstreamCall};
-use crate::suggest::did_you_mean;
 
 /// Per-program budgets.
 #[derive(Clone, Copy, Debug)]
@@ -42,7 +41,18 @@ impl Default for Budgets {
 
 /// Every raised (programmer-fault) error is built here, so the reason type has one home.
 fn fault(message: impl Into<String>) -> HostError {
-    HostError::new("runtime_error", message)
+    HostError::new(ptc_lisp::Reason::RuntimeError, message)
+}
+
+/// A programmer fault the executor found, raised with the matching program-error reason.
+fn raised(e: &ToolError) -> HostError {
+    let reason = match e.reason {
+        Reason::UnknownServer => ptc_lisp::Reason::UnknownServer,
+        Reason::UnknownTool => ptc_lisp::Reason::UnknownTool,
+        Reason::InvalidArgs => ptc_lisp::Reason::InvalidArgs,
+        _ => ptc_lisp::Reason::RuntimeError,
+    };
+    HostError::new(reason, format!("tool/call: {}", e.message))
 }
 
 fn kw(s: &str) -> Value {
@@ -72,7 +82,6 @@ pub struct ProgramHost {
     upstreams: Arc<Upstreams>,
     runtime: tokio::runtime::Handle,
     budgets: Budgets,
-    limits: Limits,
     calls: AtomicU64,
     discovery: AtomicU64,
     bytes: AtomicU64,
@@ -87,18 +96,16 @@ struct Request {
 }
 
 impl ProgramHost {
-    /// A host for one run of a program evaluated under `limits` (used to decode results).
+    /// A host for one program run.
     pub fn new(
         upstreams: Arc<Upstreams>,
         runtime: tokio::runtime::Handle,
         budgets: Budgets,
-        limits: Limits,
     ) -> Self {
         ProgramHost {
             upstreams,
             runtime,
             budgets,
-            limits,
             calls: AtomicU64::new(0),
             discovery: AtomicU64::new(0),
             bytes: AtomicU64::new(0),
@@ -135,12 +142,6 @@ impl ProgramHost {
                 duration_ms: started.elapsed().as_millis() as u64,
                 result_bytes,
             });
-    }
-
-    /// Decodes a JSON result the way the runtime decodes `data/` (same decoder, same limits).
-    fn decode(&self, cx: &mut CallContext<'_>, bytes: &[u8]) -> Result<Value, ptc_lisp::LispError> {
-        let _ = cx;
-        Value::from_json_bytes(bytes, &self.limits)
     }
 
     /// `(tool/call 'server/tool {args})` or `(tool/call {:server s :tool t :args {..}})`.
@@ -210,21 +211,18 @@ impl ProgramHost {
         };
         let args = match &arg_value {
             Value::Nil => Map::new(),
-            Value::Map(_) => {
-                let text = arg_value.to_json_string().map_err(|e| {
-                    fault(format!(
-                        "tool/call '{server}/{tool}: the args map cannot be sent: {}",
-                        e.message()
-                    ))
-                })?;
-                match serde_json::from_str(&text) {
-                    Ok(serde_json::Value::Object(m)) => m,
-                    _ => {
-                        return Err(fault(format!(
-                            "tool/call '{server}/{tool}: the args map cannot be sent"
-                        )));
-                    }
+            Value::Map(m) => {
+                let mut out = Map::new();
+                for (k, v) in m.iter() {
+                    let v = to_json(v, 0).map_err(|why| {
+                        fault(format!(
+                            "tool/call '{server}/{tool}: argument {} cannot be sent: {why}",
+                            key_text(k)
+                        ))
+                    })?;
+                    out.insert(key_text(k), v);
                 }
+                out
             }
             other => {
                 return Err(fault(format!(
@@ -285,18 +283,26 @@ impl ProgramHost {
             Ok((done, (server, tool))) => {
                 self.bytes.fetch_add(done.bytes, Ordering::Relaxed);
                 let value = match done.output {
-                    ToolOutput::Json(bytes) => match self.decode(cx, &bytes) {
+                    // The same decoder, depth limit and memory budget as `data/` context.
+                    ToolOutput::Json(bytes) => match cx.decode_json(&bytes) {
                         Ok(v) => ok_map(v, "json"),
-                        Err(e) if e.reason() == "memory_exceeded" || e.reason() == "timeout" => {
+                        // The program's own limits (memory, time) end the program.
+                        Err(e)
+                            if matches!(
+                                e.reason,
+                                ptc_lisp::Reason::MemoryExceeded | ptc_lisp::Reason::Timeout
+                            ) =>
+                        {
                             self.record(&server, &tool, started, Err(Reason::UpstreamError));
-                            return Err(HostError::new(e.reason(), e.message().to_string()));
+                            return Err(e);
                         }
+                        // Malformed or absurdly deep JSON is the upstream's fault: data.
                         Err(e) => {
                             let reason = Reason::UpstreamError;
                             self.record(&server, &tool, started, Err(reason));
                             let msg = format!(
                                 "{server}/{tool}: the response is not usable JSON: {}",
-                                e.message()
+                                e.message
                             );
                             let msg = self.upstreams.redactor().redact(&msg).into_owned();
                             return Ok(err_map(reason, &msg));
@@ -310,7 +316,7 @@ impl ProgramHost {
             }
             Err((e, names)) => {
                 if e.reason.is_programmer_fault() {
-                    return Err(fault(format!("tool/call: {}", e.message)));
+                    return Err(raised(&e));
                 }
                 let (server, tool) = names.unwrap_or((req.server, req.tool));
                 self.record(&server, &tool, started, Err(e.reason));
@@ -372,19 +378,8 @@ impl ProgramHost {
     }
 
     fn dir(&self, name: &str) -> Result<Option<Value>, HostError> {
+        // Unknown names are the runtime's to report (its hint knows every namespace).
         let Some(server) = self.upstream(name)? else {
-            let names: Vec<&str> = self
-                .upstreams
-                .catalog()
-                .servers()
-                .iter()
-                .map(|s| s.name.as_str())
-                .collect();
-            if let Some(s) = did_you_mean(name, &names) {
-                return Err(fault(format!(
-                    "no namespace or upstream named {name} (did you mean {s}?)"
-                )));
-            }
             return Ok(None);
         };
         if let Some(v) = self.take_discovery() {
@@ -467,9 +462,7 @@ impl ProgramHost {
             Some(Resolved::Tool(_, t)) => t.to_json(),
         };
         let text = self.redact(&json.to_string());
-        self.decode(cx, text.as_bytes())
-            .map(Some)
-            .map_err(|e| HostError::new(e.reason(), e.message().to_string()))
+        cx.decode_json(text.as_bytes()).map(Some)
     }
 
     fn apropos(&self, args: &[Value]) -> Result<Option<Value>, HostError> {
@@ -556,6 +549,55 @@ fn name_of(v: &Value, what: &str) -> Result<String, HostError> {
     }
 }
 
+/// A map key as a JSON object key: names for keywords, strings and symbols, printed otherwise.
+fn key_text(k: &Value) -> String {
+    match k {
+        Value::Keyword(s) | Value::Str(s) | Value::Symbol(s) => s.to_string(),
+        other => other.to_string(),
+    }
+}
+
+/// Nesting allowed in an argument value.
+const MAX_ARG_DEPTH: usize = 256;
+
+/// An argument value as JSON: keywords and symbols as their names, sets as arrays, map keys as
+/// their names, non-finite floats as null. Functions cannot be sent.
+fn to_json(v: &Value, depth: usize) -> Result<serde_json::Value, String> {
+    use serde_json::Value as J;
+    if depth > MAX_ARG_DEPTH {
+        return Err(format!("it is nested more than {MAX_ARG_DEPTH} deep"));
+    }
+    Ok(match v {
+        Value::Nil => J::Null,
+        Value::Bool(b) => J::Bool(*b),
+        Value::Int(i) => J::from(*i),
+        Value::Float(f) => serde_json::Number::from_f64(*f).map_or(J::Null, J::Number),
+        Value::Str(s) | Value::Keyword(s) | Value::Symbol(s) => J::String(s.to_string()),
+        Value::Var(s) => J::String(format!("#'{s}")),
+        Value::Regex(r) => J::String(r.as_str().to_string()),
+        Value::Vector(items) => J::Array(
+            items
+                .iter()
+                .map(|x| to_json(x, depth + 1))
+                .collect::<Result<_, _>>()?,
+        ),
+        Value::Set(s) => J::Array(
+            s.sorted()
+                .into_iter()
+                .map(|x| to_json(x, depth + 1))
+                .collect::<Result<_, _>>()?,
+        ),
+        Value::Map(m) => {
+            let mut out = Map::new();
+            for (k, x) in m.iter() {
+                out.insert(key_text(k), to_json(x, depth + 1)?);
+            }
+            J::Object(out)
+        }
+        Value::Func(_) => return Err("a function is not data".into()),
+    })
+}
+
 fn ref_of(args: &[Value]) -> Option<String> {
     match args.first() {
         Some(Value::Symbol(s) | Value::Str(s) | Value::Keyword(s) | Value::Var(s)) => {
@@ -570,6 +612,15 @@ impl Host for ProgramHost {
         vec!["tool".to_string()]
     }
 
+    fn upstreams(&self) -> Vec<String> {
+        self.upstreams
+            .catalog()
+            .servers()
+            .iter()
+            .map(|s| s.name.clone())
+            .collect()
+    }
+
     fn call(
         &self,
         cx: &mut CallContext<'_>,
@@ -579,38 +630,18 @@ impl Host for ProgramHost {
     ) -> Result<HostValue, HostError> {
         let unknown = || {
             fault(format!(
-                "no function {ns}/{name}; tool/ has call, servers, dir, doc, meta and apropos"
+                "no function {ns}/{name}; tool/ has call and servers (and the discovery forms \
+                 dir, doc, meta, apropos)"
             ))
         };
         if ns != "tool" {
             return Err(unknown());
         }
-        let need_ref = |op: &str| {
-            ref_of(args).ok_or_else(|| {
-                fault(format!(
-                    "tool/{op}: give a quoted name such as 'observatory or 'observatory/list-traces"
-                ))
-            })
-        };
-        let missing = |op: &str, r: &str| fault(format!("tool/{op}: no upstream tool {r}"));
+        // `tool/dir`, `tool/doc`, `tool/meta` and `tool/apropos` are the runtime's discovery
+        // forms (they reach `discover`); the host serves the rest of `tool/`.
         let v = match name {
             "call" => self.tool_call(cx, args)?,
             "servers" => self.servers()?,
-            "dir" => {
-                let r = need_ref("dir")?;
-                self.dir(&r)?.ok_or_else(|| missing("dir", &r))?
-            }
-            "doc" => {
-                let r = need_ref("doc")?;
-                self.doc(cx, &r)?.ok_or_else(|| missing("doc", &r))?
-            }
-            "meta" => {
-                let r = need_ref("meta")?;
-                self.meta(cx, &r)?.ok_or_else(|| missing("meta", &r))?
-            }
-            "apropos" => self
-                .apropos(args)?
-                .unwrap_or_else(|| Value::vector(Vec::new())),
             _ => return Err(unknown()),
         };
         Ok(HostValue::Value(v))
@@ -661,12 +692,7 @@ pub fn run_program(
     budgets: Budgets,
     context: Option<Value>,
 ) -> ProgramRun {
-    let host = Arc::new(ProgramHost::new(
-        upstreams.clone(),
-        runtime,
-        budgets,
-        limits.clone(),
-    ));
+    let host = Arc::new(ProgramHost::new(upstreams.clone(), runtime, budgets));
     if let Err(problems) = crate::precheck::precheck(&upstreams, src) {
         return ProgramRun {
             result: Err(crate::precheck::to_error(&problems)),

@@ -12,6 +12,7 @@ pub mod discovery;
 pub mod documents;
 pub mod executor;
 pub mod host;
+pub mod mcp;
 mod mcp_link;
 mod openapi;
 pub mod precheck;

@@ -321,18 +321,17 @@ impl OpenApiUpstream {
                 (Reason::RateLimited, with_detail(format!("{line}{wait}")))
             }
             300..=399 => {
-                let target = location
-                    .as_deref()
-                    .and_then(|l| request_url.join(l).ok())
-                    .map(|u| u.origin().ascii_serialization())
-                    .unwrap_or_else(|| "an unknown location".into());
-                (
-                    Reason::UpstreamError,
-                    format!(
-                        "{line}: refused to follow a redirect to another origin ({target}); \
-                         credentials are never sent there"
+                let target = location.as_deref().and_then(|l| request_url.join(l).ok());
+                let message = match target {
+                    Some(t) if origin(&t) != origin(&request_url) => format!(
+                        "{line}: refused to follow a redirect to another origin ({}); \
+                         credentials are never sent there",
+                        t.origin().ascii_serialization()
                     ),
-                )
+                    Some(_) => format!("{line}: too many redirects"),
+                    None => format!("{line}: a redirect without a usable Location"),
+                };
+                (Reason::UpstreamError, message)
             }
             500..=599 => (
                 Reason::UpstreamUnavailable,

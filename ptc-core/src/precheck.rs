@@ -26,7 +26,7 @@ pub fn to_error(problems: &[Problem]) -> LispError {
         .map(|p| format!("{}: {}", p.pos, p.message))
         .collect();
     let mut e = LispError::new(
-        "runtime_error",
+        ptc_lisp::Reason::RuntimeError,
         format!(
             "{} tool/call problem{} found before running (nothing was called):\n{}",
             problems.len(),

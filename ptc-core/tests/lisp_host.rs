@@ -113,7 +113,7 @@ fn world_faults_are_data_and_programmer_faults_raise() {
     );
     // Built at run time, so only the call-time check sees them.
     let e = b.error("(let [t (symbol \"fx/ecko\")] (tool/call t {:id \"1\"}))");
-    assert_eq!(e.reason(), "runtime_error");
+    assert_eq!(e.reason(), "unknown_tool");
     assert!(
         e.message()
             .starts_with("tool/call: no tool `ecko` in upstream `fx` (did you mean `fx/echo`?)"),
@@ -121,6 +121,7 @@ fn world_faults_are_data_and_programmer_faults_raise() {
         e.message()
     );
     let e = b.error("(let [s (str \"f\" \"z\")] (tool/call {:server s :tool \"echo\"}))");
+    assert_eq!(e.reason(), "unknown_server");
     assert!(
         e.message()
             .contains("no upstream `fz` (did you mean `fx`?)"),
@@ -128,6 +129,7 @@ fn world_faults_are_data_and_programmer_faults_raise() {
         e.message()
     );
     let e = b.error("(let [n 11] (tool/call 'fx/echo {:id \"1\" :n n}))");
+    assert_eq!(e.reason(), "invalid_args");
     assert!(
         e.message()
             .starts_with("tool/call: fx/echo: invalid arguments: :n must be at most 10, got 11"),
@@ -140,12 +142,43 @@ fn world_faults_are_data_and_programmer_faults_raise() {
         "{}",
         e.message()
     );
+    let e = b.error("(tool/call 'fx/echo {:id \"1\" :q inc})");
+    assert_eq!(
+        e.message(),
+        "tool/call 'fx/echo: argument q cannot be sent: a function is not data"
+    );
     let e = b.error("(tool/call 'echo {})");
     assert!(
         e.message().contains("is not qualified with its upstream"),
         "{}",
         e.message()
     );
+}
+
+#[test]
+fn results_are_charged_to_the_program_memory_budget() {
+    let b = bed("tok-1");
+    let limits = Limits {
+        max_memory_bytes: 4_000,
+        ..Limits::default()
+    };
+    let run = |src: &str| {
+        run_program(
+            b.up.clone(),
+            b.rt.handle().clone(),
+            src,
+            limits.clone(),
+            Budgets::default(),
+            None,
+        )
+    };
+    // 900 bytes of JSON fit; 20 such answers kept at once do not.
+    let r = run("(:ok (tool/call 'fx/big {:n 900}))");
+    assert_eq!(r.result.unwrap().to_string(), "true");
+    let e = run("(mapv (fn [_] (tool/call 'fx/big {:n 900})) (range 20))")
+        .result
+        .unwrap_err();
+    assert_eq!(e.reason(), "memory_exceeded", "{e}");
 }
 
 #[test]
@@ -294,11 +327,10 @@ fn discovery_lists_documents_and_searches_upstream_tools() {
         e.message()
     );
     let e = b.error("(dir 'fz)");
-    assert!(
-        e.message().contains("(did you mean fx?)"),
-        "{}",
-        e.message()
-    );
+    assert_eq!(e.reason(), "unbound_var");
+    assert_eq!(e.message(), "no namespace or upstream named fz");
+    // Upstreams are namespaces: unquoted names work too.
+    assert_eq!(b.value("(= (dir fx) (dir 'fx))"), "true");
     // Nothing transport-specific in what a program sees.
     let all = b.value("[(tool/servers) (dir 'fx)]").to_lowercase();
     assert!(!all.contains("mcp") && !all.contains("openapi"), "{all}");

@@ -311,6 +311,17 @@ async fn a_replaced_token_file_is_used_on_the_next_call_and_401_rereads_once() {
     let e = call(&u, "secure", json!({})).await.unwrap_err();
     assert_eq!(e.reason, Reason::AuthFailed);
     assert_eq!(fx.seen().len() - before, 2);
+    // Rotated while the request was in flight: the 401 retry reads the new token and succeeds.
+    *fx.state.rotate_on_401.lock().unwrap() = Some((d.token_path.clone(), "tok-4".into()));
+    let before = fx.seen().len();
+    assert!(call(&u, "secure", json!({})).await.is_ok());
+    let seen = fx.seen();
+    assert_eq!(seen.len() - before, 2);
+    assert_eq!(seen[before].header("authorization"), Some("Bearer tok-2"));
+    assert_eq!(
+        seen[before + 1].header("authorization"),
+        Some("Bearer tok-4")
+    );
     std::fs::remove_file(&d.token_path).unwrap();
     let before = fx.seen().len();
     let e = call(&u, "secure", json!({})).await.unwrap_err();

@@ -6,10 +6,15 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::ast::{Arity, Bind, CapSrc, ForClause, Lambda, Node};
-use crate::builtins::{self, Builtin};
-use crate::error::{LispError, Pos};
-use crate::eval::Function;
+use crate::builtins;
+use crate::error::{LispError, Pos, Reason};
+use crate::function::Builtin;
+use crate::function::{Fast, Function, builtin_value};
+use crate::names::{self, Constant, NsKind, Special};
 use crate::reader::{Form, FormKind};
+mod destructure;
+
+use crate::sugar::{self, binding_vector, expect_args, invalid, list, sym};
 use crate::value::Value;
 
 /// User definitions (`def`/`defn`), shared by successive top-level forms and evaluations.
@@ -42,62 +47,11 @@ struct RecurTarget {
     n_args: usize,
 }
 
-/// Names that are handled by the analyzer rather than looked up.
-pub(crate) const SPECIAL_FORMS: &[&str] = &[
-    "quote",
-    "var",
-    "if",
-    "do",
-    "let",
-    "let*",
-    "loop",
-    "recur",
-    "fn",
-    "fn*",
-    "def",
-    "defn",
-    "defn-",
-    "defonce",
-    "and",
-    "or",
-    "when",
-    "when-not",
-    "if-not",
-    "cond",
-    "condp",
-    "case",
-    "if-let",
-    "when-let",
-    "if-some",
-    "when-some",
-    "when-first",
-    "->",
-    "->>",
-    "as->",
-    "cond->",
-    "cond->>",
-    "some->",
-    "some->>",
-    "for",
-    "doseq",
-    "dotimes",
-    "comment",
-    "return",
-    "fail",
-    "ns",
-    "require",
-    "import",
-    "doc",
-    "dir",
-    "source",
-    "declare",
-    "letfn",
-];
-
 pub(crate) struct Analyzer<'a> {
     scopes: Vec<FnScope>,
     globals: &'a mut Globals,
     host_namespaces: &'a [String],
+    upstreams: &'a [String],
     recur: Option<RecurTarget>,
     /// `letfn` names in scope, each bound to a hidden global so the functions can call each other.
     letfn_names: Vec<(Arc<str>, usize, Arc<str>)>,
@@ -106,72 +60,20 @@ pub(crate) struct Analyzer<'a> {
     depth: usize,
 }
 
-fn invalid(msg: impl Into<String>, pos: Pos) -> LispError {
-    LispError::new("invalid_form", msg).with_pos(pos)
-}
-
 type AR<T> = Result<T, LispError>;
-
-fn sym(name: &str, pos: Pos) -> Form {
-    Form {
-        kind: FormKind::Symbol(name.into()),
-        pos,
-    }
-}
-
-fn list(items: Vec<Form>, pos: Pos) -> Form {
-    Form {
-        kind: FormKind::List(items),
-        pos,
-    }
-}
-
-fn nil_form(pos: Pos) -> Form {
-    Form {
-        kind: FormKind::Nil,
-        pos,
-    }
-}
-
-/// Map a namespace alias to the builtin registry prefix; `None` if it is not a local namespace.
-fn builtin_ns(ns: &str) -> Option<&'static str> {
-    Some(match ns {
-        "clojure.core" | "core" => "",
-        "clojure.string" | "str" | "string" | "s" => "clojure.string/",
-        "clojure.set" | "set" => "clojure.set/",
-        "clojure.walk" | "walk" => "",
-        "json" => "json/",
-        "regex" => "",
-        "Math" | "java.lang.Math" => "Math/",
-        "Integer" | "Long" | "Double" | "Float" | "Boolean" | "String" | "System" => "java/",
-        "LocalDate" | "java.time.LocalDate" => "LocalDate/",
-        "Instant" | "java.time.Instant" => "Instant/",
-        "Duration" | "java.time.Duration" => "Duration/",
-        _ => return None,
-    })
-}
-
-/// The namespaces the runtime itself knows (for error messages).
-pub(crate) const LOCAL_NAMESPACES: &[&str] = &[
-    "clojure.core",
-    "clojure.string",
-    "clojure.set",
-    "clojure.walk",
-    "json",
-    "Math",
-    "data",
-];
 
 impl<'a> Analyzer<'a> {
     pub(crate) fn new(
         globals: &'a mut Globals,
         host_namespaces: &'a [String],
+        upstreams: &'a [String],
         max_depth: usize,
     ) -> Self {
         Analyzer {
             scopes: Vec::new(),
             globals,
             host_namespaces,
+            upstreams,
             recur: None,
             letfn_names: Vec::new(),
             gensym: 0,
@@ -255,7 +157,7 @@ impl<'a> Analyzer<'a> {
         if self.depth > self.max_depth {
             self.depth -= 1;
             return Err(LispError::new(
-                "depth_exceeded",
+                Reason::DepthExceeded,
                 format!(
                     "program nesting deeper than {} levels after macro expansion",
                     self.max_depth
@@ -280,7 +182,7 @@ impl<'a> Analyzer<'a> {
             FormKind::Regex(r) => match regex::Regex::new(r) {
                 Ok(re) => Ok(Node::Const(Value::Regex(Arc::new(re)))),
                 Err(e) => Err(LispError::new(
-                    "parse_error",
+                    Reason::ParseError,
                     format!("invalid regex #\"{r}\": {e}"),
                 )
                 .with_pos(pos)),
@@ -364,9 +266,9 @@ impl<'a> Analyzer<'a> {
         if let Some(b) = builtins::lookup(s) {
             return Ok(Node::Const(builtin_value(b)));
         }
-        if SPECIAL_FORMS.contains(&&**s) {
+        if names::special_form(s).is_some() {
             return Err(LispError::new(
-                "invalid_form",
+                Reason::InvalidForm,
                 format!("`{s}` is a special form and cannot be used as a value"),
             )
             .with_pos(pos));
@@ -376,79 +278,74 @@ impl<'a> Analyzer<'a> {
 
     fn unknown_symbol(&mut self, s: &str, pos: Pos) -> LispError {
         if let Some(hint) = unsupported_hint(s) {
-            return LispError::new("unbound_var", format!("{s} is not available in PTC-Lisp"))
-                .with_pos(pos)
-                .with_hint(hint);
+            return LispError::new(
+                Reason::UnboundVar,
+                format!("{s} is not available in PTC-Lisp"),
+            )
+            .with_pos(pos)
+            .with_hint(hint);
         }
-        let mut best: Option<(f64, String)> = None;
-        let mut consider = |cand: &str| {
-            let score = strsim::jaro_winkler(s, cand);
-            if score > 0.85 && best.as_ref().is_none_or(|(b, _)| score > *b) {
-                best = Some((score, cand.to_string()));
-            }
-        };
-        for name in builtins::names() {
-            if !name.contains('/') {
-                consider(name);
-            }
-        }
-        for name in SPECIAL_FORMS {
-            consider(name);
-        }
-        for name in self.globals.names.keys() {
-            if !name.contains(' ') {
-                consider(name);
-            }
-        }
-        for scope in &self.scopes {
-            for (name, _) in &scope.names {
-                if !name.contains(' ') {
-                    consider(name);
-                }
-            }
-        }
-        let e = LispError::new("unbound_var", format!("unknown symbol {s}")).with_pos(pos);
-        match best {
-            Some((_, cand)) => e.with_hint(format!("did you mean {cand}?")),
+        let candidates = builtins::names()
+            .map(|n| -> &str { n })
+            .filter(|n| !n.contains('/'))
+            .chain(names::SPECIAL_FORMS.iter().map(|f| f.name))
+            .chain(self.globals.names.keys().map(|n| &**n))
+            .chain(
+                self.scopes
+                    .iter()
+                    .flat_map(|s| s.names.iter().map(|(n, _)| &**n)),
+            )
+            .filter(|n| !n.contains(' '));
+        let e = LispError::new(Reason::UnboundVar, format!("unknown symbol {s}")).with_pos(pos);
+        match names::did_you_mean(s, candidates) {
+            Some(cand) => e.with_hint(format!("did you mean {cand}?")),
             None => e,
         }
     }
 
     fn resolve_qualified(&mut self, ns: &str, name: &str, pos: Pos) -> AR<Node> {
-        if ns == "data" {
-            return Ok(Node::Data(name.into(), pos));
-        }
-        if let Some(prefix) = builtin_ns(ns) {
-            let full = format!("{prefix}{name}");
-            if let Some(b) = builtins::lookup(&full).or_else(|| builtins::lookup(name)) {
-                return Ok(Node::Const(builtin_value(b)));
-            }
-            if ns == "Math" && name == "PI" {
-                return Ok(Node::Const(Value::Float(std::f64::consts::PI)));
-            }
-            if ns == "Math" && name == "E" {
-                return Ok(Node::Const(Value::Float(std::f64::consts::E)));
-            }
-            if matches!(ns, "Double" | "Float") {
-                match name {
-                    "POSITIVE_INFINITY" => return Ok(Node::Const(Value::Float(f64::INFINITY))),
-                    "NEGATIVE_INFINITY" => return Ok(Node::Const(Value::Float(f64::NEG_INFINITY))),
-                    "NaN" => return Ok(Node::Const(Value::Float(f64::NAN))),
-                    "MAX_VALUE" => return Ok(Node::Const(Value::Float(f64::MAX))),
-                    _ => {}
+        if let Some(space) = names::namespace(ns) {
+            match space.kind {
+                NsKind::Data => return Ok(Node::Data(name.into(), pos)),
+                NsKind::Builtins { .. } => {
+                    if let Some(b) = builtins::lookup_in(space, name) {
+                        return Ok(Node::Const(builtin_value(b)));
+                    }
+                    if names::qualified_special_form(&format!("{ns}/{name}")).is_some() {
+                        return Err(invalid(
+                            format!(
+                                "`{ns}/{name}` is a special form and cannot be used as a value"
+                            ),
+                            pos,
+                        ));
+                    }
+                    if let Some(c) = space.constant(name) {
+                        return Ok(Node::Const(match c {
+                            Constant::Float(f) => Value::Float(f),
+                            Constant::Int(i) => Value::Int(i),
+                        }));
+                    }
+                    return Err(LispError::new(
+                        Reason::UnboundVar,
+                        format!("unknown function {ns}/{name}"),
+                    )
+                    .with_pos(pos));
+                }
+                NsKind::Discovery => {
+                    if let Some(b) = builtins::lookup_in(space, name) {
+                        return Ok(Node::Const(builtin_value(b)));
+                    }
+                    if !self.host_namespaces.iter().any(|h| h == ns) {
+                        return Err(LispError::new(
+                            Reason::UnboundVar,
+                            format!(
+                                "no host provides {ns}/{name}: this program runs without tools"
+                            ),
+                        )
+                        .with_pos(pos));
+                    }
                 }
             }
-            if matches!(ns, "Long" | "Integer") {
-                match name {
-                    "MAX_VALUE" => return Ok(Node::Const(Value::Int(i64::MAX))),
-                    "MIN_VALUE" => return Ok(Node::Const(Value::Int(i64::MIN))),
-                    _ => {}
-                }
-            }
-            return Err(
-                LispError::new("unbound_var", format!("unknown function {ns}/{name}"))
-                    .with_pos(pos),
-            );
         }
         if self.host_namespaces.iter().any(|h| h == ns) {
             return Ok(Node::Const(Value::Func(Arc::new(Function::Host {
@@ -456,16 +353,39 @@ impl<'a> Analyzer<'a> {
                 name: name.into(),
             }))));
         }
-        let mut known: Vec<String> = LOCAL_NAMESPACES.iter().map(|s| s.to_string()).collect();
-        known.extend(self.host_namespaces.iter().cloned());
-        Err(LispError::new(
-            "unbound_var",
+        if self.upstreams.iter().any(|u| u == ns) {
+            return Err(LispError::new(
+                Reason::UnboundVar,
+                format!("{ns}/{name} names a tool of upstream {ns}, not a function"),
+            )
+            .with_pos(pos)
+            .with_hint(format!(
+                "call it with (tool/call '{ns}/{name} {{...}}); (doc '{ns}/{name}) describes it"
+            )));
+        }
+        let mut known: Vec<&str> = names::NAMESPACES.iter().map(|n| n.name).collect();
+        known.extend(self.host_namespaces.iter().map(String::as_str));
+        known.extend(self.upstreams.iter().map(String::as_str));
+        let mut seen = std::collections::HashSet::new();
+        known.retain(|n| seen.insert(*n));
+        let e = LispError::new(
+            Reason::UnboundVar,
             format!(
                 "unknown namespace `{ns}` in {ns}/{name}; known namespaces: {}",
                 known.join(", ")
             ),
         )
-        .with_pos(pos))
+        .with_pos(pos);
+        let candidates = names::NAMESPACES
+            .iter()
+            .flat_map(|n| n.all_names())
+            .map(|n| -> &str { n })
+            .chain(self.host_namespaces.iter().map(String::as_str))
+            .chain(self.upstreams.iter().map(String::as_str));
+        match names::did_you_mean(ns, candidates) {
+            Some(c) => Err(e.with_hint(format!("did you mean {c}/{name}?"))),
+            None => Err(e),
+        }
     }
 
     fn analyze_body(&mut self, forms: &[Form], tail: bool) -> AR<Node> {
@@ -487,14 +407,18 @@ impl<'a> Analyzer<'a> {
         let args = &items[1..];
         if let FormKind::Symbol(name) = &head.kind {
             let is_local = self.local(name).is_some();
-            if !is_local && SPECIAL_FORMS.contains(&&**name) {
-                return self.analyze_special(name, args, pos, tail);
+            if !is_local && let Some(form) = names::special_form(name) {
+                return self.analyze_special(form.kind, name, args, pos, tail);
+            }
+            // `clojure.core/when`, and `tool/doc`, `tool/dir` with their unquoted names.
+            if !is_local && let Some(form) = names::qualified_special_form(name) {
+                return self.analyze_special(form.kind, form.name, args, pos, tail);
             }
         }
         if let FormKind::Keyword(k) = &head.kind {
             if args.is_empty() || args.len() > 2 {
                 return Err(LispError::new(
-                    "arity_error",
+                    Reason::ArityError,
                     format!(
                         "arity error: keyword :{k} expects 1 or 2 argument(s), got {}",
                         args.len()
@@ -521,20 +445,7 @@ impl<'a> Analyzer<'a> {
         if let Node::Const(Value::Func(func)) = &f
             && let Function::Builtin(b) = &**func
         {
-            const PURE_BUILDERS: &[&str] = &[
-                "fnil",
-                "partial",
-                "comp",
-                "juxt",
-                "complement",
-                "constantly",
-                "every-pred",
-                "some-fn",
-                "re-pattern",
-            ];
-            if PURE_BUILDERS.contains(&b.name)
-                && arg_nodes.iter().all(|n| matches!(n, Node::Const(_)))
-            {
+            if b.traits.pure_builder && arg_nodes.iter().all(|n| matches!(n, Node::Const(_))) {
                 return Ok(Node::Memo(
                     Box::new(Node::CallBuiltin(b, arg_nodes, pos)),
                     std::sync::OnceLock::new(),
@@ -548,62 +459,32 @@ impl<'a> Analyzer<'a> {
         Ok(Node::Call(Box::new(f), arg_nodes, pos))
     }
 
-    fn expect_args(
-        &self,
+    fn analyze_special(
+        &mut self,
+        kind: Special,
         name: &str,
         args: &[Form],
-        min: usize,
-        max: Option<usize>,
         pos: Pos,
-    ) -> AR<()> {
-        let n = args.len();
-        if n < min || max.is_some_and(|m| n > m) {
-            let expect = match max {
-                Some(m) if m == min => format!("{min}"),
-                Some(m) => format!("{min} to {m}"),
-                None => format!("at least {min}"),
-            };
-            return Err(invalid(
-                format!("{name} expects {expect} argument(s), got {n}"),
-                pos,
-            ));
-        }
-        Ok(())
-    }
-
-    fn binding_vector<'f>(&self, name: &str, form: Option<&'f Form>, pos: Pos) -> AR<&'f [Form]> {
-        match form.map(|f| &f.kind) {
-            Some(FormKind::Vector(items)) => {
-                if items.len() % 2 != 0 {
-                    return Err(invalid(
-                        format!("{name} requires an even number of forms in its binding vector"),
-                        pos,
-                    ));
-                }
-                Ok(items)
+        tail: bool,
+    ) -> AR<Node> {
+        match kind {
+            Special::Sugar(s) => {
+                let form = sugar::expand(s, name, args, pos, &mut |base| self.gensym(base))?;
+                self.analyze(&form, tail)
             }
-            _ => Err(invalid(
-                format!("{name} requires a vector of bindings"),
-                pos,
-            )),
-        }
-    }
-
-    fn analyze_special(&mut self, name: &str, args: &[Form], pos: Pos, tail: bool) -> AR<Node> {
-        match name {
-            "quote" => {
-                self.expect_args("quote", args, 1, Some(1), pos)?;
+            Special::Quote => {
+                expect_args("quote", args, 1, Some(1), pos)?;
                 Ok(Node::Const(crate::read_data::form_to_value(&args[0])?))
             }
-            "var" => {
-                self.expect_args("var", args, 1, Some(1), pos)?;
+            Special::Var => {
+                expect_args("var", args, 1, Some(1), pos)?;
                 match args[0].sym_name() {
                     Some(s) => Ok(Node::Const(Value::Var(s.into()))),
                     None => Err(invalid("var expects a symbol", pos)),
                 }
             }
-            "if" => {
-                self.expect_args("if", args, 2, Some(3), pos)?;
+            Special::If => {
+                expect_args("if", args, 2, Some(3), pos)?;
                 let c = self.analyze(&args[0], false)?;
                 let t = self.analyze(&args[1], tail)?;
                 let e = match args.get(2) {
@@ -612,8 +493,8 @@ impl<'a> Analyzer<'a> {
                 };
                 Ok(Node::If(Box::new(c), Box::new(t), Box::new(e)))
             }
-            "if-not" => {
-                self.expect_args("if-not", args, 2, Some(3), pos)?;
+            Special::IfNot => {
+                expect_args("if-not", args, 2, Some(3), pos)?;
                 let c = self.analyze(&args[0], false)?;
                 let t = self.analyze(&args[1], tail)?;
                 let e = match args.get(2) {
@@ -622,9 +503,17 @@ impl<'a> Analyzer<'a> {
                 };
                 Ok(Node::If(Box::new(c), Box::new(e), Box::new(t)))
             }
-            "do" => self.analyze_body(args, tail),
-            "comment" | "ns" | "require" | "import" => Ok(Node::Const(Value::Nil)),
-            "letfn" => {
+            Special::Do => self.analyze_body(args, tail),
+            Special::Comment => Ok(Node::Const(Value::Nil)),
+            Special::Namespace => Err(LispError::new(
+                Reason::UnboundVar,
+                format!("{name} is not available in PTC-Lisp: a program has one namespace"),
+            )
+            .with_pos(pos)
+            .with_hint(
+                "every builtin is already loaded: call str/join, set/union, json/parse-string, Math/abs, ... directly",
+            )),
+            Special::Letfn => {
                 let specs = match args.first().map(|f| &f.kind) {
                     Some(FormKind::Vector(specs)) => specs,
                     _ => return Err(invalid("letfn requires a vector of function specs", pos)),
@@ -666,7 +555,7 @@ impl<'a> Analyzer<'a> {
                 self.letfn_names.truncate(mark);
                 result
             }
-            "declare" => {
+            Special::Declare => {
                 for a in args {
                     match a.sym_name() {
                         Some(s) if !s.contains('/') => {
@@ -677,20 +566,20 @@ impl<'a> Analyzer<'a> {
                 }
                 Ok(Node::Const(Value::Nil))
             }
-            "when" | "when-not" => {
-                self.expect_args(name, args, 1, None, pos)?;
+            Special::When | Special::WhenNot => {
+                expect_args(name, args, 1, None, pos)?;
                 let c = self.analyze(&args[0], false)?;
                 let body = self.analyze_body(&args[1..], tail)?;
                 let nil = Node::Const(Value::Nil);
-                Ok(if name == "when" {
+                Ok(if kind == Special::When {
                     Node::If(Box::new(c), Box::new(body), Box::new(nil))
                 } else {
                     Node::If(Box::new(c), Box::new(nil), Box::new(body))
                 })
             }
-            "and" | "or" => {
+            Special::And | Special::Or => {
                 if args.is_empty() {
-                    return Ok(Node::Const(if name == "and" {
+                    return Ok(Node::Const(if kind == Special::And {
                         Value::Bool(true)
                     } else {
                         Value::Nil
@@ -705,14 +594,14 @@ impl<'a> Analyzer<'a> {
                 if n == 1 {
                     return Ok(nodes.into_iter().next().unwrap_or(Node::Const(Value::Nil)));
                 }
-                Ok(if name == "and" {
+                Ok(if kind == Special::And {
                     Node::And(nodes)
                 } else {
                     Node::Or(nodes)
                 })
             }
-            "let" | "let*" => {
-                let bv = self.binding_vector(name, args.first(), pos)?;
+            Special::Let => {
+                let bv = binding_vector(name, args.first(), pos)?;
                 let mark = self.scope().names.len();
                 let mut binds = Vec::new();
                 for pair in bv.chunks(2) {
@@ -723,8 +612,8 @@ impl<'a> Analyzer<'a> {
                 self.scope().names.truncate(mark);
                 Ok(Node::Let(binds, Box::new(body)))
             }
-            "loop" => self.analyze_loop(args, pos),
-            "recur" => {
+            Special::Loop => self.analyze_loop(args, pos),
+            Special::Recur => {
                 let target = match self.recur {
                     Some(t) => t,
                     None => return Err(invalid("recur is only allowed inside loop or fn", pos)),
@@ -734,7 +623,7 @@ impl<'a> Analyzer<'a> {
                 }
                 if args.len() != target.n_args {
                     return Err(LispError::new(
-                        "arity_error",
+                        Reason::ArityError,
                         format!(
                             "arity error: recur expects {} argument(s), got {}",
                             target.n_args,
@@ -749,9 +638,9 @@ impl<'a> Analyzer<'a> {
                     .collect::<AR<Vec<_>>>()?;
                 Ok(Node::Recur(nodes))
             }
-            "fn" | "fn*" => self.analyze_fn(args, pos, None),
-            "def" => {
-                self.expect_args("def", args, 1, Some(3), pos)?;
+            Special::Fn => self.analyze_fn(args, pos, None),
+            Special::Def => {
+                expect_args("def", args, 1, Some(3), pos)?;
                 let name: Arc<str> = match args[0].sym_name() {
                     Some(s) if !s.contains('/') => s.into(),
                     _ => return Err(invalid("def expects a symbol name", pos)),
@@ -769,8 +658,8 @@ impl<'a> Analyzer<'a> {
                     once: false,
                 })
             }
-            "defonce" => {
-                self.expect_args("defonce", args, 2, Some(2), pos)?;
+            Special::Defonce => {
+                expect_args("defonce", args, 2, Some(2), pos)?;
                 let name: Arc<str> = match args[0].sym_name() {
                     Some(s) if !s.contains('/') => s.into(),
                     _ => return Err(invalid("defonce expects a symbol name", pos)),
@@ -784,8 +673,8 @@ impl<'a> Analyzer<'a> {
                     once: true,
                 })
             }
-            "defn" | "defn-" => {
-                self.expect_args(name, args, 2, None, pos)?;
+            Special::Defn => {
+                expect_args(name, args, 2, None, pos)?;
                 let fname: Arc<str> = match args[0].sym_name() {
                     Some(s) if !s.contains('/') => s.into(),
                     _ => return Err(invalid("defn expects a symbol name", pos)),
@@ -810,7 +699,7 @@ impl<'a> Analyzer<'a> {
                     once: false,
                 })
             }
-            "cond" => {
+            Special::Cond => {
                 if !args.len().is_multiple_of(2) {
                     return Err(invalid("cond requires an even number of forms", pos));
                 }
@@ -827,47 +716,8 @@ impl<'a> Analyzer<'a> {
                 }
                 Ok(Node::Cond(clauses))
             }
-            "condp" => {
-                self.expect_args("condp", args, 2, None, pos)?;
-                let pred = self.gensym("pred");
-                let val = self.gensym("val");
-                let clauses = &args[2..];
-                let mut expr = nil_form(pos);
-                let (pairs, default) = if clauses.len() % 2 == 1 {
-                    (
-                        &clauses[..clauses.len() - 1],
-                        Some(clauses[clauses.len() - 1].clone()),
-                    )
-                } else {
-                    (clauses, None)
-                };
-                if let Some(d) = default {
-                    expr = d;
-                }
-                for pair in pairs.chunks(2).rev() {
-                    let test = list(vec![sym(&pred, pos), pair[0].clone(), sym(&val, pos)], pos);
-                    expr = list(vec![sym("if", pos), test, pair[1].clone(), expr], pos);
-                }
-                let form = list(
-                    vec![
-                        sym("let", pos),
-                        Form {
-                            kind: FormKind::Vector(vec![
-                                sym(&pred, pos),
-                                args[0].clone(),
-                                sym(&val, pos),
-                                args[1].clone(),
-                            ]),
-                            pos,
-                        },
-                        expr,
-                    ],
-                    pos,
-                );
-                self.analyze(&form, tail)
-            }
-            "case" => {
-                self.expect_args("case", args, 1, None, pos)?;
+            Special::Case => {
+                expect_args("case", args, 1, None, pos)?;
                 let e = self.analyze(&args[0], false)?;
                 let clauses = &args[1..];
                 let (pairs, default) = if clauses.len() % 2 == 1 {
@@ -910,211 +760,25 @@ impl<'a> Analyzer<'a> {
                 };
                 Ok(Node::Case(Box::new(e), table, Box::new(default)))
             }
-            "if-let" | "if-some" | "when-let" | "when-some" => {
-                let is_if = name.starts_with("if");
-                self.expect_args(
-                    name,
-                    args,
-                    if is_if { 2 } else { 1 },
-                    if is_if { Some(3) } else { None },
-                    pos,
-                )?;
-                let bv = self.binding_vector(name, args.first(), pos)?;
-                if bv.len() != 2 {
-                    return Err(invalid(format!("{name} requires exactly one binding"), pos));
-                }
-                let tmp = self.gensym("tmp");
-                let test = if name.ends_with("some") {
-                    list(vec![sym("some?", pos), sym(&tmp, pos)], pos)
-                } else {
-                    sym(&tmp, pos)
-                };
-                let then_body: Vec<Form> = if is_if {
-                    vec![args[1].clone()]
-                } else {
-                    args[1..].to_vec()
-                };
-                let mut then = vec![
-                    sym("let", pos),
-                    Form {
-                        kind: FormKind::Vector(vec![bv[0].clone(), sym(&tmp, pos)]),
-                        pos,
-                    },
-                ];
-                then.extend(then_body);
-                let else_form = if is_if {
-                    args.get(2).cloned().unwrap_or(nil_form(pos))
-                } else {
-                    nil_form(pos)
-                };
-                let form = list(
-                    vec![
-                        sym("let", pos),
-                        Form {
-                            kind: FormKind::Vector(vec![sym(&tmp, pos), bv[1].clone()]),
-                            pos,
-                        },
-                        list(vec![sym("if", pos), test, list(then, pos), else_form], pos),
-                    ],
-                    pos,
-                );
-                self.analyze(&form, tail)
-            }
-            "when-first" => {
-                self.expect_args(name, args, 1, None, pos)?;
-                let bv = self.binding_vector(name, args.first(), pos)?;
-                if bv.len() != 2 {
-                    return Err(invalid("when-first requires exactly one binding", pos));
-                }
-                let tmp = self.gensym("coll");
-                let mut then = vec![
-                    sym("let", pos),
-                    Form {
-                        kind: FormKind::Vector(vec![
-                            bv[0].clone(),
-                            list(vec![sym("first", pos), sym(&tmp, pos)], pos),
-                        ]),
-                        pos,
-                    },
-                ];
-                then.extend(args[1..].iter().cloned());
-                let form = list(
-                    vec![
-                        sym("let", pos),
-                        Form {
-                            kind: FormKind::Vector(vec![sym(&tmp, pos), bv[1].clone()]),
-                            pos,
-                        },
-                        list(
-                            vec![
-                                sym("if", pos),
-                                list(vec![sym("seq", pos), sym(&tmp, pos)], pos),
-                                list(then, pos),
-                                nil_form(pos),
-                            ],
-                            pos,
-                        ),
-                    ],
-                    pos,
-                );
-                self.analyze(&form, tail)
-            }
-            "->" | "->>" => {
-                self.expect_args(name, args, 1, None, pos)?;
-                let mut acc = args[0].clone();
-                for step in &args[1..] {
-                    acc = thread_step(step, acc, name == "->>");
-                }
-                self.analyze(&acc, tail)
-            }
-            "as->" => {
-                self.expect_args(name, args, 2, None, pos)?;
-                let mut bindings = vec![args[1].clone(), args[0].clone()];
-                for step in &args[2..] {
-                    bindings.push(args[1].clone());
-                    bindings.push(step.clone());
-                }
-                let form = list(
-                    vec![
-                        sym("let", pos),
-                        Form {
-                            kind: FormKind::Vector(bindings),
-                            pos,
-                        },
-                        args[1].clone(),
-                    ],
-                    pos,
-                );
-                self.analyze(&form, tail)
-            }
-            "cond->" | "cond->>" | "some->" | "some->>" => {
-                self.expect_args(name, args, 1, None, pos)?;
-                let last = name.ends_with(">>");
-                let is_cond = name.starts_with("cond");
-                let g = self.gensym("v");
-                let mut bindings = vec![sym(&g, pos), args[0].clone()];
-                if is_cond {
-                    if !(args.len() - 1).is_multiple_of(2) {
-                        return Err(invalid(format!("{name} requires test/form pairs"), pos));
-                    }
-                    for pair in args[1..].chunks(2) {
-                        let stepped = thread_step(&pair[1], sym(&g, pos), last);
-                        bindings.push(sym(&g, pos));
-                        bindings.push(list(
-                            vec![sym("if", pos), pair[0].clone(), stepped, sym(&g, pos)],
-                            pos,
-                        ));
-                    }
-                } else {
-                    for step in &args[1..] {
-                        let stepped = thread_step(step, sym(&g, pos), last);
-                        bindings.push(sym(&g, pos));
-                        bindings.push(list(
-                            vec![
-                                sym("if", pos),
-                                list(vec![sym("nil?", pos), sym(&g, pos)], pos),
-                                nil_form(pos),
-                                stepped,
-                            ],
-                            pos,
-                        ));
-                    }
-                }
-                let form = list(
-                    vec![
-                        sym("let", pos),
-                        Form {
-                            kind: FormKind::Vector(bindings),
-                            pos,
-                        },
-                        sym(&g, pos),
-                    ],
-                    pos,
-                );
-                self.analyze(&form, tail)
-            }
-            "for" | "doseq" => self.analyze_for(args, pos, name == "for"),
-            "dotimes" => {
-                let bv = self.binding_vector(name, args.first(), pos)?;
-                if bv.len() != 2 {
-                    return Err(invalid("dotimes requires one binding", pos));
-                }
-                let form = list(
-                    {
-                        let mut v = vec![
-                            sym("doseq", pos),
-                            Form {
-                                kind: FormKind::Vector(vec![
-                                    bv[0].clone(),
-                                    list(vec![sym("range", pos), bv[1].clone()], pos),
-                                ]),
-                                pos,
-                            },
-                        ];
-                        v.extend(args[1..].iter().cloned());
-                        v
-                    },
-                    pos,
-                );
-                self.analyze(&form, tail)
-            }
-            "return" => {
-                self.expect_args(name, args, 0, Some(1), pos)?;
+            Special::For => self.analyze_for(args, pos, true),
+            Special::Doseq => self.analyze_for(args, pos, false),
+            Special::Return => {
+                expect_args(name, args, 0, Some(1), pos)?;
                 let v = match args.first() {
                     Some(a) => self.analyze(a, false)?,
                     None => Node::Const(Value::Nil),
                 };
                 Ok(Node::Return(Box::new(v)))
             }
-            "fail" => {
-                self.expect_args(name, args, 0, Some(1), pos)?;
+            Special::Fail => {
+                expect_args(name, args, 0, Some(1), pos)?;
                 let v = match args.first() {
                     Some(a) => self.analyze(a, false)?,
                     None => Node::Const(Value::Nil),
                 };
                 Ok(Node::Fail(Box::new(v), pos))
             }
-            "doc" | "dir" | "source" => {
+            Special::Discovery => {
                 // Like clojure.repl, the argument is a name, quoted or not.
                 let mut nodes = Vec::new();
                 for a in args {
@@ -1127,12 +791,11 @@ impl<'a> Analyzer<'a> {
                     .ok_or_else(|| invalid(format!("{name} is unavailable"), pos))?;
                 Ok(Node::CallBuiltin(b, nodes, pos))
             }
-            _ => Err(invalid(format!("unsupported special form {name}"), pos)),
         }
     }
 
     fn analyze_loop(&mut self, args: &[Form], pos: Pos) -> AR<Node> {
-        let bv = self.binding_vector("loop", args.first(), pos)?;
+        let bv = binding_vector("loop", args.first(), pos)?;
         let mark = self.scope().names.len();
         let first_slot = self.scope().n_slots;
         let mut binds = Vec::new();
@@ -1435,178 +1098,14 @@ impl<'a> Analyzer<'a> {
         let caps = scope.captures.into_iter().map(|(_, src)| src).collect();
         Ok(Node::Fn(Arc::new(lambda), caps))
     }
-
-    /// Binds a (possibly destructuring) pattern to `init`, appending sequential bindings.
-    fn bind_pattern(&mut self, pat: &Form, init: Node, out: &mut Vec<Bind>) -> AR<()> {
-        match &pat.kind {
-            FormKind::Symbol(s) => {
-                if s.contains('/') {
-                    return Err(LispError::new(
-                        "destructure_error",
-                        format!("cannot bind qualified symbol {s}"),
-                    )
-                    .with_pos(pat.pos));
-                }
-                let slot = self.new_slot();
-                out.push(Bind { slot, init });
-                self.scope().names.push((s.clone(), slot));
-                Ok(())
-            }
-            FormKind::Vector(items) => {
-                let tmp = self.new_slot();
-                out.push(Bind { slot: tmp, init });
-                let mut i = 0;
-                let mut idx = 0;
-                while i < items.len() {
-                    let p = &items[i];
-                    if p.sym_name() == Some("&") {
-                        let rp = items.get(i + 1).ok_or_else(|| {
-                            LispError::new("destructure_error", "& must be followed by a pattern")
-                                .with_pos(p.pos)
-                        })?;
-                        self.bind_pattern(
-                            rp,
-                            Node::RestFrom(Box::new(Node::Local(tmp)), idx),
-                            out,
-                        )?;
-                        i += 2;
-                        continue;
-                    }
-                    if let FormKind::Keyword(k) = &p.kind
-                        && &**k == "as"
-                    {
-                        let ap = items.get(i + 1).ok_or_else(|| {
-                            LispError::new("destructure_error", ":as must be followed by a symbol")
-                                .with_pos(p.pos)
-                        })?;
-                        self.bind_pattern(ap, Node::Local(tmp), out)?;
-                        i += 2;
-                        continue;
-                    }
-                    self.bind_pattern(p, Node::Nth(Box::new(Node::Local(tmp)), idx), out)?;
-                    idx += 1;
-                    i += 1;
-                }
-                Ok(())
-            }
-            FormKind::Map(items) => {
-                let tmp = self.new_slot();
-                out.push(Bind { slot: tmp, init });
-                // Defaults from :or, analyzed lazily per binding.
-                let mut defaults: Vec<(Arc<str>, &Form)> = Vec::new();
-                for kv in items.chunks(2) {
-                    if let FormKind::Keyword(k) = &kv[0].kind
-                        && &**k == "or"
-                    {
-                        match &kv[1].kind {
-                            FormKind::Map(ds) => {
-                                for d in ds.chunks(2) {
-                                    if let Some(n) = d[0].sym_name() {
-                                        defaults.push((n.into(), &d[1]));
-                                    }
-                                }
-                            }
-                            _ => {
-                                return Err(LispError::new(
-                                    "destructure_error",
-                                    ":or requires a map",
-                                )
-                                .with_pos(kv[1].pos));
-                            }
-                        }
-                    }
-                }
-                for kv in items.chunks(2) {
-                    let (k, v) = (&kv[0], &kv[1]);
-                    match &k.kind {
-                        FormKind::Keyword(kw) if matches!(&**kw, "keys" | "strs" | "syms") => {
-                            let names = match &v.kind {
-                                FormKind::Vector(ns) => ns,
-                                _ => {
-                                    return Err(LispError::new(
-                                        "destructure_error",
-                                        format!(":{kw} requires a vector"),
-                                    )
-                                    .with_pos(v.pos));
-                                }
-                            };
-                            for n in names {
-                                let (full, local): (Arc<str>, Arc<str>) = match &n.kind {
-                                    FormKind::Symbol(s) | FormKind::Keyword(s) => {
-                                        let local = s.rsplit('/').next().unwrap_or(s).into();
-                                        (s.clone(), local)
-                                    }
-                                    _ => {
-                                        return Err(LispError::new(
-                                            "destructure_error",
-                                            "destructuring names must be symbols",
-                                        )
-                                        .with_pos(n.pos));
-                                    }
-                                };
-                                let key = match &**kw {
-                                    "keys" => Value::Keyword(full),
-                                    "strs" => Value::Str(full),
-                                    _ => Value::Symbol(full),
-                                };
-                                let default = match defaults.iter().find(|(d, _)| *d == local) {
-                                    Some((_, f)) => Some(Box::new(self.analyze(f, false)?)),
-                                    None => None,
-                                };
-                                let slot = self.new_slot();
-                                out.push(Bind {
-                                    slot,
-                                    init: Node::MapGet(Box::new(Node::Local(tmp)), key, default),
-                                });
-                                self.scope().names.push((local, slot));
-                            }
-                        }
-                        FormKind::Keyword(kw) if &**kw == "as" => {
-                            self.bind_pattern(v, Node::Local(tmp), out)?;
-                        }
-                        FormKind::Keyword(kw) if &**kw == "or" => {}
-                        _ => {
-                            let key = crate::read_data::form_to_value(v)?;
-                            let default = match k
-                                .sym_name()
-                                .and_then(|n| defaults.iter().find(|(d, _)| &**d == n))
-                            {
-                                Some((_, f)) => Some(Box::new(self.analyze(f, false)?)),
-                                None => None,
-                            };
-                            self.bind_pattern(
-                                k,
-                                Node::MapGet(Box::new(Node::Local(tmp)), key, default),
-                                out,
-                            )?;
-                        }
-                    }
-                }
-                Ok(())
-            }
-            _ => Err(invalid(
-                "unsupported binding form: expected a symbol, vector or map",
-                pat.pos,
-            )),
-        }
-    }
 }
 
 /// Integer fast path for two-argument arithmetic/comparison and `inc`/`dec`; gives the
 /// arguments back when the call does not qualify.
 fn binop(b: &'static Builtin, args: Vec<Node>, pos: Pos) -> Result<Node, Vec<Node>> {
-    use crate::ast::BinOp;
-    let (op, unary) = match (b.name, args.len()) {
-        ("+", 2) => (BinOp::Add, false),
-        ("-", 2) => (BinOp::Sub, false),
-        ("*", 2) => (BinOp::Mul, false),
-        ("<", 2) => (BinOp::Lt, false),
-        (">", 2) => (BinOp::Gt, false),
-        ("<=", 2) => (BinOp::Le, false),
-        (">=", 2) => (BinOp::Ge, false),
-        ("=", 2) | ("==", 2) => (BinOp::Eq, false),
-        ("inc", 1) => (BinOp::Add, true),
-        ("dec", 1) => (BinOp::Sub, true),
+    let (op, unary) = match (b.traits.fast, args.len()) {
+        (Some(Fast::Binary(op)), 2) => (op, false),
+        (Some(Fast::Unary(op)), 1) => (op, true),
         _ => return Err(args),
     };
     let mut it = args.into_iter();
@@ -1649,24 +1148,4 @@ fn unsupported_hint(name: &str) -> Option<&'static str> {
         }
         _ => return None,
     })
-}
-
-fn thread_step(step: &Form, acc: Form, last: bool) -> Form {
-    let pos = step.pos;
-    match &step.kind {
-        FormKind::List(items) if !items.is_empty() => {
-            let mut v = items.clone();
-            if last {
-                v.push(acc);
-            } else {
-                v.insert(1, acc);
-            }
-            list(v, pos)
-        }
-        _ => list(vec![step.clone(), acc], pos),
-    }
-}
-
-pub(crate) fn builtin_value(b: &'static Builtin) -> Value {
-    Value::Func(Arc::new(Function::Builtin(b)))
 }

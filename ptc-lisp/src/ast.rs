@@ -2,8 +2,8 @@
 
 use std::sync::Arc;
 
-use crate::builtins::Builtin;
 use crate::error::Pos;
+use crate::function::Builtin;
 use crate::value::Value;
 
 /// Where a closure capture comes from in the enclosing frame.
@@ -48,7 +48,7 @@ pub(crate) enum ForClause {
 }
 
 /// Integer fast paths for the commonest arithmetic and comparisons.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 pub(crate) enum BinOp {
     Add,
     Sub,

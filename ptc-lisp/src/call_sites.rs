@@ -52,12 +52,12 @@ pub fn call_sites(src: &str, name: &str) -> Result<Vec<CallSite>, LispError> {
         match h {
             Ok(h) => h.join().unwrap_or_else(|_| {
                 Err(LispError::new(
-                    "internal_error",
+                    crate::Reason::InternalError,
                     "the reader stopped unexpectedly",
                 ))
             }),
             Err(e) => Err(LispError::new(
-                "internal_error",
+                crate::Reason::InternalError,
                 format!("could not start the reader: {e}"),
             )),
         }

@@ -5,70 +5,15 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 
-use crate::ast::{Arity, BinOp, Bind, CapSrc, ForClause, Lambda, Node};
-use crate::builtins::{self, Builtin};
-use crate::error::{Ctl, LispError, Pos, R, RETURN_REASON, err};
+use crate::ast::{Arity, BinOp, Bind, CapSrc, ForClause, Node};
+use crate::destructure;
+use crate::error::{Ctl, LispError, Pos, R, Reason, err};
+use crate::function::{Builtin, Closure, Function, arity_error, closure_arity_error};
 use crate::host::{CallContext, Host, HostValue};
 use crate::limits::Limits;
+use crate::printer::short;
+use crate::value::access::{get_flex, map_get_flex, seq_items};
 use crate::value::{MapData, SetData, Value};
-
-/// The code of a combinator result: receives its captured values, the context and the arguments.
-pub(crate) type NativeFn = fn(&[Value], &mut Ctx<'_>, &mut [Value]) -> R<Value>;
-
-/// A function built by a combinator such as `partial`, `comp` or `juxt`. Its captured values
-/// are held explicitly (not inside a Rust closure) so dropping long chains stays iterative.
-pub struct Native {
-    pub(crate) name: &'static str,
-    pub(crate) captured: Vec<Value>,
-    pub(crate) f: NativeFn,
-}
-
-impl Drop for Native {
-    fn drop(&mut self) {
-        crate::value::drop_values(std::mem::take(&mut self.captured));
-    }
-}
-
-impl Drop for Closure {
-    fn drop(&mut self) {
-        crate::value::drop_values(std::mem::take(&mut self.captures));
-    }
-}
-
-/// A callable value.
-pub enum Function {
-    /// A core library function.
-    Builtin(&'static Builtin),
-    /// A user function with its captured values.
-    Closure(Closure),
-    /// A combinator result (`partial`, `comp`, ...).
-    Native(Native),
-    /// A function served by the host, e.g. `tool/call`.
-    Host {
-        /// Namespace, e.g. `tool`.
-        ns: Arc<str>,
-        /// Name, e.g. `call`.
-        name: Arc<str>,
-    },
-}
-
-/// A user function value.
-pub struct Closure {
-    pub(crate) lambda: Arc<Lambda>,
-    pub(crate) captures: Vec<Value>,
-}
-
-impl Function {
-    /// The function's name for printing and error messages.
-    pub fn name(&self) -> String {
-        match self {
-            Function::Builtin(b) => b.name.to_string(),
-            Function::Closure(c) => c.lambda.name.as_deref().unwrap_or("fn").to_string(),
-            Function::Native(n) => n.name.to_string(),
-            Function::Host { ns, name } => format!("{ns}/{name}"),
-        }
-    }
-}
 
 pub(crate) struct Frame<'a> {
     pub base: usize,
@@ -86,19 +31,47 @@ pub(crate) struct Shared<'a> {
     pub data: &'a Value,
 }
 
-/// Per-thread evaluation context.
+/// Per-thread evaluation context. Builtins reach it through methods only: charge the budget,
+/// apply functions, print, reach the host, fork and join parallel workers.
 pub struct Ctx<'a> {
-    pub(crate) shared: &'a Shared<'a>,
-    pub(crate) steps: u64,
-    pub(crate) depth: usize,
-    pub(crate) stack_base: usize,
-    pub(crate) stack: Vec<Value>,
-    pub(crate) recur_buf: Vec<Value>,
-    pub(crate) globals: Vec<Option<Value>>,
-    pub(crate) output: String,
-    pub(crate) in_parallel: bool,
+    shared: &'a Shared<'a>,
+    steps: u64,
+    depth: usize,
+    stack_base: usize,
+    stack: Vec<Value>,
+    recur_buf: Vec<Value>,
+    globals: Vec<Option<Value>>,
+    output: String,
+    in_parallel: bool,
     /// How many parallel regions (`pmap`/`pcalls`) enclose this context.
-    pub(crate) par_depth: usize,
+    par_depth: usize,
+}
+
+/// What a parallel worker starts from: a snapshot of its parent context, shareable between the
+/// worker threads. Each worker calls [`Fork::start`] on its own thread.
+pub(crate) struct Fork<'a> {
+    shared: &'a Shared<'a>,
+    globals: &'a [Option<Value>],
+    steps: u64,
+    depth: usize,
+    par_depth: usize,
+}
+
+impl<'a> Fork<'a> {
+    /// A worker context, created on the worker's own thread (it measures that thread's stack).
+    pub(crate) fn start(&self) -> Ctx<'a> {
+        let mut w = Ctx::new(self.shared, self.globals.to_vec());
+        w.in_parallel = true;
+        w.par_depth = self.par_depth + 1;
+        w.steps = self.steps;
+        w.depth = self.depth;
+        w
+    }
+
+    /// Steps a worker has taken since the fork.
+    pub(crate) fn steps_taken(&self, worker: &Ctx<'_>) -> u64 {
+        worker.steps - self.steps
+    }
 }
 
 fn stack_addr() -> usize {
@@ -130,6 +103,73 @@ impl<'a> Ctx<'a> {
         self.shared.limits
     }
 
+    /// Snapshot for parallel workers (see [`Fork`]).
+    pub(crate) fn fork(&self) -> Fork<'_> {
+        Fork {
+            shared: self.shared,
+            globals: &self.globals,
+            steps: self.steps,
+            depth: self.depth,
+            par_depth: self.par_depth,
+        }
+    }
+
+    /// Takes back what parallel workers did: their steps count against this context's budget.
+    pub(crate) fn join(&mut self, steps: u64) {
+        self.steps += steps;
+    }
+
+    /// How many parallel regions enclose this context.
+    pub(crate) fn parallel_depth(&self) -> usize {
+        self.par_depth
+    }
+
+    /// Appends printed text to the captured output, within `max_output_bytes`.
+    pub(crate) fn print(&mut self, text: &str) {
+        crate::printer::append_output(&mut self.output, text, self.shared.limits.max_output_bytes);
+    }
+
+    /// Takes the output printed so far (a worker hands it to its parent, in branch order).
+    pub(crate) fn take_output(&mut self) -> String {
+        std::mem::take(&mut self.output)
+    }
+
+    /// The host's namespaces, when there is a host.
+    pub(crate) fn host(&self) -> Option<&'a dyn Host> {
+        self.shared.host
+    }
+
+    /// The request context (`data/<key>`).
+    pub(crate) fn data(&self) -> &'a Value {
+        self.shared.data
+    }
+
+    /// Evaluates one analyzed top-level form in a fresh frame of `n_slots` slots, with
+    /// `n_globals` globals declared so far.
+    pub(crate) fn eval_top(&mut self, node: &Node, n_slots: usize, n_globals: usize) -> R<Value> {
+        if self.globals.len() < n_globals {
+            self.globals.resize(n_globals, None);
+        }
+        self.stack.clear();
+        self.stack.resize(n_slots, Value::Nil);
+        self.recur_buf.clear();
+        let fr = Frame {
+            base: 0,
+            captures: &[],
+            this: None,
+        };
+        self.eval(node, &fr)
+    }
+
+    /// Ends the evaluation: the globals (for the next one) and the captured output.
+    pub(crate) fn finish(mut self) -> (Vec<Option<Value>>, String) {
+        self.stack.clear();
+        (
+            std::mem::take(&mut self.globals),
+            std::mem::take(&mut self.output),
+        )
+    }
+
     #[inline]
     pub(crate) fn tick(&mut self) -> R<()> {
         self.steps += 1;
@@ -145,7 +185,7 @@ impl<'a> Ctx<'a> {
             && self.steps > max
         {
             return err(
-                "timeout",
+                Reason::Timeout,
                 format!("step budget of {max} evaluation steps exhausted"),
             );
         }
@@ -163,10 +203,16 @@ impl<'a> Ctx<'a> {
                 .timeout
                 .map(|t| t.as_millis())
                 .unwrap_or(0);
-            return err("timeout", format!("program exceeded its {ms} ms deadline"));
+            return err(
+                Reason::Timeout,
+                format!("program exceeded its {ms} ms deadline"),
+            );
         }
         if self.shared.cancel.load(Ordering::Relaxed) {
-            return err("cancelled", "the evaluation was cancelled by the host");
+            return err(
+                Reason::Cancelled,
+                "the evaluation was cancelled by the host",
+            );
         }
         Ok(())
     }
@@ -177,7 +223,7 @@ impl<'a> Ctx<'a> {
         let used = self.shared.mem_used.fetch_add(bytes, Ordering::Relaxed) + bytes;
         if used > self.shared.limits.max_memory_bytes {
             return err(
-                "memory_exceeded",
+                Reason::MemoryExceeded,
                 format!(
                     "program allocated more than {} bytes",
                     self.shared.limits.max_memory_bytes
@@ -212,7 +258,7 @@ impl<'a> Ctx<'a> {
             Ok(())
         } else {
             err(
-                "memory_exceeded",
+                Reason::MemoryExceeded,
                 format!(
                     "rendering a value as text would exceed {limit} bytes (memory budget, at most 256 MiB per string)"
                 ),
@@ -232,7 +278,7 @@ impl<'a> Ctx<'a> {
         let used = self.shared.mem_used.load(Ordering::Relaxed);
         if used.saturating_add(bytes) > self.shared.limits.max_memory_bytes {
             return err(
-                "memory_exceeded",
+                Reason::MemoryExceeded,
                 format!(
                     "a collection of {n} elements would exceed the {} byte memory budget",
                     self.shared.limits.max_memory_bytes
@@ -247,7 +293,7 @@ impl<'a> Ctx<'a> {
     fn enter(&mut self) -> R<()> {
         if self.depth >= self.shared.limits.max_call_depth {
             return err(
-                "depth_exceeded",
+                Reason::DepthExceeded,
                 format!(
                     "call depth exceeded {} nested calls",
                     self.shared.limits.max_call_depth
@@ -257,7 +303,7 @@ impl<'a> Ctx<'a> {
         let used = self.stack_base.abs_diff(stack_addr());
         if used + STACK_RESERVE > self.shared.limits.thread_stack() {
             return err(
-                "depth_exceeded",
+                Reason::DepthExceeded,
                 "native stack exhausted by nested evaluation",
             );
         }
@@ -344,7 +390,10 @@ impl<'a> Ctx<'a> {
                 let v = self.eval(inner, fr)?;
                 Ok(cell.get_or_init(|| v).clone())
             }
-            Node::BinOp { .. } => err("internal_error", "arithmetic node reached the slow path"),
+            Node::BinOp { .. } => err(
+                Reason::InternalError,
+                "arithmetic node reached the slow path",
+            ),
             Node::Const(v) => Ok(v.clone()),
             Node::Local(s) => Ok(self.stack[fr.base + s].clone()),
             Node::Move(s) => Ok(std::mem::take(&mut self.stack[fr.base + s])),
@@ -353,7 +402,7 @@ impl<'a> Ctx<'a> {
             Node::Global(i, name) => match self.globals.get(*i) {
                 Some(Some(v)) => Ok(v.clone()),
                 _ => err(
-                    "unbound_var",
+                    Reason::UnboundVar,
                     format!("{name} is declared but has no value yet"),
                 ),
             },
@@ -395,7 +444,7 @@ impl<'a> Ctx<'a> {
                             if iterations > self.shared.limits.max_loop_iterations {
                                 return Err(Ctl::from(
                                     LispError::new(
-                                        "loop_limit_exceeded",
+                                        Reason::LoopLimitExceeded,
                                         format!(
                                             "loop exceeded {} iterations",
                                             self.shared.limits.max_loop_iterations
@@ -507,7 +556,7 @@ impl<'a> Ctx<'a> {
             }
             Node::KwGet(k, target, default) => {
                 let t = self.eval(target, fr)?;
-                match builtins::get_flex(&t, k) {
+                match get_flex(&t, k) {
                     Some(v) => Ok(v),
                     None => match default {
                         Some(d) => self.eval(d, fr),
@@ -569,15 +618,21 @@ impl<'a> Ctx<'a> {
             }
             Node::Nth(src, i) => {
                 let v = self.eval(src, fr)?;
-                builtins::destructure_nth(&v, *i)
+                destructure::nth(&v, *i)
             }
             Node::RestFrom(src, i) => {
                 let v = self.eval(src, fr)?;
-                builtins::destructure_rest(self, &v, *i)
+                match destructure::rest(&v, *i)? {
+                    Some(rest) => {
+                        self.charge_items(rest.len())?;
+                        Ok(Value::vector(rest))
+                    }
+                    None => Ok(Value::Nil),
+                }
             }
             Node::MapGet(src, key, default) => {
                 let v = self.eval(src, fr)?;
-                match builtins::destructure_get(&v, key)? {
+                match destructure::get(&v, key)? {
                     Some(x) => Ok(x),
                     None => match default {
                         Some(d) => self.eval(d, fr),
@@ -588,23 +643,29 @@ impl<'a> Ctx<'a> {
             Node::Return(v) => {
                 let v = self.eval(v, fr)?;
                 if self.in_parallel {
-                    return err("invalid_form", "return is not allowed inside pmap/pcalls");
+                    return err(
+                        Reason::InvalidForm,
+                        "return is not allowed inside pmap/pcalls",
+                    );
                 }
-                Err(Ctl::from(
-                    LispError::new(RETURN_REASON, "return").with_value(v),
-                ))
+                Err(Ctl::Return(Box::new(v)))
             }
             Node::Fail(v, pos) => {
                 let v = self.eval(v, fr)?;
                 if self.in_parallel {
-                    return err("invalid_form", "fail is not allowed inside pmap/pcalls");
+                    return err(
+                        Reason::InvalidForm,
+                        "fail is not allowed inside pmap/pcalls",
+                    );
                 }
                 let msg = match &v {
                     Value::Str(s) => s.to_string(),
                     other => other.to_string(),
                 };
                 Err(Ctl::from(
-                    LispError::new("fail", msg).with_value(v).with_pos(*pos),
+                    LispError::new(Reason::Fail, msg)
+                        .with_value(v)
+                        .with_pos(*pos),
                 ))
             }
         }
@@ -619,11 +680,11 @@ impl<'a> Ctx<'a> {
     }
 
     fn data_lookup(&self, key: &str, pos: Pos) -> R<Value> {
-        match builtins::get_flex(self.shared.data, &Value::keyword(key)) {
+        match get_flex(self.shared.data, &Value::keyword(key)) {
             Some(v) => Ok(v),
             None => Err(Ctl::from(
                 LispError::new(
-                    "unbound_var",
+                    Reason::UnboundVar,
                     format!("data/{key} is not in the request context"),
                 )
                 .with_pos(pos),
@@ -651,7 +712,7 @@ impl<'a> Ctx<'a> {
         match clause {
             ForClause::Each { slot, coll, binds } => {
                 let c = self.eval(coll, fr)?;
-                let items = builtins::seq_items(&c)?;
+                let items = seq_items(&c)?;
                 for item in items.iter() {
                     self.tick()?;
                     self.stack[fr.base + slot] = item.clone();
@@ -711,7 +772,7 @@ impl<'a> Ctx<'a> {
     ) -> R<Value> {
         let n = args.len();
         if n < b.min || n > b.max {
-            return Err(at(Ctl::from(builtins::arity_error(b, n)), pos));
+            return Err(at(Ctl::from(arity_error(b, n)), pos));
         }
         let r = match n {
             0 => (b.f)(self, &mut []),
@@ -750,11 +811,9 @@ impl<'a> Ctx<'a> {
             Value::Keyword(_) => {
                 // Accessors are cheap but a builtin may call them millions of times: count steps.
                 self.tick()?;
-                Ok(builtins::get_flex(x, f).unwrap_or(Value::Nil))
+                Ok(get_flex(x, f).unwrap_or(Value::Nil))
             }
-            Value::Str(_) if matches!(x, Value::Map(_)) => {
-                Ok(builtins::get_flex(x, f).unwrap_or(Value::Nil))
-            }
+            Value::Str(_) if matches!(x, Value::Map(_)) => Ok(get_flex(x, f).unwrap_or(Value::Nil)),
             _ => self.apply(f, &mut [x.clone()]),
         }
     }
@@ -765,7 +824,7 @@ impl<'a> Ctx<'a> {
             Value::Func(func) => match &**func {
                 Function::Builtin(b) => {
                     if args.len() < b.min || args.len() > b.max {
-                        return Err(Ctl::from(builtins::arity_error(b, args.len())));
+                        return Err(Ctl::from(arity_error(b, args.len())));
                     }
                     (b.f)(self, args)
                 }
@@ -782,26 +841,23 @@ impl<'a> Ctx<'a> {
             // Strings act as map accessors too (`(sort-by "cost" rows)`), like keywords; on
             // anything but a map a string is still not a function.
             Value::Str(_) if !matches!(args.first(), Some(Value::Map(_) | Value::Nil)) => err(
-                "not_callable",
+                Reason::NotCallable,
                 format!("{} (string) is not a function", short(f)),
             ),
-            Value::Keyword(_) | Value::Symbol(_) | Value::Str(_) => {
-                match args.len() {
-                    1 => Ok(builtins::get_flex(&args[0], f).unwrap_or(Value::Nil)),
-                    2 => Ok(builtins::get_flex(&args[0], f)
-                        .unwrap_or_else(|| std::mem::take(&mut args[1]))),
-                    n => err(
-                        "arity_error",
-                        format!("arity error: {f} expects 1 or 2 argument(s), got {n}"),
-                    ),
-                }
-            }
+            Value::Keyword(_) | Value::Symbol(_) | Value::Str(_) => match args.len() {
+                1 => Ok(get_flex(&args[0], f).unwrap_or(Value::Nil)),
+                2 => Ok(get_flex(&args[0], f).unwrap_or_else(|| std::mem::take(&mut args[1]))),
+                n => err(
+                    Reason::ArityError,
+                    format!("arity error: {f} expects 1 or 2 argument(s), got {n}"),
+                ),
+            },
             Value::Map(m) => match args.len() {
-                1 | 2 => Ok(builtins::map_get_flex(m, &args[0])
+                1 | 2 => Ok(map_get_flex(m, &args[0])
                     .cloned()
                     .unwrap_or_else(|| args.get_mut(1).map(std::mem::take).unwrap_or(Value::Nil))),
                 n => err(
-                    "arity_error",
+                    Reason::ArityError,
                     format!("arity error: a map expects 1 or 2 argument(s), got {n}"),
                 ),
             },
@@ -812,7 +868,7 @@ impl<'a> Ctx<'a> {
                     Value::Nil
                 }),
                 n => err(
-                    "arity_error",
+                    Reason::ArityError,
                     format!("arity error: a set expects 1 argument, got {n}"),
                 ),
             },
@@ -823,18 +879,18 @@ impl<'a> Ctx<'a> {
                     }
                     Value::Int(_) => Ok(Value::Nil),
                     other => err(
-                        "type_error",
+                        Reason::TypeError,
                         format!("vector index must be an integer, got {other}"),
                     ),
                 },
                 n => err(
-                    "arity_error",
+                    Reason::ArityError,
                     format!("arity error: a vector expects 1 argument, got {n}"),
                 ),
             },
             other => {
                 let e = LispError::new(
-                    "not_callable",
+                    Reason::NotCallable,
                     format!("{} ({}) is not a function", short(other), other.type_name()),
                 );
                 let e = match other {
@@ -888,7 +944,7 @@ impl<'a> Ctx<'a> {
                     iterations += 1;
                     if iterations > self.shared.limits.max_loop_iterations {
                         break err(
-                            "loop_limit_exceeded",
+                            Reason::LoopLimitExceeded,
                             format!(
                                 "recur exceeded {} iterations",
                                 self.shared.limits.max_loop_iterations
@@ -912,27 +968,34 @@ impl<'a> Ctx<'a> {
     }
 
     fn call_host(&mut self, ns: &str, name: &str, args: &mut [Value]) -> R<Value> {
-        let host = match self.shared.host {
-            Some(h) => h,
-            None => return err("unbound_var", format!("no host provides {ns}/{name}")),
-        };
         self.tick()?;
         self.check_deadline()?;
-        let max_output = self.shared.limits.max_output_bytes;
-        let mut cx = CallContext {
-            deadline: self.shared.deadline,
-            output: &mut self.output,
-            max_output,
-        };
-        match host.call(&mut cx, ns, name, args) {
-            Ok(HostValue::Value(v)) => {
+        match self.with_host(|host, cx| host.call(cx, ns, name, args)) {
+            None => err(Reason::UnboundVar, format!("no host provides {ns}/{name}")),
+            Some(Ok(HostValue::Value(v))) => {
                 // Host-built values count against the budget like decoded ones.
                 self.charge(v.approx_size())?;
                 Ok(v)
             }
-            Ok(HostValue::Json(bytes)) => self.decode_json(&bytes),
-            Err(e) => err(e.reason, e.message),
+            Some(Ok(HostValue::Json(bytes))) => self.decode_json(&bytes),
+            Some(Err(e)) => err(e.reason, e.message),
         }
+    }
+
+    /// Runs `f` with the host and a [`CallContext`] for this evaluation (its deadline, captured
+    /// output and memory budget); `None` when the interpreter has no host.
+    pub(crate) fn with_host<T>(
+        &mut self,
+        f: impl FnOnce(&dyn Host, &mut CallContext<'_>) -> T,
+    ) -> Option<T> {
+        let host = self.shared.host?;
+        let mut cx = CallContext::in_program(
+            self.shared.limits,
+            self.shared.deadline,
+            &mut self.output,
+            &self.shared.mem_used,
+        );
+        Some(f(host, &mut cx))
     }
 
     /// Decodes JSON bytes into values, charging the memory budget.
@@ -958,29 +1021,6 @@ fn select_arity(arities: &[Arity], n: usize) -> Option<&Arity> {
         .or_else(|| arities.iter().find(|a| a.variadic && n >= a.n_fixed))
 }
 
-fn closure_arity_error(lambda: &Lambda, n: usize) -> LispError {
-    let mut expects: Vec<String> = lambda
-        .arities
-        .iter()
-        .map(|a| {
-            if a.variadic {
-                format!("{}+", a.n_fixed)
-            } else {
-                a.n_fixed.to_string()
-            }
-        })
-        .collect();
-    expects.sort();
-    let name = lambda.name.as_deref().unwrap_or("fn");
-    LispError::new(
-        "arity_error",
-        format!(
-            "arity error: {name} expects {} argument(s), got {n}",
-            expects.join(" or ")
-        ),
-    )
-}
-
 pub(crate) fn at(e: Ctl, pos: Pos) -> Ctl {
     match e {
         Ctl::Err(mut b) => {
@@ -988,17 +1028,5 @@ pub(crate) fn at(e: Ctl, pos: Pos) -> Ctl {
             Ctl::Err(b)
         }
         other => other,
-    }
-}
-
-/// A short rendering of a value for error messages.
-pub(crate) fn short(v: &Value) -> String {
-    let s = v.to_string();
-    if s.chars().count() > 60 {
-        let mut t: String = s.chars().take(57).collect();
-        t.push_str("...");
-        t
-    } else {
-        s
     }
 }

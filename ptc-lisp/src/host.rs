@@ -3,8 +3,11 @@
 //! nothing of HTTP or MCP; host functions are blocking calls (the host may `block_on` a tokio
 //! handle), and `pmap`/`pcalls` run them on worker threads so calls that wait on I/O overlap.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::error::Reason;
+use crate::limits::Limits;
 use crate::value::Value;
 
 /// What a host function returns.
@@ -18,15 +21,15 @@ pub enum HostValue {
 /// A program fault raised by the host (ends the program with this reason and message).
 #[derive(Clone, Debug)]
 pub struct HostError {
-    /// Typed reason, e.g. `"runtime_error"` or `"type_error"`.
-    pub reason: &'static str,
+    /// Typed reason, e.g. [`Reason::RuntimeError`] or [`Reason::TypeError`].
+    pub reason: Reason,
     /// Message shown to the program author.
     pub message: String,
 }
 
 impl HostError {
     /// A new host error.
-    pub fn new(reason: &'static str, message: impl Into<String>) -> Self {
+    pub fn new(reason: Reason, message: impl Into<String>) -> Self {
         HostError {
             reason,
             message: message.into(),
@@ -47,22 +50,90 @@ pub enum Discovery {
     Apropos,
 }
 
+impl std::fmt::Display for HostError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.reason, self.message)
+    }
+}
+
+impl std::error::Error for HostError {}
+
+/// Where the memory a host call decodes is charged.
+enum Budget<'a> {
+    /// The running program's budget, shared with its `pmap` workers.
+    Program(&'a AtomicU64),
+    /// A context outside an evaluation: its own counter.
+    Own(u64),
+}
+
 /// Context handed to every host call.
 pub struct CallContext<'a> {
-    pub(crate) deadline: Option<Instant>,
-    pub(crate) output: &'a mut String,
-    pub(crate) max_output: usize,
+    deadline: Option<Instant>,
+    output: &'a mut String,
+    max_output: usize,
+    max_json_depth: usize,
+    max_memory: u64,
+    budget: Budget<'a>,
 }
 
 impl<'a> CallContext<'a> {
     /// A context outside an evaluation (for testing a [`Host`] directly): output goes to `output`,
-    /// capped at `max_output` bytes.
+    /// capped at `max_output` bytes; [`CallContext::decode_json`] uses the default limits.
     pub fn new(deadline: Option<Instant>, output: &'a mut String, max_output: usize) -> Self {
+        let limits = Limits::default();
         CallContext {
             deadline,
             output,
             max_output,
+            max_json_depth: limits.max_json_depth,
+            max_memory: limits.max_memory_bytes,
+            budget: Budget::Own(0),
         }
+    }
+
+    /// The context of a call made by a running program: its deadline, output and memory budget.
+    pub(crate) fn in_program(
+        limits: &Limits,
+        deadline: Option<Instant>,
+        output: &'a mut String,
+        mem_used: &'a AtomicU64,
+    ) -> Self {
+        CallContext {
+            deadline,
+            output,
+            max_output: limits.max_output_bytes,
+            max_json_depth: limits.max_json_depth,
+            max_memory: limits.max_memory_bytes,
+            budget: Budget::Program(mem_used),
+        }
+    }
+
+    /// Decodes JSON bytes into a value with the running program's JSON depth limit, charging its
+    /// memory budget (what a host uses to build `{:ok true :value v ...}` maps around a tool
+    /// result). Invalid JSON is a `parse_error`, too deep `depth_exceeded`, too big
+    /// `memory_exceeded`; a host returning the error ends the program with that reason.
+    pub fn decode_json(&mut self, bytes: &[u8]) -> Result<Value, HostError> {
+        let used = match &self.budget {
+            Budget::Program(m) => m.load(Ordering::Relaxed),
+            Budget::Own(n) => *n,
+        };
+        let left = self.max_memory.saturating_sub(used);
+        let (v, charged) = crate::json::decode(bytes, self.max_json_depth, left, self.deadline)
+            .map_err(|e| HostError::new(e.reason(), e.message()))?;
+        let total = match &mut self.budget {
+            Budget::Program(m) => m.fetch_add(charged, Ordering::Relaxed) + charged,
+            Budget::Own(n) => {
+                *n += charged;
+                *n
+            }
+        };
+        if total > self.max_memory {
+            return Err(HostError::new(
+                Reason::MemoryExceeded,
+                format!("program allocated more than {} bytes", self.max_memory),
+            ));
+        }
+        Ok(v)
     }
 
     /// Time left before the program's deadline (`None` when the program has no deadline).
@@ -74,7 +145,7 @@ impl<'a> CallContext<'a> {
 
     /// Emits printed output into the program's captured output (as `println` would).
     pub fn print(&mut self, text: &str) {
-        crate::builtins::io::append_output(self.output, text, self.max_output);
+        crate::printer::append_output(self.output, text, self.max_output);
     }
 }
 
@@ -84,6 +155,14 @@ pub trait Host: Send + Sync {
     /// The namespaces this host serves, e.g. `["tool"]`. `ns/name` symbols in these namespaces
     /// resolve to host functions (first-class values, so `(pmap tool/call reqs)` works).
     fn namespaces(&self) -> Vec<String>;
+
+    /// The upstream names this host serves (e.g. `["observatory"]`). They join the runtime's
+    /// namespace table: `(dir observatory)`, `(doc 'observatory/list-traces)`, `meta`, `apropos`,
+    /// the unknown-namespace error and its "did you mean" hint all see them. Upstreams are not
+    /// callable namespaces: tools are called through `tool/call`.
+    fn upstreams(&self) -> Vec<String> {
+        Vec::new()
+    }
 
     /// Calls `ns/name` with evaluated arguments. Quoted symbols such as `'observatory/list-traces`
     /// arrive as [`Value::Symbol`]; maps arrive unchanged.

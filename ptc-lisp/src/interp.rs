@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::time::Instant;
 
 use crate::analyze::{Analyzer, Globals};
-use crate::error::{Ctl, LispError, RETURN_REASON};
-use crate::eval::{Ctx, Frame, Shared};
+use crate::error::{Ctl, LispError, Reason};
+use crate::eval::{Ctx, Shared};
 use crate::host::Host;
 use crate::limits::Limits;
 use crate::reader::Reader;
@@ -93,7 +93,7 @@ impl Interpreter {
     pub fn eval_str(&mut self, src: &str) -> Result<Value, LispError> {
         if src.len() > self.limits.max_program_bytes {
             return Err(LispError::new(
-                "parse_error",
+                Reason::ParseError,
                 format!(
                     "program is {} bytes, more than the limit of {}",
                     src.len(),
@@ -126,12 +126,12 @@ impl Interpreter {
             match handle {
                 Ok(h) => h.join().unwrap_or_else(|_| {
                     Err(LispError::new(
-                        "internal_error",
+                        Reason::InternalError,
                         "the evaluator stopped unexpectedly",
                     ))
                 }),
                 Err(e) => Err(LispError::new(
-                    "internal_error",
+                    Reason::InternalError,
                     format!("could not start the evaluator: {e}"),
                 )),
             }
@@ -179,6 +179,7 @@ fn run(
         cancel,
     } = *env;
     let host_namespaces = host.map(|h| h.namespaces()).unwrap_or_default();
+    let upstreams = host.map(|h| h.upstreams()).unwrap_or_default();
     let shared = Shared {
         limits,
         deadline: limits.timeout.map(|t| Instant::now() + t),
@@ -193,31 +194,21 @@ fn run(
         let mut last = Value::Nil;
         for form in &forms {
             let (node, n_slots) = {
-                let mut an = Analyzer::new(globals, &host_namespaces, limits.max_reader_depth * 4);
+                let mut an = Analyzer::new(
+                    globals,
+                    &host_namespaces,
+                    &upstreams,
+                    limits.max_reader_depth * 4,
+                );
                 an.analyze_top(form)?
             };
-            if ctx.globals.len() < globals.names.len() {
-                ctx.globals.resize(globals.names.len(), None);
-            }
-            ctx.stack.clear();
-            ctx.stack.resize(n_slots, Value::Nil);
-            ctx.recur_buf.clear();
-            let fr = Frame {
-                base: 0,
-                captures: &[],
-                this: None,
-            };
-            match ctx.eval(&node, &fr) {
+            match ctx.eval_top(&node, n_slots, globals.names.len()) {
                 Ok(v) => last = v,
-                Err(Ctl::Err(e)) => {
-                    if e.reason() == RETURN_REASON {
-                        return Ok(e.value().cloned().unwrap_or(Value::Nil));
-                    }
-                    return Err(*e);
-                }
+                Err(Ctl::Return(v)) => return Ok(*v),
+                Err(Ctl::Err(e)) => return Err(*e),
                 Err(Ctl::Recur) => {
                     return Err(LispError::new(
-                        "invalid_form",
+                        Reason::InvalidForm,
                         "recur outside of loop or fn",
                     ));
                 }
@@ -225,9 +216,9 @@ fn run(
         }
         Ok(last)
     })();
-    ctx.stack.clear();
-    globals.values = std::mem::take(&mut ctx.globals);
-    output.push_str(&ctx.output);
+    let (values, printed) = ctx.finish();
+    globals.values = values;
+    output.push_str(&printed);
     *last_memory = shared.mem_used.load(std::sync::atomic::Ordering::Relaxed);
     result
 }

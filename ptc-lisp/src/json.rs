@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::error::LispError;
+use crate::error::{LispError, Reason};
 use crate::limits::Limits;
 use crate::printer::format_float;
 use crate::value::{FxBuild, Items, MapData, Value};
@@ -31,7 +31,7 @@ struct Decoder<'a> {
 }
 
 fn jerr(msg: impl Into<String>) -> LispError {
-    LispError::new("parse_error", msg)
+    LispError::new(Reason::ParseError, msg)
 }
 
 impl<'a> Decoder<'a> {
@@ -45,7 +45,7 @@ impl<'a> Decoder<'a> {
         self.used += n;
         if self.used > self.budget {
             return Err(LispError::new(
-                "memory_exceeded",
+                Reason::MemoryExceeded,
                 format!(
                     "decoding JSON would exceed the memory budget ({} bytes left)",
                     self.budget
@@ -62,7 +62,7 @@ impl<'a> Decoder<'a> {
             && Instant::now() >= d
         {
             return Err(LispError::new(
-                "timeout",
+                Reason::Timeout,
                 "deadline reached while decoding JSON",
             ));
         }
@@ -155,7 +155,7 @@ impl<'a> Decoder<'a> {
                 b'{' | b'[' => {
                     if stack.len() >= self.max_depth {
                         return Err(LispError::new(
-                            "depth_exceeded",
+                            Reason::DepthExceeded,
                             format!("JSON nested deeper than {}", self.max_depth),
                         ));
                     }
@@ -531,13 +531,13 @@ pub(crate) fn encode(
 ) -> Result<(), LispError> {
     if out.len() > limit {
         return Err(LispError::new(
-            "memory_exceeded",
+            Reason::MemoryExceeded,
             "JSON text would exceed the memory budget",
         ));
     }
     if depth > MAX_ENCODE_DEPTH {
         return Err(LispError::new(
-            "depth_exceeded",
+            Reason::DepthExceeded,
             "value nested too deeply to encode as JSON",
         ));
     }
@@ -559,7 +559,7 @@ pub(crate) fn encode(
         Value::Regex(r) => encode_str(r.as_str(), out),
         Value::Func(f) => {
             return Err(LispError::new(
-                "type_error",
+                Reason::TypeError,
                 format!("cannot encode function {} as JSON", f.name()),
             ));
         }

@@ -8,8 +8,10 @@
 //! assert_eq!(v.to_string(), "[2 4]");
 //! ```
 //!
-//! Pipeline: [`reader`] (text → forms) → `analyze` (forms → resolved nodes, macros expanded)
-//! → `eval` (nodes → values, limits enforced) → [`printer`] / `json` (values → text).
+//! Pipeline: [`reader`] (text → forms) → `analyze` (forms → resolved nodes; names from the
+//! tables in `names`, sugar expanded by `sugar`) → `eval` (nodes → values, limits enforced) →
+//! [`printer`] / `json` (values → text). The crate README maps the modules and which way they
+//! depend.
 
 // Values hold regexes (which cache internally) and functions, but their hash and equality
 // never depend on that interior state.
@@ -20,21 +22,25 @@ mod analyze;
 mod ast;
 pub mod builtins;
 mod call_sites;
+mod destructure;
 mod error;
 mod eval;
+mod function;
 pub mod host;
 mod interp;
 mod json;
 mod limits;
 mod liveness;
+mod names;
 pub mod printer;
 mod read_data;
 mod reader;
+mod sugar;
 mod value;
 
 pub use call_sites::{CallSite, LiteralArg, call_sites};
-pub use error::{Ctl, LispError, Pos, R};
-pub use eval::{Closure, Function, Native};
+pub use error::{Ctl, LispError, Pos, R, Reason};
+pub use function::{Closure, Function, Native};
 pub use host::{CallContext, Discovery, Host, HostError, HostValue};
 pub use interp::Interpreter;
 pub use limits::Limits;

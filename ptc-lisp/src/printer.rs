@@ -184,3 +184,35 @@ impl Value {
         self.to_string()
     }
 }
+
+/// A short rendering of a value for error messages.
+pub(crate) fn short(v: &Value) -> String {
+    let s = v.to_string();
+    if s.chars().count() > 60 {
+        let mut t: String = s.chars().take(57).collect();
+        t.push_str("...");
+        t
+    } else {
+        s
+    }
+}
+
+const TRUNCATED: &str = "\n[output truncated]\n";
+
+/// Appends to captured output, truncating once the cap is reached.
+pub(crate) fn append_output(out: &mut String, text: &str, max: usize) {
+    if out.ends_with(TRUNCATED) {
+        return;
+    }
+    if out.len() + text.len() <= max {
+        out.push_str(text);
+        return;
+    }
+    let room = max.saturating_sub(out.len());
+    let mut cut = room.min(text.len());
+    while cut > 0 && !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    out.push_str(&text[..cut]);
+    out.push_str(TRUNCATED);
+}

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use crate::error::LispError;
+use crate::error::{LispError, Reason};
 use crate::limits::Limits;
 use crate::reader::{Form, FormKind, Reader};
 use crate::value::Value;
@@ -41,13 +41,15 @@ pub(crate) fn form_to_value(form: &Form) -> Result<Value, LispError> {
             Ok(re) => Value::Regex(Arc::new(re)),
             Err(e) => {
                 return Err(
-                    LispError::new("parse_error", format!("invalid regex: {e}")).with_pos(form.pos)
+                    LispError::new(Reason::ParseError, format!("invalid regex: {e}"))
+                        .with_pos(form.pos),
                 );
             }
         },
         FormKind::AnonFn(_) => {
             return Err(
-                LispError::new("invalid_form", "a function literal is not data").with_pos(form.pos),
+                LispError::new(Reason::InvalidForm, "a function literal is not data")
+                    .with_pos(form.pos),
             );
         }
     })
@@ -66,12 +68,12 @@ pub fn read_value(src: &str) -> Result<Value, LispError> {
         match h {
             Ok(h) => h.join().unwrap_or_else(|_| {
                 Err(LispError::new(
-                    "internal_error",
+                    Reason::InternalError,
                     "the reader stopped unexpectedly",
                 ))
             }),
             Err(e) => Err(LispError::new(
-                "internal_error",
+                Reason::InternalError,
                 format!("could not start the reader: {e}"),
             )),
         }
@@ -82,11 +84,11 @@ fn read_value_here(src: &str, limits: &Limits) -> Result<Value, LispError> {
     let mut r = Reader::new(src, limits.max_reader_depth);
     let form = match r.read_next(0)? {
         Some(f) => f,
-        None => return Err(LispError::new("parse_error", "no data to read")),
+        None => return Err(LispError::new(Reason::ParseError, "no data to read")),
     };
     if r.read_next(0)?.is_some() {
         return Err(LispError::new(
-            "parse_error",
+            Reason::ParseError,
             "expected exactly one data literal",
         ));
     }

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use crate::error::{LispError, Pos};
+use crate::error::{LispError, Pos, Reason};
 
 /// A syntax tree node with its source position.
 #[derive(Clone, Debug)]
@@ -51,7 +51,7 @@ pub(crate) struct Reader<'a> {
 }
 
 fn perr(msg: impl Into<String>, pos: Pos) -> LispError {
-    LispError::new("parse_error", msg).with_pos(pos)
+    LispError::new(Reason::ParseError, msg).with_pos(pos)
 }
 
 fn is_delim(c: char) -> bool {
@@ -192,7 +192,7 @@ impl<'a> Reader<'a> {
         let pos = self.pos();
         if depth >= self.max_depth {
             return Err(LispError::new(
-                "depth_exceeded",
+                Reason::DepthExceeded,
                 format!("forms are nested deeper than {} levels", self.max_depth),
             )
             .with_pos(pos));

@@ -12,7 +12,9 @@ use std::sync::Arc;
 
 use indexmap::{IndexMap, IndexSet};
 
-use crate::eval::Function;
+use crate::function::Function;
+
+pub(crate) mod access;
 
 /// Maps with at most this many entries are stored as a flat array with linear lookup.
 pub const SMALL_MAP: usize = 12;

@@ -4,7 +4,9 @@
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-use ptc_lisp::{CallContext, Discovery, Host, HostError, HostValue, Interpreter, Limits, Value};
+use ptc_lisp::{
+    CallContext, Discovery, Host, HostError, HostValue, Interpreter, Limits, Reason, Value,
+};
 
 /// A fake upstream: records calls, and optionally waits until `rendezvous` calls are in flight
 /// at once (proving that `pmap` overlaps them).
@@ -60,11 +62,14 @@ impl Host for Fake {
         match name {
             "call" => {
                 if self.rendezvous > 1 && !self.meet() {
-                    return Err(HostError::new("runtime_error", "calls did not overlap"));
+                    return Err(HostError::new(
+                        Reason::RuntimeError,
+                        "calls did not overlap",
+                    ));
                 }
                 match args.first() {
                     Some(Value::Symbol(s)) if &**s == "o/fail" => {
-                        Err(HostError::new("runtime_error", "no upstream 'o' configured"))
+                        Err(HostError::new(Reason::RuntimeError, "no upstream 'o' configured"))
                     }
                     Some(Value::Symbol(s)) if &**s == "o/json" => Ok(HostValue::Json(
                         br#"{"ok":true,"value":{"traces":[{"id":"t1","cost":1.5},{"id":"t2","cost":2}]}}"#.to_vec(),
@@ -76,7 +81,10 @@ impl Host for Fake {
                 }
             }
             "servers" => Ok(HostValue::Value(Value::vector(vec![Value::str("o")]))),
-            other => Err(HostError::new("unbound_var", format!("no tool/{other}"))),
+            other => Err(HostError::new(
+                Reason::UnboundVar,
+                format!("no tool/{other}"),
+            )),
         }
     }
 

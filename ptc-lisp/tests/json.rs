@@ -57,7 +57,12 @@ fn depth_and_memory_limits_apply_while_decoding() {
         "depth_exceeded"
     );
     let ok = format!("{}{}", "[".repeat(10), "]".repeat(10));
-    assert!(Value::from_json_bytes(ok.as_bytes(), &limits).is_ok());
+    assert_eq!(
+        Value::from_json_bytes(ok.as_bytes(), &limits)
+            .unwrap()
+            .to_string(),
+        "[[[[[[[[[[]]]]]]]]]]"
+    );
     let limits = Limits {
         max_memory_bytes: 10_000,
         ..Limits::default()

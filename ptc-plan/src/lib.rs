@@ -5,6 +5,10 @@
 //! async, no network (documents come through a [`DocumentSource`]), and every problem is
 //! reported at once as [`Diagnostics`] naming the file, the JSON pointer and the fix.
 //!
+//! Component schemas are kept once per upstream, by name, in [`OpenApiPlan::definitions`]; tool
+//! schemas point at them with `{"$ref": "#/$defs/<Name>"}`. [`schema::resolve`] follows such a
+//! reference and [`schema::bundle`] makes a standalone JSON Schema of a tool schema.
+//!
 //! ```
 //! let loaded = ptc_plan::load(std::path::Path::new(concat!(
 //!     env!("CARGO_MANIFEST_DIR"),

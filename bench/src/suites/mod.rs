@@ -4,3 +4,4 @@ pub mod baselines;
 pub mod codegen;
 pub mod lisp;
 pub mod plan_compile;
+pub mod tool_call;

@@ -41,6 +41,9 @@ pub struct FixtureState {
     pub flaky_left: AtomicU32,
     /// Base URL of another origin, for `/redirect/cross`.
     pub other_origin: Mutex<String>,
+    /// When set, a 401 from `/secure` also rotates the credential: the file gets this token and
+    /// the fixture starts accepting it (a deployment rotating while a request is in flight).
+    pub rotate_on_401: Mutex<Option<(PathBuf, String)>>,
     /// Requests currently being served (for concurrency checks).
     pub in_flight: AtomicU64,
     pub max_in_flight: AtomicU64,
@@ -233,6 +236,10 @@ async fn route(st: &Arc<FixtureState>, req: Request) -> Response {
             if auth == expected {
                 json_response(StatusCode::OK, json!({"ok": true}))
             } else {
+                if let Some((path, token)) = st.rotate_on_401.lock().unwrap().take() {
+                    std::fs::write(&path, &token).unwrap();
+                    *st.expected_token.lock().unwrap() = token;
+                }
                 json_response(
                     StatusCode::UNAUTHORIZED,
                     json!({"detail": format!("token {auth} is not valid")}),

@@ -6,7 +6,7 @@ use super::{
     Builtin, VARIADIC, b, count_of, get_flex, has_key_flex, into_items, seq_items, take, type_err,
     vec_value,
 };
-use crate::error::{R, err};
+use crate::error::{R, Reason, err};
 use crate::eval::Ctx;
 use crate::value::{MapData, SetData, Value};
 
@@ -345,7 +345,7 @@ fn pop(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
         Value::Nil => Ok(Value::Nil),
         Value::Vector(mut items) => {
             if items.is_empty() {
-                return err("type_error", "pop of an empty vector");
+                return err(Reason::TypeError, "pop of an empty vector");
             }
             Arc::make_mut(&mut items).pop();
             Ok(Value::Vector(items))
@@ -366,7 +366,7 @@ fn empty(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
 fn hash_map(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     if !a.len().is_multiple_of(2) {
         return err(
-            "arity_error",
+            Reason::ArityError,
             "hash-map expects an even number of arguments",
         );
     }
@@ -431,7 +431,7 @@ fn subvec(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     };
     if start < 0 || end < start || end as usize > items.len() {
         return err(
-            "type_error",
+            Reason::TypeError,
             format!(
                 "subvec index out of bounds: {start}..{end} of {}",
                 items.len()

@@ -4,8 +4,11 @@ use std::cmp::Ordering;
 use std::sync::Arc;
 
 use super::{Builtin, VARIADIC, b, count_of, take};
-use crate::error::{R, err};
-use crate::eval::{Ctx, Function};
+use crate::ast::BinOp;
+use crate::error::{R, Reason, err};
+use crate::eval::Ctx;
+use crate::function::Function;
+use crate::function::{Order, Traits};
 use crate::value::{Value, compare, equal, ordering_for_lt};
 
 pub(crate) const BUILTINS: &[Builtin] = &[
@@ -58,9 +61,17 @@ pub(crate) const BUILTINS: &[Builtin] = &[
         1,
         VARIADIC,
         eq,
-        "(= x y & more): true if all arguments are equal; (= 1 1.0) is true"
+        "(= x y & more): true if all arguments are equal; (= 1 1.0) is true",
+        Traits::binary(BinOp::Eq)
     ),
-    b!("==", 1, VARIADIC, eq, "(== x y & more): numeric equality"),
+    b!(
+        "==",
+        1,
+        VARIADIC,
+        eq,
+        "(== x y & more): numeric equality",
+        Traits::binary(BinOp::Eq)
+    ),
     b!(
         "not=",
         1,
@@ -73,12 +84,44 @@ pub(crate) const BUILTINS: &[Builtin] = &[
         1,
         VARIADIC,
         lt,
-        "(< x y & more): strictly increasing; never throws, NaN compares false"
+        "(< x y & more): strictly increasing; never throws, NaN compares false",
+        Traits::comparison(BinOp::Lt, Order::Less)
     ),
-    b!(">", 1, VARIADIC, gt, "(> x y & more): strictly decreasing"),
-    b!("<=", 1, VARIADIC, le, "(<= x y & more): non-decreasing"),
-    b!(">=", 1, VARIADIC, ge, "(>= x y & more): non-increasing"),
-    b!("compare", 2, 2, compare_fn, "(compare x y): -1, 0 or 1"),
+    b!(
+        ">",
+        1,
+        VARIADIC,
+        gt,
+        "(> x y & more): strictly decreasing",
+        Traits::comparison(BinOp::Gt, Order::Greater)
+    ),
+    b!(
+        "<=",
+        1,
+        VARIADIC,
+        le,
+        "(<= x y & more): non-decreasing",
+        Traits::binary(BinOp::Le)
+    ),
+    b!(
+        ">=",
+        1,
+        VARIADIC,
+        ge,
+        "(>= x y & more): non-increasing",
+        Traits::binary(BinOp::Ge)
+    ),
+    b!(
+        "compare",
+        2,
+        2,
+        compare_fn,
+        "(compare x y): -1, 0 or 1",
+        Traits {
+            order: Some(Order::Compare),
+            ..Traits::NONE
+        }
+    ),
     b!("not", 1, 1, not, "(not x): true if x is nil or false"),
     b!("identity", 1, 1, identity, "(identity x): x"),
     b!(
@@ -401,56 +444,64 @@ pub(crate) const BUILTINS: &[Builtin] = &[
         1,
         1,
         constantly,
-        "(constantly x): a function that always returns x"
+        "(constantly x): a function that always returns x",
+        Traits::PURE_BUILDER
     ),
     b!(
         "complement",
         1,
         1,
         complement,
-        "(complement f): a function returning (not (f ...))"
+        "(complement f): a function returning (not (f ...))",
+        Traits::PURE_BUILDER
     ),
     b!(
         "partial",
         1,
         VARIADIC,
         partial,
-        "(partial f & args): f with leading args fixed"
+        "(partial f & args): f with leading args fixed",
+        Traits::PURE_BUILDER
     ),
     b!(
         "comp",
         0,
         VARIADIC,
         comp,
-        "(comp f g ...): right-to-left composition"
+        "(comp f g ...): right-to-left composition",
+        Traits::PURE_BUILDER
     ),
     b!(
         "juxt",
         1,
         VARIADIC,
         juxt,
-        "(juxt f g ...): a function returning [(f x) (g x) ...]"
+        "(juxt f g ...): a function returning [(f x) (g x) ...]",
+        Traits::PURE_BUILDER
     ),
     b!(
         "fnil",
         2,
         4,
         fnil,
-        "(fnil f default ...): f with nil arguments replaced by defaults"
+        "(fnil f default ...): f with nil arguments replaced by defaults",
+        Traits::PURE_BUILDER
     ),
     b!(
         "every-pred",
         1,
         VARIADIC,
         every_pred,
-        "(every-pred p ...): true if every predicate holds for every argument"
+        "(every-pred p ...): true if every predicate holds for every argument",
+        Traits::PURE_BUILDER
     ),
     b!(
         "some-fn",
         1,
         VARIADIC,
         some_fn,
-        "(some-fn p ...): the first truthy predicate result"
+        "(some-fn p ...): the first truthy predicate result",
+        Traits::PURE_BUILDER
     ),
     b!("type", 1, 1, type_fn, "(type x): a keyword naming the type"),
     b!(
@@ -549,11 +600,11 @@ fn native(
     ctx: &Ctx<'_>,
     name: &'static str,
     captured: Vec<Value>,
-    f: crate::eval::NativeFn,
+    f: crate::function::NativeFn,
 ) -> R<Value> {
     ctx.charge_items(captured.len() + 4)?;
     Ok(Value::Func(Arc::new(Function::Native(
-        crate::eval::Native { name, captured, f },
+        crate::function::Native { name, captured, f },
     ))))
 }
 
@@ -584,7 +635,7 @@ fn comp(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
         return native(ctx, "identity", vec![], |_, _, args| match args.len() {
             1 => Ok(take(args, 0)),
             n => err(
-                "arity_error",
+                Reason::ArityError,
                 format!("arity error: (comp) expects 1 argument, got {n}"),
             ),
         });

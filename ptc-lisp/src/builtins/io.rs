@@ -41,8 +41,7 @@ pub(crate) const BUILTINS: &[Builtin] = &[
         0,
         0,
         |ctx, _| {
-            let max = ctx.limits().max_output_bytes;
-            append_output(&mut ctx.output, "\n", max);
+            ctx.print("\n");
             Ok(Value::Nil)
         },
         "(newline)"
@@ -83,26 +82,6 @@ pub(crate) const BUILTINS: &[Builtin] = &[
     ),
 ];
 
-const TRUNCATED: &str = "\n[output truncated]\n";
-
-/// Appends to captured output, truncating once the cap is reached.
-pub(crate) fn append_output(out: &mut String, text: &str, max: usize) {
-    if out.ends_with(TRUNCATED) {
-        return;
-    }
-    if out.len() + text.len() <= max {
-        out.push_str(text);
-        return;
-    }
-    let room = max.saturating_sub(out.len());
-    let mut cut = room.min(text.len());
-    while cut > 0 && !text.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    out.push_str(&text[..cut]);
-    out.push_str(TRUNCATED);
-}
-
 fn join(ctx: &Ctx<'_>, a: &[Value], readable: bool) -> R<String> {
     let mut s = String::new();
     let style = if readable {
@@ -124,8 +103,7 @@ fn emit(ctx: &mut Ctx<'_>, a: &mut [Value], readable: bool, newline: bool) -> R<
     if newline {
         s.push('\n');
     }
-    let max = ctx.limits().max_output_bytes;
-    append_output(&mut ctx.output, &s, max);
+    ctx.print(&s);
     Ok(Value::Nil)
 }
 

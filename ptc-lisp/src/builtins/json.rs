@@ -1,7 +1,7 @@
 //! `json/parse-string`, `json/generate-string`, `json/parse-lines`.
 
 use super::{Builtin, b, str_arg, type_err};
-use crate::error::{Ctl, R};
+use crate::error::{Ctl, R, Reason};
 use crate::eval::Ctx;
 use crate::value::Value;
 
@@ -42,7 +42,7 @@ fn parse_one(ctx: &mut Ctx<'_>, s: &str, keywordize: bool) -> R<Value> {
             }
         }
         // Bad data signals nil; resource limits still raise.
-        Err(Ctl::Err(e)) if e.reason() == "parse_error" => Ok(Value::Nil),
+        Err(Ctl::Err(e)) if e.reason() == Reason::ParseError => Ok(Value::Nil),
         Err(e) => Err(e),
     }
 }

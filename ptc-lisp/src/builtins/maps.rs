@@ -6,7 +6,7 @@ use std::sync::Arc;
 use super::{
     Builtin, VARIADIC, b, get_flex, into_items, map_get_flex, seq_items, take, type_err, vec_value,
 };
-use crate::error::{R, err};
+use crate::error::{R, Reason, err};
 use crate::eval::Ctx;
 use crate::value::{MapData, Value};
 
@@ -29,14 +29,14 @@ pub(crate) const BUILTINS: &[Builtin] = &[
         "key",
         1,
         1,
-        |_, a| super::destructure_nth(&a[0], 0),
+        |_, a| crate::destructure::nth(&a[0], 0),
         "(key entry)"
     ),
     b!(
         "val",
         1,
         1,
-        |_, a| super::destructure_nth(&a[0], 1),
+        |_, a| crate::destructure::nth(&a[0], 1),
         "(val entry)"
     ),
     b!("find", 2, 2, find, "(find m k): [k v] or nil"),
@@ -171,7 +171,7 @@ pub(crate) fn assoc1(coll: &mut Value, k: Value, v: Value) -> R<()> {
             let len = items.len() as i64;
             if i < 0 || i > len {
                 return err(
-                    "type_error",
+                    Reason::TypeError,
                     format!("assoc index {i} out of bounds for a vector of {len}"),
                 );
             }
@@ -190,7 +190,7 @@ pub(crate) fn assoc1(coll: &mut Value, k: Value, v: Value) -> R<()> {
 fn assoc(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     if !(a.len() - 1).is_multiple_of(2) {
         return err(
-            "arity_error",
+            Reason::ArityError,
             "assoc expects a map followed by key/value pairs",
         );
     }
@@ -300,7 +300,7 @@ fn assoc_in_rec(ctx: &mut Ctx<'_>, mut m: Value, ks: &[Value], v: Value) -> R<Va
 fn assoc_in(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let ks = path("assoc-in", &a[1])?;
     if ks.len() > 1000 {
-        return err("depth_exceeded", "assoc-in path longer than 1000 keys");
+        return err(Reason::DepthExceeded, "assoc-in path longer than 1000 keys");
     }
     let v = take(a, 2);
     assoc_in_rec(ctx, take(a, 0), &ks, v)
@@ -328,10 +328,13 @@ fn update_in_rec(
 fn update_in(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let ks = path("update-in", &a[1])?;
     if ks.is_empty() {
-        return err("type_error", "update-in expects a non-empty key path");
+        return err(Reason::TypeError, "update-in expects a non-empty key path");
     }
     if ks.len() > 1000 {
-        return err("depth_exceeded", "update-in path longer than 1000 keys");
+        return err(
+            Reason::DepthExceeded,
+            "update-in path longer than 1000 keys",
+        );
     }
     let f = take(a, 2);
     let extra: Vec<Value> = a[3..].to_vec();

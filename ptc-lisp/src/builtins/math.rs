@@ -2,8 +2,10 @@
 //! `arithmetic_error` (Clojure throws too). `/` always returns a float (a PTC divergence).
 
 use super::{Builtin, VARIADIC, b, type_err};
-use crate::error::{R, err};
+use crate::ast::BinOp;
+use crate::error::{R, Reason, err};
 use crate::eval::Ctx;
+use crate::function::{Fast, Traits};
 use crate::value::Value;
 
 pub(crate) const BUILTINS: &[Builtin] = &[
@@ -12,12 +14,27 @@ pub(crate) const BUILTINS: &[Builtin] = &[
         0,
         VARIADIC,
         add,
-        "(+ & xs): sum; integer overflow is an arithmetic_error"
+        "(+ & xs): sum; integer overflow is an arithmetic_error",
+        Traits::binary(BinOp::Add)
     ),
     b!("+'", 0, VARIADIC, add, "(+' & xs): like +"),
-    b!("-", 1, VARIADIC, sub, "(- x & ys): difference, or negation"),
+    b!(
+        "-",
+        1,
+        VARIADIC,
+        sub,
+        "(- x & ys): difference, or negation",
+        Traits::binary(BinOp::Sub)
+    ),
     b!("-'", 1, VARIADIC, sub, "(-' x & ys): like -"),
-    b!("*", 0, VARIADIC, mul, "(* & xs): product"),
+    b!(
+        "*",
+        0,
+        VARIADIC,
+        mul,
+        "(* & xs): product",
+        Traits::binary(BinOp::Mul)
+    ),
     b!("*'", 0, VARIADIC, mul, "(*' & xs): like *"),
     b!(
         "/",
@@ -26,9 +43,29 @@ pub(crate) const BUILTINS: &[Builtin] = &[
         div,
         "(/ x & ys): division; always returns a float"
     ),
-    b!("inc", 1, 1, inc, "(inc x): x + 1"),
+    b!(
+        "inc",
+        1,
+        1,
+        inc,
+        "(inc x): x + 1",
+        Traits {
+            fast: Some(Fast::Unary(BinOp::Add)),
+            ..Traits::NONE
+        }
+    ),
     b!("inc'", 1, 1, inc, "(inc' x): x + 1"),
-    b!("dec", 1, 1, dec, "(dec x): x - 1"),
+    b!(
+        "dec",
+        1,
+        1,
+        dec,
+        "(dec x): x - 1",
+        Traits {
+            fast: Some(Fast::Unary(BinOp::Sub)),
+            ..Traits::NONE
+        }
+    ),
     b!("dec'", 1, 1, dec, "(dec' x): x - 1"),
     b!(
         "quot",
@@ -361,7 +398,10 @@ fn i(v: &Value, fname: &str) -> R<i64> {
 }
 
 fn overflow<T>(fname: &str) -> R<T> {
-    err("arithmetic_error", format!("integer overflow in {fname}"))
+    err(
+        Reason::ArithmeticError,
+        format!("integer overflow in {fname}"),
+    )
 }
 
 fn to_value(n: Num) -> Value {
@@ -442,7 +482,7 @@ fn div(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     if a.len() == 1 {
         let x = num(&a[0], "/")?;
         return match x {
-            Num::I(0) => err("arithmetic_error", "divide by zero in /"),
+            Num::I(0) => err(Reason::ArithmeticError, "divide by zero in /"),
             _ => Ok(Value::Float(1.0 / f(&a[0], "/")?)),
         };
     }
@@ -451,7 +491,7 @@ fn div(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     for v in &a[1..] {
         let d = num(v, "/")?;
         match d {
-            Num::I(0) if all_int => return err("arithmetic_error", "divide by zero in /"),
+            Num::I(0) if all_int => return err(Reason::ArithmeticError, "divide by zero in /"),
             Num::I(y) => acc /= y as f64,
             Num::F(y) => {
                 all_int = false;
@@ -489,12 +529,18 @@ fn int_div(
     opf: fn(f64, f64) -> f64,
 ) -> R<Value> {
     match (num(&a[0], fname)?, num(&a[1], fname)?) {
-        (_, Num::I(0)) => err("arithmetic_error", format!("divide by zero in {fname}")),
+        (_, Num::I(0)) => err(
+            Reason::ArithmeticError,
+            format!("divide by zero in {fname}"),
+        ),
         (Num::I(x), Num::I(y)) => op(x, y).map(Value::Int).map_or_else(|| overflow(fname), Ok),
         (x, y) => {
             let (x, y) = (f(&to_value(x), fname)?, f(&to_value(y), fname)?);
             if y == 0.0 {
-                return err("arithmetic_error", format!("divide by zero in {fname}"));
+                return err(
+                    Reason::ArithmeticError,
+                    format!("divide by zero in {fname}"),
+                );
             }
             Ok(Value::Float(opf(x, y)))
         }
@@ -601,7 +647,7 @@ fn to_int(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
         Value::Float(x) => {
             if !x.is_finite() || x.abs() >= 9.3e18 {
                 return err(
-                    "arithmetic_error",
+                    Reason::ArithmeticError,
                     format!("value out of range for int: {}", a[0]),
                 );
             }

@@ -4,13 +4,18 @@
 //! A builtin receives its arguments as `&mut [Value]` so it may move them out: an accumulator
 //! passed to `assoc`/`conj`/`update` is then uniquely owned and updated in place.
 
-use std::borrow::Cow;
 use std::collections::HashMap;
-use std::sync::{Arc, LazyLock};
+use std::sync::LazyLock;
 
-use crate::error::{Ctl, LispError, R};
-use crate::eval::{Ctx, short};
-use crate::value::{MapData, Value};
+use crate::error::{Ctl, LispError, R, Reason};
+use crate::eval::Ctx;
+pub use crate::function::{Builtin, BuiltinFn, VARIADIC};
+use crate::names::{Namespace, NsKind, TOOL_DISCOVERY};
+use crate::printer::short;
+use crate::value::Value;
+pub(crate) use crate::value::access::{
+    get_flex, has_key_flex, into_items, map_get_flex, seq_items,
+};
 
 pub(crate) mod coll;
 pub(crate) mod core;
@@ -27,35 +32,20 @@ pub(crate) mod sets;
 pub(crate) mod strings;
 pub(crate) mod time;
 
-/// Signature of a builtin.
-pub type BuiltinFn = fn(&mut Ctx<'_>, &mut [Value]) -> R<Value>;
-
-/// Maximum arity marker for variadic builtins.
-pub const VARIADIC: usize = usize::MAX;
-
-/// A core library function.
-pub struct Builtin {
-    /// Name as written in programs (`"map"`, `"clojure.string/join"`, `"json/parse-string"`).
-    pub name: &'static str,
-    /// Minimum number of arguments.
-    pub min: usize,
-    /// Maximum number of arguments ([`VARIADIC`] when unbounded).
-    pub max: usize,
-    /// Implementation.
-    pub f: BuiltinFn,
-    /// One-line documentation, starting with the call signature.
-    pub doc: &'static str,
-}
-
-/// Shorthand for table entries: `b!(name, min, max, fn, doc)`.
+/// Shorthand for table entries: `b!(name, min, max, fn, doc)`, optionally followed by the
+/// entry's [`Traits`](crate::function::Traits).
 macro_rules! b {
     ($name:expr, $min:expr, $max:expr, $f:expr, $doc:expr) => {
-        $crate::builtins::Builtin {
+        $crate::builtins::b!($name, $min, $max, $f, $doc, $crate::function::Traits::NONE)
+    };
+    ($name:expr, $min:expr, $max:expr, $f:expr, $doc:expr, $traits:expr) => {
+        $crate::function::Builtin {
             name: $name,
             min: $min,
             max: $max,
             f: $f,
             doc: $doc,
+            traits: $traits,
         }
     };
 }
@@ -94,6 +84,20 @@ pub(crate) fn lookup(name: &str) -> Option<&'static Builtin> {
     REGISTRY.get(name).copied()
 }
 
+/// The builtin `name` means in a local namespace: the namespace's own builtin, else (for
+/// builtin namespaces) the unqualified core one (`str/count` is `count`); `None` for names the
+/// namespace does not serve (the rest of `tool/` is the host's).
+pub(crate) fn lookup_in(space: &Namespace, name: &str) -> Option<&'static Builtin> {
+    match space.kind {
+        NsKind::Builtins { prefix } => lookup(&format!("{prefix}{name}")).or_else(|| lookup(name)),
+        NsKind::Discovery => TOOL_DISCOVERY
+            .iter()
+            .find(|(n, _)| *n == name)
+            .and_then(|(_, target)| lookup(target)),
+        NsKind::Data => None,
+    }
+}
+
 /// Every registered builtin name.
 pub(crate) fn names() -> impl Iterator<Item = &'static str> {
     REGISTRY.keys().copied()
@@ -106,29 +110,10 @@ pub fn all() -> Vec<&'static Builtin> {
     v
 }
 
-pub(crate) fn arity_error(b: &Builtin, n: usize) -> LispError {
-    let expect = if b.max == VARIADIC {
-        format!("at least {}", b.min)
-    } else if b.max == b.min {
-        format!("{}", b.min)
-    } else if b.max == b.min + 1 {
-        format!("{} or {}", b.min, b.max)
-    } else {
-        format!("{} to {}", b.min, b.max)
-    };
-    LispError::new(
-        "arity_error",
-        format!(
-            "arity error: {} expects {expect} argument(s), got {n}",
-            b.name
-        ),
-    )
-}
-
 /// A type error naming the function and the offending value.
 pub(crate) fn type_error(fname: &str, expected: &str, got: &Value) -> LispError {
     LispError::new(
-        "type_error",
+        Reason::TypeError,
         format!(
             "{fname} expects {expected}, got {} ({})",
             short(got),
@@ -142,146 +127,6 @@ pub(crate) fn type_err<T>(fname: &str, expected: &str, got: &Value) -> R<T> {
     Err(Ctl::from(type_error(fname, expected, got)))
 }
 
-// ---------------------------------------------------------------------------------------------
-// Flexible key access (keyword ↔ string, then `-` → `_`).
-
-fn alt_key(k: &Value) -> Option<(&str, bool)> {
-    match k {
-        Value::Keyword(s) => Some((s, true)),
-        Value::Str(s) => Some((s, false)),
-        _ => None,
-    }
-}
-
-/// Map lookup with the PTC fallbacks: exact key, then the other of keyword/string, then with
-/// `-` replaced by `_` in both forms.
-pub(crate) fn map_get_flex<'m>(m: &'m MapData, k: &Value) -> Option<&'m Value> {
-    let (name, is_kw) = match alt_key(k) {
-        Some(x) => x,
-        None => return m.get(k),
-    };
-    if let MapData::Small(entries) = m {
-        // One pass over a small map: an exact match wins, the other key kind is the fallback.
-        let mut other = None;
-        for (kk, vv) in entries {
-            match kk {
-                Value::Keyword(s) if &**s == name => {
-                    if is_kw {
-                        return Some(vv);
-                    }
-                    other = Some(vv);
-                }
-                Value::Str(s) if &**s == name => {
-                    if !is_kw {
-                        return Some(vv);
-                    }
-                    other = Some(vv);
-                }
-                _ => {}
-            }
-        }
-        if other.is_some() {
-            return other;
-        }
-    } else {
-        if let Some(v) = m.get(k) {
-            return Some(v);
-        }
-        if let Some(v) = m.get_named(name, !is_kw) {
-            return Some(v);
-        }
-    }
-    if name.contains('-') {
-        let alt = name.replace('-', "_");
-        if let Some(v) = m
-            .get_named(&alt, is_kw)
-            .or_else(|| m.get_named(&alt, !is_kw))
-        {
-            return Some(v);
-        }
-    }
-    None
-}
-
-/// `get` semantics on any value: maps (flexible), vectors by index, sets by membership,
-/// strings by index; anything else gives `None`.
-pub(crate) fn get_flex(target: &Value, k: &Value) -> Option<Value> {
-    match target {
-        Value::Map(m) => map_get_flex(m, k).cloned(),
-        Value::Vector(v) => match k {
-            Value::Int(i) if *i >= 0 => v.get(*i as usize).cloned(),
-            _ => None,
-        },
-        Value::Set(s) => s.0.get(k).cloned(),
-        Value::Str(s) => match k {
-            Value::Int(i) if *i >= 0 => s
-                .chars()
-                .nth(*i as usize)
-                .map(|c| Value::str(c.encode_utf8(&mut [0; 4]))),
-            _ => None,
-        },
-        _ => None,
-    }
-}
-
-/// True if `get_flex` would find the key (used by `contains?` and `:or` defaults).
-pub(crate) fn has_key_flex(target: &Value, k: &Value) -> bool {
-    match target {
-        Value::Map(m) => map_get_flex(m, k).is_some(),
-        Value::Vector(v) => matches!(k, Value::Int(i) if *i >= 0 && (*i as usize) < v.len()),
-        Value::Set(s) => s.0.contains(k),
-        Value::Str(s) => matches!(k, Value::Int(i) if *i >= 0 && (*i as usize) < s.chars().count()),
-        _ => false,
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Sequence views.
-
-fn char_values(s: &str) -> Vec<Value> {
-    s.chars()
-        .map(|c| Value::str(c.encode_utf8(&mut [0; 4])))
-        .collect()
-}
-
-/// The elements of a seqable value: vectors as they are, sets and maps sorted (maps as
-/// `[k v]` entries), strings as one-character strings, `nil` as empty.
-pub(crate) fn seq_items(v: &Value) -> R<Cow<'_, [Value]>> {
-    Ok(match v {
-        Value::Nil => Cow::Borrowed(&[]),
-        Value::Vector(items) => Cow::Borrowed(&items[..]),
-        Value::Set(s) => Cow::Owned(s.sorted().into_iter().cloned().collect()),
-        Value::Map(m) => Cow::Owned(
-            m.sorted()
-                .into_iter()
-                .map(|(k, v)| Value::vector(vec![k.clone(), v.clone()]))
-                .collect(),
-        ),
-        Value::Str(s) => Cow::Owned(char_values(s)),
-        other => {
-            return Err(Ctl::from(LispError::new(
-                "type_error",
-                format!(
-                    "don't know how to create a sequence from {} ({})",
-                    short(other),
-                    other.type_name()
-                ),
-            )));
-        }
-    })
-}
-
-/// Like [`seq_items`] but takes ownership, avoiding a copy when the vector is uniquely owned.
-pub(crate) fn into_items(v: Value) -> R<Vec<Value>> {
-    match v {
-        Value::Vector(items) => Ok(match Arc::try_unwrap(items) {
-            Ok(mut it) => std::mem::take(&mut it.0),
-            Err(shared) => shared.0.clone(),
-        }),
-        other => Ok(seq_items(&other)?.into_owned()),
-    }
-}
-
 /// Number of elements for `count`.
 pub(crate) fn count_of(v: &Value) -> R<usize> {
     Ok(match v {
@@ -292,81 +137,6 @@ pub(crate) fn count_of(v: &Value) -> R<usize> {
         Value::Str(s) => s.chars().count(),
         other => return type_err("count", "a collection or string", other),
     })
-}
-
-// ---------------------------------------------------------------------------------------------
-// Destructuring helpers.
-
-pub(crate) fn destructure_nth(v: &Value, i: usize) -> R<Value> {
-    match v {
-        Value::Nil => Ok(Value::Nil),
-        Value::Vector(items) => Ok(items.get(i).cloned().unwrap_or(Value::Nil)),
-        Value::Str(s) => Ok(s
-            .chars()
-            .nth(i)
-            .map(|c| Value::str(c.encode_utf8(&mut [0; 4])))
-            .unwrap_or(Value::Nil)),
-        Value::Map(_) | Value::Set(_) => Ok(seq_items(v)?.get(i).cloned().unwrap_or(Value::Nil)),
-        other => Err(Ctl::from(LispError::new(
-            "destructure_error",
-            format!(
-                "cannot destructure {} ({}) as a sequence",
-                short(other),
-                other.type_name()
-            ),
-        ))),
-    }
-}
-
-pub(crate) fn destructure_rest(ctx: &mut Ctx<'_>, v: &Value, i: usize) -> R<Value> {
-    let items = match v {
-        Value::Nil => return Ok(Value::Nil),
-        Value::Vector(_) | Value::Str(_) | Value::Map(_) | Value::Set(_) => seq_items(v)?,
-        other => {
-            return Err(Ctl::from(LispError::new(
-                "destructure_error",
-                format!(
-                    "cannot destructure {} ({}) as a sequence",
-                    short(other),
-                    other.type_name()
-                ),
-            )));
-        }
-    };
-    if i >= items.len() {
-        return Ok(Value::Nil);
-    }
-    ctx.charge_items(items.len() - i)?;
-    Ok(Value::vector(items[i..].to_vec()))
-}
-
-pub(crate) fn destructure_get(v: &Value, key: &Value) -> R<Option<Value>> {
-    match v {
-        Value::Nil => Ok(None),
-        Value::Map(m) => Ok(map_get_flex(m, key).cloned()),
-        // Keyword arguments (`& {:keys [..]}`) arrive as a flat vector of pairs.
-        Value::Vector(items) => {
-            if items.len() == 1
-                && let Value::Map(m) = &items[0]
-            {
-                return Ok(map_get_flex(m, key).cloned());
-            }
-            for pair in items.chunks(2) {
-                if pair.len() == 2 && pair[0] == *key {
-                    return Ok(Some(pair[1].clone()));
-                }
-            }
-            Ok(None)
-        }
-        other => Err(Ctl::from(LispError::new(
-            "destructure_error",
-            format!(
-                "cannot destructure {} ({}) as a map",
-                short(other),
-                other.type_name()
-            ),
-        ))),
-    }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -6,7 +6,7 @@
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use super::{Builtin, VARIADIC, b, into_items, take};
-use crate::error::{Ctl, LispError, R, err};
+use crate::error::{Ctl, LispError, R, Reason, err};
 use crate::eval::Ctx;
 use crate::value::Value;
 
@@ -42,20 +42,16 @@ fn par_run(
     // Parallel regions nested deeper than this run their branches in the current thread, so
     // recursion through pmap cannot multiply threads without bound.
     const MAX_PARALLEL_NESTING: usize = 2;
-    let par_depth = ctx.par_depth;
-    if par_depth >= MAX_PARALLEL_NESTING {
+    if ctx.parallel_depth() >= MAX_PARALLEL_NESTING {
         let mut out = Vec::with_capacity(n);
         for i in 0..n {
             out.push(job(ctx, i)?);
         }
         return Ok(out);
     }
-    let shared = ctx.shared;
-    let globals = &ctx.globals;
+    let fork = ctx.fork();
     let next = AtomicUsize::new(0);
     let failed = AtomicBool::new(false);
-    let base_steps = ctx.steps;
-    let depth = ctx.depth;
     let stack_bytes = ctx.limits().thread_stack();
     let mut results: Vec<ItemResult> = Vec::with_capacity(n);
     let mut steps_used = 0u64;
@@ -65,15 +61,12 @@ fn par_run(
         for _ in 0..workers {
             let next = &next;
             let failed = &failed;
+            let fork = &fork;
             let builder = std::thread::Builder::new()
                 .name("ptc-pmap".into())
                 .stack_size(stack_bytes);
             let h = builder.spawn_scoped(scope, move || {
-                let mut wctx = Ctx::new(shared, globals.clone());
-                wctx.in_parallel = true;
-                wctx.par_depth = par_depth + 1;
-                wctx.steps = base_steps;
-                wctx.depth = depth;
+                let mut wctx = fork.start();
                 let mut local: Vec<ItemResult> = Vec::new();
                 loop {
                     if failed.load(Ordering::Relaxed) {
@@ -87,10 +80,10 @@ fn par_run(
                     if r.is_err() {
                         failed.store(true, Ordering::Relaxed);
                     }
-                    let out = std::mem::take(&mut wctx.output);
+                    let out = wctx.take_output();
                     local.push((i, r, out));
                 }
-                (local, wctx.steps - base_steps)
+                (local, fork.steps_taken(&wctx))
             });
             match h {
                 Ok(h) => handles.push(h),
@@ -107,20 +100,19 @@ fn par_run(
             }
         }
     });
-    ctx.steps += steps_used;
+    ctx.join(steps_used);
     if let Some(e) = spawn_error
         && results.len() < n
     {
         return err(
-            "parallel_capacity_exceeded",
+            Reason::ParallelCapacityExceeded,
             format!("could not run parallel workers: {e}"),
         );
     }
     results.sort_by_key(|(i, _, _)| *i);
     let mut out = Vec::with_capacity(n);
-    let max = ctx.limits().max_output_bytes;
     for (i, r, printed) in results {
-        super::io::append_output(&mut ctx.output, &printed, max);
+        ctx.print(&printed);
         match r {
             Ok(v) => out.push(v),
             Err(Ctl::Err(e)) => {
@@ -131,11 +123,17 @@ fn par_run(
                 }
                 return Err(Ctl::from(ne));
             }
-            Err(Ctl::Recur) => return err("invalid_form", "recur escaped a parallel branch"),
+            Err(Ctl::Recur) => return err(Reason::InvalidForm, "recur escaped a parallel branch"),
+            Err(Ctl::Return(_)) => {
+                return err(
+                    Reason::InvalidForm,
+                    "return is not allowed inside pmap/pcalls",
+                );
+            }
         }
     }
     if out.len() < n {
-        return err("cancelled", "parallel call did not complete");
+        return err(Reason::Cancelled, "parallel call did not complete");
     }
     Ok(out)
 }

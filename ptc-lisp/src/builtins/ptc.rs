@@ -2,8 +2,9 @@
 //! nil values (missing fields) are skipped; non-numeric values are an `arithmetic_error`.
 
 use super::{Builtin, b, seq_items, take, vec_value};
-use crate::error::{R, err};
-use crate::eval::{Ctx, short};
+use crate::error::{R, Reason, err};
+use crate::eval::Ctx;
+use crate::printer::short;
 use crate::value::{FxBuild, Value, ordering_for_lt};
 
 pub(crate) const BUILTINS: &[Builtin] = &[
@@ -85,7 +86,10 @@ impl Acc {
                     match self.int.checked_add(*i) {
                         Some(r) => self.int = r,
                         None => {
-                            return err("arithmetic_error", format!("integer overflow in {fname}"));
+                            return err(
+                                Reason::ArithmeticError,
+                                format!("integer overflow in {fname}"),
+                            );
                         }
                     }
                 }
@@ -99,7 +103,7 @@ impl Acc {
             }
             other => {
                 return err(
-                    "arithmetic_error",
+                    Reason::ArithmeticError,
                     format!(
                         "{fname} expects numbers, got {} ({})",
                         short(other),

@@ -3,8 +3,9 @@
 use std::sync::Arc;
 
 use super::{Builtin, b, str_arg, type_err, vec_value};
-use crate::error::{R, err};
+use crate::error::{R, Reason, err};
 use crate::eval::Ctx;
+use crate::function::Traits;
 use crate::value::Value;
 
 pub(crate) const BUILTINS: &[Builtin] = &[
@@ -13,7 +14,8 @@ pub(crate) const BUILTINS: &[Builtin] = &[
         1,
         1,
         re_pattern,
-        "(re-pattern s): compile a regex"
+        "(re-pattern s): compile a regex",
+        Traits::PURE_BUILDER
     ),
     b!(
         "re-find",
@@ -57,7 +59,7 @@ fn regex_arg(v: &Value) -> R<Arc<regex::Regex>> {
         Value::Regex(r) => Ok(r.clone()),
         Value::Str(s) => match regex::Regex::new(s) {
             Ok(r) => Ok(Arc::new(r)),
-            Err(e) => err("type_error", format!("invalid regex: {e}")),
+            Err(e) => err(Reason::TypeError, format!("invalid regex: {e}")),
         },
         other => type_err("re-find", "a regex", other),
     }
@@ -68,7 +70,7 @@ fn re_pattern(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
         Value::Regex(_) => Ok(a[0].clone()),
         Value::Str(s) => match regex::Regex::new(s) {
             Ok(r) => Ok(Value::Regex(Arc::new(r))),
-            Err(e) => err("type_error", format!("invalid regex {s:?}: {e}")),
+            Err(e) => err(Reason::TypeError, format!("invalid regex {s:?}: {e}")),
         },
         other => type_err("re-pattern", "a string", other),
     }
@@ -103,7 +105,7 @@ fn re_matches(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let s = str_arg("re-matches", &a[1])?;
     let anchored = match regex::Regex::new(&format!("^(?:{})$", re.as_str())) {
         Ok(r) => r,
-        Err(e) => return err("type_error", format!("invalid regex: {e}")),
+        Err(e) => return err(Reason::TypeError, format!("invalid regex: {e}")),
     };
     match anchored.captures(s) {
         // Re-run the original to keep group numbering (the wrapper group is non-capturing).

@@ -1,10 +1,11 @@
 //! Discovery: `doc`, `dir`, `source`, `meta`, `apropos`. Local builtins are documented by the
 //! runtime; other names (upstream tools) are forwarded to the host.
 
-use super::{Builtin, VARIADIC, b, lookup};
-use crate::error::{R, err};
+use super::{Builtin, VARIADIC, b, lookup, lookup_in};
+use crate::error::{Ctl, LispError, R, Reason, err};
 use crate::eval::Ctx;
-use crate::host::{CallContext, Discovery, HostValue};
+use crate::host::{Discovery, HostValue};
+use crate::names::{self, Constant, NsKind};
 use crate::value::Value;
 
 pub(crate) const BUILTINS: &[Builtin] = &[
@@ -64,97 +65,166 @@ fn name_of(v: &Value) -> Option<String> {
     }
 }
 
+/// The builtin a name means, through any namespace alias (`s/join`, `Math/abs`, `tool/dir`).
 fn local_builtin(name: &str) -> Option<&'static Builtin> {
     if let Some(b) = lookup(name) {
         return Some(b);
     }
     let (ns, n) = name.split_once('/')?;
-    let prefix = match ns {
-        "clojure.string" | "str" | "string" => "clojure.string/",
-        "clojure.set" | "set" => "clojure.set/",
-        "clojure.core" | "core" | "clojure.walk" | "walk" => "",
-        _ => return None,
-    };
-    lookup(&format!("{prefix}{n}")).or_else(|| lookup(n))
+    lookup_in(names::namespace(ns)?, n)
+}
+
+/// The constant a name means (`Math/PI`).
+fn local_constant(name: &str) -> Option<Constant> {
+    let (ns, n) = name.split_once('/')?;
+    names::namespace(ns)?.constant(n)
 }
 
 fn host_discover(ctx: &mut Ctx<'_>, op: Discovery, args: &[Value]) -> R<Option<Value>> {
-    let Some(host) = ctx.shared.host else {
-        return Ok(None);
-    };
-    let max_output = ctx.limits().max_output_bytes;
-    let mut cx = CallContext {
-        deadline: ctx.shared.deadline,
-        output: &mut ctx.output,
-        max_output,
-    };
-    match host.discover(&mut cx, op, args) {
-        Ok(Some(HostValue::Value(v))) => Ok(Some(v)),
-        Ok(Some(HostValue::Json(bytes))) => ctx.decode_json(&bytes).map(Some),
-        Ok(None) => Ok(None),
-        Err(e) => err(e.reason, e.message),
+    match ctx.with_host(|host, cx| host.discover(cx, op, args)) {
+        Some(Ok(Some(HostValue::Value(v)))) => Ok(Some(v)),
+        Some(Ok(Some(HostValue::Json(bytes)))) => ctx.decode_json(&bytes).map(Some),
+        None | Some(Ok(None)) => Ok(None),
+        Some(Err(e)) => err(e.reason, e.message),
     }
+}
+
+/// Every namespace name a program may write: local ones with their aliases, the host's and
+/// the upstreams.
+fn known_namespaces(ctx: &Ctx<'_>) -> Vec<String> {
+    let mut v: Vec<String> = names::NAMESPACES
+        .iter()
+        .flat_map(|n| n.all_names())
+        .map(str::to_string)
+        .collect();
+    if let Some(h) = ctx.host() {
+        v.extend(h.namespaces());
+        v.extend(h.upstreams());
+    }
+    v
+}
+
+/// An `unbound_var` error with a "did you mean" hint among `candidates`.
+fn unknown(message: String, name: &str, candidates: Vec<String>) -> Ctl {
+    let e = LispError::new(Reason::UnboundVar, message);
+    let best = names::did_you_mean(name, candidates.iter().map(String::as_str));
+    Ctl::from(match best {
+        Some(c) => e.with_hint(format!("did you mean {c}?")),
+        None => e,
+    })
 }
 
 fn doc(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let Some(name) = name_of(&a[0]) else {
         return super::type_err("doc", "a name", &a[0]);
     };
-    if let Some(b) = local_builtin(&name) {
-        let text = format!("-------------------------\n{}\n  {}\n", b.name, b.doc);
-        let max = ctx.limits().max_output_bytes;
-        super::io::append_output(&mut ctx.output, &text, max);
-        return Ok(Value::Nil);
-    }
-    if crate::analyze::SPECIAL_FORMS.contains(&name.as_str()) {
-        let text = format!(
-            "-------------------------\n{name}\n  Special Form\n  {}\n",
-            special_form_doc(&name)
-        );
-        let max = ctx.limits().max_output_bytes;
-        super::io::append_output(&mut ctx.output, &text, max);
-        return Ok(Value::Nil);
-    }
-    match host_discover(ctx, Discovery::Doc, &[Value::symbol(&name)])? {
-        Some(_) => Ok(Value::Nil),
-        None => err("unbound_var", format!("no documentation for {name}")),
+    let text = if let Some(b) = local_builtin(&name) {
+        format!("-------------------------\n{}\n  {}\n", b.name, b.doc)
+    } else if let Some(form) = names::special_form(&name).or(names::qualified_special_form(&name)) {
+        format!(
+            "-------------------------\n{}\n  Special Form\n  {}\n",
+            form.name, form.doc
+        )
+    } else if let Some(c) = local_constant(&name) {
+        format!(
+            "-------------------------\n{name}\n  Constant: {}\n",
+            constant_value(c)
+        )
+    } else {
+        return match host_discover(ctx, Discovery::Doc, &[Value::symbol(&name)])? {
+            Some(_) => Ok(Value::Nil),
+            None => {
+                let mut cands: Vec<String> = super::names().map(str::to_string).collect();
+                cands.extend(names::SPECIAL_FORMS.iter().map(|f| f.name.to_string()));
+                Err(unknown(
+                    format!("no documentation for {name}"),
+                    &name,
+                    cands,
+                ))
+            }
+        };
+    };
+    ctx.print(&text);
+    Ok(Value::Nil)
+}
+
+fn constant_value(c: Constant) -> Value {
+    match c {
+        Constant::Float(f) => Value::Float(f),
+        Constant::Int(i) => Value::Int(i),
     }
 }
 
-fn local_ns_prefix(ns: &str) -> Option<&'static str> {
-    Some(match ns {
-        "clojure.core" | "core" => "",
-        "clojure.string" | "str" | "string" => "clojure.string/",
-        "clojure.set" | "set" => "clojure.set/",
-        "json" => "json/",
-        _ => return None,
-    })
+/// The unqualified names of the builtins under a registry prefix (`""` is the core).
+fn builtins_under(prefix: &str) -> Vec<&'static str> {
+    super::all()
+        .into_iter()
+        .filter_map(|b| {
+            if prefix.is_empty() {
+                (!b.name.contains('/') && !b.name.starts_with('.')).then_some(b.name)
+            } else {
+                b.name.strip_prefix(prefix)
+            }
+        })
+        .collect()
 }
 
 fn dir(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let Some(ns) = name_of(&a[0]) else {
         return super::type_err("dir", "a namespace name", &a[0]);
     };
-    if let Some(prefix) = local_ns_prefix(&ns) {
-        let names: Vec<Value> = super::all()
-            .into_iter()
-            .filter(|b| {
-                if prefix.is_empty() {
-                    !b.name.contains('/') && !b.name.starts_with('.')
-                } else {
-                    b.name.starts_with(prefix)
-                }
-            })
-            .map(|b| Value::symbol(b.name.rsplit('/').next().unwrap_or(b.name)))
-            .collect();
+    if let Some(space) = names::namespace(&ns) {
+        let mut names: Vec<Value> = match space.kind {
+            NsKind::Builtins { prefix } => {
+                let forms = names::SPECIAL_FORMS
+                    .iter()
+                    .filter(|_| space.name == names::CORE)
+                    .map(|f| f.name);
+                let mut all: Vec<&str> = builtins_under(prefix)
+                    .into_iter()
+                    .chain(space.constants.iter().map(|(n, _)| *n))
+                    .chain(forms)
+                    .collect();
+                all.sort_unstable();
+                all.into_iter().map(Value::symbol).collect()
+            }
+            NsKind::Data => match ctx.data() {
+                // The names a program writes after `data/`.
+                Value::Map(m) => m
+                    .sorted()
+                    .into_iter()
+                    .filter_map(|(k, _)| match k {
+                        Value::Keyword(s) | Value::Str(s) | Value::Symbol(s) => {
+                            Some(Value::symbol(s))
+                        }
+                        _ => None,
+                    })
+                    .collect(),
+                _ => Vec::new(),
+            },
+            NsKind::Discovery => names::TOOL_DISCOVERY
+                .iter()
+                .map(|(n, _)| Value::symbol(n))
+                .collect(),
+        };
+        if space.kind == NsKind::Discovery
+            && let Some(Value::Vector(more)) =
+                host_discover(ctx, Discovery::Dir, &[Value::symbol(&ns)])?
+        {
+            names.extend(more.iter().cloned());
+        }
         return super::vec_value(ctx, names);
     }
     match host_discover(ctx, Discovery::Dir, &[Value::symbol(&ns)])? {
         Some(v) => Ok(v),
-        None => err(
-            "unbound_var",
-            format!("no namespace or upstream named {ns}"),
-        ),
+        None => {
+            let known = known_namespaces(ctx);
+            Err(unknown(
+                format!("no namespace or upstream named {ns}"),
+                &ns,
+                known,
+            ))
+        }
     }
 }
 
@@ -176,6 +246,14 @@ fn meta(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
             ),
         ]));
     }
+    if let Some(form) = names::special_form(&name).or(names::qualified_special_form(&name)) {
+        return Ok(Value::map_from(vec![
+            (Value::keyword("name"), Value::symbol(form.name)),
+            (Value::keyword("doc"), Value::str(form.doc)),
+            (Value::keyword("ns"), Value::symbol("clojure.core")),
+            (Value::keyword("special-form"), Value::Bool(true)),
+        ]));
+    }
     Ok(host_discover(ctx, Discovery::Meta, &[Value::symbol(&name)])?.unwrap_or(Value::Nil))
 }
 
@@ -190,19 +268,20 @@ fn apropos(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     if let Some(Value::Vector(v)) = host_discover(ctx, Discovery::Apropos, &args)? {
         out.extend(v.iter().cloned());
     }
-    let is_re = matches!(a[0], Value::Regex(_));
+    let hit = |name: &str| match &a[0] {
+        Value::Regex(r) => r.is_match(name),
+        _ => name.to_lowercase().contains(&pattern),
+    };
     for b in super::all() {
-        let hit = if is_re {
-            if let Value::Regex(r) = &a[0] {
-                r.is_match(b.name)
-            } else {
-                false
-            }
-        } else {
-            b.name.to_lowercase().contains(&pattern)
-        };
-        if hit && !b.name.starts_with("repl/") && !b.name.starts_with("java/") {
-            out.push(Value::symbol(b.name));
+        if let Some(name) = writable_name(b)
+            && hit(name)
+        {
+            out.push(Value::symbol(name));
+        }
+    }
+    for form in names::SPECIAL_FORMS {
+        if hit(form.name) {
+            out.push(Value::symbol(form.name));
         }
     }
     if let Some(Value::Map(opts)) = a.get(1)
@@ -213,61 +292,32 @@ fn apropos(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     super::vec_value(ctx, out)
 }
 
-fn all_ns(ctx: &mut Ctx<'_>, _: &mut [Value]) -> R<Value> {
-    let mut v: Vec<Value> = crate::analyze::LOCAL_NAMESPACES
-        .iter()
-        .map(|s| Value::symbol(s))
-        .collect();
-    if let Some(h) = ctx.shared.host {
-        v.extend(h.namespaces().iter().map(|s| Value::symbol(s)));
+/// The name a program writes for a builtin in `apropos` results: its registry name, except
+/// that Java interop methods (kept under `java/`) show the class their doc names
+/// (`Integer/parseInt`); `repl/` names are the discovery special forms, listed as such.
+fn writable_name(b: &'static Builtin) -> Option<&'static str> {
+    if b.name.starts_with("repl/") {
+        return None;
     }
-    Ok(Value::vector(v))
+    if b.name.starts_with("java/") {
+        let call = b.doc.strip_prefix('(')?;
+        let name = call.split([' ', ')']).next()?;
+        return name.contains('/').then_some(name);
+    }
+    Some(b.name)
 }
 
-/// One-line usage of the special forms and core macros.
-fn special_form_doc(name: &str) -> &'static str {
-    match name {
-        "def" => "(def name value): define a global; returns #'name",
-        "defn" | "defn-" => {
-            "(defn name [params] body...) or (defn name ([x] ...) ([x y] ...)): define a function"
-        }
-        "defonce" => "(defonce name value): define unless already defined",
-        "declare" => "(declare name ...): declare globals defined later",
-        "fn" | "fn*" => {
-            "(fn name? [params] body...): a function; params may destructure; & rest for variadic"
-        }
-        "let" | "let*" => {
-            "(let [pattern value ...] body...): sequential bindings with destructuring"
-        }
-        "loop" => "(loop [pattern init ...] body...): with (recur ...) in tail position",
-        "recur" => "(recur args...): jump to the enclosing loop or fn, in tail position",
-        "if" => "(if test then else?)",
-        "if-not" => "(if-not test then else?)",
-        "when" | "when-not" => "(when test body...)",
-        "cond" => "(cond test expr ... :else expr)",
-        "condp" => "(condp pred expr test result ... default?): nil when nothing matches",
-        "case" => "(case expr const result (c1 c2) result ... default?): nil when nothing matches",
-        "if-let" | "if-some" => "(if-let [x expr] then else?)",
-        "when-let" | "when-some" => "(when-let [x expr] body...)",
-        "when-first" => "(when-first [x coll] body...)",
-        "and" | "or" => "(and x ...) / (or x ...): short-circuit",
-        "do" => "(do expr ...): the last value",
-        "->" | "->>" => "(-> x (f a) g): thread x as first (->) or last (->>) argument",
-        "as->" => "(as-> x name (f name) ...)",
-        "cond->" | "cond->>" => {
-            "(cond-> x test (f a) ...): thread through forms whose test is truthy"
-        }
-        "some->" | "some->>" => "(some-> x f g): thread while the value is not nil",
-        "for" => "(for [x xs :when p :let [y ..] :while q] expr): an eager vector",
-        "doseq" => "(doseq [x xs] body...): for side effects (println); nil",
-        "dotimes" => "(dotimes [i n] body...)",
-        "quote" => "(quote x) or 'x: x unevaluated",
-        "var" => "(var x) or #'x",
-        "return" => "(return value): end the program with value",
-        "fail" => "(fail value): end the program with a fail error carrying value",
-        "comment" => "(comment ...): ignored; nil",
-        "doc" | "source" => "(doc name): print documentation",
-        "dir" => "(dir ns): the names in a namespace or upstream",
-        _ => "",
+fn all_ns(ctx: &mut Ctx<'_>, _: &mut [Value]) -> R<Value> {
+    let mut v: Vec<String> = names::NAMESPACES
+        .iter()
+        .map(|n| n.name.to_string())
+        .collect();
+    if let Some(h) = ctx.host() {
+        v.extend(h.namespaces());
+        v.extend(h.upstreams());
     }
+    let mut seen = std::collections::HashSet::new();
+    v.retain(|n| seen.insert(n.clone()));
+    let v: Vec<Value> = v.iter().map(|s| Value::symbol(s)).collect();
+    super::vec_value(ctx, v)
 }

@@ -5,8 +5,9 @@ use std::cmp::Ordering;
 use std::sync::Arc;
 
 use super::{Builtin, VARIADIC, b, int_arg, into_items, seq_items, take, type_err, vec_value};
-use crate::error::{Ctl, R, err};
+use crate::error::{Ctl, R, Reason, err};
 use crate::eval::Ctx;
+use crate::function::Order as BuiltinOrder;
 use crate::value::{FxBuild, MapData, Value, compare, stable_sort_by};
 
 pub(crate) const BUILTINS: &[Builtin] = &[
@@ -350,17 +351,17 @@ fn xf(ctx: &mut Ctx<'_>, a: &mut [Value], f: super::BuiltinFn, name: &str) -> R<
     }
     // The builtin travels as a value so the transducer holds only plain captured values.
     let Some(builtin) = super::lookup(name) else {
-        return err("internal_error", "transducer builtin not registered");
+        return err(Reason::InternalError, "transducer builtin not registered");
     };
-    let captured = vec![crate::analyze::builtin_value(builtin), take(a, 0)];
-    Ok(Value::Func(Arc::new(crate::eval::Function::Native(
-        crate::eval::Native {
+    let captured = vec![crate::function::builtin_value(builtin), take(a, 0)];
+    Ok(Value::Func(Arc::new(crate::function::Function::Native(
+        crate::function::Native {
             name: TRANSDUCER,
             captured,
             f: |c, ctx, args| {
                 if args.len() != 1 {
                     return err(
-                        "arity_error",
+                        Reason::ArityError,
                         format!(
                             "a transducer expects 1 collection, got {} argument(s)",
                             args.len()
@@ -376,7 +377,7 @@ fn xf(ctx: &mut Ctx<'_>, a: &mut [Value], f: super::BuiltinFn, name: &str) -> R<
 
 /// True if `v` is a transducer made by [`xf`].
 pub(crate) fn is_transducer(v: &Value) -> bool {
-    matches!(v, Value::Func(f) if matches!(&**f, crate::eval::Function::Native(n) if n.name == TRANSDUCER))
+    matches!(v, Value::Func(f) if matches!(&**f, crate::function::Function::Native(n) if n.name == TRANSDUCER))
 }
 
 fn sequence(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
@@ -685,7 +686,7 @@ fn take_nth(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let n = int_arg("take-nth", &a[0])?;
     if n <= 0 {
         return err(
-            "type_error",
+            Reason::TypeError,
             "take-nth expects a positive step (an infinite result otherwise)",
         );
     }
@@ -762,7 +763,7 @@ fn partition_all(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     };
     if n <= 0 || step <= 0 {
         return err(
-            "type_error",
+            Reason::TypeError,
             "partition-all expects a positive size and step",
         );
     }
@@ -804,7 +805,7 @@ fn partition_by(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
 /// The ordering a core comparison function (`<`, `>`, `compare`) gives, without calling it.
 fn builtin_order(f: &Value) -> Option<fn(&Value, &Value) -> Ordering> {
     let Value::Func(func) = f else { return None };
-    let crate::eval::Function::Builtin(b) = &**func else {
+    let crate::function::Function::Builtin(b) = &**func else {
         return None;
     };
     fn lt(x: &Value, y: &Value) -> Ordering {
@@ -819,11 +820,10 @@ fn builtin_order(f: &Value) -> Option<fn(&Value, &Value) -> Ordering> {
     fn gt(x: &Value, y: &Value) -> Ordering {
         lt(y, x)
     }
-    match b.name {
-        "<" => Some(lt),
-        ">" => Some(gt),
-        "compare" => Some(compare),
-        _ => None,
+    match b.traits.order? {
+        BuiltinOrder::Less => Some(lt),
+        BuiltinOrder::Greater => Some(gt),
+        BuiltinOrder::Compare => Some(compare),
     }
 }
 
@@ -866,10 +866,10 @@ fn simple_direction(order: &Order) -> Option<bool> {
         Order::Desc => Some(true),
         Order::Fn(f) => match f {
             Value::Func(func) => match &**func {
-                crate::eval::Function::Builtin(b) if b.name == "<" || b.name == "compare" => {
-                    Some(false)
-                }
-                crate::eval::Function::Builtin(b) if b.name == ">" => Some(true),
+                crate::function::Function::Builtin(b) => match b.traits.order? {
+                    BuiltinOrder::Less | BuiltinOrder::Compare => Some(false),
+                    BuiltinOrder::Greater => Some(true),
+                },
                 _ => None,
             },
             _ => None,
@@ -1100,7 +1100,7 @@ fn flatten(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     while let Some((v, i)) = stack.pop() {
         if out.len() > max_items {
             return err(
-                "memory_exceeded",
+                Reason::MemoryExceeded,
                 "flatten result would exceed the memory budget",
             );
         }
@@ -1122,7 +1122,7 @@ fn flatten(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
 fn range(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     if a.is_empty() {
         return err(
-            "type_error",
+            Reason::TypeError,
             "(range) without arguments is infinite; lazy sequences are not supported",
         );
     }
@@ -1138,7 +1138,7 @@ fn range(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
                 Ok(Value::vector(vec![]))
             } else {
                 err(
-                    "type_error",
+                    Reason::TypeError,
                     "(range start end 0) is infinite; lazy sequences are not supported",
                 )
             };
@@ -1163,7 +1163,7 @@ fn range(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let st = super::math::f(&step, "range")?;
     if st == 0.0 || !st.is_finite() || !s.is_finite() || !e.is_finite() {
         return err(
-            "type_error",
+            Reason::TypeError,
             "range with a zero or non-finite step is infinite",
         );
     }
@@ -1182,7 +1182,10 @@ fn range(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
 
 fn repeat(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     if a.len() == 1 {
-        return err("type_error", "(repeat x) is infinite; use (repeat n x)");
+        return err(
+            Reason::TypeError,
+            "(repeat x) is infinite; use (repeat n x)",
+        );
     }
     let n = count_arg("repeat", &a[0])?;
     ctx.precheck_items(n as u64)?;
@@ -1326,7 +1329,7 @@ const MAX_WALK_DEPTH: usize = 500;
 
 fn postwalk_rec(ctx: &mut Ctx<'_>, f: &Value, form: Value, depth: usize) -> R<Value> {
     if depth > MAX_WALK_DEPTH {
-        return err("depth_exceeded", "postwalk: value nested too deeply");
+        return err(Reason::DepthExceeded, "postwalk: value nested too deeply");
     }
     let r = walk_children(ctx, &mut |ctx, x| postwalk_rec(ctx, f, x, depth + 1), form)?;
     ctx.apply(f, &mut [r])
@@ -1334,7 +1337,7 @@ fn postwalk_rec(ctx: &mut Ctx<'_>, f: &Value, form: Value, depth: usize) -> R<Va
 
 fn prewalk_rec(ctx: &mut Ctx<'_>, f: &Value, form: Value, depth: usize) -> R<Value> {
     if depth > MAX_WALK_DEPTH {
-        return err("depth_exceeded", "prewalk: value nested too deeply");
+        return err(Reason::DepthExceeded, "prewalk: value nested too deeply");
     }
     let r = ctx.apply(f, &mut [form])?;
     walk_children(ctx, &mut |ctx, x| prewalk_rec(ctx, f, x, depth + 1), r)
@@ -1352,7 +1355,7 @@ fn prewalk(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
 
 fn rekey(v: Value, to_kw: bool, depth: usize) -> R<Value> {
     if depth > MAX_WALK_DEPTH {
-        return err("depth_exceeded", "value nested too deeply");
+        return err(Reason::DepthExceeded, "value nested too deeply");
     }
     Ok(match v {
         Value::Map(m) => {

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use super::{Builtin, VARIADIC, b, int_arg, into_items, str_arg, take, type_err};
-use crate::error::{R, err};
+use crate::error::{R, Reason, err};
 use crate::eval::Ctx;
 use crate::printer::Style;
 use crate::value::Value;
@@ -397,7 +397,7 @@ pub(crate) const BUILTINS: &[Builtin] = &[
 fn check_text(ctx: &Ctx<'_>, len: usize) -> R<()> {
     if len > ctx.text_limit() {
         return err(
-            "memory_exceeded",
+            Reason::MemoryExceeded,
             format!(
                 "a string of {len} bytes would exceed the memory budget (at most 256 MiB per string)"
             ),
@@ -422,7 +422,10 @@ fn str_fn(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     for v in a.iter() {
         ctx.render(v, &mut s, Style::Str)?;
         if s.len() as u64 > ctx.limits().max_memory_bytes {
-            return err("memory_exceeded", "string larger than the memory budget");
+            return err(
+                Reason::MemoryExceeded,
+                "string larger than the memory budget",
+            );
         }
     }
     string_value(ctx, s)
@@ -544,7 +547,7 @@ fn split(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
         Value::Str(d) => {
             if d.chars().count() != 1 {
                 return err(
-                    "type_error",
+                    Reason::TypeError,
                     format!(
                         "split expects a regex or a one-character string delimiter, got \"{d}\"; use #\"...\""
                     ),
@@ -839,12 +842,15 @@ fn format(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
             }
             prec = p.parse().ok();
             if prec.is_some_and(|p| p > 340) {
-                return err("type_error", "format precision above 340 is not supported");
+                return err(
+                    Reason::TypeError,
+                    "format precision above 340 is not supported",
+                );
             }
         }
         let conv = match chars.next() {
             Some(c) => c,
-            None => return err("type_error", "format string ends inside a conversion"),
+            None => return err(Reason::TypeError, "format string ends inside a conversion"),
         };
         if conv == '%' {
             out.push('%');
@@ -858,7 +864,7 @@ fn format(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
             Some(v) => v,
             None => {
                 return err(
-                    "type_error",
+                    Reason::TypeError,
                     format!("format: missing argument for %{conv}"),
                 );
             }
@@ -913,7 +919,7 @@ fn format(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
             }
             other => {
                 return err(
-                    "type_error",
+                    Reason::TypeError,
                     format!("format: unsupported conversion %{other}"),
                 );
             }

@@ -14,7 +14,7 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
-use crate::diagnostic::{Diagnostic, Diagnostics, Reporter};
+use crate::diagnostic::{Diagnostics, Reporter};
 use crate::plan::{CredentialBinding, HttpSettings, McpHttpPlan, McpStdioPlan, SchemaLocation};
 use fields::{Cx, Fields};
 
@@ -124,21 +124,22 @@ pub(crate) fn parse(
     base_dir: &Path,
     diags: &mut Diagnostics,
 ) -> Option<(Config, Secrets)> {
+    let mut cx = Cx {
+        file,
+        report: Reporter::new(diags),
+    };
     let root: Value = match serde_json::from_str(text) {
         Ok(v) => v,
         Err(e) => {
-            diags.push(
-                Diagnostic::new(file, "", format!("config is not valid JSON: {e}"))
-                    .help("fix the JSON syntax at the line and column given"),
+            cx.error(
+                "",
+                format!("config is not valid JSON: {e}"),
+                Some("fix the JSON syntax at the line and column given".into()),
             );
             return None;
         }
     };
     let mut secrets = Secrets::default();
-    let mut cx = Cx {
-        file,
-        report: Reporter::new(diags),
-    };
     parse_root(&mut cx, &root, base_dir, &mut secrets).map(|config| (config, secrets))
 }
 

@@ -1,0 +1,575 @@
+//! MCP upstreams, client side: one [`McpClient`] per configured `mcp_stdio` or `mcp_http`
+//! upstream, built on rmcp.
+//!
+//! The client speaks both protocol eras: it probes with `server/discover` (2026-07-28 and later)
+//! and falls back to the `initialize` handshake for servers that only know the older one. It
+//! lists tools across every page, unwraps call results into the executor's [`ToolOutput`] and
+//! maps every failure onto the result contract's reasons, with messages that name the upstream
+//! and tool and have passed the redactor.
+//!
+//! A connection that closes (a crashed stdio server, a server that went away) fails the calls in
+//! flight as `upstream_unavailable`; the next call reconnects, no sooner than the backoff after
+//! consecutive failures allows.
+
+mod framing;
+mod http;
+mod result;
+mod stdio;
+
+use std::sync::Arc;
+use std::sync::Mutex as StdMutex;
+use std::time::{Duration, Instant};
+
+use ptc_plan::{CredentialBinding, McpHttpPlan, McpStdioPlan, Secrets};
+use rmcp::model::{
+    CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation,
+    PaginatedRequestParams, ProtocolVersion,
+};
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RunningService};
+use rmcp::{ClientHandler, Peer, RoleClient};
+use serde_json::{Map, Value};
+
+use crate::executor::{Reason, ToolError, ToolOutput};
+use crate::redact::Redactor;
+use result::Subject;
+pub use stdio::INHERITED_ENV;
+
+/// The `tracing` filter directive a host must include in its log filter: rmcp logs whole
+/// protocol messages (tool results, arguments, notifications) from `info` down, and those bypass
+/// the redactor. Its errors carry no payloads.
+pub const LOG_DIRECTIVE: &str = "rmcp=error";
+
+/// Most `tools/list` pages followed before the listing is refused as endless.
+pub const MAX_TOOL_PAGES: usize = 1000;
+
+/// First wait before reconnecting after a failure; it doubles per consecutive failure.
+const BACKOFF_INITIAL: Duration = Duration::from_millis(200);
+/// Longest wait before reconnecting.
+const BACKOFF_MAX: Duration = Duration::from_secs(10);
+/// Time `shutdown` gives a server to exit before it is killed.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
+
+/// A tool as the upstream lists it; descriptions and schemas have passed the redactor.
+#[derive(Clone, Debug, PartialEq)]
+pub struct McpTool {
+    /// The tool's name on the upstream.
+    pub name: String,
+    /// Its description (empty when it has none).
+    pub description: String,
+    /// JSON Schema of its arguments.
+    pub input_schema: Value,
+    /// JSON Schema of its structured result, if declared.
+    pub output_schema: Option<Value>,
+    /// The `readOnlyHint` annotation, if given (a hint, not a guarantee).
+    pub read_only: Option<bool>,
+}
+
+/// A connection to one MCP upstream. `Send + Sync`; clones share the connection.
+///
+/// Dropping the last clone (or [`McpClient::shutdown`]) ends the session and, for stdio, kills the
+/// server's process group.
+#[derive(Clone)]
+pub struct McpClient {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    upstream: String,
+    redactor: Redactor,
+    connector: Connector,
+    handshake_timeout: Duration,
+    request_timeout: Duration,
+    state: tokio::sync::Mutex<State>,
+    protocol_version: StdMutex<Option<String>>,
+}
+
+enum Connector {
+    Stdio {
+        plan: McpStdioPlan,
+        env: Vec<(String, String)>,
+    },
+    Http(http::HttpSetup),
+}
+
+#[derive(Default)]
+struct State {
+    live: Option<Live>,
+    /// Consecutive failed connections or lost connections since the last answered call.
+    failures: u32,
+    /// No reconnect before this.
+    not_before: Option<Instant>,
+    shut_down: bool,
+}
+
+struct Live {
+    service: RunningService<RoleClient, Handler>,
+    stderr: Option<stdio::StderrTail>,
+}
+
+/// Our side of the session: identifies ptc and offers no client capabilities (no sampling, no
+/// roots, no elicitation).
+#[derive(Clone)]
+struct Handler;
+
+impl ClientHandler for Handler {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("ptc", env!("CARGO_PKG_VERSION")),
+        )
+    }
+}
+
+impl McpClient {
+    /// Starts `plan`'s server and completes the handshake within `handshake_timeout_ms`.
+    ///
+    /// The child's environment is [`INHERITED_ENV`] from the host, then `plan.env`, then `env`
+    /// (resolved values; secrets among them must already be registered with `redactor`).
+    pub async fn connect_stdio(
+        upstream: &str,
+        plan: &McpStdioPlan,
+        env: Vec<(String, String)>,
+        redactor: Redactor,
+    ) -> Result<McpClient, ToolError> {
+        let client = McpClient::new(
+            upstream,
+            redactor,
+            Connector::Stdio {
+                plan: plan.clone(),
+                env,
+            },
+            plan.handshake_timeout_ms,
+            plan.request_timeout_ms,
+        );
+        client.connect_now().await?;
+        Ok(client)
+    }
+
+    /// Opens a Streamable HTTP session with `plan.url` within `handshake_timeout_ms`. Auth headers
+    /// are built from `credentials` (read per request, so rotation needs no restart) and every
+    /// secret is registered with `redactor` before it is sent.
+    pub async fn connect_http(
+        upstream: &str,
+        plan: &McpHttpPlan,
+        credentials: &[CredentialBinding],
+        secrets: &Secrets,
+        redactor: Redactor,
+    ) -> Result<McpClient, ToolError> {
+        let subject = Subject {
+            upstream,
+            tool: None,
+            redactor: &redactor,
+        };
+        let setup = http::HttpSetup::new(plan, credentials, secrets, redactor.clone())
+            .map_err(|e| subject.error(Reason::UpstreamUnavailable, e))?;
+        let client = McpClient::new(
+            upstream,
+            redactor,
+            Connector::Http(setup),
+            plan.handshake_timeout_ms,
+            plan.http.request_timeout_ms,
+        );
+        client.connect_now().await?;
+        Ok(client)
+    }
+
+    fn new(
+        upstream: &str,
+        redactor: Redactor,
+        connector: Connector,
+        handshake_ms: u64,
+        request_ms: u64,
+    ) -> McpClient {
+        McpClient {
+            inner: Arc::new(Inner {
+                upstream: upstream.to_string(),
+                redactor,
+                connector,
+                handshake_timeout: Duration::from_millis(handshake_ms),
+                request_timeout: Duration::from_millis(request_ms),
+                state: tokio::sync::Mutex::new(State::default()),
+                protocol_version: StdMutex::new(None),
+            }),
+        }
+    }
+
+    /// The upstream's name.
+    pub fn upstream(&self) -> &str {
+        &self.inner.upstream
+    }
+
+    /// The protocol version agreed with the server (e.g. `2026-07-28` or `2025-11-25`), once
+    /// connected.
+    pub fn protocol_version(&self) -> Option<String> {
+        self.inner
+            .protocol_version
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Every tool the upstream offers, following `nextCursor` to the last page (at most
+    /// [`MAX_TOOL_PAGES`]; a cursor that repeats is refused).
+    pub async fn list_tools(&self) -> Result<Vec<McpTool>, ToolError> {
+        let subject = self.subject(None);
+        let deadline = Instant::now() + self.inner.request_timeout;
+        let peer = self.peer_by(&subject, deadline).await?;
+        let mut tools = Vec::new();
+        let mut cursor: Option<String> = None;
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..MAX_TOOL_PAGES {
+            let params = PaginatedRequestParams::default().with_cursor(cursor.clone());
+            let page = match tokio::time::timeout_at(deadline.into(), peer.list_tools(Some(params)))
+                .await
+            {
+                Err(_) => {
+                    return Err(subject.error(
+                        Reason::Timeout,
+                        format!(
+                            "listing tools took longer than {} ms",
+                            self.inner.request_timeout.as_millis()
+                        ),
+                    ));
+                }
+                Ok(Err(e)) => return Err(self.failed(&subject, e).await),
+                Ok(Ok(page)) => page,
+            };
+            tools.extend(page.tools.into_iter().map(|t| self.tool(t)));
+            match page.next_cursor {
+                None => {
+                    self.succeeded().await;
+                    return Ok(tools);
+                }
+                Some(next) if !seen.insert(next.clone()) => {
+                    return Err(subject.error(
+                        Reason::UpstreamError,
+                        "the tool listing repeated a page cursor, so it would never end",
+                    ));
+                }
+                Some(next) => cursor = Some(next),
+            }
+        }
+        Err(subject.error(
+            Reason::UpstreamError,
+            format!("the tool listing did not end within {MAX_TOOL_PAGES} pages"),
+        ))
+    }
+
+    /// Calls `tool` with `args` and unwraps the result. The call ends at `deadline` or after the
+    /// upstream's `request_timeout_ms`, whichever is sooner (`timeout`).
+    pub async fn call_tool(
+        &self,
+        tool: &str,
+        args: Map<String, Value>,
+        deadline: Option<Instant>,
+    ) -> Result<ToolOutput, ToolError> {
+        let subject = self.subject(Some(tool));
+        let limit = Instant::now() + self.inner.request_timeout;
+        let deadline = deadline.map_or(limit, |d| d.min(limit));
+        let peer = self.peer_by(&subject, deadline).await?;
+        let params = CallToolRequestParams::new(tool.to_string()).with_arguments(args);
+        let mut retried = false;
+        loop {
+            let outcome =
+                tokio::time::timeout_at(deadline.into(), peer.call_tool(params.clone())).await;
+            return match outcome {
+                Err(_) => Err(subject.error(
+                    Reason::Timeout,
+                    "no answer before the call's deadline (the request timeout or the program's \
+                     remaining time)",
+                )),
+                Ok(Ok(result)) => {
+                    self.succeeded().await;
+                    result::unwrap(&subject, result)
+                }
+                Ok(Err(e)) => {
+                    let error = self.failed(&subject, e).await;
+                    // A 401 gets one more try: the credentials are read afresh per request.
+                    if error.reason == Reason::AuthFailed
+                        && error.message.contains("HTTP 401")
+                        && !retried
+                    {
+                        retried = true;
+                        continue;
+                    }
+                    Err(error)
+                }
+            };
+        }
+    }
+
+    /// Ends the session: a stdio server gets its input closed and is killed if it has not exited
+    /// within a few seconds. Later calls fail with `upstream_unavailable`.
+    pub async fn shutdown(&self) {
+        let mut state = self.inner.state.lock().await;
+        state.shut_down = true;
+        if let Some(mut live) = state.live.take() {
+            let _ = live.service.close_with_timeout(SHUTDOWN_GRACE).await;
+        }
+    }
+
+    fn subject<'a>(&'a self, tool: Option<&'a str>) -> Subject<'a> {
+        Subject {
+            upstream: &self.inner.upstream,
+            tool,
+            redactor: &self.inner.redactor,
+        }
+    }
+
+    fn tool(&self, t: rmcp::model::Tool) -> McpTool {
+        let r = &self.inner.redactor;
+        let object =
+            |o: &rmcp::model::JsonObject| result::redact_value(r, Value::Object(o.clone()));
+        McpTool {
+            name: t.name.into_owned(),
+            description: r
+                .redact(t.description.as_deref().unwrap_or(""))
+                .into_owned(),
+            input_schema: object(&t.input_schema),
+            output_schema: t.output_schema.as_deref().map(object),
+            read_only: t.annotations.and_then(|a| a.read_only_hint),
+        }
+    }
+
+    /// Connects at start-up: failures are reported at once, with no backoff wait.
+    async fn connect_now(&self) -> Result<(), ToolError> {
+        let subject = self.subject(None);
+        self.peer(&subject, None).await.map(|_| ())
+    }
+
+    /// [`McpClient::peer`], but a caller queued behind another's reconnection also gives up at
+    /// its own deadline.
+    async fn peer_by(
+        &self,
+        subject: &Subject<'_>,
+        deadline: Instant,
+    ) -> Result<Peer<RoleClient>, ToolError> {
+        tokio::time::timeout_at(deadline.into(), self.peer(subject, Some(deadline)))
+            .await
+            .unwrap_or_else(|_| {
+                Err(subject.error(
+                    Reason::Timeout,
+                    "the deadline passed while waiting for the connection to the server",
+                ))
+            })
+    }
+
+    /// The live session's peer, reconnecting first when there is none or it has closed. A
+    /// reconnection ends at the handshake timeout or `deadline`, whichever comes first.
+    async fn peer(
+        &self,
+        subject: &Subject<'_>,
+        deadline: Option<Instant>,
+    ) -> Result<Peer<RoleClient>, ToolError> {
+        let mut state = self.inner.state.lock().await;
+        if state.shut_down {
+            return Err(subject.error(Reason::UpstreamUnavailable, "the client was shut down"));
+        }
+        if let Some(live) = &state.live {
+            if !live.service.peer().is_transport_closed() {
+                return Ok(live.service.peer().clone());
+            }
+            let detail = live
+                .stderr
+                .as_ref()
+                .map(|t| t.summary())
+                .unwrap_or_default();
+            tracing::warn!(
+                upstream = %self.inner.upstream,
+                stderr = %detail,
+                "the connection closed; reconnecting"
+            );
+            state.live = None;
+            note_failure(&mut state);
+        }
+        if let Some(not_before) = state.not_before {
+            if deadline.is_some_and(|d| not_before > d) {
+                return Err(subject.error(
+                    Reason::UpstreamUnavailable,
+                    format!(
+                        "reconnecting after {} failure(s); next attempt in {} ms, after this \
+                         call's deadline",
+                        state.failures,
+                        not_before
+                            .saturating_duration_since(Instant::now())
+                            .as_millis()
+                    ),
+                ));
+            }
+            tokio::time::sleep_until(not_before.into()).await;
+        }
+        let handshake_limit = Instant::now() + self.inner.handshake_timeout;
+        let (handshake_deadline, timed_out) = match deadline.filter(|d| *d < handshake_limit) {
+            None => (
+                handshake_limit,
+                subject.error(
+                    Reason::UpstreamUnavailable,
+                    format!(
+                        "the handshake did not complete within {} ms",
+                        self.inner.handshake_timeout.as_millis()
+                    ),
+                ),
+            ),
+            Some(deadline) => (
+                deadline,
+                subject.error(
+                    Reason::Timeout,
+                    "the deadline passed while reconnecting to the server",
+                ),
+            ),
+        };
+        match self.connect(subject, handshake_deadline, timed_out).await {
+            Ok(live) => {
+                let peer = live.service.peer().clone();
+                let version = live
+                    .service
+                    .peer_info()
+                    .map(|info| info.protocol_version.to_string());
+                *self
+                    .inner
+                    .protocol_version
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner()) = version;
+                state.live = Some(live);
+                state.not_before = None;
+                Ok(peer)
+            }
+            Err(e) => {
+                note_failure(&mut state);
+                Err(e)
+            }
+        }
+    }
+
+    /// One connection attempt: spawn or open, then the handshake.
+    async fn connect(
+        &self,
+        subject: &Subject<'_>,
+        deadline: Instant,
+        timed_out: ToolError,
+    ) -> Result<Live, ToolError> {
+        let lifecycle = ClientLifecycleMode::Auto {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            legacy_version: None,
+        };
+        match &self.inner.connector {
+            Connector::Stdio { plan, env } => {
+                let (transport, tail) =
+                    stdio::spawn(&self.inner.upstream, plan, env, &self.inner.redactor).map_err(
+                        |e| {
+                            subject.error(
+                                Reason::UpstreamUnavailable,
+                                format!("cannot start `{}`: {e}", plan.command),
+                            )
+                        },
+                    )?;
+                let serve = Handler.serve_with_lifecycle(transport, lifecycle);
+                match tokio::time::timeout_at(deadline.into(), serve).await {
+                    Err(_) => Err(with_stderr(timed_out, &tail, &self.inner.redactor)),
+                    Ok(Err(e)) => Err(with_stderr(
+                        subject.error(
+                            Reason::UpstreamUnavailable,
+                            format!("the handshake failed: {}", result::bounded(&e.to_string())),
+                        ),
+                        &tail,
+                        &self.inner.redactor,
+                    )),
+                    Ok(Ok(service)) => Ok(Live {
+                        service,
+                        stderr: Some(tail),
+                    }),
+                }
+            }
+            Connector::Http(setup) => {
+                let serve = Handler.serve_with_lifecycle(setup.transport(), lifecycle);
+                match tokio::time::timeout_at(deadline.into(), serve).await {
+                    Err(_) => Err(timed_out),
+                    Ok(Err(e)) => Err(init_error(subject, e)),
+                    Ok(Ok(service)) => Ok(Live {
+                        service,
+                        stderr: None,
+                    }),
+                }
+            }
+        }
+    }
+
+    /// Maps a failed request; a closed connection counts towards the reconnect backoff.
+    async fn failed(&self, subject: &Subject<'_>, error: rmcp::ServiceError) -> ToolError {
+        let error = result::service_error(subject, error);
+        if error.reason == Reason::UpstreamUnavailable {
+            let mut state = self.inner.state.lock().await;
+            if let Some(live) = &state.live
+                && live.service.peer().is_transport_closed()
+            {
+                if let Some(tail) = &live.stderr {
+                    tracing::warn!(
+                        upstream = %self.inner.upstream,
+                        stderr = %tail.summary(),
+                        "the server's connection closed"
+                    );
+                }
+                state.live = None;
+                note_failure(&mut state);
+            }
+        }
+        error
+    }
+
+    async fn succeeded(&self) {
+        let mut state = self.inner.state.lock().await;
+        state.failures = 0;
+        state.not_before = None;
+    }
+}
+
+fn note_failure(state: &mut State) {
+    state.failures = state.failures.saturating_add(1);
+    let factor = 1u32 << state.failures.saturating_sub(1).min(16);
+    let wait = BACKOFF_INITIAL.saturating_mul(factor).min(BACKOFF_MAX);
+    state.not_before = Some(Instant::now() + wait);
+}
+
+/// `error` with the server's last stderr lines (already redacted) appended, for diagnosis.
+fn with_stderr(mut error: ToolError, tail: &stdio::StderrTail, redactor: &Redactor) -> ToolError {
+    let lines = tail.summary();
+    if !lines.is_empty() {
+        error.message = redactor
+            .redact(&format!(
+                "{}; its stderr ends: {}",
+                error.message,
+                result::bounded(&lines)
+            ))
+            .into_owned();
+    }
+    error
+}
+
+fn init_error(subject: &Subject, error: rmcp::service::ClientInitializeError) -> ToolError {
+    use rmcp::service::ClientInitializeError as E;
+    match &error {
+        E::TransportError { error: e, .. } => {
+            let mapped = result::transport_error(subject, e.error.as_ref());
+            ToolError {
+                message: mapped.message.replacen(": ", ": the handshake failed: ", 1),
+                ..mapped
+            }
+        }
+        _ => subject.error(
+            Reason::UpstreamUnavailable,
+            format!(
+                "the handshake failed: {}",
+                result::bounded(&error.to_string())
+            ),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_client_can_be_shared_across_tasks() {
+        fn shareable<T: Send + Sync + Clone + 'static>() {}
+        shareable::<super::McpClient>();
+    }
+}

@@ -1,0 +1,146 @@
+//! Reading values the PTC way: flexible key lookup (keyword ↔ string, then `-` → `_`) and
+//! sequence views of any seqable value. The evaluator and the standard library both read
+//! values through these.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use crate::error::{Ctl, LispError, R, Reason};
+use crate::printer::short;
+use crate::value::{MapData, Value};
+
+fn alt_key(k: &Value) -> Option<(&str, bool)> {
+    match k {
+        Value::Keyword(s) => Some((s, true)),
+        Value::Str(s) => Some((s, false)),
+        _ => None,
+    }
+}
+
+/// Map lookup with the PTC fallbacks: exact key, then the other of keyword/string, then with
+/// `-` replaced by `_` in both forms.
+pub(crate) fn map_get_flex<'m>(m: &'m MapData, k: &Value) -> Option<&'m Value> {
+    let (name, is_kw) = match alt_key(k) {
+        Some(x) => x,
+        None => return m.get(k),
+    };
+    if let MapData::Small(entries) = m {
+        // One pass over a small map: an exact match wins, the other key kind is the fallback.
+        let mut other = None;
+        for (kk, vv) in entries {
+            match kk {
+                Value::Keyword(s) if &**s == name => {
+                    if is_kw {
+                        return Some(vv);
+                    }
+                    other = Some(vv);
+                }
+                Value::Str(s) if &**s == name => {
+                    if !is_kw {
+                        return Some(vv);
+                    }
+                    other = Some(vv);
+                }
+                _ => {}
+            }
+        }
+        if other.is_some() {
+            return other;
+        }
+    } else {
+        if let Some(v) = m.get(k) {
+            return Some(v);
+        }
+        if let Some(v) = m.get_named(name, !is_kw) {
+            return Some(v);
+        }
+    }
+    if name.contains('-') {
+        let alt = name.replace('-', "_");
+        if let Some(v) = m
+            .get_named(&alt, is_kw)
+            .or_else(|| m.get_named(&alt, !is_kw))
+        {
+            return Some(v);
+        }
+    }
+    None
+}
+
+/// `get` semantics on any value: maps (flexible), vectors by index, sets by membership,
+/// strings by index; anything else gives `None`.
+pub(crate) fn get_flex(target: &Value, k: &Value) -> Option<Value> {
+    match target {
+        Value::Map(m) => map_get_flex(m, k).cloned(),
+        Value::Vector(v) => match k {
+            Value::Int(i) if *i >= 0 => v.get(*i as usize).cloned(),
+            _ => None,
+        },
+        Value::Set(s) => s.0.get(k).cloned(),
+        Value::Str(s) => match k {
+            Value::Int(i) if *i >= 0 => s
+                .chars()
+                .nth(*i as usize)
+                .map(|c| Value::str(c.encode_utf8(&mut [0; 4]))),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// True if `get_flex` would find the key (used by `contains?` and `:or` defaults).
+pub(crate) fn has_key_flex(target: &Value, k: &Value) -> bool {
+    match target {
+        Value::Map(m) => map_get_flex(m, k).is_some(),
+        Value::Vector(v) => matches!(k, Value::Int(i) if *i >= 0 && (*i as usize) < v.len()),
+        Value::Set(s) => s.0.contains(k),
+        Value::Str(s) => matches!(k, Value::Int(i) if *i >= 0 && (*i as usize) < s.chars().count()),
+        _ => false,
+    }
+}
+
+// Sequence views.
+
+fn char_values(s: &str) -> Vec<Value> {
+    s.chars()
+        .map(|c| Value::str(c.encode_utf8(&mut [0; 4])))
+        .collect()
+}
+
+/// The elements of a seqable value: vectors as they are, sets and maps sorted (maps as
+/// `[k v]` entries), strings as one-character strings, `nil` as empty.
+pub(crate) fn seq_items(v: &Value) -> R<Cow<'_, [Value]>> {
+    Ok(match v {
+        Value::Nil => Cow::Borrowed(&[]),
+        Value::Vector(items) => Cow::Borrowed(&items[..]),
+        Value::Set(s) => Cow::Owned(s.sorted().into_iter().cloned().collect()),
+        Value::Map(m) => Cow::Owned(
+            m.sorted()
+                .into_iter()
+                .map(|(k, v)| Value::vector(vec![k.clone(), v.clone()]))
+                .collect(),
+        ),
+        Value::Str(s) => Cow::Owned(char_values(s)),
+        other => {
+            return Err(Ctl::from(LispError::new(
+                Reason::TypeError,
+                format!(
+                    "don't know how to create a sequence from {} ({})",
+                    short(other),
+                    other.type_name()
+                ),
+            )));
+        }
+    })
+}
+
+/// Like [`seq_items`] but takes ownership, avoiding a copy when the vector is uniquely owned.
+pub(crate) fn into_items(v: Value) -> R<Vec<Value>> {
+    match v {
+        Value::Vector(items) => Ok(match Arc::try_unwrap(items) {
+            Ok(mut it) => std::mem::take(&mut it.0),
+            Err(shared) => shared.0.clone(),
+        }),
+        other => Ok(seq_items(&other)?.into_owned()),
+    }
+}

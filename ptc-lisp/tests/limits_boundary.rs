@@ -1,0 +1,237 @@
+//! Every limit at exactly its maximum (passes) and one past it (fails with its reason and
+//! message), through the public API only.
+
+use ptc_lisp::{Interpreter, Limits, LispError, Value};
+
+fn run(limits: Limits, src: &str) -> Result<Value, LispError> {
+    Interpreter::new(limits).eval_str(src)
+}
+
+fn ok(limits: Limits, src: &str) -> String {
+    run(limits, src)
+        .unwrap_or_else(|e| panic!("{src}: {e}"))
+        .to_string()
+}
+
+fn fails(limits: Limits, src: &str) -> (String, String) {
+    let e = run(limits, src).expect_err(src);
+    (e.reason().to_string(), e.message().to_string())
+}
+
+#[test]
+fn loop_recur_runs_exactly_max_iterations() {
+    let limits = || Limits {
+        max_loop_iterations: 100,
+        ..Limits::default()
+    };
+    let lp = |n: u64| format!("(loop [i 0] (if (< i {n}) (recur (inc i)) i))");
+    assert_eq!(ok(limits(), &lp(100)), "100");
+    assert_eq!(
+        fails(limits(), &lp(101)),
+        (
+            "loop_limit_exceeded".into(),
+            "loop exceeded 100 iterations".into()
+        )
+    );
+}
+
+#[test]
+fn fn_recur_runs_exactly_max_iterations() {
+    let limits = || Limits {
+        max_loop_iterations: 100,
+        ..Limits::default()
+    };
+    let f = |n: u64| format!("(defn f [i] (if (< i {n}) (recur (inc i)) i)) (f 0)");
+    assert_eq!(ok(limits(), &f(100)), "100");
+    assert_eq!(
+        fails(limits(), &f(101)),
+        (
+            "loop_limit_exceeded".into(),
+            "recur exceeded 100 iterations".into()
+        )
+    );
+}
+
+#[test]
+fn call_depth_allows_exactly_max_nested_calls() {
+    for max in [1usize, 2, 50] {
+        let limits = || Limits {
+            max_call_depth: max,
+            ..Limits::default()
+        };
+        // (f k) makes k + 1 nested calls of f.
+        let nested = |calls: usize| {
+            format!(
+                "(defn f [n] (if (= n 0) 0 (+ 1 (f (dec n))))) (f {})",
+                calls - 1
+            )
+        };
+        assert_eq!(ok(limits(), &nested(max)), (max - 1).to_string());
+        assert_eq!(
+            fails(limits(), &nested(max + 1)),
+            (
+                "depth_exceeded".into(),
+                format!("call depth exceeded {max} nested calls")
+            ),
+            "max_call_depth {max}"
+        );
+    }
+    // Anonymous functions count the same way.
+    let limits = || Limits {
+        max_call_depth: 2,
+        ..Limits::default()
+    };
+    assert_eq!(ok(limits(), "((fn [] ((fn [] 1))))"), "1");
+    assert_eq!(
+        fails(limits(), "((fn [] ((fn [] ((fn [] 1))))))").0,
+        "depth_exceeded"
+    );
+}
+
+#[test]
+fn step_budget_holds_at_its_check_point() {
+    // The budget is checked every 1024 steps, so the smallest budget a program runs under is the
+    // check point at or below its step count: a multiple of 1024. One step less fails.
+    let prog = "(loop [i 0] (if (< i 5000) (recur (inc i)) i))";
+    let with = |max: u64| Limits {
+        max_steps: Some(max),
+        ..Limits::default()
+    };
+    let (mut lo, mut hi) = (0u64, 10_000_000u64);
+    assert!(run(with(hi), prog).is_ok());
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        if run(with(mid), prog).is_ok() {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    // 5000 iterations take at least 5000 steps, so the check point is 4096 or later.
+    assert!(lo >= 4096, "each iteration takes at least a step: {lo}");
+    assert_eq!(lo % 1024, 0, "smallest passing budget {lo}");
+    assert_eq!(ok(with(lo), prog), "5000");
+    assert_eq!(
+        fails(with(lo - 1), prog),
+        (
+            "timeout".into(),
+            format!("step budget of {} evaluation steps exhausted", lo - 1)
+        )
+    );
+}
+
+#[test]
+fn memory_budget_holds_at_exactly_what_a_program_uses() {
+    let prog = "(count (mapv inc (range 1000)))";
+    let mut interp = Interpreter::new(Limits::default());
+    assert_eq!(interp.eval_str(prog).unwrap().to_string(), "1000");
+    let used = interp.last_memory_bytes();
+    assert!(used >= 1000, "1000 values take at least 1000 bytes: {used}");
+    let with = |max: u64| Limits {
+        max_memory_bytes: max,
+        ..Limits::default()
+    };
+    assert_eq!(ok(with(used), prog), "1000");
+    assert_eq!(
+        fails(with(used - 1), prog),
+        (
+            "memory_exceeded".into(),
+            format!("program allocated more than {} bytes", used - 1)
+        )
+    );
+}
+
+#[test]
+fn output_holds_exactly_max_bytes_then_is_truncated() {
+    let with = |max: usize| {
+        Interpreter::new(Limits {
+            max_output_bytes: max,
+            ..Limits::default()
+        })
+    };
+    let mut at = with(10);
+    assert_eq!(
+        at.eval_str("(print \"0123456789\") 1").unwrap().to_string(),
+        "1"
+    );
+    assert_eq!(at.output(), "0123456789");
+    let mut past = with(10);
+    assert_eq!(
+        past.eval_str("(print \"0123456789X\") 1")
+            .unwrap()
+            .to_string(),
+        "1"
+    );
+    assert_eq!(past.output(), "0123456789\n[output truncated]\n");
+    // Across several writes the total is what counts.
+    let mut parts = with(10);
+    parts
+        .eval_str("(print \"01234\") (print \"56789\")")
+        .unwrap();
+    assert_eq!(parts.output(), "0123456789");
+    let mut parts = with(10);
+    parts
+        .eval_str("(println \"01234\") (print \"56789\")")
+        .unwrap();
+    assert_eq!(parts.output(), "01234\n5678\n[output truncated]\n");
+}
+
+#[test]
+fn json_depth_holds_at_exactly_max_nesting() {
+    let with = || Limits {
+        max_json_depth: 8,
+        ..Limits::default()
+    };
+    let nested = |d: usize| format!("{}{}", "[".repeat(d), "]".repeat(d));
+    let prog = |d: usize| format!("(count (json/parse-string \"{}\"))", nested(d));
+    assert_eq!(ok(with(), &prog(8)), "1");
+    let (reason, message) = fails(with(), &prog(9));
+    assert_eq!(reason, "depth_exceeded", "{message}");
+    assert!(message.contains('8'), "names the limit: {message}");
+    // The same limit applies to host-decoded JSON.
+    assert!(
+        Value::from_json_bytes(nested(8).as_bytes(), &with())
+            .is_ok_and(|v| v.to_string() == "[[[[[[[[]]]]]]]]")
+    );
+    assert_eq!(
+        Value::from_json_bytes(nested(9).as_bytes(), &with())
+            .unwrap_err()
+            .reason(),
+        "depth_exceeded"
+    );
+}
+
+#[test]
+fn program_size_holds_at_exactly_max_bytes() {
+    let with = || Limits {
+        max_program_bytes: 10,
+        ..Limits::default()
+    };
+    let at = "(+ 1 2 34)";
+    assert_eq!(at.len(), 10);
+    assert_eq!(ok(with(), at), "37");
+    assert_eq!(
+        fails(with(), "(+ 1 2 345)"),
+        (
+            "parse_error".into(),
+            "program is 11 bytes, more than the limit of 10".into()
+        )
+    );
+}
+
+#[test]
+fn reader_depth_holds_at_exactly_max_nesting() {
+    let with = || Limits {
+        max_reader_depth: 16,
+        ..Limits::default()
+    };
+    let nested = |d: usize| format!("(count {}{})", "[".repeat(d - 1), "]".repeat(d - 1));
+    assert_eq!(ok(with(), &nested(16)), "1");
+    assert_eq!(
+        fails(with(), &nested(17)),
+        (
+            "depth_exceeded".into(),
+            "forms are nested deeper than 16 levels".into()
+        )
+    );
+}

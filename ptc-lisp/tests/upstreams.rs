@@ -1,0 +1,263 @@
+//! Upstream names served by a host join the namespace table (discovery, errors, hints);
+//! hosts decode tool results with the program's limits and raise typed reasons.
+
+use std::sync::Arc;
+
+use ptc_lisp::{
+    CallContext, Discovery, Host, HostError, HostValue, Interpreter, Limits, Reason, Value,
+};
+
+/// A host with two upstreams, `observatory` and `billing`, reached through `tool/call`.
+struct Upstreams;
+
+const TRACES: &[u8] = br#"[{"id":"t1","cost":1.5},{"id":"t2","cost":2}]"#;
+
+impl Host for Upstreams {
+    fn namespaces(&self) -> Vec<String> {
+        vec!["tool".into()]
+    }
+
+    fn upstreams(&self) -> Vec<String> {
+        vec!["observatory".into(), "billing".into()]
+    }
+
+    fn call(
+        &self,
+        cx: &mut CallContext<'_>,
+        _ns: &str,
+        name: &str,
+        args: &[Value],
+    ) -> Result<HostValue, HostError> {
+        let target = match (name, args.first()) {
+            ("call", Some(Value::Symbol(s))) => s.to_string(),
+            _ => return Err(HostError::new(Reason::RuntimeError, "bad call")),
+        };
+        let bytes: Vec<u8> = match target.as_str() {
+            "observatory/list-traces" => TRACES.to_vec(),
+            "observatory/deep" => {
+                let n = match args.get(1) {
+                    Some(Value::Int(n)) => *n as usize,
+                    _ => 1,
+                };
+                format!("{}{}", "[".repeat(n), "]".repeat(n)).into_bytes()
+            }
+            "observatory/broken" => b"{\"a\":".to_vec(),
+            other => {
+                return Err(HostError::new(
+                    Reason::UnknownTool,
+                    format!("no tool {other}"),
+                ));
+            }
+        };
+        let value = cx.decode_json(&bytes)?;
+        Ok(HostValue::Value(Value::map_from(vec![
+            (Value::keyword("ok"), Value::Bool(true)),
+            (Value::keyword("value"), value),
+        ])))
+    }
+
+    fn discover(
+        &self,
+        cx: &mut CallContext<'_>,
+        op: Discovery,
+        args: &[Value],
+    ) -> Result<Option<HostValue>, HostError> {
+        let name = match args.first() {
+            Some(Value::Symbol(s)) | Some(Value::Str(s)) => s.to_string(),
+            _ => return Ok(None),
+        };
+        let tools = |server: &str| match server {
+            "observatory" => vec!["observatory/list-traces"],
+            "billing" => vec!["billing/invoices"],
+            _ => vec![],
+        };
+        Ok(match op {
+            Discovery::Dir if self.upstreams().contains(&name) => Some(HostValue::Value(
+                Value::vector(tools(&name).into_iter().map(Value::symbol).collect()),
+            )),
+            Discovery::Doc if name == "observatory/list-traces" => {
+                cx.print("observatory/list-traces\n  List traces of an org.\n");
+                Some(HostValue::Value(Value::Nil))
+            }
+            Discovery::Meta if name == "observatory/list-traces" => Some(HostValue::Json(
+                br#"{"name":"observatory/list-traces"}"#.to_vec(),
+            )),
+            Discovery::Apropos => Some(HostValue::Value(Value::vector(
+                ["observatory/list-traces", "billing/invoices"]
+                    .into_iter()
+                    .filter(|t| t.contains(&name))
+                    .map(Value::symbol)
+                    .collect(),
+            ))),
+            _ => None,
+        })
+    }
+}
+
+fn interp() -> Interpreter {
+    Interpreter::with_host(Limits::default(), Arc::new(Upstreams))
+}
+
+fn show(i: &mut Interpreter, src: &str) -> String {
+    match i.eval_str(src) {
+        Ok(v) => v.to_string(),
+        Err(e) => panic!("{src}: {e}"),
+    }
+}
+
+#[test]
+fn upstream_names_work_in_every_discovery_form() {
+    let mut i = interp();
+    assert_eq!(
+        show(&mut i, "(dir observatory)"),
+        "[observatory/list-traces]"
+    );
+    assert_eq!(show(&mut i, "(dir 'billing)"), "[billing/invoices]");
+    assert_eq!(
+        show(&mut i, "(tool/dir observatory)"),
+        "[observatory/list-traces]"
+    );
+    assert_eq!(show(&mut i, "(doc observatory/list-traces)"), "nil");
+    assert!(i.take_output().contains("List traces of an org."));
+    assert_eq!(show(&mut i, "(tool/doc observatory/list-traces)"), "nil");
+    assert!(i.take_output().contains("List traces of an org."));
+    assert_eq!(
+        show(&mut i, "(meta 'observatory/list-traces)"),
+        "{\"name\" \"observatory/list-traces\"}"
+    );
+    assert_eq!(
+        show(&mut i, "(tool/meta 'observatory/list-traces)"),
+        "{\"name\" \"observatory/list-traces\"}"
+    );
+    assert_eq!(
+        show(&mut i, "(tool/apropos \"invoices\")"),
+        "[billing/invoices]"
+    );
+    let all = show(&mut i, "(all-ns)");
+    assert!(
+        all.contains("observatory") && all.contains("billing"),
+        "{all}"
+    );
+    assert_eq!(all.matches(" tool").count(), 1, "tool listed once: {all}");
+}
+
+#[test]
+fn upstream_names_feed_errors_and_hints() {
+    let mut i = interp();
+    let e = i.eval_str("(dir observatry)").unwrap_err();
+    assert_eq!(e.reason(), Reason::UnboundVar);
+    assert_eq!(e.hint(), Some("did you mean observatory?"));
+
+    let e = i.eval_str("(observatry/list-traces {})").unwrap_err();
+    assert_eq!(e.reason(), Reason::UnboundVar);
+    assert!(e.message().contains("observatory, billing"), "{e}");
+    assert_eq!(e.hint(), Some("did you mean observatory/list-traces?"));
+
+    // An upstream tool is not a function: the error says how to call it.
+    let e = i.eval_str("(observatory/list-traces {})").unwrap_err();
+    assert_eq!(e.reason(), Reason::UnboundVar);
+    assert!(
+        e.hint()
+            .is_some_and(|h| h.contains("(tool/call 'observatory/list-traces")),
+        "{e}"
+    );
+}
+
+#[test]
+fn hosts_decode_results_with_the_program_limits() {
+    let mut i = interp();
+    assert_eq!(
+        show(
+            &mut i,
+            "(->> (tool/call 'observatory/list-traces) :value (map :cost) (reduce +))"
+        ),
+        "3.5"
+    );
+    let e = i.eval_str("(tool/call 'observatory/broken)").unwrap_err();
+    assert_eq!(e.reason(), Reason::ParseError);
+
+    // The JSON depth limit holds at its boundary.
+    let limits = Limits {
+        max_json_depth: 20,
+        ..Limits::default()
+    };
+    let mut i = Interpreter::with_host(limits, Arc::new(Upstreams));
+    assert_eq!(
+        show(&mut i, "(:ok (tool/call 'observatory/deep 20))"),
+        "true"
+    );
+    let e = i.eval_str("(tool/call 'observatory/deep 21)").unwrap_err();
+    assert_eq!(e.reason(), Reason::DepthExceeded);
+}
+
+#[test]
+fn decoded_results_are_charged_to_the_program_budget() {
+    let program = "(count (mapv (fn [_] (tool/call 'observatory/list-traces)) (range data/n)))";
+    let used = |n: i64| {
+        let mut i = interp();
+        i.set_context(Value::map_from(vec![(Value::keyword("n"), Value::Int(n))]));
+        assert_eq!(show(&mut i, program), n.to_string());
+        i.last_memory_bytes()
+    };
+    let (one, two) = (used(1), used(2));
+    assert!(two > one, "{one} {two}");
+    // A budget between the two: one decoded result fits, the second does not.
+    let limits = Limits {
+        max_memory_bytes: (one + two) / 2,
+        ..Limits::default()
+    };
+    let run = |n: i64| {
+        let mut i = Interpreter::with_host(limits.clone(), Arc::new(Upstreams));
+        i.set_context(Value::map_from(vec![(Value::keyword("n"), Value::Int(n))]));
+        i.eval_str(program)
+    };
+    assert_eq!(run(1).unwrap().to_string(), "1");
+    assert_eq!(run(2).unwrap_err().reason(), Reason::MemoryExceeded);
+}
+
+#[test]
+fn host_reasons_reach_the_program_typed() {
+    let mut i = interp();
+    let e = i.eval_str("(tool/call 'observatory/nope)").unwrap_err();
+    assert_eq!(e.reason(), Reason::UnknownTool);
+    assert_eq!(e.reason().as_str(), "unknown_tool");
+    assert!(
+        e.to_string()
+            .starts_with("unknown_tool: no tool observatory/nope")
+    );
+}
+
+#[test]
+fn decode_json_outside_an_evaluation_uses_the_default_limits() {
+    let mut out = String::new();
+    let mut cx = CallContext::new(None, &mut out, 100);
+    let depth = Limits::default().max_json_depth;
+    let ok = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+    assert!(cx.decode_json(ok.as_bytes()).is_ok());
+    let deep = format!("{}{}", "[".repeat(depth + 1), "]".repeat(depth + 1));
+    let e = cx.decode_json(deep.as_bytes()).unwrap_err();
+    assert_eq!(e.reason, Reason::DepthExceeded);
+    assert_eq!(
+        cx.decode_json(b"{\"a\": 1}").unwrap().to_string(),
+        "{\"a\" 1}"
+    );
+}
+
+#[test]
+fn every_namespace_is_listed_once_in_the_unknown_namespace_error() {
+    let mut i = interp();
+    let e = i.eval_str("(nosuch/f)").unwrap_err();
+    let list = e.message().split("known namespaces: ").nth(1).unwrap();
+    let names: Vec<&str> = list.split(", ").collect();
+    for n in ["clojure.string", "data", "tool", "observatory", "billing"] {
+        assert_eq!(
+            names.iter().filter(|x| **x == n).count(),
+            1,
+            "{n} in {list}"
+        );
+    }
+    let mut no_host = Interpreter::new(Limits::default());
+    let e = no_host.eval_str("(tool/call 'o/t {})").unwrap_err();
+    assert_eq!(e.reason(), Reason::UnboundVar);
+    assert!(e.message().contains("no host provides tool/call"), "{e}");
+}

@@ -1,0 +1,659 @@
+//! Config rules at their boundaries: each relation and cap holds at exactly its limit and fails
+//! one past it with its own message; `$ref` pointers are percent-decoded.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use ptc_plan::{HttpSettings, Transport};
+
+/// A fresh folder for one test.
+fn temp_dir() -> PathBuf {
+    static N: AtomicU32 = AtomicU32::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "ptc-plan-rules-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn rules_doc() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../fixtures/openapi/rules.openapi.json")
+        .canonicalize()
+        .unwrap()
+}
+
+/// An OpenAPI upstream `api` over rules.openapi.json with `extra` fields spliced in.
+fn config(extra: &str) -> String {
+    format!(
+        r#"{{"upstreams": {{"api": {{"transport": "openapi", "base_url": "https://api.example.test",
+            "schema_file": "{}", "include_operations": ["get_item"]{extra}}}}}}}"#,
+        rules_doc().display()
+    )
+}
+
+fn parse(text: &str) -> Result<ptc_plan::config::Config, Vec<(String, String)>> {
+    ptc_plan::config::parse(text, Path::new("upstreams.json"), Path::new("."))
+        .map(|(c, _)| c)
+        .map_err(|d| {
+            d.iter()
+                .map(|d| (d.pointer.clone(), d.message.clone()))
+                .collect()
+        })
+}
+
+fn http(extra: &str) -> HttpSettings {
+    let config = parse(&config(extra)).unwrap_or_else(|e| panic!("{extra}: {e:?}"));
+    match &config.upstreams[0].kind {
+        ptc_plan::config::UpstreamKind::Openapi(api) => api.http.clone(),
+        other => panic!("{other:?}"),
+    }
+}
+
+fn one_problem(extra: &str) -> (String, String) {
+    let mut problems = parse(&config(extra)).expect_err(extra);
+    assert_eq!(problems.len(), 1, "{extra}: {problems:?}");
+    problems.remove(0)
+}
+
+#[test]
+fn connect_timeout_may_equal_the_request_timeout_but_not_exceed_it() {
+    let h = http(r#", "request_timeout_ms": 1000, "connect_timeout_ms": 1000"#);
+    assert_eq!((h.connect_timeout_ms, h.request_timeout_ms), (1000, 1000));
+    assert_eq!(
+        one_problem(r#", "request_timeout_ms": 1000, "connect_timeout_ms": 1001"#),
+        (
+            "/upstreams/api/connect_timeout_ms".into(),
+            "`connect_timeout_ms` (1001) is longer than `request_timeout_ms` (1000)".into()
+        )
+    );
+    // The defaults are consistent: only lowering the request timeout below them fails.
+    let h = http(r#", "request_timeout_ms": 5000"#);
+    assert_eq!(h.connect_timeout_ms, 5000);
+    assert_eq!(
+        one_problem(r#", "request_timeout_ms": 4999"#).1,
+        "`connect_timeout_ms` (5000) is longer than `request_timeout_ms` (4999)"
+    );
+}
+
+#[test]
+fn backoff_max_may_equal_the_initial_delay_but_not_be_smaller() {
+    let h = http(r#", "backoff_initial_ms": 500, "backoff_max_ms": 500"#);
+    assert_eq!((h.backoff.initial_ms, h.backoff.max_ms), (500, 500));
+    assert_eq!(
+        one_problem(r#", "backoff_initial_ms": 500, "backoff_max_ms": 499"#),
+        (
+            "/upstreams/api/backoff_max_ms".into(),
+            "`backoff_max_ms` (499) is smaller than `backoff_initial_ms` (500)".into()
+        )
+    );
+    // Without backoff_max_ms, the default is raised to the initial delay.
+    let h = http(r#", "backoff_initial_ms": 5000"#);
+    assert_eq!((h.backoff.initial_ms, h.backoff.max_ms), (5000, 5000));
+    let h = http("");
+    assert_eq!((h.backoff.initial_ms, h.backoff.max_ms), (100, 2000));
+}
+
+#[test]
+fn integer_fields_at_their_limits() {
+    let h =
+        http(r#", "pool_size": 4294967295, "max_retries": 4294967295, "request_timeout_ms": 5000"#);
+    assert_eq!((h.pool_size, h.backoff.max_retries), (u32::MAX, u32::MAX));
+    assert_eq!(
+        one_problem(r#", "pool_size": 4294967296"#),
+        (
+            "/upstreams/api/pool_size".into(),
+            "`pool_size` is too large".into()
+        )
+    );
+    assert_eq!(
+        one_problem(r#", "max_retries": 4294967296"#).1,
+        "`max_retries` must be a non-negative integer, got 4294967296"
+    );
+    let h = http(r#", "max_retries": 0, "max_response_bytes": 1"#);
+    assert_eq!((h.backoff.max_retries, h.max_response_bytes), (0, 1));
+    assert_eq!(
+        one_problem(r#", "max_retries": -1"#).1,
+        "`max_retries` must be a non-negative integer, got -1"
+    );
+    assert_eq!(
+        one_problem(r#", "max_response_bytes": 0"#).1,
+        "`max_response_bytes` must be a positive integer, got 0"
+    );
+    let defaults = http("");
+    assert_eq!(
+        (
+            defaults.request_timeout_ms,
+            defaults.connect_timeout_ms,
+            defaults.max_response_bytes,
+            defaults.pool_size,
+            defaults.backoff.max_retries
+        ),
+        (30_000, 5_000, 2 * 1024 * 1024, 8, 0)
+    );
+}
+
+#[test]
+fn insecure_opt_ins_are_both_needed_for_auth_over_http() {
+    let creds = r#""credentials": {"t": {"source": "env", "var": "T"}}, "#;
+    let with = |fields: &str| {
+        format!(
+            r#"{{{creds}"upstreams": {{"api": {{"transport": "openapi",
+            "base_url": "http://127.0.0.1:1", "schema_file": "{}", "include_operations": ["get_item"],
+            "auth": [{{"scheme": "bearer", "binding": "t"}}]{fields}}}}}}}"#,
+            rules_doc().display()
+        )
+    };
+    let ok = parse(&with(
+        r#", "allow_insecure_http": true, "allow_insecure_auth": true"#,
+    ))
+    .expect("both opt-ins");
+    assert_eq!(ok.upstreams.len(), 1);
+    let e = parse(&with(r#", "allow_insecure_http": true"#)).unwrap_err();
+    assert_eq!(
+        e,
+        [(
+            "/upstreams/api/base_url".to_string(),
+            "`base_url` uses http:// with auth but allow_insecure_auth is not true".to_string()
+        )]
+    );
+    let e = parse(&with(r#", "allow_insecure_auth": true"#)).unwrap_err();
+    assert_eq!(
+        e[0].1,
+        "`base_url` uses http:// without allow_insecure_http"
+    );
+}
+
+#[test]
+fn schema_file_cap_holds_at_exactly_the_document_size() {
+    let size = std::fs::metadata(rules_doc()).unwrap().len();
+    let dir = temp_dir();
+    let path = dir.join("upstreams.json");
+    std::fs::write(&path, config(&format!(r#", "schema_max_bytes": {size}"#))).unwrap();
+    let loaded = ptc_plan::load(&path).unwrap_or_else(|d| panic!("{d}"));
+    assert_eq!(loaded.plan.upstreams.len(), 1);
+    std::fs::write(
+        &path,
+        config(&format!(r#", "schema_max_bytes": {}"#, size - 1)),
+    )
+    .unwrap();
+    let diags = ptc_plan::load(&path).unwrap_err();
+    assert_eq!(diags.len(), 1, "{diags}");
+    let d = diags.iter().next().unwrap();
+    assert_eq!(d.pointer, "/upstreams/api/schema_file");
+    assert_eq!(
+        d.message,
+        format!(
+            "`{}` is {size} bytes, over the {}-byte cap (schema_max_bytes)",
+            rules_doc().display(),
+            size - 1
+        )
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// A document whose references use percent-encoded pointer segments (`%20`, `%7B`/`%7D`), as a
+/// URI fragment may.
+const PERCENT_DOC: &str = r##"{
+  "openapi": "3.1.0",
+  "info": {"title": "pct", "version": "1"},
+  "paths": {
+    "/items/{id}": {
+      "get": {
+        "operationId": "get_item",
+        "parameters": [{"$ref": "#/components/parameters/Item%20Id"}],
+        "responses": {"200": {"description": "ok", "content": {"application/json": {
+          "schema": {"$ref": "#/components/schemas/Item%20Detail"}}}}}
+      }
+    },
+    "/copy/{id}": {
+      "get": {
+        "operationId": "get_copy",
+        "parameters": [{"$ref": "#/paths/~1items~1%7Bid%7D/get/parameters/0"}],
+        "responses": {"200": {"description": "ok", "content": {"application/json": {
+          "schema": {"type": "object", "properties": {"n": {"type": "integer"}}}}}}}
+      }
+    }
+  },
+  "components": {
+    "parameters": {
+      "Item Id": {"name": "id", "in": "path", "required": true, "schema": {"type": "string"}}
+    },
+    "schemas": {
+      "Item Detail": {"type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]}
+    }
+  }
+}"##;
+
+#[test]
+fn ref_pointer_segments_are_percent_decoded() {
+    let dir = temp_dir();
+    std::fs::write(dir.join("pct.openapi.json"), PERCENT_DOC).unwrap();
+    let path = dir.join("upstreams.json");
+    std::fs::write(
+        &path,
+        r#"{"upstreams": {"api": {"transport": "openapi", "base_url": "https://api.example.test",
+            "schema_file": "pct.openapi.json", "include_operations": ["get_item", "get_copy"]}}}"#,
+    )
+    .unwrap();
+    let loaded = ptc_plan::load(&path).unwrap_or_else(|d| panic!("{d}"));
+    std::fs::remove_dir_all(&dir).ok();
+    let Transport::Openapi(api) = &loaded.plan.upstreams[0].transport else {
+        panic!("openapi upstream")
+    };
+    assert_eq!(api.tools.len(), 2);
+    for tool in &api.tools {
+        let params: Vec<(&str, bool)> = tool
+            .ptc
+            .params
+            .iter()
+            .map(|p| (p.name.as_str(), p.required))
+            .collect();
+        assert_eq!(params, [("id", true)], "{}", tool.name);
+        assert_eq!(
+            tool.input_schema["properties"]["id"]["type"], "string",
+            "{}",
+            tool.name
+        );
+    }
+    let item = api.tools.iter().find(|t| t.name == "get-item").unwrap();
+    let out = serde_json::to_string(&item.output_schema).unwrap();
+    assert!(
+        out.contains(r#""title":{"type":"string"}"#),
+        "the referenced schema is inlined or kept as a definition: {out}"
+    );
+}
+
+/// The problems of a config with these credentials and upstreams, as (pointer, message).
+fn problems(credentials: &str, upstreams: &str) -> Vec<(String, String)> {
+    let text = format!(r#"{{"credentials": {credentials}, "upstreams": {upstreams}}}"#);
+    match parse(&text) {
+        Ok(_) => Vec::new(),
+        Err(p) => p,
+    }
+}
+
+#[test]
+fn credential_binding_names_are_a_letter_then_letters_digits_underscores_dashes() {
+    let valid = ["a", "Z", "a1", "api_token-2", "a-", "a_"];
+    let invalid = [
+        "1token",
+        "_token",
+        "-token",
+        "api.token",
+        "api token",
+        "tök",
+        "a/b",
+    ];
+    for name in valid {
+        let creds = format!(r#"{{"{name}": {{"source": "env", "var": "T"}}}}"#);
+        assert_eq!(problems(&creds, "{}"), [], "{name}");
+    }
+    for name in invalid {
+        let creds = format!(r#"{{"{name}": {{"source": "env", "var": "T"}}}}"#);
+        assert_eq!(
+            problems(&creds, "{}"),
+            [(
+                format!("/credentials/{}", name.replace('/', "~1")),
+                format!("credential binding name `{name}` is invalid")
+            )],
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn env_variable_names_are_letters_digits_and_underscores_not_starting_with_a_digit() {
+    let valid = ["T", "_T", "API_TOKEN_2", "a", "__"];
+    let invalid = ["1T", "API-TOKEN", "API.TOKEN", "A B", "Ä"];
+    for var in valid {
+        let creds = format!(r#"{{"t": {{"source": "env", "var": "{var}"}}}}"#);
+        assert_eq!(problems(&creds, "{}"), [], "{var}");
+    }
+    for var in invalid {
+        let creds = format!(r#"{{"t": {{"source": "env", "var": "{var}"}}}}"#);
+        assert_eq!(
+            problems(&creds, "{}"),
+            [(
+                "/credentials/t/var".to_string(),
+                format!("`{var}` is not a valid environment variable name")
+            )],
+            "{var}"
+        );
+    }
+}
+
+#[test]
+fn upstream_names_are_a_letter_then_letters_digits_dashes_underscores() {
+    let upstream =
+        |name: &str| format!(r#"{{"{name}": {{"transport": "mcp_stdio", "command": "server"}}}}"#);
+    let valid = ["a", "api", "my-api_2", "A"];
+    let invalid = ["1api", "_api", "-api", "my api", "my.api", "äpi"];
+    for name in valid {
+        assert_eq!(problems("{}", &upstream(name)), [], "{name}");
+    }
+    for name in invalid {
+        assert_eq!(
+            problems("{}", &upstream(name)),
+            [(
+                format!("/upstreams/{name}"),
+                format!("upstream name `{name}` cannot be a PTC-Lisp namespace")
+            )],
+            "{name}"
+        );
+    }
+    for name in ["tool", "json", "core", "Math", "user"] {
+        assert_eq!(
+            problems("{}", &upstream(name)),
+            [(
+                format!("/upstreams/{name}"),
+                format!("upstream name `{name}` is reserved by PTC-Lisp")
+            )],
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn header_names_follow_the_token_grammar() {
+    let upstream = |headers: &str| {
+        format!(
+            r#"{{"api": {{"transport": "openapi", "base_url": "https://api.example.test",
+                "schema_file": "{}", "include_operations": ["get_item"],
+                "static_headers": {headers}}}}}"#,
+            rules_doc().display()
+        )
+    };
+    // Every token punctuation character is allowed, alone or with letters and digits.
+    let specials = "!#$%&'*+-.^_`|~";
+    let name = format!("X{specials}9");
+    let headers = serde_json::json!({ name.clone(): "v" }).to_string();
+    assert_eq!(problems("{}", &upstream(&headers)), [], "{name}");
+    for c in specials.chars() {
+        let headers = serde_json::json!({ c.to_string(): "v" }).to_string();
+        assert_eq!(problems("{}", &upstream(&headers)), [], "{c}");
+    }
+    for bad in [
+        "X Team", "X:Team", "X\"Team", "X(Team)", "Tëam", "X/Team", "X@Team", "",
+    ] {
+        let headers = serde_json::json!({ bad: "v" }).to_string();
+        assert_eq!(
+            problems("{}", &upstream(&headers)),
+            [(
+                format!("/upstreams/api/static_headers/{}", bad.replace('/', "~1")),
+                format!("static header name `{bad}` is not a valid HTTP header name")
+            )],
+            "{bad:?}"
+        );
+    }
+}
+
+#[test]
+fn secret_bearing_and_protocol_headers_are_classified_ignoring_case() {
+    use ptc_plan::headers::{
+        PROTOCOL_CONTROLLED, SECRET_BEARING, is_protocol_controlled, is_secret_bearing,
+    };
+    assert!(!SECRET_BEARING.is_empty() && !PROTOCOL_CONTROLLED.is_empty());
+    for h in SECRET_BEARING {
+        assert!(
+            is_secret_bearing(h) && is_secret_bearing(&h.to_ascii_uppercase()),
+            "{h}"
+        );
+        assert!(!is_protocol_controlled(h), "{h} is in one list only");
+    }
+    for h in PROTOCOL_CONTROLLED {
+        assert!(
+            is_protocol_controlled(h) && is_protocol_controlled(&h.to_ascii_uppercase()),
+            "{h}"
+        );
+        assert!(!is_secret_bearing(h), "{h} is in one list only");
+    }
+    for h in ["x-team", "authorization-hint", "cookies", "x-request-id"] {
+        assert!(!is_secret_bearing(h) && !is_protocol_controlled(h), "{h}");
+    }
+}
+
+#[test]
+fn distinct_auth_and_static_headers_combine() {
+    let text = format!(
+        r#"{{"credentials": {{"tok": {{"source": "env", "var": "TOK", "scheme_hint": "bearer"}},
+                              "key": {{"source": "env", "var": "KEY", "scheme_hint": "raw"}},
+                              "pair": {{"source": "env", "var": "PAIR", "scheme_hint": "basic"}}}},
+            "upstreams": {{
+              "api": {{"transport": "openapi", "base_url": "https://api.example.test",
+                "schema_file": "{doc}", "include_operations": ["get_item"],
+                "auth": [{{"scheme": "bearer", "binding": "tok"}},
+                         {{"scheme": "custom_header", "binding": "key", "header": "X-Api-Token"}}],
+                "static_headers": {{"X-Team": "a", "X-Client": "ptc"}}}},
+              "other": {{"transport": "openapi", "base_url": "https://api.example.test",
+                "schema_file": "{doc}", "include_operations": ["get_item"],
+                "auth": [{{"scheme": "basic", "binding": "pair"}}]}}}}}}"#,
+        doc = rules_doc().display()
+    );
+    let config = parse(&text).unwrap_or_else(|e| panic!("{e:?}"));
+    let http_of = |name: &str| match &config
+        .upstreams
+        .iter()
+        .find(|u| u.name == name)
+        .expect("upstream")
+        .kind
+    {
+        ptc_plan::config::UpstreamKind::Openapi(api) => api.http.clone(),
+        other => panic!("{other:?}"),
+    };
+    let api = http_of("api");
+    let headers: Vec<String> = api.auth.iter().map(|e| e.header()).collect();
+    assert_eq!(headers, ["authorization", "x-api-token"]);
+    assert_eq!(
+        api.static_headers,
+        [
+            ("x-client".to_string(), "ptc".to_string()),
+            ("x-team".to_string(), "a".to_string())
+        ]
+    );
+    assert_eq!(http_of("other").auth.len(), 1);
+}
+
+#[test]
+fn every_config_field_is_carried_with_its_default() {
+    use ptc_plan::config::UpstreamKind;
+    let text = format!(
+        r#"{{"credentials": {{"lit": {{"source": "literal", "value": "v-s3cret"}}}},
+            "upstreams": {{
+              "api": {{"transport": "openapi", "base_url": "https://api.example.test/v1/",
+                "description": "The API.", "schema_file": "{doc}",
+                "include_operations": ["get_item", "list_items"],
+                "operation_overrides": {{"get_item": {{"name": "fetch-item", "description": "Fetch.",
+                  "default_args": {{"mode": "x"}}, "max_response_bytes": 10,
+                  "request_timeout_ms": 20, "allow_deprecated": true, "notes": "N."}}}}}},
+              "fs": {{"transport": "mcp_stdio", "command": "server", "args": ["-v", "x"],
+                "env": {{"B": "2", "A": "1"}}}},
+              "fs2": {{"transport": "mcp_stdio", "command": "./bin/server", "handshake_timeout_ms": 7,
+                "request_timeout_ms": 8, "max_response_bytes": 9}},
+              "mcp": {{"transport": "mcp_http", "url": "https://mcp.example.test/mcp",
+                "handshake_timeout_ms": 11}}}}}}"#,
+        doc = rules_doc().display()
+    );
+    let (config, secrets) =
+        ptc_plan::config::parse(&text, Path::new("/cfg/upstreams.json"), Path::new("/cfg"))
+            .unwrap_or_else(|d| panic!("{d}"));
+    assert_eq!(secrets.literal("lit"), Some("v-s3cret"));
+    assert_eq!(secrets.literal("other"), None);
+    assert_eq!(format!("{secrets:?}"), r#"{"lit": "[REDACTED]"}"#);
+    let names: Vec<&str> = config.upstreams.iter().map(|u| u.name.as_str()).collect();
+    assert_eq!(names, ["api", "fs", "fs2", "mcp"]);
+    let by = |name: &str| {
+        &config
+            .upstreams
+            .iter()
+            .find(|u| u.name == name)
+            .unwrap()
+            .kind
+    };
+
+    let UpstreamKind::Openapi(api) = by("api") else {
+        panic!()
+    };
+    assert_eq!(config.upstreams[0].description, "The API.");
+    assert_eq!(config.upstreams[0].pointer, "/upstreams/api");
+    assert_eq!(api.base_url, "https://api.example.test/v1");
+    assert_eq!(api.schema_max_bytes, 16 * 1024 * 1024);
+    assert_eq!(api.include_operations, ["get_item", "list_items"]);
+    let o = &api.overrides["get_item"];
+    assert_eq!(o.name.as_deref(), Some("fetch-item"));
+    assert_eq!(o.description.as_deref(), Some("Fetch."));
+    assert_eq!(
+        o.default_args
+            .as_ref()
+            .map(|m| serde_json::Value::Object(m.clone())),
+        Some(serde_json::json!({"mode": "x"}))
+    );
+    assert_eq!(
+        (o.max_response_bytes, o.request_timeout_ms),
+        (Some(10), Some(20))
+    );
+    assert!(o.allow_deprecated);
+    assert_eq!(o.notes.as_deref(), Some("N."));
+
+    let UpstreamKind::McpStdio(fs) = by("fs") else {
+        panic!()
+    };
+    assert_eq!(fs.command, "server", "a bare name is looked up on PATH");
+    assert_eq!(fs.args, ["-v", "x"]);
+    assert_eq!(
+        fs.env,
+        [
+            ("A".to_string(), "1".to_string()),
+            ("B".to_string(), "2".to_string())
+        ]
+    );
+    assert_eq!(fs.cwd, None);
+    assert_eq!(
+        (
+            fs.handshake_timeout_ms,
+            fs.request_timeout_ms,
+            fs.max_response_bytes
+        ),
+        (10_000, 30_000, 2 * 1024 * 1024)
+    );
+    let UpstreamKind::McpStdio(fs2) = by("fs2") else {
+        panic!()
+    };
+    assert_eq!(
+        fs2.command, "/cfg/bin/server",
+        "a path resolves against the config"
+    );
+    assert_eq!(
+        (
+            fs2.handshake_timeout_ms,
+            fs2.request_timeout_ms,
+            fs2.max_response_bytes
+        ),
+        (7, 8, 9)
+    );
+    let UpstreamKind::McpHttp(mcp) = by("mcp") else {
+        panic!()
+    };
+    assert_eq!(mcp.url, "https://mcp.example.test/mcp");
+    assert_eq!(mcp.handshake_timeout_ms, 11);
+}
+
+/// A document whose one operation answers with `schema`, plus `components`.
+fn doc_with(schema: serde_json::Value, components: serde_json::Value) -> String {
+    serde_json::json!({
+        "openapi": "3.1.0",
+        "info": {"title": "t", "version": "1"},
+        "paths": {"/x": {"get": {"operationId": "op", "responses": {"200": {
+            "description": "ok", "content": {"application/json": {"schema": schema}}}}}}},
+        "components": {"schemas": components}
+    })
+    .to_string()
+}
+
+/// Loads `doc` as the only upstream's document: the problems' messages, or none.
+fn load_doc(doc: &str) -> Vec<String> {
+    let dir = temp_dir();
+    std::fs::write(dir.join("doc.json"), doc).unwrap();
+    std::fs::write(
+        dir.join("upstreams.json"),
+        r#"{"upstreams": {"api": {"transport": "openapi", "base_url": "https://api.example.test",
+            "schema_file": "doc.json", "include_operations": ["op"]}}}"#,
+    )
+    .unwrap();
+    let result = ptc_plan::load(&dir.join("upstreams.json"));
+    std::fs::remove_dir_all(&dir).ok();
+    match result {
+        Ok(_) => Vec::new(),
+        Err(d) => d.iter().map(|d| d.message.clone()).collect(),
+    }
+}
+
+#[test]
+fn schemas_may_nest_exactly_200_levels_after_ref_expansion() {
+    // S0 -> S1 -> ... -> Sn (a string): the response's $ref plus n more hops put Sn at level n + 1.
+    let chain = |n: usize| {
+        let mut components = serde_json::Map::new();
+        for i in 0..n {
+            components.insert(
+                format!("S{i}"),
+                serde_json::json!({"$ref": format!("#/components/schemas/S{}", i + 1)}),
+            );
+        }
+        components.insert(format!("S{n}"), serde_json::json!({"type": "string"}));
+        doc_with(
+            serde_json::json!({"$ref": "#/components/schemas/S0"}),
+            serde_json::Value::Object(components),
+        )
+    };
+    assert_eq!(load_doc(&chain(199)), Vec::<String>::new());
+    assert_eq!(
+        load_doc(&chain(200)),
+        ["schema nests deeper than 200 levels after $ref expansion"]
+    );
+}
+
+#[test]
+fn schemas_may_expand_to_exactly_200000_nodes() {
+    // The object schema itself plus one node per property.
+    let props = |n: usize| {
+        let properties: serde_json::Map<String, serde_json::Value> = (0..n)
+            .map(|i| (format!("p{i}"), serde_json::json!({})))
+            .collect();
+        doc_with(
+            serde_json::json!({"type": "object", "properties": properties}),
+            serde_json::json!({}),
+        )
+    };
+    assert_eq!(load_doc(&props(199_999)), Vec::<String>::new());
+    assert_eq!(
+        load_doc(&props(200_000)),
+        [
+            "schema expands to more than 200000 nodes after inlining $refs; it is too large to compile"
+        ]
+    );
+}
+
+#[test]
+fn truncated_and_invalid_percent_escapes_stay_literal() {
+    // Component names that look like broken escapes are found under their literal name.
+    for name in ["A%2", "A%", "A%zz", "A%4g"] {
+        let escaped = name.replace('%', "%25");
+        for reference in [name.to_string(), escaped] {
+            let doc = doc_with(
+                serde_json::json!({"$ref": format!("#/components/schemas/{reference}")}),
+                serde_json::json!({ name: {"type": "object", "properties": {"n": {"type": "integer"}}} }),
+            );
+            assert_eq!(load_doc(&doc), Vec::<String>::new(), "{reference}");
+        }
+    }
+    let doc = doc_with(
+        serde_json::json!({"$ref": "#/components/schemas/Missing%20One"}),
+        serde_json::json!({}),
+    );
+    assert_eq!(
+        load_doc(&doc),
+        ["$ref `#/components/schemas/Missing%20One` points at nothing in this document"]
+    );
+}

@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# Mutation testing with cargo-mutants over the modules that hold rules (issue 8). Slow: each
+# mutant rebuilds its crate and runs that crate's tests. See docs/testing.md.
+#
+#   scripts/mutants.sh [area...]          areas: plan core observatory lisp (default: all four)
+#   scripts/mutants.sh --changed [BASE]   only code a change touches vs BASE (default origin/main,
+#                                         else main)
+#                                         within those modules; falls back to the CI list when the
+#                                         diff touches none of them
+#   scripts/mutants.sh --ci               what .ci/run runs: --changed, in place, capped at
+#                                         MUTANTS_CAP seconds (default 900), installing
+#                                         cargo-mutants first
+#   scripts/mutants.sh --iterate ...      re-test only what the previous run did not catch
+#
+# MUTANTS_LIST=1 lists the mutants instead of testing them.
+# Results go to mutants.out/ (or $MUTANTS_OUT); `missed.txt` lists survivors. Survivors are
+# killed with a test or listed with the reason they are equivalent in .cargo/mutants.toml
+# (exclude_re), which cargo-mutants reads itself.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# The rule-holding modules, by area: "file glob|name regex" (empty regex = every mutant).
+declare -A AREA_FILES=(
+  [plan]="ptc-plan/src/config/*.rs ptc-plan/src/headers.rs ptc-plan/src/openapi/compile.rs ptc-plan/src/openapi/resolve.rs"
+  [core]="ptc-core/src/*.rs ptc-core/src/**/*.rs"
+  [observatory]="fixtures/observatory-server/src/tokens.rs fixtures/observatory-server/src/api/mod.rs fixtures/observatory-server/src/api/handlers/mod.rs"
+  [lisp]="ptc-lisp/src/limits.rs ptc-lisp/src/eval.rs"
+)
+# In the evaluator only the limit checks are in scope (the rest is covered by the conformance
+# corpus, and a full run takes hours).
+LISP_RE="limits.rs|in Ctx<'a>::(tick|check_slow|check_deadline|charge|charge_items|precheck_items|enter)$"
+# In the Observatory's handlers only the shared authorisation helpers are in scope.
+OBS_RE="tokens.rs|api/mod.rs|handlers/mod.rs:.* in (visible|env_param|find_trace)$"
+# Fixed small list for CI when a change touches none of the modules: the security rules.
+CI_FILES="ptc-plan/src/headers.rs ptc-core/src/credentials.rs"
+
+JOBS=${MUTANTS_JOBS:-1}
+TIMEOUT=${MUTANTS_TIMEOUT:-180}
+OUT=${MUTANTS_OUT:-.}
+COMMON=(--jobs "$JOBS" --timeout "$TIMEOUT" --build-timeout 600 --output "$OUT"
+        --cargo-test-arg=--all-targets)
+# MUTANTS_LIST=1: list the mutants that would be tested, test nothing.
+[ -n "${MUTANTS_LIST:-}" ] && COMMON=(--list)
+
+ci=false changed=false base= extra=() areas=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --ci) ci=true; changed=true ;;
+    --changed) changed=true
+      if [ $# -gt 1 ] && [[ "$2" != -* ]]; then base=$2; shift; fi ;;
+    --iterate) extra+=(--iterate) ;;
+    plan|core|observatory|lisp) areas+=("$1") ;;
+    *) echo "unknown argument $1 (see the header of $0)" >&2; exit 2 ;;
+  esac
+  shift
+done
+if [ ${#areas[@]} -eq 0 ] && ! $changed; then
+  # Areas selected by name run one at a time.
+  "$0" "${extra[@]}" plan core && "$0" "${extra[@]}" observatory && exec "$0" "${extra[@]}" lisp
+fi
+[ ${#areas[@]} -eq 0 ] && areas=(plan core observatory lisp)
+
+if $ci && ! command -v cargo-mutants >/dev/null; then
+  start=$(date +%s)
+  cargo install --locked cargo-mutants
+  echo "cargo-mutants installed in $(( $(date +%s) - start )) s"
+fi
+
+shopt -s nullglob globstar
+files=()
+for a in "${areas[@]}"; do
+  # shellcheck disable=SC2206
+  for f in ${AREA_FILES[$a]}; do files+=("$f"); done
+done
+
+filter_args() { for f in "$@"; do printf -- '-f\n%s\n' "$f"; done; }
+
+if $changed; then
+  if [ -z "$base" ]; then
+    base=origin/main
+    git rev-parse --verify -q "$base" >/dev/null || base=main
+  fi
+  diff_file=$(mktemp)
+  if git rev-parse --verify -q "$base" >/dev/null; then
+    git diff "$base"... -- "${files[@]}" >"$diff_file"
+  fi
+  if [ -s "$diff_file" ]; then
+    echo "mutants: code changed vs $base in: $(git diff --name-only "$base"... -- "${files[@]}" | tr '\n' ' ')"
+    mapfile -t args < <(filter_args "${files[@]}")
+    args+=(--in-diff "$diff_file" --exclude-re "eval.rs.*in Ctx<'a>::eval")
+  else
+    echo "mutants: no change vs $base in the mutation-tested modules; running the CI list: $CI_FILES"
+    # shellcheck disable=SC2086
+    mapfile -t args < <(filter_args $CI_FILES)
+  fi
+  cmd=(cargo mutants "${COMMON[@]}" "${args[@]}" "${extra[@]}")
+  if $ci; then
+    # A CI checkout is thrown away and its target/ is warm from the test run: mutate in place
+    # instead of copying the tree and building everything again.
+    cmd+=(--in-place)
+    cap=${MUTANTS_CAP:-900}
+    set +e
+    timeout --signal=INT --kill-after=60 "$cap" "${cmd[@]}"
+    rc=$?
+    set -e
+    case $rc in
+      0) echo "mutants: every mutant caught" ;;
+      124|130) echo "mutants: stopped at the ${cap}s cap; results so far in $OUT/mutants.out (not a failure)"
+               [ -s "$OUT/mutants.out/missed.txt" ] && { echo "but these survived:"; cat "$OUT/mutants.out/missed.txt"; exit 2; }
+               ;;
+      *) echo "mutants: exit $rc (2 = survivors, see $OUT/mutants.out/missed.txt)"; exit $rc ;;
+    esac
+    exit 0
+  fi
+  exec "${cmd[@]}"
+fi
+
+mapfile -t args < <(filter_args "${files[@]}")
+if [[ " ${areas[*]} " == *" lisp "* ]]; then
+  if [ ${#areas[@]} -gt 1 ]; then
+    echo "run the lisp area on its own (its mutants are selected by name): scripts/mutants.sh lisp" >&2
+    exit 2
+  fi
+  args+=(--re "$LISP_RE")
+elif [[ " ${areas[*]} " == *" observatory "* ]]; then
+  if [ ${#areas[@]} -gt 1 ]; then
+    echo "run the observatory area on its own (its mutants are selected by name): scripts/mutants.sh observatory" >&2
+    exit 2
+  fi
+  args+=(--re "$OBS_RE")
+fi
+exec cargo mutants "${COMMON[@]}" "${args[@]}" "${extra[@]}"
