@@ -36,6 +36,9 @@ fn main() -> ExitCode {
     if enabled("plan") {
         rows.extend(suites::plan_compile::run(budget));
     }
+    if enabled("codegen") {
+        rows.extend(suites::codegen::run(budget));
+    }
     if enabled("lisp") {
         let sizes: &[f64] = if quick {
             &[0.5, 5.0]

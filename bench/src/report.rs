@@ -125,6 +125,7 @@ fn human(unit: &str, v: f64) -> String {
     match unit {
         "bytes" if v >= 1e6 => format!("{:.1} MB", v / 1e6),
         "bytes" => format!("{:.1} KB", v / 1e3),
+        "lines" => format!("{v:.1} lines"),
         _ if v >= 1e6 => format!("{:.2} s", v / 1e6),
         _ if v >= 1e3 => format!("{:.2} ms", v / 1e3),
         _ => format!("{v:.1} µs"),

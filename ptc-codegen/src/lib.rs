@@ -114,6 +114,8 @@ fn upstream(
         #doc
         pub mod #module_id {
             #[allow(unused_imports)]
+            use ::ptc_core::{CallOptions, ToolError, Upstreams};
+            #[allow(unused_imports)]
             use serde::{Deserialize, Serialize};
             /// The upstream's name: the namespace of its tools.
             pub const UPSTREAM: &str = #name;

@@ -6,7 +6,9 @@ use quote::quote;
 use serde_json::Value;
 
 use crate::idents::{Names, ident, pascal, snake};
-use crate::types::{Field, FieldStyle, Hint, TypeGen, description, doc_lines, struct_item};
+use crate::types::{
+    Field, FieldStyle, Hint, TypeGen, description, doc_lines, first_paragraph, struct_item,
+};
 
 /// The Rust names of one operation's items, claimed before any type is generated so a schema
 /// that happens to be called `ListTracesArgs` cannot take an operation's name.
@@ -60,19 +62,18 @@ pub fn generate<'v>(
     let args_id = ident(&names.args);
     let response_id = ident(&names.response);
     let tool_name = &tool.name;
+    // The summary and the first paragraph of the description: the full text is in the catalog.
+    let mut paragraphs = tool.description.split("\n\n").filter_map(first_paragraph);
     let doc = doc_lines(&[
-        Some(tool.description.clone()),
+        paragraphs.next(),
+        paragraphs.next(),
         Some(format!("Runs {route}")),
     ]);
     out.push(quote! {
         #doc
-        pub async fn #fn_name(
-            upstreams: &::ptc_core::Upstreams,
-            args: #args_id,
-        ) -> Result<#response_id, ::ptc_core::ToolError> {
-            upstreams
-                .call_typed(UPSTREAM, #tool_name, &args, ::ptc_core::CallOptions::default())
-                .await
+        pub async fn #fn_name(upstreams: &Upstreams, args: #args_id) -> Result<#response_id, ToolError> {
+            let options = CallOptions::default();
+            upstreams.call_typed(UPSTREAM, #tool_name, &args, options).await
         }
     });
 }
@@ -115,12 +116,9 @@ fn args<'v>(
             ty,
         });
     }
-    let doc = doc_lines(&[
-        Some(format!("Arguments of {route}")),
-        Some(
-            "Required arguments are plain fields (see `new`); optional ones are `Option`s.".into(),
-        ),
-    ]);
+    let doc = doc_lines(&[Some(format!(
+        "Arguments of {route} Required ones are plain fields (see `new`), optional ones `Option`s."
+    ))]);
     let item = struct_item(&names.args, doc, &fields, FieldStyle::Args);
     let mut field_names = Names::default();
     let mut params = Vec::new();

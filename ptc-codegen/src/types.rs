@@ -660,11 +660,16 @@ pub fn doc_lines(texts: &[Option<String>]) -> TokenStream {
     quote!(#(#[doc = #lines])*)
 }
 
-/// The schema's description, first paragraph only (generated docs stay short).
+/// The schema's description, first paragraph only, on one line (generated docs stay short).
 pub fn description(schema: &Value) -> Option<String> {
-    let text = schema.get("description")?.as_str()?.trim();
-    let first = text.split("\n\n").next().unwrap_or(text).trim();
-    (!first.is_empty()).then(|| first.to_string())
+    first_paragraph(schema.get("description")?.as_str()?)
+}
+
+/// The first paragraph of `text` on one line, if there is one.
+pub fn first_paragraph(text: &str) -> Option<String> {
+    let first = text.trim().split("\n\n").next().unwrap_or_default();
+    let line = first.split_whitespace().collect::<Vec<_>>().join(" ");
+    (!line.is_empty()).then_some(line)
 }
 
 fn named(name: &str) -> Ty {

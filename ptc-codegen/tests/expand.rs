@@ -215,7 +215,7 @@ fn mcp_upstreams_are_connection_specs_only() {
         .expect("the files module");
     assert_eq!(
         files.trim(),
-        "#[allow(unused_imports)]\n    use serde::{Deserialize, Serialize};\n    /// The upstream's name: the namespace of its tools.\n    pub const UPSTREAM: &str = \"files\";"
+        "#[allow(unused_imports)]\n    use ::ptc_core::{CallOptions, ToolError, Upstreams};\n    #[allow(unused_imports)]\n    use serde::{Deserialize, Serialize};\n    /// The upstream's name: the namespace of its tools.\n    pub const UPSTREAM: &str = \"files\";"
     );
     let plan: Plan = serde_json::from_str(
         code.split("pub const PLAN_JSON: &str = ")

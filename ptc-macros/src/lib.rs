@@ -85,9 +85,11 @@ fn expand(lit: &LitStr) -> Result<proc_macro2::TokenStream, syn::Error> {
     })?;
     let tokens = expansion.tokens;
     let tracked = expansion.files.iter().map(|f| f.display().to_string());
+    // `option_env!` makes cargo re-run the macro when the override changes.
     Ok(quote! {
         #tokens
         #(const _: &[u8] = include_bytes!(#tracked);)*
+        const _: Option<&str> = option_env!(#MANIFEST_DIR_OVERRIDE);
     })
 }
 

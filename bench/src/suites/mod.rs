@@ -2,6 +2,7 @@
 
 pub mod baselines;
 pub mod host;
+pub mod codegen;
 pub mod lisp;
 pub mod plan_compile;
 pub mod tool_call;

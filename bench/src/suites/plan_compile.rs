@@ -10,7 +10,7 @@ use crate::measure::{Budget, median};
 use crate::report::Row;
 
 /// Serves the document from memory so both sides start from the same bytes.
-struct Memory<'a>(&'a [u8]);
+pub(crate) struct Memory<'a>(pub(crate) &'a [u8]);
 
 impl DocumentSource for Memory<'_> {
     fn fetch(&self, _: &DocumentRequest) -> Result<Vec<u8>, String> {
@@ -18,7 +18,7 @@ impl DocumentSource for Memory<'_> {
     }
 }
 
-fn config(spec: &Path, ops: &[String]) -> String {
+pub(crate) fn config(spec: &Path, ops: &[String]) -> String {
     serde_json::json!({"upstreams": {"github": {
         "transport": "openapi",
         "base_url": "https://api.github.com",
@@ -30,7 +30,7 @@ fn config(spec: &Path, ops: &[String]) -> String {
 }
 
 /// The first `n` GET operations (in document order) that v1 accepts.
-fn pick_operations(spec: &Path, bytes: &[u8], n: usize) -> Vec<String> {
+pub(crate) fn pick_operations(spec: &Path, bytes: &[u8], n: usize) -> Vec<String> {
     let doc: Value = serde_json::from_slice(bytes).expect("the spec is JSON");
     let mut ops: Vec<String> = doc["paths"]
         .as_object()
