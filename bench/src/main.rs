@@ -9,6 +9,7 @@ mod measure;
 mod report;
 mod suites;
 mod tracegen;
+mod worker;
 
 use std::process::ExitCode;
 
@@ -17,6 +18,11 @@ static ALLOC: alloc::Counting = alloc::Counting;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if let [flag, file] = args.as_slice()
+        && flag == "--worker"
+    {
+        return suites::lisp::worker(file);
+    }
     let quick = args.iter().any(|a| a == "--quick");
     let wanted: Vec<&str> = args
         .iter()

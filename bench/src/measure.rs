@@ -1,4 +1,5 @@
-//! Timing: run a closure until enough time has passed, keep the median of the samples.
+//! Timing: samples of one call, the clock stopped before the call's result is freed; two sides
+//! sampled in alternation so that load on the machine falls on both alike.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -30,19 +31,95 @@ impl Budget {
     }
 }
 
-/// Median wall time of one call of `f`, after one warm-up call.
-pub fn median<R>(budget: Budget, mut f: impl FnMut() -> R) -> Duration {
-    black_box(f());
+/// The samples of one side, sorted.
+#[derive(Debug, Clone)]
+pub struct Samples(Vec<Duration>);
+
+impl Samples {
+    /// Samples from raw durations.
+    pub fn new(mut v: Vec<Duration>) -> Self {
+        v.sort();
+        Self(v)
+    }
+
+    /// Median sample.
+    pub fn median(&self) -> Duration {
+        self.0[self.0.len() / 2]
+    }
+
+    /// Fastest sample.
+    pub fn min(&self) -> Duration {
+        self.0[0]
+    }
+
+    /// (slowest − fastest) / median, as a fraction.
+    pub fn spread(&self) -> f64 {
+        let m = self.median().as_secs_f64();
+        if m > 0.0 {
+            (self.0[self.0.len() - 1] - self.0[0]).as_secs_f64() / m
+        } else {
+            0.0
+        }
+    }
+
+    /// Number of samples.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+}
+
+/// One timed call: the clock stops when `f` returns, before its result is dropped; the drop is
+/// timed separately and returned second.
+pub fn once<R>(f: &mut impl FnMut() -> R) -> (Duration, Duration) {
+    let t = Instant::now();
+    let r = black_box(f());
+    let took = t.elapsed();
+    let t = Instant::now();
+    drop(r);
+    (took, t.elapsed())
+}
+
+/// Samples of `f` alone, after one warm-up call.
+pub fn single<R>(budget: Budget, mut f: impl FnMut() -> R) -> Samples {
+    once(&mut f);
     let mut samples = Vec::new();
     let start = Instant::now();
     while samples.len() < budget.min_samples || start.elapsed() < budget.min_time {
-        let t = Instant::now();
-        black_box(f());
-        samples.push(t.elapsed());
+        samples.push(once(&mut f).0);
         if samples.len() >= 10_000 {
             break;
         }
     }
-    samples.sort();
-    samples[samples.len() / 2]
+    Samples::new(samples)
+}
+
+/// Median of `f` alone.
+pub fn median<R>(budget: Budget, f: impl FnMut() -> R) -> Duration {
+    single(budget, f).median()
+}
+
+/// Samples of two sides, one call of each in turn (a, b, a, b, ...), after one warm-up each.
+/// Each side returns its own time, so a side measured in another process reports its own clock.
+pub fn pair(
+    budget: Budget,
+    mut a: impl FnMut() -> Duration,
+    mut b: impl FnMut() -> Duration,
+) -> (Samples, Samples) {
+    a();
+    b();
+    let (mut sa, mut sb) = (Vec::new(), Vec::new());
+    let start = Instant::now();
+    while sa.len() < budget.min_samples || start.elapsed() < 2 * budget.min_time {
+        sa.push(a());
+        sb.push(b());
+        if sa.len() >= 10_000 {
+            break;
+        }
+    }
+    (Samples::new(sa), Samples::new(sb))
+}
+
+/// A closure's time as a side for [`pair`]: the clock stops before its result is freed.
+pub fn timed<R>(mut f: impl FnMut() -> R) -> impl FnMut() -> Duration {
+    move || once(&mut f).0
 }

