@@ -27,9 +27,9 @@ mod names;
 mod openapi;
 mod paths;
 pub mod plan;
-pub mod schema;
 #[cfg(test)]
 mod rules_boundaries;
+pub mod schema;
 mod suggest;
 
 pub use config::Secrets;

@@ -263,7 +263,10 @@ fn ref_pointer_segments_are_percent_decoded() {
     let item = api.tools.iter().find(|t| t.name == "get-item").unwrap();
     // `#/components/schemas/Item%20Detail` found its component, kept once as a definition.
     let resolved = api.resolve(&item.output_schema).unwrap();
-    assert_eq!(resolved["properties"]["title"]["type"], "string", "{resolved}");
+    assert_eq!(
+        resolved["properties"]["title"]["type"], "string",
+        "{resolved}"
+    );
 }
 
 /// The problems of a config with these credentials and upstreams, as (pointer, message).

@@ -110,6 +110,8 @@ fn github(budget: Budget, spec: &Path) -> Vec<Row> {
             ratio: per_op / LINES_PER_OP_BUDGET,
             target: Some(1.0),
             note,
+            alloc: String::new(),
+            spread: None,
         },
     ]
 }

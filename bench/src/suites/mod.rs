@@ -1,8 +1,8 @@
 //! Benchmark suites; each returns its rows, baselines measured in the same run.
 
 pub mod baselines;
-pub mod host;
 pub mod codegen;
+pub mod host;
 pub mod lisp;
 pub mod plan_compile;
 pub mod tool_call;

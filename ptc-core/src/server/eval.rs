@@ -393,11 +393,7 @@ fn run(
     context: Option<Value>,
     flag_tx: tokio::sync::oneshot::Sender<Arc<AtomicBool>>,
 ) -> RunResult {
-    let host = Arc::new(ProgramHost::new(
-        upstreams.clone(),
-        runtime,
-        budgets,
-    ));
+    let host = Arc::new(ProgramHost::new(upstreams.clone(), runtime, budgets));
     if let Err(problems) = crate::precheck::precheck(&upstreams, src) {
         return (
             Err(crate::precheck::to_error(&problems)),
