@@ -32,11 +32,17 @@ pub struct ServeCmd {
 /// Arguments of `ptc repl`.
 #[derive(clap::Args)]
 #[command(after_help = "\
-Example:
+Examples:
   ptc repl --config fixtures/observatory/upstreams.json
+
+A session:
   ptc> (apropos \"cost\")
   ptc> (count (:traces (:value (tool/call 'observatory/list-traces {:org-id \"org_acme\"}))))
-  ptc> (inc *1)")]
+  ptc> (inc *1)
+
+Exit codes:
+  0  the session ended (Ctrl-D)
+  2  the config is invalid, an upstream cannot start, or a flag is refused")]
 pub struct ReplCmd {
     /// The upstreams.json whose upstreams programs call.
     #[arg(long, value_name = "FILE")]
@@ -51,7 +57,11 @@ pub struct ReplCmd {
 Examples:
   ptc catalog --config fixtures/observatory/upstreams.json
   ptc catalog --config fixtures/observatory/upstreams.json --json
-  ptc catalog --config fixtures/observatory/upstreams.json --tool-description")]
+  ptc catalog --config fixtures/observatory/upstreams.json --tool-description
+
+Exit codes:
+  0  the catalog was printed
+  2  the config is invalid, an upstream cannot start, or a flag is refused")]
 pub struct CatalogCmd {
     /// The upstreams.json to list.
     #[arg(long, value_name = "FILE")]

@@ -21,7 +21,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[command(
     name = "ptc",
     version,
-    about = "Programmatic tool calling: check, expand and vendor upstream configs; evaluate PTC-Lisp programs.",
+    about = "Programmatic tool calling: check, expand and vendor upstream configs; evaluate, serve and explore PTC-Lisp programs.",
     after_help = "\
 Examples:
   ptc check fixtures/observatory/upstreams.json
@@ -29,13 +29,15 @@ Examples:
   ptc expand fixtures/observatory/upstreams.json
   ptc vendor --check upstreams.json
   ptc serve --config fixtures/observatory/upstreams.json --http 127.0.0.1:7332
+  ptc repl --config fixtures/observatory/upstreams.json
   ptc catalog --config fixtures/observatory/upstreams.json
 
 Exit codes:
   0  success
   1  the config has problems (check, expand, vendor), the program failed (eval) or a vendored
      document drifted (vendor --check); the reason is printed
-  2  bad usage: unknown option, missing or unreadable input"
+  2  bad usage: unknown option, missing or unreadable input; for serve, repl and catalog an
+     invalid config or an upstream that cannot start"
 )]
 struct Cli {
     #[command(subcommand)]
