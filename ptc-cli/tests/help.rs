@@ -43,7 +43,9 @@ fn top_level_help_lists_only_real_commands_with_examples_and_exit_codes() {
     let text = help(&["--help"]);
     assert_eq!(
         listed_commands(&text),
-        ["check", "eval", "expand", "vendor", "serve", "repl", "catalog"],
+        [
+            "check", "eval", "expand", "vendor", "serve", "repl", "catalog"
+        ],
         "{text}"
     );
     assert!(text.contains("Exit codes:"), "{text}");
