@@ -97,7 +97,8 @@ if $changed; then
   if $ci; then
     # A CI checkout is thrown away and its target/ is warm from the test run: mutate in place
     # instead of copying the tree and building everything again.
-    cmd+=(--in-place)
+    # --in-place runs one mutant at a time; cargo-mutants refuses --jobs beside it.
+    cmd=(cargo mutants "${COMMON[@]:2}" "${args[@]}" "${extra[@]}" --in-place)
     cap=${MUTANTS_CAP:-900}
     set +e
     timeout --signal=INT --kill-after=60 "$cap" "${cmd[@]}"
