@@ -5,28 +5,20 @@
 use crate::error::{Ctl, LispError, R, Reason};
 use crate::printer::short;
 use crate::value::Value;
-use crate::value::access::{map_get_flex, seq_items};
+use crate::value::access::{map_get_flex, nth_item, seq_items};
 
 /// Element `i` of a value destructured as a sequence.
 pub(crate) fn nth(v: &Value, i: usize) -> R<Value> {
-    match v {
-        Value::Nil => Ok(Value::Nil),
-        Value::Vector(items) => Ok(items.get(i).cloned().unwrap_or(Value::Nil)),
-        Value::Str(s) => Ok(s
-            .chars()
-            .nth(i)
-            .map(|c| Value::str(c.encode_utf8(&mut [0; 4])))
-            .unwrap_or(Value::Nil)),
-        Value::Map(_) | Value::Set(_) => Ok(seq_items(v)?.get(i).cloned().unwrap_or(Value::Nil)),
-        other => Err(Ctl::from(LispError::new(
+    nth_item(v, i).unwrap_or_else(|| {
+        Err(Ctl::from(LispError::new(
             Reason::DestructureError,
             format!(
                 "cannot destructure {} ({}) as a sequence",
-                short(other),
-                other.type_name()
+                short(v),
+                v.type_name()
             ),
-        ))),
-    }
+        )))
+    })
 }
 
 /// The elements from `i` on (`& rest`), or `None` (nil) when there are none. The caller

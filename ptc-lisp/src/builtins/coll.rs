@@ -8,6 +8,7 @@ use super::{
 };
 use crate::error::{R, Reason, err};
 use crate::eval::Ctx;
+use crate::value::access::nth_item;
 use crate::value::{MapData, SetData, Value};
 
 pub(crate) const BUILTINS: &[Builtin] = &[
@@ -211,17 +212,7 @@ fn first(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
 }
 
 pub(crate) fn nth_or_nil(v: &Value, i: usize) -> R<Value> {
-    match v {
-        Value::Nil => Ok(Value::Nil),
-        Value::Vector(items) => Ok(items.get(i).cloned().unwrap_or(Value::Nil)),
-        Value::Str(s) => Ok(s
-            .chars()
-            .nth(i)
-            .map(|c| Value::str(c.encode_utf8(&mut [0; 4])))
-            .unwrap_or(Value::Nil)),
-        Value::Map(_) | Value::Set(_) => Ok(seq_items(v)?.get(i).cloned().unwrap_or(Value::Nil)),
-        other => type_err("first", "a collection", other),
-    }
+    nth_item(v, i).unwrap_or_else(|| type_err("first", "a collection", v))
 }
 
 fn last(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {

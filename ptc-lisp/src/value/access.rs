@@ -109,6 +109,24 @@ fn char_values(s: &str) -> Vec<Value> {
 
 /// The elements of a seqable value: vectors as they are, sets and maps sorted (maps as
 /// `[k v]` entries), strings as one-character strings, `nil` as empty.
+/// Element `i` of a sequence-like value (nil past the end, strings by character, maps and sets
+/// in iteration order); `None` when `v` is not sequence-like, so each caller names its own error.
+pub(crate) fn nth_item(v: &Value, i: usize) -> Option<R<Value>> {
+    Some(match v {
+        Value::Nil => Ok(Value::Nil),
+        Value::Vector(items) => Ok(items.get(i).cloned().unwrap_or(Value::Nil)),
+        Value::Str(s) => Ok(s
+            .chars()
+            .nth(i)
+            .map(|c| Value::str(c.encode_utf8(&mut [0; 4])))
+            .unwrap_or(Value::Nil)),
+        Value::Map(_) | Value::Set(_) => {
+            seq_items(v).map(|items| items.get(i).cloned().unwrap_or(Value::Nil))
+        }
+        _ => return None,
+    })
+}
+
 pub(crate) fn seq_items(v: &Value) -> R<Cow<'_, [Value]>> {
     Ok(match v {
         Value::Nil => Cow::Borrowed(&[]),
