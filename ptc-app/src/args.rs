@@ -123,6 +123,10 @@ pub struct HttpArgs {
     /// No MCP sessions: any replica can answer any request (see docs/operations.md).
     #[arg(long)]
     pub stateless: bool,
+    /// Start every session id with NAME- so a load balancer can route a session's requests to
+    /// the replica holding it (ASCII letters, digits, `_`; see docs/operations.md).
+    #[arg(long, value_name = "NAME")]
+    pub replica_id: Option<String>,
 }
 
 impl HttpArgs {
@@ -147,6 +151,7 @@ impl HttpArgs {
             max_body_bytes: self.max_body_bytes,
             request_timeout: Duration::from_millis(self.request_timeout_ms),
             stateless: self.stateless,
+            replica_id: self.replica_id.clone(),
             ..HttpOptions::default()
         })
     }

@@ -17,13 +17,13 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::serve::ListenerExt;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use subtle::ConstantTimeEq;
 use tokio_util::sync::CancellationToken;
 
 use crate::server::eval::Evaluator;
 use crate::server::handler::PtcServer;
+use crate::server::sessions::{ReplicaSessions, replica_id_problem};
 
 /// Shortest bearer token accepted: shorter ones are guessable.
 pub const MIN_TOKEN_CHARS: usize = 32;
@@ -48,6 +48,9 @@ pub struct HttpOptions {
     /// Serve without sessions: every POST is answered with JSON on its own (any replica can
     /// take any request). Cancellation then comes from the client closing the request.
     pub stateless: bool,
+    /// Session ids start with `<replica_id>-`, so a load balancer can send each session's
+    /// requests to the replica holding it (see [`ReplicaSessions`]).
+    pub replica_id: Option<String>,
     /// Time after the in-flight evaluations finish for their replies to be written before open
     /// streams are closed.
     pub shutdown_grace: Duration,
@@ -63,14 +66,19 @@ impl Default for HttpOptions {
             max_body_bytes: 4 << 20,
             request_timeout: Duration::from_secs(60),
             stateless: false,
+            replica_id: None,
             shutdown_grace: Duration::from_secs(2),
         }
     }
 }
 
 impl HttpOptions {
-    /// The security rules of the options themselves: a token off loopback, and a long one.
+    /// The rules of the options themselves: a token off loopback, and a long one; a replica id
+    /// that is safe in a header.
     pub fn validate(&self) -> Result<(), String> {
+        if let Some(problem) = self.replica_id.as_deref().and_then(replica_id_problem) {
+            return Err(problem);
+        }
         match &self.token {
             None if !self.addr.ip().is_loopback() => Err(format!(
                 "listening on {} (not loopback) needs a bearer token: give --token-file FILE or \
@@ -171,7 +179,7 @@ pub fn router(evaluator: Arc<Evaluator>, options: &HttpOptions, ct: Cancellation
     let ev = evaluator.clone();
     let mcp = StreamableHttpService::new(
         move || Ok(PtcServer::new(ev.clone())),
-        Arc::new(LocalSessionManager::default()),
+        Arc::new(ReplicaSessions::new(options.replica_id.as_deref())),
         config,
     );
     let state = AppState {

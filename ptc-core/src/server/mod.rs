@@ -13,6 +13,7 @@ pub mod handler;
 pub mod http;
 pub mod options;
 pub mod repl;
+pub mod sessions;
 pub mod tool;
 
 pub use eval::{EvalOutcome, EvalRequest, Evaluator};
