@@ -38,6 +38,8 @@ pub struct Ctx<'a> {
     steps: u64,
     depth: usize,
     stack_base: usize,
+    /// The most native stack a call has found in use (decides whether the thread is reused).
+    stack_peak: usize,
     stack: Vec<Value>,
     recur_buf: Vec<Value>,
     globals: Vec<Option<Value>>,
@@ -89,6 +91,7 @@ impl<'a> Ctx<'a> {
             steps: 0,
             depth: 0,
             stack_base: stack_addr(),
+            stack_peak: 0,
             stack: Vec::with_capacity(256),
             recur_buf: Vec::new(),
             globals,
@@ -161,12 +164,14 @@ impl<'a> Ctx<'a> {
         self.eval(node, &fr)
     }
 
-    /// Ends the evaluation: the globals (for the next one) and the captured output.
-    pub(crate) fn finish(mut self) -> (Vec<Option<Value>>, String) {
+    /// Ends the evaluation: the globals (for the next one), the captured output and the most
+    /// native stack a call found in use.
+    pub(crate) fn finish(mut self) -> (Vec<Option<Value>>, String, usize) {
         self.stack.clear();
         (
             std::mem::take(&mut self.globals),
             std::mem::take(&mut self.output),
+            self.stack_peak,
         )
     }
 
@@ -301,6 +306,7 @@ impl<'a> Ctx<'a> {
             );
         }
         let used = self.stack_base.abs_diff(stack_addr());
+        self.stack_peak = self.stack_peak.max(used);
         if used + STACK_RESERVE > self.shared.limits.thread_stack() {
             return err(
                 Reason::DepthExceeded,

@@ -1,5 +1,5 @@
-//! The interpreter: reads, analyzes and evaluates programs on a dedicated thread with a large
-//! stack, under the configured limits. Definitions persist across `eval_str` calls.
+//! The interpreter: reads, analyzes and evaluates programs on an evaluation thread with a large
+//! stack (reused between evaluations, see [`eval_thread`]), under the configured limits. Definitions persist across `eval_str` calls.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64};
@@ -8,6 +8,7 @@ use std::time::Instant;
 use crate::analyze::{Analyzer, Globals};
 use crate::error::{Ctl, LispError, Reason};
 use crate::eval::{Ctx, Shared};
+use crate::eval_thread;
 use crate::host::Host;
 use crate::limits::Limits;
 use crate::reader::Reader;
@@ -101,41 +102,31 @@ impl Interpreter {
                 ),
             ));
         }
-        let stack = self.limits.thread_stack();
-        let limits = &self.limits;
-        let globals = &mut self.globals;
-        let host = self.host.as_deref();
-        let data = &self.data;
-        let output = &mut self.output;
-        let last_memory = &mut self.last_memory;
-        let cancel = &*self.cancel;
-        cancel.store(false, std::sync::atomic::Ordering::Relaxed);
-        let result = std::thread::scope(|s| {
-            let handle = std::thread::Builder::new()
-                .name("ptc-lisp-eval".into())
-                .stack_size(stack)
-                .spawn_scoped(s, move || {
-                    let env = RunEnv {
-                        limits,
-                        host,
-                        data,
-                        cancel,
-                    };
-                    run(src, &env, globals, output, last_memory)
-                });
-            match handle {
-                Ok(h) => h.join().unwrap_or_else(|_| {
-                    Err(LispError::new(
-                        Reason::InternalError,
-                        "the evaluator stopped unexpectedly",
-                    ))
-                }),
-                Err(e) => Err(LispError::new(
-                    Reason::InternalError,
-                    format!("could not start the evaluator: {e}"),
-                )),
-            }
+        self.cancel
+            .store(false, std::sync::atomic::Ordering::Relaxed);
+        // The evaluation thread gets owned copies (all cheap: `Arc`s and a shared value) and
+        // the globals and output, which it hands back.
+        let env = RunEnv {
+            limits: self.limits.clone(),
+            host: self.host.clone(),
+            data: self.data.clone(),
+            cancel: self.cancel.clone(),
+        };
+        let src = src.to_owned();
+        let mut globals = std::mem::take(&mut self.globals);
+        let ran = eval_thread::run(self.limits.thread_stack(), move || {
+            let (ran, stack_used) = run(&src, &env, &mut globals);
+            ((ran, globals), stack_used)
         });
+        let result = match ran {
+            Ok((ran, globals)) => {
+                self.globals = globals;
+                self.output.push_str(&ran.printed);
+                self.last_memory = ran.memory;
+                ran.result
+            }
+            Err(message) => Err(LispError::new(Reason::InternalError, message)),
+        };
         if let Ok(v) = &result {
             // REPL history, as in Clojure: *1 is the last result, *2 the one before, *3 before that.
             let prev1 = self.global("*1");
@@ -158,37 +149,45 @@ impl Interpreter {
 }
 
 /// What one evaluation reads from its interpreter.
-struct RunEnv<'a> {
-    limits: &'a Limits,
-    host: Option<&'a dyn Host>,
-    data: &'a Value,
-    cancel: &'a AtomicBool,
+struct RunEnv {
+    limits: Limits,
+    host: Option<Arc<dyn Host>>,
+    data: Value,
+    cancel: Arc<AtomicBool>,
 }
 
-fn run(
-    src: &str,
-    env: &RunEnv<'_>,
-    globals: &mut Globals,
-    output: &mut String,
-    last_memory: &mut u64,
-) -> Result<Value, LispError> {
-    let RunEnv {
-        limits,
-        host,
-        data,
-        cancel,
-    } = *env;
+/// What one evaluation gives back besides the globals.
+struct Ran {
+    result: Result<Value, LispError>,
+    printed: String,
+    memory: u64,
+}
+
+/// Runs a program on the current thread; also returns the native stack its calls used.
+fn run(src: &str, env: &RunEnv, globals: &mut Globals) -> (Ran, usize) {
+    let limits = &env.limits;
+    let host = env.host.as_deref();
     let host_namespaces = host.map(|h| h.namespaces()).unwrap_or_default();
     let upstreams = host.map(|h| h.upstreams()).unwrap_or_default();
     let shared = Shared {
         limits,
         deadline: limits.timeout.map(|t| Instant::now() + t),
         mem_used: AtomicU64::new(0),
-        cancel,
+        cancel: &env.cancel,
         host,
-        data,
+        data: &env.data,
     };
-    let forms = Reader::new(src, limits.max_reader_depth).read_all()?;
+    let forms = match Reader::new(src, limits.max_reader_depth).read_all() {
+        Ok(forms) => forms,
+        Err(e) => {
+            let ran = Ran {
+                result: Err(e),
+                printed: String::new(),
+                memory: 0,
+            };
+            return (ran, 0);
+        }
+    };
     let mut ctx = Ctx::new(&shared, std::mem::take(&mut globals.values));
     let result = (|| {
         let mut last = Value::Nil;
@@ -216,9 +215,12 @@ fn run(
         }
         Ok(last)
     })();
-    let (values, printed) = ctx.finish();
+    let (values, printed, stack_used) = ctx.finish();
     globals.values = values;
-    output.push_str(&printed);
-    *last_memory = shared.mem_used.load(std::sync::atomic::Ordering::Relaxed);
-    result
+    let ran = Ran {
+        result,
+        printed,
+        memory: shared.mem_used.load(std::sync::atomic::Ordering::Relaxed),
+    };
+    (ran, stack_used)
 }

@@ -546,6 +546,14 @@ fn micro_rows(budget: Budget) -> Vec<Row> {
         timed(lisp("(+ 1 2)")),
         timed(|| rhai::Engine::new().eval::<i64>("1 + 2").expect("rhai")),
     );
+    // One interpreter for every sample: what a host that keeps its interpreter pays per eval
+    // (the evaluation thread is reused, not started).
+    let mut warm = Interpreter::new(limits.clone());
+    let (warm_plus, rhai_warm) = pair(
+        budget,
+        timed(|| warm.eval_str("(+ 1 2)").expect("runs")),
+        timed(|| engine.eval::<i64>("1 + 2").expect("rhai")),
+    );
     let row = |name: &str, ours: &Samples, base: &str, theirs: &Samples, target| {
         Row::paired("micro", name, ours, base, theirs, target, String::new())
     };
@@ -560,6 +568,22 @@ fn micro_rows(budget: Budget) -> Vec<Row> {
             "rhai: new engine + eval",
             &rhai_plus,
             None,
+        ),
+        row(
+            "(+ 1 2), warm interpreter",
+            &warm_plus,
+            "rhai: same engine, eval",
+            &rhai_warm,
+            None,
+        ),
+        Row::time(
+            "micro",
+            "(+ 1 2), warm interpreter",
+            warm_plus.median(),
+            "the 10 µs budget",
+            Duration::from_micros(10),
+            Some(1.0),
+            String::new(),
         ),
         row("fib 25", &fib, "rhai fib 25", &rhai_fib, Some(1.0 / 3.0)),
         row(
