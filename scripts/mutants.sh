@@ -7,9 +7,12 @@
 #                                         else main)
 #                                         within those modules; falls back to the CI list when the
 #                                         diff touches none of them
-#   scripts/mutants.sh --ci               what .ci/run runs: --changed, in place, capped at
-#                                         MUTANTS_CAP seconds (default 900), installing
-#                                         cargo-mutants first
+#   scripts/mutants.sh --ci               what .ci/run runs: the fixed CI list (the security
+#                                         rules), in place, capped at MUTANTS_CAP seconds
+#                                         (default 900), installing cargo-mutants first. Not
+#                                         --changed: a CI clone's origin is whatever it was
+#                                         cloned from, so its diff says nothing reliable; run
+#                                         --changed yourself before submitting
 #   scripts/mutants.sh --iterate ...      re-test only what the previous run did not catch
 #
 # MUTANTS_LIST=1 lists the mutants instead of testing them.
@@ -45,7 +48,7 @@ COMMON=(--jobs "$JOBS" --timeout "$TIMEOUT" --build-timeout 600 --output "$OUT"
 ci=false changed=false base= extra=() areas=()
 while [ $# -gt 0 ]; do
   case "$1" in
-    --ci) ci=true; changed=true ;;
+    --ci) ci=true; changed=true; base=__ci_list__ ;;
     --changed) changed=true
       if [ $# -gt 1 ] && [[ "$2" != -* ]]; then base=$2; shift; fi ;;
     --iterate) extra+=(--iterate) ;;
@@ -81,7 +84,7 @@ if $changed; then
     git rev-parse --verify -q "$base" >/dev/null || base=main
   fi
   diff_file=$(mktemp)
-  if git rev-parse --verify -q "$base" >/dev/null; then
+  if [ "$base" != __ci_list__ ] && git rev-parse --verify -q "$base" >/dev/null; then
     git diff "$base"... -- "${files[@]}" >"$diff_file"
   fi
   if [ -s "$diff_file" ]; then
@@ -89,7 +92,11 @@ if $changed; then
     mapfile -t args < <(filter_args "${files[@]}")
     args+=(--in-diff "$diff_file" --exclude-re "eval.rs.*in Ctx<'a>::eval")
   else
-    echo "mutants: no change vs $base in the mutation-tested modules; running the CI list: $CI_FILES"
+    if [ "$base" = __ci_list__ ]; then
+      echo "mutants: running the CI list: $CI_FILES"
+    else
+      echo "mutants: no change vs $base in the mutation-tested modules; running the CI list: $CI_FILES"
+    fi
     # shellcheck disable=SC2086
     mapfile -t args < <(filter_args $CI_FILES)
   fi
