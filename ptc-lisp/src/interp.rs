@@ -1,5 +1,6 @@
-//! The interpreter: reads, analyzes and evaluates programs on an evaluation thread with a large
-//! stack (reused between evaluations, see [`eval_thread`]), under the configured limits. Definitions persist across `eval_str` calls.
+//! The interpreter: reads, analyzes and evaluates programs on an evaluation stack of their own
+//! (large, guarded, reused between evaluations: see [`eval_stack`]), under the configured limits.
+//! Definitions persist across `eval_str` calls.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64};
@@ -8,7 +9,7 @@ use std::time::Instant;
 use crate::analyze::{Analyzer, Globals};
 use crate::error::{Ctl, LispError, Reason};
 use crate::eval::{Ctx, Shared};
-use crate::eval_thread;
+use crate::eval_stack;
 use crate::host::Host;
 use crate::limits::Limits;
 use crate::reader::Reader;
@@ -104,23 +105,15 @@ impl Interpreter {
         }
         self.cancel
             .store(false, std::sync::atomic::Ordering::Relaxed);
-        // The evaluation thread gets owned copies (all cheap: `Arc`s and a shared value) and
-        // the globals and output, which it hands back.
         let env = RunEnv {
-            limits: self.limits.clone(),
-            host: self.host.clone(),
-            data: self.data.clone(),
-            cancel: self.cancel.clone(),
+            limits: &self.limits,
+            host: self.host.as_deref(),
+            data: &self.data,
+            cancel: &self.cancel,
         };
-        let src = src.to_owned();
-        let mut globals = std::mem::take(&mut self.globals);
-        let ran = eval_thread::run(self.limits.thread_stack(), move || {
-            let (ran, stack_used) = run(&src, &env, &mut globals);
-            ((ran, globals), stack_used)
-        });
-        let result = match ran {
-            Ok((ran, globals)) => {
-                self.globals = globals;
+        let globals = &mut self.globals;
+        let result = match eval_stack::run(self.limits.thread_stack(), || run(src, &env, globals)) {
+            Ok(ran) => {
                 self.output.push_str(&ran.printed);
                 self.last_memory = ran.memory;
                 ran.result
@@ -149,11 +142,11 @@ impl Interpreter {
 }
 
 /// What one evaluation reads from its interpreter.
-struct RunEnv {
-    limits: Limits,
-    host: Option<Arc<dyn Host>>,
-    data: Value,
-    cancel: Arc<AtomicBool>,
+struct RunEnv<'a> {
+    limits: &'a Limits,
+    host: Option<&'a dyn Host>,
+    data: &'a Value,
+    cancel: &'a AtomicBool,
 }
 
 /// What one evaluation gives back besides the globals.
@@ -164,18 +157,18 @@ struct Ran {
 }
 
 /// Runs a program on the current thread; also returns the native stack its calls used.
-fn run(src: &str, env: &RunEnv, globals: &mut Globals) -> (Ran, usize) {
-    let limits = &env.limits;
-    let host = env.host.as_deref();
+fn run(src: &str, env: &RunEnv<'_>, globals: &mut Globals) -> (Ran, usize) {
+    let limits = env.limits;
+    let host = env.host;
     let host_namespaces = host.map(|h| h.namespaces()).unwrap_or_default();
     let upstreams = host.map(|h| h.upstreams()).unwrap_or_default();
     let shared = Shared {
         limits,
         deadline: limits.timeout.map(|t| Instant::now() + t),
         mem_used: AtomicU64::new(0),
-        cancel: &env.cancel,
+        cancel: env.cancel,
         host,
-        data: &env.data,
+        data: env.data,
     };
     let forms = match Reader::new(src, limits.max_reader_depth).read_all() {
         Ok(forms) => forms,

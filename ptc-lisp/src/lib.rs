@@ -25,7 +25,7 @@ mod call_sites;
 mod destructure;
 mod error;
 mod eval;
-mod eval_thread;
+mod eval_stack;
 mod function;
 pub mod host;
 mod interp;
