@@ -207,13 +207,18 @@ pub fn markdown(rows: &[Row]) -> String {
     for r in rows {
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {:.2}× | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             r.suite,
             r.name,
             human(r.unit, r.ours),
             r.baseline,
             human(r.unit, r.base),
-            r.ratio,
+            // No ratio when the baseline has no figure (it did not run).
+            if r.ratio.is_finite() {
+                format!("{:.2}×", r.ratio)
+            } else {
+                "-".to_string()
+            },
             r.target.map_or("-".to_string(), |t| format!("≤ {t:.2}×")),
             if r.meets_target() { "yes" } else { "NO" },
             r.note,

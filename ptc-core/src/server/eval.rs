@@ -287,26 +287,31 @@ impl Evaluator {
         self.in_flight.count.fetch_add(1, Ordering::AcqRel);
         let guard = InFlightGuard(self.in_flight.clone());
 
-        let (flag_tx, flag_rx) = tokio::sync::oneshot::channel::<Arc<AtomicBool>>();
+        // The interpreter is made here so its cancel flag is at hand without a watcher task:
+        // every task hand-off is a thread wake-up, tens of microseconds on a virtual machine.
+        let host = Arc::new(ProgramHost::new(
+            self.upstreams.clone(),
+            self.runtime.clone(),
+            self.limits.budgets(),
+        ));
+        let mut interp = Interpreter::with_host(self.limits.lisp_limits(), host.clone());
+        let flag = interp.cancel_handle();
+        if let Some(c) = context {
+            interp.set_context(c);
+        }
         let upstreams = self.upstreams.clone();
-        let runtime = self.runtime.clone();
-        let limits = self.limits.lisp_limits();
-        let budgets = self.limits.budgets();
         let program = req.program.clone();
-        let job = tokio::task::spawn_blocking(move || {
+        let mut job = tokio::task::spawn_blocking(move || {
             let _held = (permits, guard);
-            run(
-                upstreams, runtime, &program, limits, budgets, context, flag_tx,
-            )
+            run(&upstreams, &host, interp, &program)
         });
-        let watcher = tokio::spawn(async move {
-            if let Ok(flag) = flag_rx.await {
-                cancel.cancelled().await;
+        let run = tokio::select! {
+            r = &mut job => r,
+            () = cancel.cancelled() => {
                 flag.store(true, Ordering::Relaxed);
+                job.await
             }
-        });
-        let run = job.await;
-        watcher.abort();
+        };
         let (result, prints, records) = match run {
             Ok(r) => r,
             Err(e) => {
@@ -382,29 +387,14 @@ impl Evaluator {
 
 type RunResult = (Result<Value, LispError>, String, RunRecords);
 
-/// The blocking half: pre-check, then the evaluation with a fresh host, its cancel flag handed
-/// to the async side first.
-fn run(
-    upstreams: Arc<Upstreams>,
-    runtime: tokio::runtime::Handle,
-    src: &str,
-    limits: ptc_lisp::Limits,
-    budgets: crate::host::Budgets,
-    context: Option<Value>,
-    flag_tx: tokio::sync::oneshot::Sender<Arc<AtomicBool>>,
-) -> RunResult {
-    let host = Arc::new(ProgramHost::new(upstreams.clone(), runtime, budgets));
-    if let Err(problems) = crate::precheck::precheck(&upstreams, src) {
+/// The blocking half: the pre-check, then the evaluation.
+fn run(upstreams: &Upstreams, host: &ProgramHost, mut interp: Interpreter, src: &str) -> RunResult {
+    if let Err(problems) = crate::precheck::precheck(upstreams, src) {
         return (
             Err(crate::precheck::to_error(&problems)),
             String::new(),
             host.records(None),
         );
-    }
-    let mut interp = Interpreter::with_host(limits, host.clone());
-    let _ = flag_tx.send(interp.cancel_handle());
-    if let Some(c) = context {
-        interp.set_context(c);
     }
     let result = interp.eval_str(src);
     let prints = upstreams
