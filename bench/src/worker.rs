@@ -100,54 +100,57 @@ pub struct ProcessRun {
     pub max_rss: u64,
 }
 
-/// Runs `cmd` to completion (stdout captured and returned), timing it and reading its peak RSS
-/// from `wait4`.
-pub fn run_process(mut cmd: Command) -> Result<(ProcessRun, String), String> {
+/// GNU time, which reports a command's own peak RSS.
+const GNU_TIME: &str = "/usr/bin/time";
+
+/// Runs `cmd` to completion (stdout captured and returned), timing it and reading its peak RSS.
+///
+/// The peak RSS comes from GNU time run in between (Debian package `time`): Linux carries a
+/// process's RSS high-water mark across `exec`, so a child spawned straight from this bench,
+/// which holds gigabytes of test data, would report at least the bench's own peak. GNU time is
+/// small, and the command it forks starts from its memory. Without it `max_rss` is 0 and the RSS
+/// rows are left out.
+pub fn run_process(cmd: Command) -> Result<(ProcessRun, String), String> {
+    let rss_file = std::env::temp_dir().join(format!("ptc-bench-rss-{}", std::process::id()));
+    let timed = Path::new(GNU_TIME).is_file();
+    let mut run = if timed {
+        let mut t = Command::new(GNU_TIME);
+        t.args(["-f", "%M", "-o"])
+            .arg(&rss_file)
+            .arg(cmd.get_program())
+            .args(cmd.get_args());
+        t
+    } else {
+        cmd
+    };
     let start = Instant::now();
-    let mut child = cmd
+    let out = run
         .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("cannot start {:?}: {e}", cmd.get_program()))?;
-    let mut out = String::new();
-    let mut err = String::new();
-    if let Some(mut s) = child.stdout.take() {
-        std::io::Read::read_to_string(&mut s, &mut out).map_err(|e| e.to_string())?;
-    }
-    if let Some(mut s) = child.stderr.take() {
-        std::io::Read::read_to_string(&mut s, &mut err).map_err(|e| e.to_string())?;
-    }
-    let (status, max_rss) = wait4(child.id())?;
+        .output()
+        .map_err(|e| format!("cannot start {:?}: {e}", run.get_program()))?;
     let wall = start.elapsed();
-    if status != 0 {
+    if !out.status.success() {
         return Err(format!(
-            "{:?} exited with status {status}: {}",
-            cmd.get_program(),
-            err.trim()
+            "{:?} exited with {}: {}",
+            run.get_args().collect::<Vec<_>>(),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
         ));
     }
-    Ok((ProcessRun { wall, max_rss }, out.trim().to_string()))
-}
-
-/// Waits for `pid`; its exit status and peak RSS in bytes. `std::process::Child::wait` does not
-/// report resource usage, and `getrusage(RUSAGE_CHILDREN)` is a maximum over all children.
-fn wait4(pid: u32) -> Result<(i32, u64), String> {
-    let mut status = 0;
-    // SAFETY: `rusage` is plain old data, zero is a valid value for every field.
-    #[allow(unsafe_code)]
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: pid is our own child, not yet reaped; both pointers are valid for the call.
-    #[allow(unsafe_code)]
-    let r = unsafe { libc::wait4(pid as libc::pid_t, &mut status, 0, &mut usage) };
-    if r < 0 {
-        return Err(format!("wait4: {}", std::io::Error::last_os_error()));
-    }
-    let code = if libc::WIFEXITED(status) {
-        libc::WEXITSTATUS(status)
+    let max_rss = if timed {
+        let kib = std::fs::read_to_string(&rss_file)
+            .map_err(|e| format!("cannot read GNU time's report: {e}"))?;
+        kib.trim()
+            .lines()
+            .last()
+            .and_then(|l| l.trim().parse::<u64>().ok())
+            .ok_or_else(|| format!("GNU time reported {kib:?}, not a size"))?
+            * 1024
     } else {
-        -1
+        0
     };
-    // Linux reports ru_maxrss in KiB.
-    Ok((code, usage.ru_maxrss.max(0) as u64 * 1024))
+    Ok((
+        ProcessRun { wall, max_rss },
+        String::from_utf8_lossy(&out.stdout).trim().to_string(),
+    ))
 }

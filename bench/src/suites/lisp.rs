@@ -485,6 +485,10 @@ fn process_rows(
             )
             .with_alloc("ptc binary's", "mimalloc"),
         );
+        if rss(&ours) == 0 {
+            eprintln!("process: peak RSS rows skipped: GNU time (/usr/bin/time) is missing");
+            continue;
+        }
         rows.push(Row::bytes(
             "process",
             &format!("{name}: `ptc eval` peak RSS"),
