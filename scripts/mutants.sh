@@ -34,21 +34,23 @@ declare -A AREA_FILES=(
 LISP_RE="limits.rs|in Ctx<'a>::(tick|check_slow|check_deadline|charge|charge_items|precheck_items|enter)$"
 # In the Observatory's handlers only the shared authorisation helpers are in scope.
 OBS_RE="tokens.rs|api/mod.rs|handlers/mod.rs:.* in (visible|env_param|find_trace)$"
-# Fixed small list for CI when a change touches none of the modules: the security rules.
+# Fixed small list: what CI tests, and --changed when a change touches none of the modules (the
+# security rules).
 CI_FILES="ptc-plan/src/headers.rs ptc-core/src/credentials.rs"
 
 JOBS=${MUTANTS_JOBS:-1}
 TIMEOUT=${MUTANTS_TIMEOUT:-180}
 OUT=${MUTANTS_OUT:-.}
-COMMON=(--jobs "$JOBS" --timeout "$TIMEOUT" --build-timeout 600 --output "$OUT"
-        --cargo-test-arg=--all-targets)
+# --in-place (CI) runs one mutant at a time, and cargo-mutants refuses --jobs beside it.
+IN_PLACE=(--timeout "$TIMEOUT" --build-timeout 600 --output "$OUT" --cargo-test-arg=--all-targets)
+COMMON=(--jobs "$JOBS" "${IN_PLACE[@]}")
 # MUTANTS_LIST=1: list the mutants that would be tested, test nothing.
-[ -n "${MUTANTS_LIST:-}" ] && COMMON=(--list)
+[ -n "${MUTANTS_LIST:-}" ] && COMMON=(--list) && IN_PLACE=(--list)
 
 ci=false changed=false base= extra=() areas=()
 while [ $# -gt 0 ]; do
   case "$1" in
-    --ci) ci=true; changed=true; base=__ci_list__ ;;
+    --ci) ci=true ;;
     --changed) changed=true
       if [ $# -gt 1 ] && [[ "$2" != -* ]]; then base=$2; shift; fi ;;
     --iterate) extra+=(--iterate) ;;
@@ -57,7 +59,7 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-if [ ${#areas[@]} -eq 0 ] && ! $changed; then
+if [ ${#areas[@]} -eq 0 ] && ! $changed && ! $ci; then
   # Areas selected by name run one at a time.
   "$0" "${extra[@]}" plan core && "$0" "${extra[@]}" observatory && exec "$0" "${extra[@]}" lisp
 fi
@@ -78,13 +80,34 @@ done
 
 filter_args() { for f in "$@"; do printf -- '-f\n%s\n' "$f"; done; }
 
+if $ci; then
+  echo "mutants: running the CI list: $CI_FILES"
+  # shellcheck disable=SC2086
+  mapfile -t args < <(filter_args $CI_FILES)
+  # A CI checkout is thrown away and its target/ is warm from the test run: mutate in place
+  # instead of copying the tree and building everything again.
+  cap=${MUTANTS_CAP:-900}
+  set +e
+  timeout --signal=INT --kill-after=60 "$cap" cargo mutants "${IN_PLACE[@]}" "${args[@]}" "${extra[@]}" --in-place
+  rc=$?
+  set -e
+  case $rc in
+    0) echo "mutants: every mutant caught" ;;
+    124|130) echo "mutants: stopped at the ${cap}s cap; results so far in $OUT/mutants.out (not a failure)"
+             [ -s "$OUT/mutants.out/missed.txt" ] && { echo "but these survived:"; cat "$OUT/mutants.out/missed.txt"; exit 2; }
+             ;;
+    *) echo "mutants: exit $rc (2 = survivors, see $OUT/mutants.out/missed.txt)"; exit $rc ;;
+  esac
+  exit 0
+fi
+
 if $changed; then
   if [ -z "$base" ]; then
     base=origin/main
     git rev-parse --verify -q "$base" >/dev/null || base=main
   fi
   diff_file=$(mktemp)
-  if [ "$base" != __ci_list__ ] && git rev-parse --verify -q "$base" >/dev/null; then
+  if git rev-parse --verify -q "$base" >/dev/null; then
     git diff "$base"... -- "${files[@]}" >"$diff_file"
   fi
   if [ -s "$diff_file" ]; then
@@ -92,35 +115,11 @@ if $changed; then
     mapfile -t args < <(filter_args "${files[@]}")
     args+=(--in-diff "$diff_file" --exclude-re "eval.rs.*in Ctx<'a>::eval")
   else
-    if [ "$base" = __ci_list__ ]; then
-      echo "mutants: running the CI list: $CI_FILES"
-    else
-      echo "mutants: no change vs $base in the mutation-tested modules; running the CI list: $CI_FILES"
-    fi
+    echo "mutants: no change vs $base in the mutation-tested modules; running the CI list: $CI_FILES"
     # shellcheck disable=SC2086
     mapfile -t args < <(filter_args $CI_FILES)
   fi
-  cmd=(cargo mutants "${COMMON[@]}" "${args[@]}" "${extra[@]}")
-  if $ci; then
-    # A CI checkout is thrown away and its target/ is warm from the test run: mutate in place
-    # instead of copying the tree and building everything again.
-    # --in-place runs one mutant at a time; cargo-mutants refuses --jobs beside it.
-    cmd=(cargo mutants "${COMMON[@]:2}" "${args[@]}" "${extra[@]}" --in-place)
-    cap=${MUTANTS_CAP:-900}
-    set +e
-    timeout --signal=INT --kill-after=60 "$cap" "${cmd[@]}"
-    rc=$?
-    set -e
-    case $rc in
-      0) echo "mutants: every mutant caught" ;;
-      124|130) echo "mutants: stopped at the ${cap}s cap; results so far in $OUT/mutants.out (not a failure)"
-               [ -s "$OUT/mutants.out/missed.txt" ] && { echo "but these survived:"; cat "$OUT/mutants.out/missed.txt"; exit 2; }
-               ;;
-      *) echo "mutants: exit $rc (2 = survivors, see $OUT/mutants.out/missed.txt)"; exit $rc ;;
-    esac
-    exit 0
-  fi
-  exec "${cmd[@]}"
+  exec cargo mutants "${COMMON[@]}" "${args[@]}" "${extra[@]}"
 fi
 
 mapfile -t args < <(filter_args "${files[@]}")

@@ -223,6 +223,23 @@ async fn binding_off_loopback_needs_a_long_enough_token() {
         ..public.clone()
     };
     assert_eq!(at_min.validate(), Ok(()));
+    // The replica id travels in every session id: checked with the other options.
+    let replica = |id: &str| HttpOptions {
+        replica_id: Some(id.into()),
+        ..Default::default()
+    };
+    assert_eq!(replica(&"r".repeat(32)).validate(), Ok(()));
+    assert_eq!(
+        replica(&"r".repeat(33)).validate().unwrap_err(),
+        format!(
+            "the replica id `{}` must have 1 to 32 characters",
+            "r".repeat(33)
+        )
+    );
+    assert_eq!(
+        replica("r-1").validate().unwrap_err(),
+        "the replica id `r-1` contains '-'; use ASCII letters, digits and `_` only"
+    );
     // Loopback needs no token.
     assert_eq!(HttpOptions::default().validate(), Ok(()));
     // serve refuses before binding.
