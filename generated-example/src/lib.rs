@@ -1,6 +1,7 @@
 //! The Observatory deployment, typed: `ptc_upstreams!` compiles
 //! `fixtures/observatory/upstreams.json` and its OpenAPI document into the `observatory` module
-//! (argument structs, response types, one `async fn` per included operation) and `plan()`.
+//! (argument structs, each an `Operation` that `Upstreams::run` calls, response types) and
+//! `plan()`.
 
 use ptc_core::{ToolError, Upstreams};
 use ptc_plan::{Plan, Transport};
@@ -26,12 +27,12 @@ pub async fn first_failed_trace(
         limit: Some(5),
         ..observatory::ListTracesArgs::new(org.to_string())
     };
-    let page = observatory::list_traces(upstreams, args).await?;
+    let page = upstreams.run(args).await?;
     let Some(trace) = page.traces.into_iter().next() else {
         return Ok(None);
     };
     let steps_args = observatory::GetTraceStepsArgs::new(trace.id.clone(), org.to_string());
-    let steps = observatory::get_trace_steps(upstreams, steps_args).await?;
+    let steps = upstreams.run(steps_args).await?;
     Ok(Some(FailedTrace { trace, steps }))
 }
 

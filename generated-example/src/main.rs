@@ -33,7 +33,7 @@ enum Command {
     /// Start the Observatory test bed in-process and answer agent questions with PTC-Lisp.
     #[command(after_help = "Example:\n  generated-example demo")]
     Demo,
-    /// List an org's failed traces and one trace's steps through the generated typed functions.
+    /// List an org's failed traces and one trace's steps through the generated typed operations.
     #[command(after_help = "Example:\n  generated-example typed")]
     Typed,
     /// Serve lisp_eval to MCP clients over stdio (default) or Streamable HTTP.

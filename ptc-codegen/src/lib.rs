@@ -1,8 +1,8 @@
 //! Plan → Rust tokens for the `ptc_upstreams!` macro and `ptc expand`.
 //!
 //! [`generate`] is pure: it turns a validated [`ptc_plan::Plan`] into one module per upstream
-//! (typed argument structs, response types, typed calls through
-//! `ptc_core::Upstreams::call_typed`) plus a `plan()` registration, and never reads a file or the
+//! (typed argument structs, each a `ptc_core::Operation` that `Upstreams::run` calls, and
+//! response types) plus a `plan()` registration, and never reads a file or the
 //! environment. [`expansion`] is the one place that loads a config the way the macro does
 //! (vendored `schema_url` copies included), so the macro and `ptc expand` cannot disagree.
 //! [`drift`] compares two plans of the same config for `ptc vendor --check`.
@@ -113,8 +113,6 @@ fn upstream(
     Ok(quote! {
         #doc
         pub mod #module_id {
-            #[allow(unused_imports)]
-            use ::ptc_core::{CallOptions, ToolError, Upstreams};
             #[allow(unused_imports)]
             use serde::{Deserialize, Serialize};
             /// The upstream's name: the namespace of its tools.

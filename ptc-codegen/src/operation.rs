@@ -1,4 +1,5 @@
-//! One included operation: its arguments struct, its response type and its typed call.
+//! One included operation: its arguments struct (the typed call's [`ptc_core::Operation`]) and
+//! its response type.
 
 use proc_macro2::TokenStream;
 use ptc_plan::ToolPlan;
@@ -7,7 +8,8 @@ use serde_json::Value;
 
 use crate::idents::{Names, ident, pascal, snake};
 use crate::types::{
-    Field, FieldStyle, Hint, TypeGen, description, doc_lines, first_paragraph, struct_item,
+    Field, FieldStyle, Hint, TypeGen, description, doc_lines, doc_paragraphs, first_paragraph,
+    sentences, struct_item,
 };
 
 /// The Rust names of one operation's items, claimed before any type is generated so a schema
@@ -42,7 +44,7 @@ pub fn generate<'v>(
         "`{} {}` on upstream `{upstream}` (operationId `{}`, tool `{upstream}/{}`).",
         tool.ptc.method, tool.ptc.path, tool.ptc.operation_id, tool.name
     );
-    out.push(args(types, tool, names, &route));
+    out.push(args(types, upstream, tool, names, &route));
     let root = types.root(&tool.output_schema);
     let response = types.ty(&tool.output_schema, &Hint::fixed(&names.response), root, 0);
     if response.named.as_deref() != Some(names.response.as_str()) {
@@ -58,29 +60,13 @@ pub fn generate<'v>(
         });
     }
     out.extend(types.take_items());
-    let fn_name = ident(&snake(&tool.name));
-    let args_id = ident(&names.args);
-    let response_id = ident(&names.response);
-    let tool_name = &tool.name;
-    // The summary and the first paragraph of the description: the full text is in the catalog.
-    let mut paragraphs = tool.description.split("\n\n").filter_map(first_paragraph);
-    let doc = doc_lines(&[
-        paragraphs.next(),
-        paragraphs.next(),
-        Some(format!("Runs {route}")),
-    ]);
-    out.push(quote! {
-        #doc
-        pub async fn #fn_name(upstreams: &Upstreams, args: #args_id) -> Result<#response_id, ToolError> {
-            let options = CallOptions::default();
-            upstreams.call_typed(UPSTREAM, #tool_name, &args, options).await
-        }
-    });
 }
 
-/// The arguments struct and its constructor taking every required argument.
+/// The arguments struct, its constructor taking every required argument (`Default` when none
+/// is), and its [`ptc_core::Operation`] impl: `upstreams.run(args)` is the typed call.
 fn args<'v>(
     types: &mut TypeGen<'v>,
+    upstream: &str,
     tool: &'v ToolPlan,
     names: &OpNames,
     route: &str,
@@ -116,10 +102,45 @@ fn args<'v>(
             ty,
         });
     }
-    let doc = doc_lines(&[Some(format!(
-        "Arguments of {route} Required ones are plain fields (see `new`), optional ones `Option`s."
-    ))]);
-    let item = struct_item(&names.args, doc, &fields, FieldStyle::Args);
+    let all_optional = fields.iter().all(|f| f.optional);
+    let how = if fields.is_empty() {
+        "It takes none: `Default` makes them"
+    } else if all_optional {
+        "Every argument is optional: `Default` leaves them `None`"
+    } else {
+        "Required arguments are plain fields (see `new`), optional ones `Option`s"
+    };
+    // The summary, then the first paragraph of the description: the full text is in the catalog.
+    let mut paragraphs = tool.description.split("\n\n").filter_map(first_paragraph);
+    let doc = doc_paragraphs(&[
+        paragraphs.next(),
+        Some(sentences(&[
+            paragraphs.next(),
+            Some(format!(
+                "Arguments of {route} {how}. Call it with `upstreams.run(args)`."
+            )),
+        ])),
+    ]);
+    let item = struct_item(
+        &names.args,
+        doc,
+        &fields,
+        FieldStyle::Args {
+            default: all_optional,
+        },
+    );
+    let id = ident(&names.args);
+    let response_id = ident(&names.response);
+    let tool_name = format!("{upstream}/{}", tool.name);
+    let operation = quote! {
+        impl ::ptc_core::Operation for #id {
+            const TOOL: &'static str = #tool_name;
+            type Response = #response_id;
+        }
+    };
+    if all_optional {
+        return quote!(#item #operation);
+    }
     let mut field_names = Names::default();
     let mut params = Vec::new();
     let mut inits = Vec::new();
@@ -133,20 +154,16 @@ fn args<'v>(
             inits.push(quote!(#id));
         }
     }
-    let id = ident(&names.args);
-    let allow = match params.len() {
-        0 => Some(quote!(#[allow(clippy::new_without_default)])),
-        8.. => Some(quote!(#[allow(clippy::too_many_arguments)])),
-        _ => None,
-    };
+    let allow = (params.len() >= 8).then(|| quote!(#[allow(clippy::too_many_arguments)]));
     quote! {
         #item
         #allow
         impl #id {
             /// The arguments with every required one given and every optional one `None`.
             pub fn new(#(#params),*) -> Self {
-                #id { #(#inits),* }
+                Self { #(#inits),* }
             }
         }
+        #operation
     }
 }

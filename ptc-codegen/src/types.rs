@@ -154,18 +154,28 @@ impl<'v> TypeGen<'v> {
     /// component keeps its own name (`TraceStatus`) even when an inline schema is met first.
     /// Each is generated when first referred to: only reachable ones are emitted.
     pub fn declare_definitions(&mut self) {
-        for (name, schema) in self.definitions {
+        for name in self.definitions.keys() {
             let key = format!("plan:{name}");
             let type_name = self.names.claim(&[pascal(name)]);
             self.named.insert(key.clone(), type_name);
-            let shape = match schema.as_object().and_then(string_enum) {
-                Some(values) => enum_shape(&values),
-                None => scoped(canonical(schema), Root { local: None, id: 0 }),
-            };
-            self.definition_shapes
-                .entry(shape)
-                .or_insert_with(|| key.clone());
             self.pending.insert(key);
+        }
+        // A shape's type is the first definition with it, one that does not admit null first:
+        // `nullable-simple-user` becomes `Option<SimpleUser>`, not a second struct.
+        let admits_null = |s: &Value| s.as_object().is_some_and(|o| type_set(o).1);
+        for nullable in [false, true] {
+            for (name, schema) in self.definitions {
+                if admits_null(schema) != nullable {
+                    continue;
+                }
+                let shape = match schema.as_object().and_then(string_enum) {
+                    Some(values) => enum_shape(&values),
+                    None => object_shape(schema, Root { local: None, id: 0 }),
+                };
+                self.definition_shapes
+                    .entry(shape)
+                    .or_insert_with(|| format!("plan:{name}"));
+            }
         }
     }
 
@@ -481,7 +491,7 @@ impl<'v> TypeGen<'v> {
                 _ => Ty::plain(quote!(::serde_json::Map<String, ::serde_json::Value>)),
             };
         };
-        let shape = scoped(canonical(&Value::Object(obj.clone())), root);
+        let shape = object_shape(&Value::Object(obj.clone()), root);
         if let Some(ty) = self.pending_definition(&shape, depth) {
             return ty;
         }
@@ -511,7 +521,7 @@ impl<'v> TypeGen<'v> {
             });
         }
         self.in_progress.remove(&name);
-        let doc = doc_lines(&[description(&Value::Object(obj.clone()))]);
+        let doc = type_doc(obj, hint);
         self.items
             .push(struct_item(&name, doc, &fields, FieldStyle::Response));
         named(&name)
@@ -559,7 +569,7 @@ impl<'v> TypeGen<'v> {
             quote!(#rename #id,)
         });
         let rename_all = snake_case.then(|| quote!(#[serde(rename_all = "snake_case")]));
-        let doc = doc_lines(&[description(&Value::Object(obj.clone()))]);
+        let doc = type_doc(obj, hint);
         let id = ident(&name);
         self.items.push(quote! {
             #doc
@@ -588,11 +598,15 @@ pub struct Field {
     pub ty: Ty,
 }
 
-/// Whether a struct is sent (arguments: `None` is left out) or received (responses).
+/// Whether a struct is sent (arguments) or received (responses).
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum FieldStyle {
-    /// Arguments: serialized, `None` fields omitted.
-    Args,
+    /// Arguments: serialized (the executor leaves a `None` out, as it does a Lisp `nil`);
+    /// `Default` when every field is optional.
+    Args {
+        /// Every field is optional: derive `Default`.
+        default: bool,
+    },
     /// Responses: deserialized, unknown fields ignored.
     Response,
 }
@@ -616,19 +630,22 @@ pub fn struct_item(
         } else {
             quote!(#inner)
         };
-        let (ty, skip) = if f.optional {
-            let skip = (style == FieldStyle::Args)
-                .then(|| quote!(#[serde(skip_serializing_if = "Option::is_none")]));
-            (quote!(Option<#inner>), skip)
+        let ty = if f.optional {
+            quote!(Option<#inner>)
         } else {
-            (inner, None)
+            inner
         };
         let doc = &f.doc;
-        quote!(#doc #rename #skip pub #id: #ty,)
+        quote!(#doc #rename pub #id: #ty,)
     });
     let id = ident(name);
     let derives = match style {
-        FieldStyle::Args => quote!(#[derive(Debug, Clone, PartialEq, Serialize)]),
+        FieldStyle::Args { default: false } => {
+            quote!(#[derive(Debug, Clone, PartialEq, Serialize)])
+        }
+        FieldStyle::Args { default: true } => {
+            quote!(#[derive(Debug, Clone, Default, PartialEq, Serialize)])
+        }
         FieldStyle::Response => quote!(#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]),
     };
     quote! {
@@ -648,16 +665,55 @@ pub fn optional(ty: &Ty) -> TokenStream {
     }
 }
 
-/// `#[doc]` attributes, one per line, for the non-empty texts.
+/// One `#[doc]` paragraph of the non-empty texts, as sentences on one line (rustdoc joins
+/// consecutive lines into one paragraph anyway); nothing when all are empty.
 pub fn doc_lines(texts: &[Option<String>]) -> TokenStream {
-    let lines = texts
+    doc_paragraphs(&[Some(sentences(texts))])
+}
+
+/// `#[doc]` paragraphs, one line each, separated by empty doc lines.
+pub fn doc_paragraphs(paragraphs: &[Option<String>]) -> TokenStream {
+    let mut lines = Vec::new();
+    for p in paragraphs.iter().flatten().filter(|p| !p.trim().is_empty()) {
+        if !lines.is_empty() {
+            lines.push(String::new());
+        }
+        lines.push(format!(" {}", p.trim()));
+    }
+    quote!(#(#[doc = #lines])*)
+}
+
+/// The non-empty texts as one line of sentences: each ends with a full stop unless it already
+/// ends with punctuation.
+pub fn sentences(texts: &[Option<String>]) -> String {
+    let mut out = String::new();
+    for t in texts
         .iter()
         .flatten()
-        .flat_map(|t| t.lines())
-        .map(str::trim_end)
-        .filter(|l| !l.is_empty())
-        .map(|l| format!(" {l}"));
-    quote!(#(#[doc = #lines])*)
+        .map(|t| t.split_whitespace().collect::<Vec<_>>().join(" "))
+    {
+        if t.is_empty() {
+            continue;
+        }
+        if !out.is_empty() {
+            if !out.ends_with(['.', '!', '?', ':', ';']) {
+                out.push('.');
+            }
+            out.push(' ');
+        }
+        out.push_str(&t);
+    }
+    out
+}
+
+/// A struct's or enum's doc: the description of a named schema (a component, an operation's
+/// response). An inline schema's description says what its field is for, and the field carries
+/// it; on the type (which other fields of the same shape share) it would mislead.
+fn type_doc(obj: &Map<String, Value>, hint: &Hint) -> TokenStream {
+    match hint.fixed {
+        Some(_) => doc_lines(&[description(&Value::Object(obj.clone()))]),
+        None => TokenStream::new(),
+    }
 }
 
 /// The schema's description, first paragraph only, on one line (generated docs stay short).
@@ -749,6 +805,23 @@ fn scoped(key: String, root: Root) -> String {
     } else {
         key
     }
+}
+
+/// An object schema's shape key, null aside: a nullable copy of an object gets the same struct
+/// (the caller's `Ty` carries the nullability).
+fn object_shape(schema: &Value, root: Root) -> String {
+    let mut schema = schema.clone();
+    if let Some(obj) = schema.as_object_mut() {
+        obj.remove("nullable");
+        if let Some(Value::Array(types)) = obj.get_mut("type") {
+            types.retain(|t| t != "null");
+            if let [only] = types.as_slice() {
+                let only = only.clone();
+                obj.insert("type".into(), only);
+            }
+        }
+    }
+    scoped(canonical(&schema), root)
 }
 
 /// The schema without its annotations (and without the `$defs` it carries), as text: two schemas with the same key get one type.

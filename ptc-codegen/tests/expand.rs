@@ -111,22 +111,27 @@ fn rules_expansion() {
 #[test]
 fn only_included_operations_are_generated() {
     let code = expanded("fixtures/observatory/upstreams.json");
-    let fns: Vec<&str> = code
+    let tools: Vec<&str> = code
         .lines()
-        .filter_map(|l| l.trim().strip_prefix("pub async fn "))
-        .map(|l| l.trim_end_matches('('))
+        .filter_map(|l| l.trim().strip_prefix("const TOOL: &'static str = \""))
+        .map(|l| l.trim_end_matches("\";"))
         .collect();
     assert_eq!(
-        fns,
+        tools,
         [
-            "list_traces",
-            "get_trace",
-            "get_trace_steps",
-            "get_trace_step",
-            "search_traces",
-            "costs",
-            "list_errors"
+            "observatory/list-traces",
+            "observatory/get-trace",
+            "observatory/get-trace-steps",
+            "observatory/get-trace-step",
+            "observatory/search-traces",
+            "observatory/costs",
+            "observatory/list-errors"
         ]
+    );
+    assert_eq!(
+        code.matches("impl ::ptc_core::Operation for ").count(),
+        tools.len(),
+        "one Operation impl per included operation"
     );
     assert!(
         !code.contains("Annotation"),
@@ -215,7 +220,7 @@ fn mcp_upstreams_are_connection_specs_only() {
         .expect("the files module");
     assert_eq!(
         files.trim(),
-        "#[allow(unused_imports)]\n    use ::ptc_core::{CallOptions, ToolError, Upstreams};\n    #[allow(unused_imports)]\n    use serde::{Deserialize, Serialize};\n    /// The upstream's name: the namespace of its tools.\n    pub const UPSTREAM: &str = \"files\";"
+        "#[allow(unused_imports)]\n    use serde::{Deserialize, Serialize};\n    /// The upstream's name: the namespace of its tools.\n    pub const UPSTREAM: &str = \"files\";"
     );
     let plan: Plan = serde_json::from_str(
         code.split("pub const PLAN_JSON: &str = ")
@@ -296,4 +301,56 @@ fn unresolvable_references_fall_back_to_value_with_a_reason() {
         code.contains("outside the plan's definitions: not typed by ptc-codegen"),
         "{code}"
     );
+}
+
+/// A component that is a nullable copy of another (GitHub's `nullable-simple-user`) is that type
+/// in an `Option`, not a second struct; so is an inline copy, whichever is met first.
+#[test]
+fn nullable_copies_of_an_object_share_its_struct() {
+    let mut plan = ptc_plan::load(&workspace().join("ptc-codegen/tests/fixtures/shapes.json"))
+        .expect("the fixture loads")
+        .plan;
+    let Some(Transport::Openapi(api)) = plan
+        .upstreams
+        .iter_mut()
+        .find(|u| u.name == "shapes")
+        .map(|u| &mut u.transport)
+    else {
+        panic!("shapes is OpenAPI");
+    };
+    let label = serde_json::json!({"type": "object", "description": "A label.",
+        "properties": {"name": {"type": "string"}}, "required": ["name"]});
+    let mut nullable = label.clone();
+    nullable["type"] = serde_json::json!(["object", "null"]);
+    let mut nullable_30 = label.clone();
+    nullable_30["nullable"] = true.into();
+    api.definitions.clear();
+    // Alphabetically the nullable ones come first: the non-nullable one still names the struct.
+    api.definitions.insert("Label".into(), label.clone());
+    api.definitions.insert("AnyLabel".into(), nullable);
+    api.definitions.insert("MaybeLabel".into(), nullable_30);
+    api.tools.retain(|t| t.name == "get-node");
+    api.tools[0].output_schema = serde_json::json!({"type": "object", "properties": {
+        "first": {"$ref": "#/$defs/AnyLabel"},
+        "second": {"$ref": "#/$defs/MaybeLabel"},
+        "third": {"$ref": "#/$defs/Label"},
+        "inline": label,
+    }});
+    let code = ptc_codegen::pretty(
+        ptc_codegen::generate(&plan, Path::new("shapes.json")).expect("generates"),
+    )
+    .expect("parses");
+    // The arguments, the response and one `Label`.
+    assert_eq!(code.matches("pub struct ").count(), 3, "{code}");
+    assert_eq!(code.matches("pub struct Label {").count(), 1, "{code}");
+    assert!(
+        code.contains("pub type AnyLabel = Option<Label>;"),
+        "{code}"
+    );
+    assert!(
+        code.contains("pub type MaybeLabel = Option<Label>;"),
+        "{code}"
+    );
+    assert!(code.contains("pub third: Option<Label>,"), "{code}");
+    assert!(code.contains("pub inline: Option<Label>,"), "{code}");
 }

@@ -1,7 +1,8 @@
 //! The executor: the one interface through which every tool call runs, whichever way it is made.
 //!
-//! Two callers meet here: the PTC-Lisp host (`tool/call` in a program) and the typed functions
-//! that `ptc_upstreams!` generates (`observatory::list_traces(&upstreams, args)`). Both hand the
+//! Two callers meet here: the PTC-Lisp host (`tool/call` in a program) and the typed operations
+//! that `ptc_upstreams!` generates (`upstreams.run(observatory::ListTracesArgs::new(org))`, an
+//! [`Operation`]). Both hand the
 //! executor a server, a tool and JSON arguments; argument validation, defaults, auth, caps,
 //! timeouts, retries and status mapping all live behind [`Upstreams::call`], never in callers.
 
@@ -169,14 +170,31 @@ pub fn decode_typed<R: DeserializeOwned>(
     })
 }
 
-/// Encodes a typed call's arguments as the JSON object the executor takes.
+/// A generated operation's arguments: the tool they call and what its success decodes to.
+///
+/// `ptc_upstreams!` implements it for every arguments struct it generates; [`Upstreams::run`]
+/// runs one through [`Upstreams::call`], so a typed call meets the same validation, defaults,
+/// auth, caps and status mapping as a Lisp `tool/call`.
+pub trait Operation: Serialize {
+    /// The tool's catalog name, `upstream/tool` (what a Lisp program calls).
+    const TOOL: &'static str;
+    /// What a successful call decodes to.
+    type Response: DeserializeOwned;
+}
+
+/// Encodes a typed call's arguments as the JSON object the executor takes. A field that is
+/// `None` (serialized as null) is an argument not given, so it is left out: Rust's `Option` has
+/// no "given as null", and generated structs need no `skip_serializing_if` on every field.
 pub fn encode_args<A: Serialize>(
     server: &str,
     tool: &str,
     args: &A,
 ) -> Result<Map<String, Value>, ToolError> {
     match serde_json::to_value(args) {
-        Ok(Value::Object(map)) => Ok(map),
+        Ok(Value::Object(mut map)) => {
+            map.retain(|_, v| !v.is_null());
+            Ok(map)
+        }
         Ok(other) => Err(ToolError {
             reason: Reason::InvalidArgs,
             message: format!("{server}/{tool}: arguments must be a JSON object, got {other}"),
@@ -504,8 +522,23 @@ impl Upstreams {
             .map(|done| done.output)
     }
 
-    /// The typed path: encodes `args`, runs [`Upstreams::call`], decodes the result with serde.
-    /// What generated operation functions call.
+    /// Runs a generated operation with the default call options.
+    pub async fn run<O: Operation>(&self, args: O) -> Result<O::Response, ToolError> {
+        self.run_with(args, CallOptions::default()).await
+    }
+
+    /// Runs a generated operation with `options`.
+    pub async fn run_with<O: Operation>(
+        &self,
+        args: O,
+        options: CallOptions,
+    ) -> Result<O::Response, ToolError> {
+        let (server, tool) = O::TOOL.split_once('/').unwrap_or(("", O::TOOL));
+        self.call_typed(server, tool, &args, options).await
+    }
+
+    /// The typed path by name: encodes `args`, runs [`Upstreams::call`], decodes the result with
+    /// serde. [`Upstreams::run`] is this for a generated [`Operation`].
     pub async fn call_typed<A: Serialize, R: DeserializeOwned>(
         &self,
         server: &str,
@@ -537,4 +570,43 @@ pub(crate) fn invalid_args_message(call: &str, tool: &ToolEntry, problems: &[Str
         crate::discovery::example_call(tool)
     ));
     msg
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn encoded_args_leave_out_none_and_keep_every_other_value() {
+        #[derive(Serialize)]
+        struct Args {
+            org_id: String,
+            limit: Option<i64>,
+            cursor: Option<String>,
+            flags: Vec<Option<bool>>,
+        }
+        let args = Args {
+            org_id: "acme".into(),
+            limit: Some(0),
+            cursor: None,
+            flags: vec![None, Some(false)],
+        };
+        let map = encode_args("obs", "list", &args).expect("an object");
+        // Only a top-level `None` is an argument not given; a null inside a value is data.
+        assert_eq!(
+            Value::Object(map),
+            json!({"org_id": "acme", "limit": 0, "flags": [null, false]})
+        );
+    }
+
+    #[test]
+    fn encoded_args_must_be_an_object() {
+        let e = encode_args("obs", "list", &vec![1, 2]).expect_err("not an object");
+        assert_eq!(e.reason, Reason::InvalidArgs);
+        assert_eq!(
+            e.to_string(),
+            "invalid_args: obs/list: arguments must be a JSON object, got [1,2]"
+        );
+    }
 }

@@ -1,8 +1,8 @@
 //! Upstream runtime: OpenAPI and MCP execution, credentials, redaction, catalog, discovery and the
 //! PTC-Lisp host.
 //!
-//! [`Upstreams`] is the executor every call goes through (a Lisp `tool/call` or a typed generated
-//! function): it validates arguments against the tool's schema ([`validate`]), runs the
+//! [`Upstreams`] is the executor every call goes through (a Lisp `tool/call` or a generated typed
+//! [`Operation`]): it validates arguments against the tool's schema ([`validate`]), runs the
 //! transport and maps the outcome onto the result contract ([`Reason`]). [`host`] plugs it into
 //! PTC-Lisp: `tool/call`, discovery, budgets and per-run records.
 
@@ -23,7 +23,8 @@ mod suggest;
 pub mod validate;
 
 pub use executor::{
-    CallOptions, CatalogLoad, Reason, StartError, StartOptions, ToolError, ToolOutput, Upstreams,
+    CallOptions, CatalogLoad, Operation, Reason, StartError, StartOptions, ToolError, ToolOutput,
+    Upstreams,
 };
 pub use host::{Budgets, ProgramHost, ProgramRun, run_program};
 pub use records::{Metrics, RunRecords, UpstreamCall};

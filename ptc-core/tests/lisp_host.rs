@@ -389,4 +389,7 @@ fn a_canary_secret_reaches_no_program_output() {
     );
     let records = serde_json::to_string(&r.records).unwrap();
     assert!(!records.contains(CANARY));
+    // A program that spells the secret out itself prints it masked too.
+    let r = b.run(&format!("(println \"token: {CANARY}\") 1"));
+    assert_eq!(r.output, "token: [REDACTED]\n");
 }

@@ -98,12 +98,16 @@ fn bed(entry: &Path, catalog: CatalogLoad) -> Bed {
 
 impl Bed {
     fn run(&self, src: &str) -> ProgramRun {
+        self.run_with(src, Budgets::default())
+    }
+
+    fn run_with(&self, src: &str, budgets: Budgets) -> ProgramRun {
         run_program(
             self.up.clone(),
             self.rt.handle().clone(),
             src,
             Limits::default(),
-            Budgets::default(),
+            budgets,
             None,
         )
     }
@@ -214,4 +218,57 @@ fn an_upstream_that_cannot_start_fails_the_start_or_its_calls() {
         "world faults are data, in discovery too: {v}"
     );
     rt.block_on(up.shutdown());
+}
+
+/// An MCP result is charged to the program's byte budget once its size is known: a result of
+/// exactly the bytes left passes, one byte more is refused.
+#[test]
+fn mcp_results_fit_the_byte_budget_exactly_or_are_refused() {
+    let Some(entry) = everything() else { return };
+    let b = bed(&entry, CatalogLoad::AtStart);
+    let call = "(tool/call 'everything/echo {:message \"hi\"})";
+    let size = "Echo: hi".len() as u64;
+    let fits = b.run_with(
+        call,
+        Budgets {
+            max_bytes: size,
+            ..Budgets::default()
+        },
+    );
+    assert_eq!(
+        fits.result.expect("fits").to_string(),
+        "{:ok true :value \"Echo: hi\" :value_kind :text}"
+    );
+    let over = b.run_with(
+        call,
+        Budgets {
+            max_bytes: size - 1,
+            ..Budgets::default()
+        },
+    );
+    assert_eq!(
+        over.result.expect("a world fault is data").to_string(),
+        format!(
+            "{{:message \"everything/echo: the program's budget of {} upstream bytes is spent; \
+             ask for less (filters, summary modes, smaller pages)\" :ok false :reason :cap_exhausted}}",
+            size - 1
+        )
+    );
+}
+
+/// After `shutdown` the child is gone and calls say so rather than start it again.
+#[test]
+fn calls_after_shutdown_are_refused() {
+    let Some(entry) = everything() else { return };
+    let b = bed(&entry, CatalogLoad::AtStart);
+    assert_eq!(
+        b.value("(:ok (tool/call 'everything/echo {:message \"hi\"}))"),
+        "true"
+    );
+    b.rt.block_on(b.up.shutdown());
+    let v = b.value("(tool/call 'everything/echo {:message \"hi\"})");
+    assert_eq!(
+        v,
+        "{:message \"upstream `everything` tool `echo`: the client was shut down\" :ok false :reason :upstream_unavailable}"
+    );
 }

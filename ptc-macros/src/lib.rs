@@ -22,8 +22,9 @@ use syn::LitStr;
 /// builds its cases in a scratch crate under `target/`).
 const MANIFEST_DIR_OVERRIDE: &str = "PTC_MANIFEST_DIR";
 
-/// Generates one module per upstream of the config (typed argument structs, response types and
-/// `async fn`s calling `ptc_core::Upstreams::call_typed`) and `plan()`, the compiled plan.
+/// Generates one module per upstream of the config (typed argument structs, each a
+/// `ptc_core::Operation` that `Upstreams::run` calls, and response types) and `plan()`, the
+/// compiled plan.
 ///
 /// The path is relative to the crate's `Cargo.toml`. `schema_url` upstreams compile from the
 /// copy `ptc vendor` keeps in `vendored/` next to the config. The crate using the macro depends

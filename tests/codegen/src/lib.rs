@@ -30,11 +30,34 @@ mod tests {
             serde_json::to_value(&args).expect("serializes"),
             serde_json::json!({"id": "n1", "type": "+1", "depth": 2})
         );
+        // A `None` goes out as null, which the executor's validator leaves out (as it does a Lisp
+        // `nil` for an optional argument): ptc-core's validate tests and the typed example.
         let none = GetNodeArgs::new("n1".into(), 0);
         assert_eq!(
             serde_json::to_value(&none).expect("serializes"),
-            serde_json::json!({"id": "n1", "depth": 0})
+            serde_json::json!({"id": "n1", "type": null, "depth": 0})
         );
+    }
+
+    #[test]
+    fn every_args_struct_is_an_operation_naming_its_tool_and_response() {
+        use super::observatory_snapshot::observatory as obs;
+        use super::shapes_snapshot::shapes;
+        use ptc_core::Operation;
+        fn response<O: Operation>(_: &O) -> std::any::TypeId
+        where
+            O::Response: 'static,
+        {
+            std::any::TypeId::of::<O::Response>()
+        }
+        assert_eq!(shapes::GetNodeArgs::TOOL, "shapes/get-node");
+        assert_eq!(obs::ListTracesArgs::TOOL, "observatory/list-traces");
+        assert_eq!(obs::GetTraceStepArgs::TOOL, "observatory/get-trace-step");
+        let args = obs::ListTracesArgs::new("org_acme".into());
+        assert_eq!(response(&args), std::any::TypeId::of::<obs::TraceList>());
+        // Every argument optional: `Default` builds them.
+        assert_eq!(shapes::GetStatsArgs::default(), shapes::GetStatsArgs {});
+        assert_eq!(shapes::PingArgs::TOOL, "shapes/ping");
     }
 
     #[test]
