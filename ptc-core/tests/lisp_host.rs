@@ -234,6 +234,48 @@ fn the_static_precheck_reports_every_literal_problem_and_calls_nothing() {
     );
 }
 
+/// The pre-check reads both call forms (symbol and args, or one call map), `nil` args, and leaves
+/// a call with the wrong number of arguments to the call itself, which says so.
+#[test]
+fn the_precheck_reads_every_literal_call_form() {
+    let b = bed("tok-1");
+    let msg = |src: &str| b.error(src).message().to_string();
+    let header = "1 tool/call problem found before running (nothing was called):\n";
+    let m = msg("(tool/call {:server \"fx\" :tool \"ecko\"})");
+    assert!(
+        m.starts_with(&format!(
+            "{header}1:1: no tool `ecko` in upstream `fx` (did you mean `fx/echo`?)"
+        )),
+        "{m}"
+    );
+    let m = msg("(tool/call {:server \"fz\" :tool \"echo\"})");
+    assert!(
+        m.starts_with(&format!(
+            "{header}1:1: no upstream `fz` (did you mean `fx`?)"
+        )),
+        "{m}"
+    );
+    let m = msg("(tool/call {:server \"fx\" :tool \"echo\" :args {:id \"1\" :n 0}})");
+    assert!(
+        m.starts_with(&format!(
+            "{header}1:1: fx/echo: invalid arguments: :n must be at least 1, got 0"
+        )),
+        "{m}"
+    );
+    let m = msg("(tool/call 'fx/echo nil)");
+    assert!(
+        m.starts_with(&format!(
+            "{header}1:1: fx/echo: invalid arguments: missing required argument :id (string)"
+        )),
+        "{m}"
+    );
+    assert_eq!(
+        msg("(tool/call 'fx/ecko {} {})"),
+        "tool/call: takes 1 or 2 arguments, got 3; use (tool/call 'server/tool {:arg value}) or (tool/call {:server \"server\" :tool \"tool\" :args {:arg value}})"
+    );
+    assert!(b.fx.seen().is_empty(), "{:?}", b.fx.seen());
+}
+
 #[test]
 fn budgets_pass_at_the_limit_and_refuse_one_past() {
     let b = bed("tok-1");
