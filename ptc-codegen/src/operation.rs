@@ -104,7 +104,7 @@ fn args<'v>(
     }
     let all_optional = fields.iter().all(|f| f.optional);
     let how = if fields.is_empty() {
-        "It takes none: `Default` makes them"
+        "The operation takes no arguments: build them with `Default`"
     } else if all_optional {
         "Every argument is optional: `Default` leaves them `None`"
     } else {
