@@ -262,6 +262,14 @@ fn the_precheck_reads_every_literal_call_form() {
         )),
         "{m}"
     );
+    // A quoted map is a constant the pre-check reads as well.
+    let m = msg("(tool/call 'fx/echo '{:id \"1\" :n 0})");
+    assert!(
+        m.starts_with(&format!(
+            "{header}1:1: fx/echo: invalid arguments: :n must be at least 1, got 0"
+        )),
+        "{m}"
+    );
     let m = msg("(tool/call 'fx/echo nil)");
     assert!(
         m.starts_with(&format!(
