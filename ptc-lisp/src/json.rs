@@ -9,11 +9,13 @@ use std::time::Instant;
 use crate::error::{LispError, Reason};
 use crate::limits::Limits;
 use crate::printer::format_float;
-use crate::value::{FxBuild, Items, MapData, Value};
+use crate::value::{FxBuild, Items, MapData, SMALL_MAP, Shape, Value};
 
 const VALUE_BYTES: u64 = std::mem::size_of::<Value>() as u64;
 const MAX_INTERNED_LEN: usize = 32;
 const MAX_INTERNED: usize = 1 << 16;
+/// Nesting depths with a remembered object shape (deeper objects share the last slot).
+const SHAPE_SLOTS: usize = 16;
 
 struct Decoder<'a> {
     b: &'a [u8],
@@ -27,6 +29,8 @@ struct Decoder<'a> {
     key_hints: HashMap<(usize, usize), Arc<str>, FxBuild>,
     scratch: Vec<Value>,
     scratch_pairs: Vec<(Value, Value)>,
+    /// The keys of the last small object finished at each depth.
+    shapes: [Option<Arc<Shape>>; SHAPE_SLOTS],
     buf: String,
 }
 
@@ -69,28 +73,48 @@ impl<'a> Decoder<'a> {
         Ok(())
     }
 
-    fn finish_object(&mut self, start: usize) -> Result<Value, LispError> {
+    fn finish_object(&mut self, start: usize, depth: usize) -> Result<Value, LispError> {
         let n = self.scratch_pairs.len() - start;
-        self.charge(n as u64 * 2 * VALUE_BYTES + 32)?;
-        let mut m = MapData::with_capacity(n);
-        match &mut m {
-            MapData::Small(v) => {
-                // Duplicate keys are rare: the last one wins, as in most JSON decoders.
-                for (k, x) in self.scratch_pairs.drain(start..) {
-                    if let Some(e) = v.iter_mut().find(|(kk, _)| kk.fast_eq(&k)) {
-                        e.1 = x;
-                    } else {
-                        v.push((k, x));
-                    }
-                }
+        if n == 0 || n > SMALL_MAP {
+            self.charge(n as u64 * 2 * VALUE_BYTES + 32)?;
+            let mut m = MapData::with_capacity(n);
+            for (k, x) in self.scratch_pairs.drain(start..) {
+                m.insert(k, x);
             }
-            MapData::Large(_) => {
-                for (k, x) in self.scratch_pairs.drain(start..) {
-                    m.insert(k, x);
-                }
+            return Ok(Value::Map(Arc::new(m)));
+        }
+        // Arrays of records repeat one object's keys in the same order: the second and later
+        // objects at this depth with the keys of the last one seen there share its key list.
+        let pairs = &self.scratch_pairs[start..];
+        let slot = depth.min(SHAPE_SLOTS - 1);
+        let hit = self.shapes[slot].as_ref().is_some_and(|shape| {
+            shape.keys().len() == n
+                && shape
+                    .keys()
+                    .iter()
+                    .zip(pairs)
+                    .all(|(a, (b, _))| a.fast_eq(b))
+        });
+        if hit && let Some(shape) = self.shapes[slot].clone() {
+            self.charge(n as u64 * VALUE_BYTES + 32)?;
+            let values: Box<[Value]> = self.scratch_pairs.drain(start..).map(|(_, v)| v).collect();
+            return Ok(Value::Map(Arc::new(MapData::Record(shape, values))));
+        }
+        self.charge(n as u64 * 2 * VALUE_BYTES + 32)?;
+        let mut v: Vec<(Value, Value)> = Vec::with_capacity(n);
+        // Duplicate keys are rare: the last one wins, as in most JSON decoders.
+        for (k, x) in self.scratch_pairs.drain(start..) {
+            if let Some(e) = v.iter_mut().find(|(kk, _)| kk.fast_eq(&k)) {
+                e.1 = x;
+            } else {
+                v.push((k, x));
             }
         }
-        Ok(Value::Map(Arc::new(m)))
+        if v.len() == n {
+            let keys: Box<[Value]> = v.iter().map(|(k, _)| k.clone()).collect();
+            self.shapes[slot] = Some(Arc::new(Shape::new(keys)));
+        }
+        Ok(Value::Map(Arc::new(MapData::Small(v))))
     }
 
     fn finish_array(&mut self, start: usize) -> Result<Value, LispError> {
@@ -165,7 +189,7 @@ impl<'a> Decoder<'a> {
                         let start = self.scratch_pairs.len();
                         if self.b.get(self.i) == Some(&b'}') {
                             self.i += 1;
-                            self.finish_object(start)?
+                            self.finish_object(start, stack.len())?
                         } else {
                             let k = self.key((stack.len(), 0))?;
                             stack.push(Open::Obj(start, Some(k)));
@@ -241,7 +265,7 @@ impl<'a> Decoder<'a> {
                             Some(b'}') => {
                                 self.i += 1;
                                 stack.pop();
-                                v = self.finish_object(start)?;
+                                v = self.finish_object(start, stack.len())?;
                             }
                             _ => {
                                 return Err(jerr(format!(
@@ -450,6 +474,7 @@ pub(crate) fn decode(
         key_hints: HashMap::with_hasher(FxBuild::default()),
         scratch: Vec::new(),
         scratch_pairs: Vec::new(),
+        shapes: Default::default(),
         buf: String::new(),
     };
     let v = d.value()?;

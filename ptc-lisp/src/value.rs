@@ -2,7 +2,8 @@
 //! workers), with copy-on-write updates through `Arc::make_mut` when a collection is uniquely owned.
 //!
 //! Maps are flat arrays up to [`SMALL_MAP`] entries (tool results are millions of small objects,
-//! see docs/performance.md) and hash maps beyond. Dropping, equality and hashing never recurse
+//! see docs/performance.md) and hash maps beyond; decoded JSON objects that repeat one another's
+//! keys (arrays of records) share one key list ([`Shape`]). Dropping, equality and hashing never recurse
 //! without a bound, so arbitrarily deep values cannot overflow the stack.
 
 use std::cmp::Ordering;
@@ -206,13 +207,37 @@ impl Drop for Items {
     }
 }
 
+/// The keys of small maps decoded from JSON objects that spell the same keys in the same order:
+/// kept once, shared by every such map ([`MapData::Record`]). Distinct, at most [`SMALL_MAP`].
+pub struct Shape(Box<[Value]>);
+
+impl Shape {
+    /// A shape of distinct `keys` (at most [`SMALL_MAP`]; the caller makes sure).
+    pub(crate) fn new(keys: Box<[Value]>) -> Self {
+        debug_assert!(keys.len() <= SMALL_MAP);
+        Shape(keys)
+    }
+
+    /// The keys, in order.
+    pub fn keys(&self) -> &[Value] {
+        &self.0
+    }
+
+    fn position(&self, k: &Value) -> Option<usize> {
+        self.0.iter().position(|kk| kk.fast_eq(k))
+    }
+}
+
 /// Map storage: a flat array when small, an insertion-ordered hash map when large.
 /// Sequence views (keys, vals, seq, printing) are sorted by key, never by insertion order.
 #[derive(Clone)]
 pub enum MapData {
     /// Up to [`SMALL_MAP`] entries, linear lookup.
     Small(Vec<(Value, Value)>),
-    /// Hash map.
+    /// A small map whose keys are a shared [`Shape`]: the values, in the shape's key order. A
+    /// decoded record costs one value per entry instead of two; adding or removing a key turns
+    /// it into `Small`.
+    Record(Arc<Shape>, Box<[Value]>),
     /// Hash map (boxed so the common small variant keeps `MapData` two words wide).
     Large(Box<IndexMap<Value, Value, FxBuild>>),
 }
@@ -227,6 +252,8 @@ impl Drop for MapData {
     fn drop(&mut self) {
         let nested = match self {
             MapData::Small(v) => v.iter().any(|(k, v)| is_container(k) || is_container(v)),
+            // Shape keys come from JSON: strings.
+            MapData::Record(_, values) => values.iter().any(is_container),
             MapData::Large(m) => m.iter().any(|(k, v)| is_container(k) || is_container(v)),
         };
         if nested {
@@ -258,6 +285,7 @@ impl MapData {
                     stack.push(x);
                 }
             }
+            MapData::Record(_, values) => stack.extend(std::mem::take(values)),
             MapData::Large(m) => {
                 for (k, x) in *std::mem::take(m) {
                     stack.push(k);
@@ -271,6 +299,7 @@ impl MapData {
     pub fn len(&self) -> usize {
         match self {
             MapData::Small(v) => v.len(),
+            MapData::Record(_, values) => values.len(),
             MapData::Large(m) => m.len(),
         }
     }
@@ -292,25 +321,64 @@ impl MapData {
                 }
                 None
             }
+            MapData::Record(shape, values) => shape.position(k).map(|i| &values[i]),
             MapData::Large(m) => m.get(k),
+        }
+    }
+
+    /// Exact-key lookup for update in place.
+    pub fn get_mut(&mut self, k: &Value) -> Option<&mut Value> {
+        match self {
+            MapData::Small(v) => v.iter_mut().find(|(kk, _)| kk.fast_eq(k)).map(|(_, vv)| vv),
+            MapData::Record(shape, values) => shape.position(k).map(|i| &mut values[i]),
+            MapData::Large(m) => m.get_mut(k),
+        }
+    }
+
+    /// The entries of a small map (`Small` or `Record`), in storage order; `None` when large.
+    pub(crate) fn small_entries(&self) -> Option<SmallEntries<'_>> {
+        match self {
+            MapData::Small(v) => Some(SmallEntries::Pairs(v.iter())),
+            MapData::Record(shape, values) => {
+                Some(SmallEntries::Record(shape.keys().iter().zip(values.iter())))
+            }
+            MapData::Large(_) => None,
+        }
+    }
+
+    /// The pairs of a small map, so a key can be added or removed (a `Record` becomes `Small`
+    /// first); `None` when large.
+    fn pairs_mut(&mut self) -> Option<&mut Vec<(Value, Value)>> {
+        if let MapData::Record(shape, values) = self {
+            let pairs = shape
+                .keys()
+                .iter()
+                .cloned()
+                .zip(std::mem::take(values))
+                .collect();
+            *self = MapData::Small(pairs);
+        }
+        match self {
+            MapData::Small(v) => Some(v),
+            _ => None,
         }
     }
 
     /// Lookup of a string-like key by name: a keyword or string key equal to `name`.
     pub fn get_named(&self, name: &str, keyword: bool) -> Option<&Value> {
-        match self {
-            MapData::Small(v) => v.iter().find_map(|(kk, vv)| match kk {
+        match self.small_entries() {
+            Some(mut entries) => entries.find_map(|(kk, vv)| match kk {
                 Value::Keyword(s) if keyword && &**s == name => Some(vv),
                 Value::Str(s) if !keyword && &**s == name => Some(vv),
                 _ => None,
             }),
-            MapData::Large(m) => {
+            None => {
                 let key = if keyword {
                     Value::Keyword(Arc::from(name))
                 } else {
                     Value::Str(Arc::from(name))
                 };
-                m.get(&key)
+                self.get(&key)
             }
         }
     }
@@ -322,51 +390,51 @@ impl MapData {
 
     /// Inserts or replaces.
     pub fn insert(&mut self, k: Value, val: Value) {
-        match self {
-            MapData::Small(v) => {
-                for (kk, vv) in v.iter_mut() {
-                    if kk.fast_eq(&k) {
-                        *vv = val;
-                        return;
-                    }
-                }
-                if v.len() < SMALL_MAP {
-                    v.push((k, val));
-                } else {
-                    let mut m: IndexMap<Value, Value, FxBuild> =
-                        IndexMap::with_capacity_and_hasher(v.len() * 2, FxBuild::default());
-                    for (a, b) in std::mem::take(v) {
-                        m.insert(a, b);
-                    }
-                    m.insert(k, val);
-                    *self = MapData::Large(Box::new(m));
-                }
-            }
-            MapData::Large(m) => {
+        if let Some(slot) = self.get_mut(&k) {
+            *slot = val;
+            return;
+        }
+        match self.pairs_mut() {
+            Some(v) if v.len() < SMALL_MAP => v.push((k, val)),
+            Some(v) => {
+                let pairs = std::mem::take(v);
+                let mut m: IndexMap<Value, Value, FxBuild> =
+                    IndexMap::with_capacity_and_hasher(pairs.len() * 2, FxBuild::default());
+                m.extend(pairs);
                 m.insert(k, val);
+                *self = MapData::Large(Box::new(m));
+            }
+            None => {
+                if let MapData::Large(m) = self {
+                    m.insert(k, val);
+                }
             }
         }
     }
 
     /// Removes a key.
     pub fn remove(&mut self, k: &Value) {
-        match self {
-            MapData::Small(v) => {
-                if let Some(i) = v.iter().position(|(kk, _)| kk.fast_eq(k)) {
-                    v.remove(i);
+        if !self.contains_key(k) {
+            return;
+        }
+        match self.pairs_mut() {
+            Some(v) => v.retain(|(kk, _)| !kk.fast_eq(k)),
+            None => {
+                if let MapData::Large(m) = self {
+                    m.shift_remove(k);
                 }
-            }
-            MapData::Large(m) => {
-                m.shift_remove(k);
             }
         }
     }
 
     /// Entries in storage order (not sorted).
     pub fn iter(&self) -> Box<dyn Iterator<Item = (&Value, &Value)> + '_> {
-        match self {
-            MapData::Small(v) => Box::new(v.iter().map(|(k, v)| (k, v))),
-            MapData::Large(m) => Box::new(m.iter()),
+        match self.small_entries() {
+            Some(entries) => Box::new(entries),
+            None => match self {
+                MapData::Large(m) => Box::new(m.iter()),
+                _ => Box::new(std::iter::empty()),
+            },
         }
     }
 
@@ -374,6 +442,24 @@ impl MapData {
     pub fn sorted(&self) -> Vec<(&Value, &Value)> {
         let v: Vec<(&Value, &Value)> = self.iter().collect();
         stable_sort_by(v, |a, b| compare(a.0, b.0))
+    }
+}
+
+/// The entries of a small map ([`MapData::small_entries`]).
+pub(crate) enum SmallEntries<'a> {
+    Pairs(std::slice::Iter<'a, (Value, Value)>),
+    Record(std::iter::Zip<std::slice::Iter<'a, Value>, std::slice::Iter<'a, Value>>),
+}
+
+impl<'a> Iterator for SmallEntries<'a> {
+    type Item = (&'a Value, &'a Value);
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            SmallEntries::Pairs(it) => it.next().map(|(k, v)| (k, v)),
+            SmallEntries::Record(it) => it.next(),
+        }
     }
 }
 

@@ -172,3 +172,105 @@ fn repeated_record_keys_decode_exactly() {
         assert_eq!(e.reason(), "parse_error", "{bad}");
     }
 }
+
+/// Objects that repeat the previous object's keys at their depth share one key list
+/// (`MapData::Record`); every map operation treats them as the maps they are.
+#[test]
+fn records_share_their_keys_and_behave_as_maps() {
+    use ptc_lisp::MapData;
+    let context = decode(
+        r#"{"xs":[{"a":1,"b":{"c":1}},{"a":3,"b":{"c":2}},{"a":5,"b":{"c":3}},{"b":6,"a":7},{"a":8,"a":9}]}"#,
+    );
+    let v = match &context {
+        Value::Map(m) => m.get(&Value::Str("xs".into())).expect("xs").clone(),
+        other => panic!("a map: {other}"),
+    };
+    let Value::Vector(items) = &v else {
+        panic!("a vector: {v}")
+    };
+    let shape = |i: usize| match &items[i] {
+        Value::Map(m) => match &**m {
+            MapData::Record(s, _) => Some(s.clone()),
+            _ => None,
+        },
+        other => panic!("a map: {other}"),
+    };
+    // The first object of a shape is a plain map; the next ones at that depth share its keys.
+    assert!(shape(0).is_none());
+    let (one, two) = (shape(1).expect("a record"), shape(2).expect("a record"));
+    assert!(std::sync::Arc::ptr_eq(&one, &two));
+    assert_eq!(one.keys().len(), 2);
+    // Other key order, duplicate keys: plain maps (the last duplicate wins).
+    assert!(shape(3).is_none() && shape(4).is_none());
+    assert_eq!(
+        v.to_string(),
+        r#"[{"a" 1 "b" {"c" 1}} {"a" 3 "b" {"c" 2}} {"a" 5 "b" {"c" 3}} {"a" 7 "b" 6} {"a" 9}]"#
+    );
+    let mut i = Interpreter::new(Limits::default());
+    i.set_context(context.clone());
+    let cases = [
+        (r#"(get (second data/xs) "a")"#, "3"),
+        (r#"(get-in (second data/xs) ["b" "c"])"#, "2"),
+        (r#"(:a (second data/xs))"#, "3"),
+        (r#"(= (second data/xs) {"a" 3 "b" {"c" 2}})"#, "true"),
+        (r#"(= {"b" {"c" 2} "a" 3} (second data/xs))"#, "true"),
+        (r#"(= (second data/xs) (nth data/xs 2))"#, "false"),
+        (
+            r#"(assoc (second data/xs) "a" 0)"#,
+            r#"{"a" 0 "b" {"c" 2}}"#,
+        ),
+        (
+            r#"(assoc (second data/xs) "z" 0)"#,
+            r#"{"a" 3 "b" {"c" 2} "z" 0}"#,
+        ),
+        (r#"(dissoc (second data/xs) "a")"#, r#"{"b" {"c" 2}}"#),
+        (
+            r#"(dissoc (second data/xs) "zz")"#,
+            r#"{"a" 3 "b" {"c" 2}}"#,
+        ),
+        (
+            r#"(update (second data/xs) "a" inc)"#,
+            r#"{"a" 4 "b" {"c" 2}}"#,
+        ),
+        (
+            r#"(update-in (nth data/xs 2) ["b" "c"] inc)"#,
+            r#"{"a" 5 "b" {"c" 4}}"#,
+        ),
+        (r#"(keys (second data/xs))"#, r#"["a" "b"]"#),
+        (r#"(vals (nth data/xs 2))"#, r#"[5 {"c" 3}]"#),
+        (r#"(count (second data/xs))"#, "2"),
+        (
+            r#"(merge (second data/xs) {"a" 0 "q" 1})"#,
+            r#"{"a" 0 "b" {"c" 2} "q" 1}"#,
+        ),
+        (
+            r#"(contains? #{{"a" 3 "b" {"c" 2}}} (second data/xs))"#,
+            "true",
+        ),
+        (
+            r#"(get {(second data/xs) :found} {"a" 3 "b" {"c" 2}})"#,
+            ":found",
+        ),
+        (r#"(mapv #(get % "a") data/xs)"#, "[1 3 5 7 9]"),
+        (
+            r#"(json/generate-string (second data/xs))"#,
+            r#""{\"a\":3,\"b\":{\"c\":2}}""#,
+        ),
+        (
+            r#"(reduce + (map #(get-in % ["b" "c"]) (take 3 data/xs)))"#,
+            "6",
+        ),
+        // The shared keys are untouched by an update of one record.
+        (
+            r#"(do (assoc (second data/xs) "a" 0) (get (nth data/xs 2) "a"))"#,
+            "5",
+        ),
+    ];
+    for (src, want) in cases {
+        assert_eq!(
+            i.eval_str(src).map(|v| v.to_string()).unwrap(),
+            want,
+            "{src}"
+        );
+    }
+}

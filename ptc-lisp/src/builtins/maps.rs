@@ -228,18 +228,10 @@ fn take_entry(m: &mut Value, k: &Value) -> Value {
         Value::Map(mm) => {
             // Exact key first (so we can take it out); flexible lookup as a read-only fallback.
             if mm.contains_key(k) {
-                let mm = Arc::make_mut(mm);
-                match mm {
-                    MapData::Small(v) => {
-                        for (kk, vv) in v.iter_mut() {
-                            if kk.fast_eq(k) {
-                                return std::mem::take(vv);
-                            }
-                        }
-                        Value::Nil
-                    }
-                    MapData::Large(h) => h.get_mut(k).map(std::mem::take).unwrap_or(Value::Nil),
-                }
+                Arc::make_mut(mm)
+                    .get_mut(k)
+                    .map(std::mem::take)
+                    .unwrap_or(Value::Nil)
             } else {
                 map_get_flex(mm, k).cloned().unwrap_or(Value::Nil)
             }

@@ -24,7 +24,7 @@ pub(crate) fn map_get_flex<'m>(m: &'m MapData, k: &Value) -> Option<&'m Value> {
         Some(x) => x,
         None => return m.get(k),
     };
-    if let MapData::Small(entries) = m {
+    if let Some(entries) = m.small_entries() {
         // One pass over a small map: an exact match wins, the other key kind is the fallback.
         let mut other = None;
         for (kk, vv) in entries {
