@@ -152,10 +152,17 @@ pub fn doc_text(server: &ServerEntry, tool: &ToolEntry) -> String {
         Some(s) if s.get("type").and_then(Value::as_str) == Some("null") => {
             "{:ok true :value nil :value_kind :none}".to_string()
         }
-        Some(s) => format!(
-            "{{:ok true :value {} :value_kind :json}}",
-            shape(schema, s, 0)
-        ),
+        Some(s) => {
+            // The output schema's own `$defs` resolve against it, not against the input's.
+            let output = Schema {
+                root: s,
+                definitions: schema.definitions,
+            };
+            format!(
+                "{{:ok true :value {} :value_kind :json}}",
+                shape(output, s, 0)
+            )
+        }
         None => "{:ok true :value any :value_kind :json|:text}".to_string(),
     };
     out.push_str(&format!(
@@ -265,6 +272,29 @@ mod tests {
              {:org-id \"...\" :mode \"summary\"})\nReturns:\n  {:ok true :value {:traces [map] \
              :next_cursor string|null} :value_kind :json}\n  or {:ok false :reason kw :message \
              string}; check :ok first\n"
+        );
+    }
+
+    /// Arguments and results that are `$ref`s into the schema's own definitions are shown as
+    /// what they refer to.
+    #[test]
+    fn doc_follows_references_into_definitions() {
+        let mut t = tool();
+        t.input_schema = json!({"type": "object", "properties": {
+            "mode": {"$ref": "#/$defs/Mode"}}, "required": ["mode"],
+            "$defs": {"Mode": {"type": "string", "enum": ["summary", "full"]}}});
+        t.output_schema = Some(json!({"$ref": "#/$defs/Page", "$defs": {"Page": {
+            "type": "object", "properties": {"next_cursor": {"type": ["string", "null"]}}}}}));
+        t.provenance = json!({"operationId": "list_traces"});
+        let server = ServerEntry::new("obs", "", "openapi", Default::default());
+        let text = doc_text(&server, &t);
+        assert!(
+            text.contains("Call:\n  (tool/call 'obs/list-traces {:mode \"summary\"})\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("{:ok true :value {:next_cursor string|null} :value_kind :json}"),
+            "{text}"
         );
     }
 
