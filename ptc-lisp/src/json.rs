@@ -34,6 +34,30 @@ struct Decoder<'a> {
     buf: String,
 }
 
+/// Where the run of string bytes that need no attention (not `"`, `\\` or a control
+/// character) starting at `i` ends, eight bytes at a time: strings in tool results are long
+/// enough for the word-at-a-time scan to pay.
+fn plain_run_end(b: &[u8], mut i: usize) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    // A byte of `x` is zero: its high bit in the result (exact for the lowest such byte, which
+    // is the one used).
+    let zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
+    while let Some(chunk) = b.get(i..i + 8) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let w = u64::from_le_bytes(word);
+        let special = zero(w ^ (ONES * b'"' as u64))
+            | zero(w ^ (ONES * b'\\' as u64))
+            | (w.wrapping_sub(ONES * 0x20) & !w & HIGH);
+        if special != 0 {
+            return i + (special.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    i
+}
+
 fn jerr(msg: impl Into<String>) -> LispError {
     LispError::new(Reason::ParseError, msg)
 }
@@ -343,6 +367,7 @@ impl<'a> Decoder<'a> {
     /// Reads a string body (after the opening quote).
     fn string(&mut self, key: bool) -> Result<Arc<str>, LispError> {
         let start = self.i;
+        self.i = plain_run_end(self.b, self.i);
         while let Some(&c) = self.b.get(self.i) {
             if c == b'"' {
                 let raw = &self.b[start..self.i];
@@ -630,4 +655,43 @@ pub(crate) fn encode(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plain_run_end;
+
+    /// The word-at-a-time scan stops exactly where a byte-at-a-time one would, for every
+    /// special byte at every offset, among plain bytes of every kind (ASCII, UTF-8, 0x7f).
+    #[test]
+    fn plain_runs_end_at_the_first_special_byte() {
+        let scalar = |b: &[u8], i: usize| {
+            (i..b.len())
+                .find(|&j| b[j] == b'"' || b[j] == b'\\' || b[j] < 0x20)
+                .unwrap_or(b.len())
+        };
+        for filler in [b'a', b' ', 0x7f, 0x80, 0xc3, 0xff] {
+            for special in [b'"', b'\\', 0x00, 0x1f, b'\n'] {
+                for len in 0..24 {
+                    for at in 0..=len {
+                        let mut b = vec![filler; len];
+                        if at < len {
+                            b[at] = special;
+                        }
+                        for start in 0..=len.min(9) {
+                            let fast = plain_run_end(&b, start);
+                            // The fast scan may stop short only in the last 8 bytes, where
+                            // the byte loop takes over; it never runs past a special byte.
+                            let want = scalar(&b, start);
+                            assert!(fast <= want, "{b:?} from {start}: {fast} > {want}");
+                            assert!(
+                                fast == want || b.len() - fast < 8,
+                                "{b:?} from {start}: stopped at {fast}, want {want}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
