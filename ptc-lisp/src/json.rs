@@ -18,6 +18,9 @@ const MAX_INTERNED_LEN: usize = 32;
 /// probes of a 50 MB trace list missed it and the decode took a fifth longer). Values that
 /// repeat (statuses, models, tool names) are met early; ids and free text never repeat.
 const MAX_INTERNED: usize = 1 << 12;
+/// Depths and positions within an object whose last key is remembered (a plain array: a hash
+/// lookup per key cost more than the hint saved).
+const HINT_SIDE: usize = 16;
 /// Nesting depths with a remembered object shape (deeper objects share the last slot).
 const SHAPE_SLOTS: usize = 16;
 
@@ -30,7 +33,8 @@ struct Decoder<'a> {
     deadline: Option<Instant>,
     count: u64,
     interned: HashMap<&'a [u8], Arc<str>, FxBuild>,
-    key_hints: HashMap<(usize, usize), Arc<str>, FxBuild>,
+    /// The key last seen at each (depth, position) slot, `HINT_SIDE` × `HINT_SIDE` of them.
+    key_hints: Vec<Option<Arc<str>>>,
     scratch: Vec<Value>,
     scratch_pairs: Vec<(Value, Value)>,
     /// The keys of the last small object finished at each depth.
@@ -162,7 +166,8 @@ impl<'a> Decoder<'a> {
             return Err(jerr(format!("expected a string key at byte {}", self.i)));
         }
         self.i += 1;
-        let hinted = self.key_hints.get(&slot).cloned();
+        let index = (slot.0 < HINT_SIDE && slot.1 < HINT_SIDE).then(|| slot.0 * HINT_SIDE + slot.1);
+        let hinted = index.and_then(|i| self.key_hints[i].clone());
         let k = match hinted {
             Some(h)
                 if self.b.get(self.i..self.i + h.len()) == Some(h.as_bytes())
@@ -175,8 +180,8 @@ impl<'a> Decoder<'a> {
                 let k = self.string(true)?;
                 // Only keys whose raw form is their text can be matched byte for byte later.
                 let plain = k.bytes().all(|c| c >= 0x20 && c != b'"' && c != b'\\');
-                if plain && self.key_hints.len() < 4096 {
-                    self.key_hints.insert(slot, k.clone());
+                if plain && let Some(i) = index {
+                    self.key_hints[i] = Some(k.clone());
                 }
                 k
             }
@@ -500,7 +505,7 @@ pub(crate) fn decode(
         deadline,
         count: 0,
         interned: HashMap::with_hasher(FxBuild::default()),
-        key_hints: HashMap::with_hasher(FxBuild::default()),
+        key_hints: vec![None; HINT_SIDE * HINT_SIDE],
         scratch: Vec::new(),
         scratch_pairs: Vec::new(),
         shapes: Default::default(),
