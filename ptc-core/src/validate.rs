@@ -111,12 +111,6 @@ impl<'a> Schema<'a> {
             .unwrap_or_default();
         (props, required)
     }
-
-    /// The schema of top-level property `name`, dereferenced.
-    pub fn property(&self, name: &str) -> Option<&'a Value> {
-        let (props, _) = self.properties();
-        props.and_then(|p| p.get(name)).and_then(|s| self.deref(s))
-    }
 }
 
 /// Maps each argument name as written to the property it means: exact first, then the wire form
