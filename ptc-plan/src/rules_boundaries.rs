@@ -642,3 +642,61 @@ fn truncated_and_invalid_percent_escapes_stay_literal() {
         ["$ref `#/components/schemas/Missing%20One` points at nothing in this document"]
     );
 }
+
+/// A document with one operation `/things/{cursor}` taking a path `cursor`, a query `page` and a
+/// header `token`, paginated by `cursor_arg`.
+fn paginated_doc(cursor_arg: &str) -> String {
+    format!(
+        r##"{{"openapi": "3.1.0", "info": {{"title": "p", "version": "1"}}, "paths": {{
+  "/things/{{cursor}}": {{"get": {{"operationId": "list_things",
+    "parameters": [
+      {{"name": "cursor", "in": "path", "required": true, "schema": {{"type": "string"}}}},
+      {{"name": "page", "in": "query", "schema": {{"type": "string"}}}}],
+    "x-ptc-pagination": {{"cursor_arg": "{cursor_arg}", "next_cursor_path": "$.next"}},
+    "responses": {{"200": {{"description": "ok", "content": {{"application/json": {{
+      "schema": {{"type": "object", "properties": {{"next": {{"type": "string"}}}}}}}}}}}}}}}}}}}}}}"##
+    )
+}
+
+fn load_paginated(cursor_arg: &str) -> Result<crate::Loaded, crate::Diagnostics> {
+    let dir = temp_dir();
+    std::fs::write(dir.join("p.openapi.json"), paginated_doc(cursor_arg)).unwrap();
+    let path = dir.join("upstreams.json");
+    std::fs::write(
+        &path,
+        r#"{"upstreams": {"api": {"transport": "openapi", "base_url": "https://api.example.test",
+            "schema_file": "p.openapi.json", "include_operations": ["list_things"]}}}"#,
+    )
+    .unwrap();
+    let loaded = crate::load(&path);
+    std::fs::remove_dir_all(&dir).ok();
+    loaded
+}
+
+/// `x-ptc-pagination.cursor_arg` must name a query parameter: a path parameter of that name or
+/// no parameter at all is refused at the extension's pointer.
+#[test]
+fn the_pagination_cursor_is_a_query_parameter() {
+    let loaded = load_paginated("page").unwrap_or_else(|d| panic!("{d}"));
+    let Transport::Openapi(api) = &loaded.plan.upstreams[0].transport else {
+        panic!("openapi upstream")
+    };
+    let pagination = api.tools[0].ptc.pagination.as_ref().expect("pagination");
+    assert_eq!(pagination.cursor_arg, "page");
+    for bad in ["cursor", "nope"] {
+        let diags = load_paginated(bad).err().expect(bad);
+        assert_eq!(diags.len(), 1, "{diags}");
+        let d = diags.iter().next().unwrap();
+        assert_eq!(
+            d.message,
+            format!(
+                "x-ptc-pagination.cursor_arg `{bad}` is not a query parameter of this operation"
+            )
+        );
+        assert!(
+            d.pointer.ends_with("/get/x-ptc-pagination"),
+            "{}",
+            d.pointer
+        );
+    }
+}
