@@ -684,7 +684,7 @@ fn the_pagination_cursor_is_a_query_parameter() {
     let pagination = api.tools[0].ptc.pagination.as_ref().expect("pagination");
     assert_eq!(pagination.cursor_arg, "page");
     for bad in ["cursor", "nope"] {
-        let diags = load_paginated(bad).err().expect(bad);
+        let diags = load_paginated(bad).expect_err(bad);
         assert_eq!(diags.len(), 1, "{diags}");
         let d = diags.iter().next().unwrap();
         assert_eq!(
