@@ -610,6 +610,43 @@ mod tests {
         assert_eq!(out, json!({"org_id": "org_acme", "limit": 1}));
     }
 
+    /// `additionalProperties` decides what happens to an argument the schema does not declare:
+    /// `false` refuses it, `true` passes it on unchecked, a schema checks it, and a schema that
+    /// declares no properties at all accepts anything.
+    #[test]
+    fn undeclared_arguments_follow_additional_properties() {
+        let with = |extra: Value| {
+            let mut s = json!({"type": "object", "properties": {"q": {"type": "string"}}});
+            if !extra.is_null() {
+                s["additionalProperties"] = extra;
+            }
+            s
+        };
+        assert_eq!(
+            run(&with(json!(false)), json!({"q": "a", "x": 1})).unwrap_err(),
+            ["unknown argument :x; it takes :q"]
+        );
+        // Declared properties and no `additionalProperties`: closed, as the plan compiles them.
+        assert_eq!(
+            run(&with(Value::Null), json!({"x": 1})).unwrap_err(),
+            ["unknown argument :x; it takes :q"]
+        );
+        assert_eq!(
+            run(&with(json!(true)), json!({"q": "a", "x": 1})).unwrap(),
+            json!({"q": "a", "x": 1})
+        );
+        let typed = with(json!({"type": "integer"}));
+        assert_eq!(run(&typed, json!({"x": 1})).unwrap(), json!({"x": 1}));
+        assert_eq!(
+            run(&typed, json!({"x": "one"})).unwrap_err(),
+            [":x must be an integer, got string \"one\""]
+        );
+        assert_eq!(
+            run(&json!({"type": "object"}), json!({"anything": [1]})).unwrap(),
+            json!({"anything": [1]})
+        );
+    }
+
     #[test]
     fn bounds_pass_at_the_limit_and_fail_one_past() {
         assert!(run(&traces(), json!({"org_id": "org_a", "limit": 1})).is_ok());

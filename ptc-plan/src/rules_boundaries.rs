@@ -700,3 +700,72 @@ fn the_pagination_cursor_is_a_query_parameter() {
         );
     }
 }
+
+const OVERRIDE_DOC: &str = r##"{
+  "openapi": "3.1.0",
+  "info": {"title": "o", "version": "1"},
+  "paths": {
+    "/things/{id}": {
+      "parameters": [
+        {"name": "id", "in": "path", "required": true, "schema": {"type": "string"}},
+        {"name": "limit", "in": "query", "schema": {"type": "integer"}}
+      ],
+      "get": {
+        "operationId": "list_things",
+        "summary": "List things",
+        "description": "List things, newest first.",
+        "parameters": [
+          {"name": "limit", "in": "query", "schema": {"type": "string"}},
+          {"name": "q", "in": "query", "schema": {"type": "string"}},
+          {"name": "mode", "in": "query", "required": true, "schema": {"type": "string"}}
+        ],
+        "x-ptc-default-args": {"mode": "brief"},
+        "responses": {"200": {"description": "ok", "content": {"application/json": {
+          "schema": {"type": "object"}}}}}
+      }
+    }
+  }
+}"##;
+
+/// An operation's own parameter replaces the path item's of the same name and location; a
+/// parameter is required in the binding only when the document requires it and no default
+/// fills it; a description that already starts with the summary is not prefixed with it again.
+#[test]
+fn operation_parameters_override_and_bind_their_requiredness() {
+    let dir = temp_dir();
+    std::fs::write(dir.join("o.openapi.json"), OVERRIDE_DOC).unwrap();
+    let path = dir.join("upstreams.json");
+    std::fs::write(
+        &path,
+        r#"{"upstreams": {"api": {"transport": "openapi", "base_url": "https://api.example.test",
+            "schema_file": "o.openapi.json", "include_operations": ["list_things"]}}}"#,
+    )
+    .unwrap();
+    let loaded = crate::load(&path).unwrap_or_else(|d| panic!("{d}"));
+    std::fs::remove_dir_all(&dir).ok();
+    let Transport::Openapi(api) = &loaded.plan.upstreams[0].transport else {
+        panic!("openapi upstream")
+    };
+    let tool = &api.tools[0];
+    let params: Vec<(&str, bool)> = tool
+        .ptc
+        .params
+        .iter()
+        .map(|p| (p.name.as_str(), p.required))
+        .collect();
+    assert_eq!(
+        params,
+        [
+            ("id", true),
+            ("limit", false),
+            ("q", false),
+            ("mode", false)
+        ]
+    );
+    assert_eq!(
+        tool.input_schema["properties"]["limit"]["type"], "string",
+        "the operation's `limit` wins: {}",
+        tool.input_schema
+    );
+    assert_eq!(tool.description, "List things, newest first.");
+}
