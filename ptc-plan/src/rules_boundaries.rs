@@ -769,3 +769,33 @@ fn operation_parameters_override_and_bind_their_requiredness() {
     );
     assert_eq!(tool.description, "List things, newest first.");
 }
+
+/// An operation with a problem is not compiled, so it cannot also collide with another
+/// operation's tool name: one problem is reported, not a cascade.
+#[test]
+fn a_failed_operation_does_not_also_collide() {
+    let doc = r##"{"openapi": "3.1.0", "info": {"title": "c", "version": "1"}, "paths": {
+  "/a": {"get": {"operationId": "list_things",
+    "x-ptc-pagination": {"cursor_arg": "nope", "next_cursor_path": "$.next"},
+    "responses": {"200": {"description": "ok", "content": {"application/json": {
+      "schema": {"type": "object"}}}}}}},
+  "/b": {"get": {"operationId": "listThings",
+    "responses": {"200": {"description": "ok", "content": {"application/json": {
+      "schema": {"type": "object"}}}}}}}}}"##;
+    let dir = temp_dir();
+    std::fs::write(dir.join("c.openapi.json"), doc).unwrap();
+    let path = dir.join("upstreams.json");
+    std::fs::write(
+        &path,
+        r#"{"upstreams": {"api": {"transport": "openapi", "base_url": "https://api.example.test",
+            "schema_file": "c.openapi.json", "include_operations": ["list_things", "listThings"]}}}"#,
+    )
+    .unwrap();
+    let diags = crate::load(&path).expect_err("list_things fails");
+    std::fs::remove_dir_all(&dir).ok();
+    let messages: Vec<&str> = diags.iter().map(|d| d.message.as_str()).collect();
+    assert_eq!(
+        messages,
+        ["x-ptc-pagination.cursor_arg `nope` is not a query parameter of this operation"]
+    );
+}
