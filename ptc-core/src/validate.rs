@@ -647,6 +647,26 @@ mod tests {
         );
     }
 
+    /// Type descriptions follow four levels of nesting and say `any` below that, so a recursive
+    /// schema cannot make a message unbounded.
+    #[test]
+    fn type_descriptions_stop_below_four_levels() {
+        let nested = |levels: usize| {
+            let mut s = json!({"type": "integer"});
+            for _ in 0..levels {
+                s = json!({"type": "array", "items": s});
+            }
+            s
+        };
+        let schema = json!({});
+        let at = Schema {
+            root: &schema,
+            definitions: None,
+        };
+        assert_eq!(type_name(at, &nested(4)), "[[[[integer]]]]");
+        assert_eq!(type_name(at, &nested(5)), "[[[[[any]]]]]");
+    }
+
     #[test]
     fn bounds_pass_at_the_limit_and_fail_one_past() {
         assert!(run(&traces(), json!({"org_id": "org_a", "limit": 1})).is_ok());

@@ -799,3 +799,74 @@ fn a_failed_operation_does_not_also_collide() {
         ["x-ptc-pagination.cursor_arg `nope` is not a query parameter of this operation"]
     );
 }
+
+/// Compiles a one-operation document whose `/x/{id}` GET takes `params` (JSON), returning the
+/// problems' messages (empty when it compiles).
+fn param_problems(params: &str) -> Vec<String> {
+    let doc = format!(
+        r##"{{"openapi": "3.1.0", "info": {{"title": "p", "version": "1"}}, "paths": {{
+  "/x/{{id}}": {{"get": {{"operationId": "get_x", "parameters": {params},
+    "responses": {{"200": {{"description": "ok", "content": {{"application/json": {{
+      "schema": {{"type": "object"}}}}}}}}}}}}}}}}}}"##
+    );
+    let dir = temp_dir();
+    std::fs::write(dir.join("x.openapi.json"), doc).unwrap();
+    let path = dir.join("upstreams.json");
+    std::fs::write(
+        &path,
+        r#"{"upstreams": {"api": {"transport": "openapi", "base_url": "https://api.example.test",
+            "schema_file": "x.openapi.json", "include_operations": ["get_x"]}}}"#,
+    )
+    .unwrap();
+    let result = crate::load(&path);
+    std::fs::remove_dir_all(&dir).ok();
+    match result {
+        Ok(_) => Vec::new(),
+        Err(d) => d.iter().map(|d| d.message.clone()).collect(),
+    }
+}
+
+/// Each location's default style is accepted when spelled out (`simple` for path, `form` for
+/// query) and the other one refused; arrays are accepted only as exploded query parameters.
+#[test]
+fn parameter_styles_and_arrays_follow_their_location() {
+    let id = r#"{"name": "id", "in": "path", "required": true, "schema": {"type": "string"}"#;
+    assert_eq!(
+        param_problems(&format!(
+            r#"[{id}, "style": "simple"}}, {{"name": "q", "in": "query", "style": "form", "schema": {{"type": "string"}}}}]"#
+        )),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        param_problems(&format!(r#"[{id}, "style": "form"}}]"#)),
+        ["parameter `id` uses style `form`; v1 supports the default style only"]
+    );
+    assert_eq!(
+        param_problems(&format!(
+            r#"[{id}}}, {{"name": "q", "in": "query", "style": "simple", "schema": {{"type": "string"}}}}]"#
+        )),
+        ["parameter `q` uses style `simple`; v1 supports the default style only"]
+    );
+    let tags = |extra: &str| {
+        format!(
+            r#"[{id}}}, {{"name": "tags", "in": "query"{extra}, "schema": {{"type": "array", "items": {{"type": "string"}}}}}}]"#
+        )
+    };
+    assert_eq!(param_problems(&tags("")), Vec::<String>::new());
+    assert_eq!(
+        param_problems(&tags(r#", "explode": true"#)),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        param_problems(&tags(r#", "explode": false"#)),
+        [
+            "query parameter `tags` is not a simple value (string, number, integer, boolean, or an exploded array of them)"
+        ]
+    );
+    assert_eq!(
+        param_problems(
+            r#"[{"name": "id", "in": "path", "required": true, "schema": {"type": "array", "items": {"type": "string"}}}]"#
+        ),
+        ["path parameter `id` is not a simple value (string, number, integer, boolean)"]
+    );
+}
