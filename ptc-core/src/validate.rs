@@ -312,20 +312,13 @@ fn type_name_at(schema: Schema<'_>, s: &Value, depth: usize) -> String {
     let min = s.get("minimum").and_then(Value::as_f64);
     let max = s.get("maximum").and_then(Value::as_f64);
     match (min, max) {
-        (Some(a), Some(b)) => ty.push_str(&format!(" {}..{}", num(a), num(b))),
-        (Some(a), None) => ty.push_str(&format!(" >= {}", num(a))),
-        (None, Some(b)) => ty.push_str(&format!(" <= {}", num(b))),
+        // `f64`'s `Display` writes whole numbers without a fraction (`500`, not `500.0`).
+        (Some(a), Some(b)) => ty.push_str(&format!(" {a}..{b}")),
+        (Some(a), None) => ty.push_str(&format!(" >= {a}")),
+        (None, Some(b)) => ty.push_str(&format!(" <= {b}")),
         _ => {}
     }
     ty
-}
-
-fn num(f: f64) -> String {
-    if f.fract() == 0.0 && f.abs() < 1e15 {
-        format!("{}", f as i64)
-    } else {
-        f.to_string()
-    }
 }
 
 /// Short JSON text of a value for a message.
@@ -479,22 +472,22 @@ fn check_value(
             if let Some(m) = bound("minimum")
                 && x < m
             {
-                problems.push(format!("{label} must be at least {}, got {n}", num(m)));
+                problems.push(format!("{label} must be at least {m}, got {n}"));
             }
             if let Some(m) = bound("maximum")
                 && x > m
             {
-                problems.push(format!("{label} must be at most {}, got {n}", num(m)));
+                problems.push(format!("{label} must be at most {m}, got {n}"));
             }
             if let Some(m) = bound("exclusiveMinimum")
                 && x <= m
             {
-                problems.push(format!("{label} must be greater than {}, got {n}", num(m)));
+                problems.push(format!("{label} must be greater than {m}, got {n}"));
             }
             if let Some(m) = bound("exclusiveMaximum")
                 && x >= m
             {
-                problems.push(format!("{label} must be less than {}, got {n}", num(m)));
+                problems.push(format!("{label} must be less than {m}, got {n}"));
             }
         }
         Value::String(text) => {
@@ -665,6 +658,57 @@ mod tests {
         };
         assert_eq!(type_name(at, &nested(4)), "[[[[integer]]]]");
         assert_eq!(type_name(at, &nested(5)), "[[[[[any]]]]]");
+        // A schema that refers to itself through `anyOf` stops at the same depth.
+        let recursive =
+            json!({"$defs": {"T": {"anyOf": [{"type": "string"}, {"$ref": "#/$defs/T"}]}}});
+        let at = Schema {
+            root: &recursive,
+            definitions: None,
+        };
+        assert_eq!(
+            type_name(at, &json!({"$ref": "#/$defs/T"})),
+            "string|string|string|string|any|any"
+        );
+    }
+
+    #[test]
+    fn type_descriptions_name_unions_bounds_and_arrays() {
+        let schema = json!({});
+        let at = Schema {
+            root: &schema,
+            definitions: None,
+        };
+        let cases = [
+            (json!({"type": ["string", "null"]}), "string|null"),
+            (
+                json!({"anyOf": [{"type": "string"}, {"type": "integer"}]}),
+                "string|integer",
+            ),
+            (
+                json!({"oneOf": [{"type": "boolean"}, {"type": "null"}]}),
+                "boolean|null",
+            ),
+            (json!({"type": "integer", "minimum": 1}), "integer >= 1"),
+            (json!({"type": "number", "maximum": 2.5}), "number <= 2.5"),
+            (
+                json!({"type": "integer", "minimum": 1, "maximum": 500}),
+                "integer 1..500",
+            ),
+            (
+                json!({"type": "array", "items": {"type": "string"}}),
+                "[string]",
+            ),
+            (json!({"type": "array"}), "array"),
+            (
+                json!({"type": "string", "items": {"type": "integer"}}),
+                "string",
+            ),
+            (json!({"const": "x"}), "exactly \"x\""),
+            (json!({}), "any"),
+        ];
+        for (s, want) in cases {
+            assert_eq!(type_name(at, &s), want, "{s}");
+        }
     }
 
     #[test]
