@@ -870,3 +870,28 @@ fn parameter_styles_and_arrays_follow_their_location() {
         ["path parameter `id` is not a simple value (string, number, integer, boolean)"]
     );
 }
+
+/// A path placeholder needs a parameter declared `in: path`: one of the same name elsewhere does
+/// not count. Nullable types are judged by what they are besides null.
+#[test]
+fn placeholders_need_path_parameters_and_nullable_types_keep_their_kind() {
+    assert_eq!(
+        param_problems(r#"[{"name": "id", "in": "query", "schema": {"type": "string"}}]"#),
+        ["path template `/x/{id}` uses `{id}` that is not declared as path parameter"]
+    );
+    let id = r#"{"name": "id", "in": "path", "required": true, "schema": {"type": "string"}}"#;
+    assert_eq!(
+        param_problems(&format!(
+            r#"[{id}, {{"name": "n", "in": "query", "schema": {{"type": ["integer", "null"]}}}}]"#
+        )),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        param_problems(&format!(
+            r#"[{id}, {{"name": "f", "in": "query", "schema": {{"type": ["object", "null"]}}}}]"#
+        )),
+        [
+            "query parameter `f` is not a simple value (string, number, integer, boolean, or an exploded array of them)"
+        ]
+    );
+}
