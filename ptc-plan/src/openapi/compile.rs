@@ -988,4 +988,34 @@ mod tests {
         );
         assert_eq!(value_problem(&status, &defs, &json!("ok")), None);
     }
+
+    /// A default argument's value against its parameter's type, one type or several.
+    #[test]
+    fn default_values_are_checked_against_the_parameter_type() {
+        let defs = BTreeMap::new();
+        let problem = |schema: Value, value: Value| value_problem(&schema, &defs, &value);
+        let string = json!({"type": "string"});
+        assert_eq!(problem(string.clone(), json!("x")), None);
+        assert_eq!(
+            problem(string, json!(5)).as_deref(),
+            Some("does not match the parameter type string")
+        );
+        let int_or_null = json!({"type": ["integer", "null"]});
+        assert_eq!(problem(int_or_null.clone(), json!(null)), None);
+        assert_eq!(problem(int_or_null.clone(), json!(3)), None);
+        assert_eq!(
+            problem(int_or_null.clone(), json!(1.5)).as_deref(),
+            Some("does not match the parameter type integer | null")
+        );
+        assert_eq!(
+            problem(int_or_null, json!("3")).as_deref(),
+            Some("does not match the parameter type integer | null")
+        );
+        assert_eq!(
+            problem(json!({"type": "boolean"}), json!("true")).as_deref(),
+            Some("does not match the parameter type boolean")
+        );
+        assert_eq!(problem(json!({"type": "number"}), json!(2.5)), None);
+        assert_eq!(problem(json!({}), json!({"any": 1})), None);
+    }
 }
