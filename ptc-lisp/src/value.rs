@@ -3,8 +3,8 @@
 //!
 //! Maps are flat arrays up to [`SMALL_MAP`] entries (tool results are millions of small objects,
 //! see docs/performance.md) and hash maps beyond; decoded JSON objects that repeat one another's
-//! keys (arrays of records) share one key list ([`Shape`]). Dropping, equality and hashing never recurse
-//! without a bound, so arbitrarily deep values cannot overflow the stack.
+//! keys (arrays of records) share one key list ([`Shape`]). Dropping, equality and hashing never
+//! recurse without a bound, so arbitrarily deep values cannot overflow the stack.
 
 use std::cmp::Ordering;
 use std::hash::{BuildHasherDefault, Hash, Hasher};
