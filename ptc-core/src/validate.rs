@@ -711,6 +711,32 @@ mod tests {
         }
     }
 
+    /// Messages name a wrong value's type (integers apart from other numbers, negative ones
+    /// too) and show it whole up to 60 characters of JSON, cut to 57 and `...` beyond.
+    #[test]
+    fn wrong_values_are_named_by_type_and_shown_bounded() {
+        let schema = json!({"type": "object", "properties": {"q": {"type": "string"}}});
+        let got = |v: Value| run(&schema, json!({"q": v})).unwrap_err().remove(0);
+        assert_eq!(got(json!(2.5)), ":q must be a string, got number 2.5");
+        assert_eq!(got(json!(-3)), ":q must be a string, got integer -3");
+        assert_eq!(
+            got(json!(u64::MAX)),
+            format!(":q must be a string, got integer {}", u64::MAX)
+        );
+        let schema = json!({"type": "object", "properties": {"n": {"type": "integer"}}});
+        let shown = |text: &str| run(&schema, json!({"n": text})).unwrap_err().remove(0);
+        let at_limit = "a".repeat(58); // 60 characters of JSON with its quotes
+        assert_eq!(
+            shown(&at_limit),
+            format!(":n must be an integer, got string \"{at_limit}\"")
+        );
+        let past = "a".repeat(59);
+        assert_eq!(
+            shown(&past),
+            format!(":n must be an integer, got string \"{}...", "a".repeat(56))
+        );
+    }
+
     #[test]
     fn bounds_pass_at_the_limit_and_fail_one_past() {
         assert!(run(&traces(), json!({"org_id": "org_a", "limit": 1})).is_ok());

@@ -948,6 +948,8 @@ mod tests {
             vec!["id", "step_id"]
         );
         assert!(path_placeholders("/a").is_empty());
+        assert_eq!(path_placeholders("/x/{}/{id}"), vec!["", "id"]);
+        assert_eq!(path_placeholders("/x/{id"), Vec::<&str>::new());
     }
 
     #[test]
@@ -1016,6 +1018,20 @@ mod tests {
             Some("does not match the parameter type boolean")
         );
         assert_eq!(problem(json!({"type": "number"}), json!(2.5)), None);
+        assert_eq!(
+            problem(json!({"type": "number"}), json!("2.5")).as_deref(),
+            Some("does not match the parameter type number")
+        );
+        assert_eq!(problem(json!({"type": "integer"}), json!(-3)), None);
+        assert_eq!(problem(json!({"type": "array"}), json!(["a"])), None);
+        assert_eq!(
+            problem(json!({"type": "array"}), json!("a")).as_deref(),
+            Some("does not match the parameter type array")
+        );
+        assert_eq!(
+            problem(json!({"type": "null"}), json!(0)).as_deref(),
+            Some("does not match the parameter type null")
+        );
         assert_eq!(problem(json!({}), json!({"any": 1})), None);
     }
 }
