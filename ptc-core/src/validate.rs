@@ -737,6 +737,33 @@ mod tests {
         );
     }
 
+    /// `number` takes any number; `integer` takes integers of either sign and size, and a whole
+    /// float below 9e15 as that integer (exact there), refusing fractions and larger floats.
+    #[test]
+    fn numbers_and_integers_are_told_apart() {
+        let schema = json!({"type": "object", "properties": {
+            "x": {"type": "number"}, "n": {"type": "integer"}}});
+        assert_eq!(run(&schema, json!({"x": 2.5})).unwrap(), json!({"x": 2.5}));
+        assert_eq!(run(&schema, json!({"x": -7})).unwrap(), json!({"x": -7}));
+        for n in [json!(-3), json!(u64::MAX), json!(i64::MIN)] {
+            assert_eq!(run(&schema, json!({"n": n})).unwrap(), json!({"n": n}));
+        }
+        assert_eq!(run(&schema, json!({"n": 20.0})).unwrap(), json!({"n": 20}));
+        let below = 8_999_999_999_999_998.0_f64;
+        assert_eq!(
+            run(&schema, json!({"n": below})).unwrap(),
+            json!({"n": 8_999_999_999_999_998_i64})
+        );
+        assert_eq!(
+            run(&schema, json!({"n": 9.0e15})).unwrap_err(),
+            [":n must be an integer, got number 9000000000000000.0"]
+        );
+        assert_eq!(
+            run(&schema, json!({"n": 2.5})).unwrap_err(),
+            [":n must be an integer, got number 2.5"]
+        );
+    }
+
     #[test]
     fn bounds_pass_at_the_limit_and_fail_one_past() {
         assert!(run(&traces(), json!({"org_id": "org_a", "limit": 1})).is_ok());
