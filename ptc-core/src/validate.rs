@@ -764,6 +764,34 @@ mod tests {
         );
     }
 
+    /// Values are checked to `MAX_DEPTH` levels and accepted unchecked below, so no schema or
+    /// value can exhaust the stack: a wrong leaf at the last checked level is reported, one
+    /// level further down it is not.
+    #[test]
+    fn values_are_checked_to_max_depth() {
+        let nested = |levels: usize| {
+            let (mut s, mut v) = (json!({"type": "integer"}), json!("leaf"));
+            for _ in 0..levels {
+                s = json!({"type": "array", "items": s});
+                v = json!([v]);
+            }
+            (
+                json!({"type": "object", "properties": {"a": s}}),
+                json!({"a": v}),
+            )
+        };
+        // The leaf under `levels` arrays is at depth `levels` (the argument itself is at 0).
+        let (schema, args) = nested(MAX_DEPTH);
+        let problems = run(&schema, args).unwrap_err();
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(
+            problems[0].ends_with("must be an integer, got string \"leaf\""),
+            "{problems:?}"
+        );
+        let (schema, args) = nested(MAX_DEPTH + 1);
+        assert_eq!(run(&schema, args.clone()).unwrap(), args);
+    }
+
     #[test]
     fn bounds_pass_at_the_limit_and_fail_one_past() {
         assert!(run(&traces(), json!({"org_id": "org_a", "limit": 1})).is_ok());
