@@ -792,6 +792,25 @@ mod tests {
         assert_eq!(run(&schema, args.clone()).unwrap(), args);
     }
 
+    /// A schema that refers to itself through `allOf` or `anyOf` ends at the depth bound rather
+    /// than recursing for ever; type lists name every type a value may have.
+    #[test]
+    fn self_referring_compositions_end_and_type_lists_are_checked() {
+        let schema = json!({"type": "object", "properties": {
+                "a": {"$ref": "#/$defs/A"}, "b": {"$ref": "#/$defs/B"},
+                "c": {"type": ["string", "null"]}},
+            "$defs": {"A": {"allOf": [{"$ref": "#/$defs/A"}]},
+                      "B": {"anyOf": [{"$ref": "#/$defs/B"}]}}});
+        assert_eq!(
+            run(&schema, json!({"a": 1, "b": [true], "c": "x"})).unwrap(),
+            json!({"a": 1, "b": [true], "c": "x"})
+        );
+        assert_eq!(
+            run(&schema, json!({"c": 5})).unwrap_err(),
+            [":c must be string or null, got integer 5"]
+        );
+    }
+
     #[test]
     fn bounds_pass_at_the_limit_and_fail_one_past() {
         assert!(run(&traces(), json!({"org_id": "org_a", "limit": 1})).is_ok());
