@@ -206,7 +206,11 @@ fn check_entries(
                     msg.push_str(&format!(" (did you mean :{s}?)"));
                 }
                 if known.is_empty() {
-                    msg.push_str("; this tool takes no arguments");
+                    msg.push_str(if top {
+                        "; this tool takes no arguments"
+                    } else {
+                        "; this map takes no keys"
+                    });
                 } else {
                     msg.push_str(&format!("; it takes {}", lisp.join(" ")));
                 }
@@ -535,7 +539,12 @@ fn check_value(
                 }
             }
         }
-        Value::Object(fields) if s.get("properties").is_some() || s.get("required").is_some() => {
+        // Only a schema that constrains the fields is walked (a free-form map is left as is).
+        Value::Object(fields)
+            if ["properties", "required", "additionalProperties"]
+                .iter()
+                .any(|k| s.get(*k).is_some()) =>
+        {
             let entries: LiteralArgs = std::mem::take(fields)
                 .into_iter()
                 .map(|(k, x)| (k, Some(x)))
@@ -808,6 +817,32 @@ mod tests {
         assert_eq!(
             run(&schema, json!({"c": 5})).unwrap_err(),
             [":c must be string or null, got integer 5"]
+        );
+    }
+
+    /// Nested maps are checked like the arguments themselves, `additionalProperties` included;
+    /// `const` takes exactly its value; an empty type list constrains nothing.
+    #[test]
+    fn nested_maps_consts_and_empty_type_lists() {
+        let schema = json!({"type": "object", "properties": {
+            "closed": {"type": "object", "additionalProperties": false},
+            "counts": {"type": "object", "additionalProperties": {"type": "integer"}},
+            "free": {"type": "object"},
+            "k": {"const": "x"},
+            "any": {"type": []}}});
+        let ok = json!({"closed": {}, "counts": {"a": 1}, "free": {"z": [1]}, "k": "x", "any": 5});
+        assert_eq!(run(&schema, ok.clone()).unwrap(), ok);
+        assert_eq!(
+            run(&schema, json!({"closed": {"x": 1}})).unwrap_err(),
+            [":closed: unknown argument :x; this map takes no keys"]
+        );
+        assert_eq!(
+            run(&schema, json!({"counts": {"a": "one"}})).unwrap_err(),
+            [":counts: :a must be an integer, got string \"one\""]
+        );
+        assert_eq!(
+            run(&schema, json!({"k": "y"})).unwrap_err(),
+            [":k must be exactly \"x\", got \"y\""]
         );
     }
 
