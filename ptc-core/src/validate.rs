@@ -846,6 +846,32 @@ mod tests {
         );
     }
 
+    /// Exclusive bounds refuse the bound itself; a length bound accepts exactly its length.
+    #[test]
+    fn exclusive_bounds_and_exact_lengths() {
+        let schema = json!({"type": "object", "properties": {
+            "x": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 10},
+            "s": {"type": "string", "minLength": 2, "maxLength": 3}}});
+        assert!(run(&schema, json!({"x": 0.5, "s": "ab"})).is_ok());
+        assert!(run(&schema, json!({"x": 9.5, "s": "abc"})).is_ok());
+        assert_eq!(
+            run(&schema, json!({"x": 0})).unwrap_err(),
+            [":x must be greater than 0, got 0"]
+        );
+        assert_eq!(
+            run(&schema, json!({"x": 10})).unwrap_err(),
+            [":x must be less than 10, got 10"]
+        );
+        assert_eq!(
+            run(&schema, json!({"s": "a"})).unwrap_err(),
+            [":s must be at least 2 characters long, got 1"]
+        );
+        assert_eq!(
+            run(&schema, json!({"s": "abcd"})).unwrap_err(),
+            [":s must be at most 3 characters long, got 4"]
+        );
+    }
+
     #[test]
     fn bounds_pass_at_the_limit_and_fail_one_past() {
         assert!(run(&traces(), json!({"org_id": "org_a", "limit": 1})).is_ok());

@@ -583,6 +583,59 @@ mod tests {
         assert_eq!(defs["we_ird"]["type"], "boolean");
     }
 
+    /// A third definition whose name collides gets the next number, not the second's again.
+    #[test]
+    fn colliding_names_are_numbered_in_turn() {
+        let doc = json!({
+            "components": {"schemas": {
+                "A": {"type": "object", "properties": {"x": {"type": "integer"}}},
+                "A_properties_x": {"type": "string"},
+                "A_properties": {"x": {"type": "boolean"}}
+            }},
+            "root": {"type": "object", "properties": {
+                "p": {"$ref": "#/components/schemas/A/properties/x"},
+                "q": {"$ref": "#/components/schemas/A_properties_x"},
+                "r": {"$ref": "#/components/schemas/A_properties/x"}
+            }}
+        });
+        let (out, defs, _) = store(&doc, Version::V31, "/root").unwrap();
+        assert_eq!(
+            out["properties"]["r"],
+            json!({"$ref": "#/$defs/A_properties_x3"})
+        );
+        assert_eq!(defs["A_properties_x"]["type"], "integer");
+        assert_eq!(defs["A_properties_x2"]["type"], "string");
+        assert_eq!(defs["A_properties_x3"]["type"], "boolean");
+    }
+
+    /// A schema's own `$defs` or `definitions` container is dropped once its entries are named
+    /// definitions; a reference with a constraint beside it is not a bare alias, so a loop
+    /// through it is no cycle.
+    #[test]
+    fn defs_containers_go_and_constrained_references_are_not_aliases() {
+        let doc = json!({
+            "root": {"type": "object",
+                "$defs": {"X": {"type": "string"}},
+                "definitions": {"Y": {"type": "integer"}},
+                "properties": {"a": {"$ref": "#/root/$defs/X"}, "b": {"$ref": "#/root/definitions/Y"}}}
+        });
+        let (out, defs, _) = store(&doc, Version::V31, "/root").unwrap();
+        assert!(
+            out.get("$defs").is_none() && out.get("definitions").is_none(),
+            "{out}"
+        );
+        assert_eq!(defs.len(), 2, "{defs:?}");
+        let doc = json!({
+            "components": {"schemas": {
+                "A": {"$ref": "#/components/schemas/B", "type": "string"},
+                "B": {"$ref": "#/components/schemas/A"}
+            }},
+            "root": {"$ref": "#/components/schemas/A"}
+        });
+        let stored = store(&doc, Version::V31, "/root");
+        assert!(stored.is_ok(), "{stored:?}");
+    }
+
     #[test]
     fn external_and_dangling_refs_are_errors_where_they_are_written() {
         let doc = json!({"root": {"$ref": "other.json#/x"}});
