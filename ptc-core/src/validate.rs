@@ -799,6 +799,20 @@ mod tests {
         );
         let (schema, args) = nested(MAX_DEPTH + 1);
         assert_eq!(run(&schema, args.clone()).unwrap(), args);
+        // Through nested maps: the leaf under MAX_DEPTH + 1 maps is the last one checked (the
+        // outermost is an argument, not a value level).
+        let maps = |levels: usize| {
+            let (mut s, mut v) = (json!({"type": "integer"}), json!("leaf"));
+            for _ in 0..levels {
+                s = json!({"type": "object", "properties": {"m": s}});
+                v = json!({"m": v});
+            }
+            (s, v)
+        };
+        let (schema, args) = maps(MAX_DEPTH + 1);
+        assert_eq!(run(&schema, args).unwrap_err().len(), 1);
+        let (schema, args) = maps(MAX_DEPTH + 2);
+        assert_eq!(run(&schema, args.clone()).unwrap(), args);
     }
 
     /// A schema that refers to itself through `allOf` or `anyOf` ends at the depth bound rather
@@ -849,6 +863,14 @@ mod tests {
     /// Exclusive bounds refuse the bound itself; a length bound accepts exactly its length.
     #[test]
     fn exclusive_bounds_and_exact_lengths() {
+        let items = json!({"type": "object", "properties": {
+            "t": {"type": "array", "minItems": 2, "maxItems": 3}}});
+        assert!(run(&items, json!({"t": [1, 2]})).is_ok());
+        assert!(run(&items, json!({"t": [1, 2, 3]})).is_ok());
+        assert_eq!(
+            run(&items, json!({"t": [1]})).unwrap_err(),
+            [":t must have at least 2 items, got 1"]
+        );
         let schema = json!({"type": "object", "properties": {
             "x": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 10},
             "s": {"type": "string", "minLength": 2, "maxLength": 3}}});

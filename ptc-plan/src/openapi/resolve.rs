@@ -583,6 +583,24 @@ mod tests {
         assert_eq!(defs["we_ird"]["type"], "boolean");
     }
 
+    /// Only `#/components/schemas/...` loses its prefix in a definition's name; any other
+    /// pointer keeps every segment.
+    #[test]
+    fn only_component_schemas_drop_their_prefix() {
+        let doc = json!({
+            "shared": {"x": {"type": "string"}},
+            "components": {"other": {"Y": {"type": "integer"}}, "schemas": {"Z": {"type": "boolean"}}},
+            "root": {"type": "object", "properties": {
+                "a": {"$ref": "#/shared/x"},
+                "b": {"$ref": "#/components/other/Y"},
+                "c": {"$ref": "#/components/schemas/Z"}
+            }}
+        });
+        let (_, defs, _) = store(&doc, Version::V31, "/root").unwrap();
+        let names: Vec<&str> = defs.keys().map(String::as_str).collect();
+        assert_eq!(names, ["Z", "components_other_Y", "shared_x"]);
+    }
+
     /// A third definition whose name collides gets the next number, not the second's again.
     #[test]
     fn colliding_names_are_numbered_in_turn() {
@@ -745,6 +763,34 @@ mod tests {
             "root": {"items": {"$ref": "#/components/schemas/Deep"}}
         });
         assert!(store(&doc, Version::V31, "/root").is_ok());
+    }
+
+    /// Every kind of nesting counts a level: a schema list (`anyOf`) and a schema map
+    /// (`properties`) as much as `items`.
+    #[test]
+    fn lists_and_maps_of_schemas_count_toward_the_depth_budget() {
+        let wrap: [fn(Value) -> Value; 2] = [
+            |v| json!({"anyOf": [v]}),
+            |v| json!({"type": "object", "properties": {"p": v}}),
+        ];
+        for w in wrap {
+            let nest = |depth: usize| {
+                let mut v = json!({"type": "string"});
+                for _ in 0..depth {
+                    v = w(v);
+                }
+                v
+            };
+            let doc = json!({"root": nest(MAX_DEPTH)});
+            assert!(
+                store(&doc, Version::V31, "/root").is_ok(),
+                "{}",
+                w(json!({}))
+            );
+            let doc = json!({"root": nest(MAX_DEPTH + 1)});
+            let e = store(&doc, Version::V31, "/root").unwrap_err();
+            assert!(e.message.contains("deeper than 200 levels"), "{e:?}");
+        }
     }
 
     #[test]
