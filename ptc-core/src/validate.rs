@@ -858,6 +858,18 @@ mod tests {
             run(&schema, json!({"k": "y"})).unwrap_err(),
             [":k must be exactly \"x\", got \"y\""]
         );
+        // Numbers compare by value (1 is 1.0); `null` is spelled `nil`.
+        let schema = json!({"type": "object", "properties": {
+            "one": {"const": 1}, "none": {"type": "null"}}});
+        assert!(run(&schema, json!({"one": 1.0})).is_ok());
+        assert_eq!(
+            run(&schema, json!({"one": 2})).unwrap_err(),
+            [":one must be exactly 1, got 2"]
+        );
+        assert_eq!(
+            run(&schema, json!({"none": 1})).unwrap_err(),
+            [":none must be nil, got integer 1"]
+        );
     }
 
     /// Exclusive bounds refuse the bound itself; a length bound accepts exactly its length.

@@ -93,3 +93,85 @@ impl EvalLimits {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_limit_reaches_the_interpreter_or_the_budgets() {
+        let limits = EvalLimits {
+            program_timeout: Duration::from_millis(1500),
+            memory_bytes: 1234,
+            memory_budget_bytes: 1234,
+            max_program_bytes: 99,
+            max_calls: 7,
+            max_upstream_bytes: 55,
+            ..EvalLimits::default()
+        };
+        let lisp = limits.lisp_limits();
+        assert_eq!(lisp.timeout, Some(Duration::from_millis(1500)));
+        assert_eq!(lisp.max_memory_bytes, 1234);
+        assert_eq!(lisp.max_program_bytes, 99);
+        // Everything else is the interpreter's own default.
+        let d = Limits::default();
+        assert_eq!(
+            (
+                lisp.max_loop_iterations,
+                lisp.max_call_depth,
+                lisp.max_output_bytes
+            ),
+            (d.max_loop_iterations, d.max_call_depth, d.max_output_bytes)
+        );
+        let b = limits.budgets();
+        assert_eq!((b.max_calls, b.max_bytes), (7, 55));
+        assert_eq!(b.max_discovery, Budgets::default().max_discovery);
+    }
+
+    /// The defaults fit together; each relation fails at its boundary with its flag's name.
+    #[test]
+    fn limits_are_validated_at_their_boundaries() {
+        let d = EvalLimits::default();
+        assert_eq!(d.validate(), Ok(()));
+        assert_eq!(
+            d.memory_budget_bytes,
+            d.memory_bytes * d.max_concurrent as u64
+        );
+        let with = |f: fn(&mut EvalLimits)| {
+            let mut l = EvalLimits::default();
+            f(&mut l);
+            l.validate()
+        };
+        assert_eq!(
+            with(|l| l.max_concurrent = 0),
+            Err("--max-concurrent must be at least 1".into())
+        );
+        assert_eq!(with(|l| l.max_concurrent = 1), Ok(()));
+        assert_eq!(
+            with(|l| l.max_per_session = 0),
+            Err("--max-per-session must be at least 1".into())
+        );
+        assert_eq!(with(|l| l.max_per_session = 1), Ok(()));
+        assert_eq!(
+            with(|l| l.memory_bytes = 0),
+            Err("--memory-bytes must be at least 1".into())
+        );
+        assert_eq!(
+            with(|l| {
+                l.memory_bytes = 100;
+                l.memory_budget_bytes = 100;
+            }),
+            Ok(())
+        );
+        assert_eq!(
+            with(|l| {
+                l.memory_bytes = 100;
+                l.memory_budget_bytes = 99;
+            }),
+            Err(
+                "--memory-budget-bytes (99) is below --memory-bytes (100): no eval could ever run"
+                    .into()
+            )
+        );
+    }
+}
