@@ -129,6 +129,27 @@ mod tests {
         assert!(!sessions.has_session(&id).await.unwrap());
     }
 
+    /// Messages a client posts to a session reach rmcp's session, and one that names no live
+    /// session is refused rather than dropped.
+    #[tokio::test]
+    async fn posted_messages_go_to_the_session_they_name() {
+        let sessions = ReplicaSessions::new(Some("r1"));
+        let notification: ClientJsonRpcMessage = serde_json::from_value(serde_json::json!(
+            {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        ))
+        .expect("a client notification");
+        let unknown: SessionId = "r1-no-such-session".to_string().into();
+        assert!(
+            sessions
+                .accept_message(&unknown, notification.clone())
+                .await
+                .is_err()
+        );
+        let (id, _transport) = sessions.create_session().await.unwrap();
+        sessions.close_session(&id).await.unwrap();
+        assert!(sessions.accept_message(&id, notification).await.is_err());
+    }
+
     #[tokio::test]
     async fn without_a_replica_id_session_ids_are_plain() {
         let sessions = ReplicaSessions::new(None);
