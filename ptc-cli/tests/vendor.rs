@@ -191,6 +191,6 @@ fn ptc_codegen_expands(config: &Path) -> bool {
         .output()
         .is_ok_and(|o| {
             o.status.success()
-                && String::from_utf8_lossy(&o.stdout).contains("pub async fn get_widget")
+                && String::from_utf8_lossy(&o.stdout).contains("impl ::ptc_core::Operation for GetWidgetArgs")
         })
 }
