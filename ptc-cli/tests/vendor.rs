@@ -191,6 +191,7 @@ fn ptc_codegen_expands(config: &Path) -> bool {
         .output()
         .is_ok_and(|o| {
             o.status.success()
-                && String::from_utf8_lossy(&o.stdout).contains("impl ::ptc_core::Operation for GetWidgetArgs")
+                && String::from_utf8_lossy(&o.stdout)
+                    .contains("impl ::ptc_core::Operation for GetWidgetArgs")
         })
 }
