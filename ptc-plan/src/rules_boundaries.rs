@@ -18,6 +18,21 @@ fn temp_dir() -> PathBuf {
     dir
 }
 
+/// Loads an upstream `api` over the OpenAPI document `doc` (written to a fresh folder) with
+/// `include_operations`.
+fn load_doc(doc: &str, operations: &[&str]) -> Result<crate::Loaded, crate::Diagnostics> {
+    let dir = temp_dir();
+    std::fs::write(dir.join("doc.openapi.json"), doc).unwrap();
+    let path = dir.join("upstreams.json");
+    let config = serde_json::json!({"upstreams": {"api": {"transport": "openapi",
+        "base_url": "https://api.example.test", "schema_file": "doc.openapi.json",
+        "include_operations": operations}}});
+    std::fs::write(&path, config.to_string()).unwrap();
+    let loaded = crate::load(&path);
+    std::fs::remove_dir_all(&dir).ok();
+    loaded
+}
+
 fn rules_doc() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../fixtures/openapi/rules.openapi.json")
@@ -231,17 +246,7 @@ const PERCENT_DOC: &str = r##"{
 
 #[test]
 fn ref_pointer_segments_are_percent_decoded() {
-    let dir = temp_dir();
-    std::fs::write(dir.join("pct.openapi.json"), PERCENT_DOC).unwrap();
-    let path = dir.join("upstreams.json");
-    std::fs::write(
-        &path,
-        r#"{"upstreams": {"api": {"transport": "openapi", "base_url": "https://api.example.test",
-            "schema_file": "pct.openapi.json", "include_operations": ["get_item", "get_copy"]}}}"#,
-    )
-    .unwrap();
-    let loaded = crate::load(&path).unwrap_or_else(|d| panic!("{d}"));
-    std::fs::remove_dir_all(&dir).ok();
+    let loaded = load_doc(PERCENT_DOC, &["get_item", "get_copy"]).unwrap_or_else(|d| panic!("{d}"));
     let Transport::Openapi(api) = &loaded.plan.upstreams[0].transport else {
         panic!("openapi upstream")
     };
@@ -581,19 +586,15 @@ fn doc_with(schema: serde_json::Value, components: serde_json::Value) -> String 
     .to_string()
 }
 
-/// Loads `doc` as the only upstream's document: the problems' messages, or none.
-fn load_doc(doc: &str) -> Vec<String> {
-    let dir = temp_dir();
-    std::fs::write(dir.join("doc.json"), doc).unwrap();
-    std::fs::write(
-        dir.join("upstreams.json"),
-        r#"{"upstreams": {"api": {"transport": "openapi", "base_url": "https://api.example.test",
-            "schema_file": "doc.json", "include_operations": ["op"]}}}"#,
-    )
-    .unwrap();
-    let result = crate::load(&dir.join("upstreams.json"));
-    std::fs::remove_dir_all(&dir).ok();
-    match result {
+/// Loads `doc` as the only upstream's document, including its operation `op`: the problems'
+/// messages, or none.
+fn op_problems(doc: &str) -> Vec<String> {
+    messages(load_doc(doc, &["op"]))
+}
+
+/// The problems' messages of a load, or none.
+fn messages(loaded: Result<crate::Loaded, crate::Diagnostics>) -> Vec<String> {
+    match loaded {
         Ok(_) => Vec::new(),
         Err(d) => d.iter().map(|d| d.message.clone()).collect(),
     }
@@ -611,9 +612,9 @@ fn schemas_may_expand_to_exactly_200000_nodes() {
             serde_json::json!({}),
         )
     };
-    assert_eq!(load_doc(&props(199_999)), Vec::<String>::new());
+    assert_eq!(op_problems(&props(199_999)), Vec::<String>::new());
     assert_eq!(
-        load_doc(&props(200_000)),
+        op_problems(&props(200_000)),
         [
             "schema has more than 200000 nodes (each named component counted once); it is too large to compile"
         ]
@@ -630,7 +631,7 @@ fn truncated_and_invalid_percent_escapes_stay_literal() {
                 serde_json::json!({"$ref": format!("#/components/schemas/{reference}")}),
                 serde_json::json!({ name: {"type": "object", "properties": {"n": {"type": "integer"}}} }),
             );
-            assert_eq!(load_doc(&doc), Vec::<String>::new(), "{reference}");
+            assert_eq!(op_problems(&doc), Vec::<String>::new(), "{reference}");
         }
     }
     let doc = doc_with(
@@ -638,7 +639,7 @@ fn truncated_and_invalid_percent_escapes_stay_literal() {
         serde_json::json!({}),
     );
     assert_eq!(
-        load_doc(&doc),
+        op_problems(&doc),
         ["$ref `#/components/schemas/Missing%20One` points at nothing in this document"]
     );
 }
@@ -659,18 +660,7 @@ fn paginated_doc(cursor_arg: &str) -> String {
 }
 
 fn load_paginated(cursor_arg: &str) -> Result<crate::Loaded, crate::Diagnostics> {
-    let dir = temp_dir();
-    std::fs::write(dir.join("p.openapi.json"), paginated_doc(cursor_arg)).unwrap();
-    let path = dir.join("upstreams.json");
-    std::fs::write(
-        &path,
-        r#"{"upstreams": {"api": {"transport": "openapi", "base_url": "https://api.example.test",
-            "schema_file": "p.openapi.json", "include_operations": ["list_things"]}}}"#,
-    )
-    .unwrap();
-    let loaded = crate::load(&path);
-    std::fs::remove_dir_all(&dir).ok();
-    loaded
+    load_doc(&paginated_doc(cursor_arg), &["list_things"])
 }
 
 /// `x-ptc-pagination.cursor_arg` must name a query parameter: a path parameter of that name or
@@ -732,17 +722,7 @@ const OVERRIDE_DOC: &str = r##"{
 /// fills it; a description that already starts with the summary is not prefixed with it again.
 #[test]
 fn operation_parameters_override_and_bind_their_requiredness() {
-    let dir = temp_dir();
-    std::fs::write(dir.join("o.openapi.json"), OVERRIDE_DOC).unwrap();
-    let path = dir.join("upstreams.json");
-    std::fs::write(
-        &path,
-        r#"{"upstreams": {"api": {"transport": "openapi", "base_url": "https://api.example.test",
-            "schema_file": "o.openapi.json", "include_operations": ["list_things"]}}}"#,
-    )
-    .unwrap();
-    let loaded = crate::load(&path).unwrap_or_else(|d| panic!("{d}"));
-    std::fs::remove_dir_all(&dir).ok();
+    let loaded = load_doc(OVERRIDE_DOC, &["list_things"]).unwrap_or_else(|d| panic!("{d}"));
     let Transport::Openapi(api) = &loaded.plan.upstreams[0].transport else {
         panic!("openapi upstream")
     };
@@ -782,17 +762,7 @@ fn a_failed_operation_does_not_also_collide() {
   "/b": {"get": {"operationId": "listThings",
     "responses": {"200": {"description": "ok", "content": {"application/json": {
       "schema": {"type": "object"}}}}}}}}}"##;
-    let dir = temp_dir();
-    std::fs::write(dir.join("c.openapi.json"), doc).unwrap();
-    let path = dir.join("upstreams.json");
-    std::fs::write(
-        &path,
-        r#"{"upstreams": {"api": {"transport": "openapi", "base_url": "https://api.example.test",
-            "schema_file": "c.openapi.json", "include_operations": ["list_things", "listThings"]}}}"#,
-    )
-    .unwrap();
-    let diags = crate::load(&path).expect_err("list_things fails");
-    std::fs::remove_dir_all(&dir).ok();
+    let diags = load_doc(doc, &["list_things", "listThings"]).expect_err("list_things fails");
     let messages: Vec<&str> = diags.iter().map(|d| d.message.as_str()).collect();
     assert_eq!(
         messages,
@@ -809,21 +779,7 @@ fn param_problems(params: &str) -> Vec<String> {
     "responses": {{"200": {{"description": "ok", "content": {{"application/json": {{
       "schema": {{"type": "object"}}}}}}}}}}}}}}}}}}"##
     );
-    let dir = temp_dir();
-    std::fs::write(dir.join("x.openapi.json"), doc).unwrap();
-    let path = dir.join("upstreams.json");
-    std::fs::write(
-        &path,
-        r#"{"upstreams": {"api": {"transport": "openapi", "base_url": "https://api.example.test",
-            "schema_file": "x.openapi.json", "include_operations": ["get_x"]}}}"#,
-    )
-    .unwrap();
-    let result = crate::load(&path);
-    std::fs::remove_dir_all(&dir).ok();
-    match result {
-        Ok(_) => Vec::new(),
-        Err(d) => d.iter().map(|d| d.message.clone()).collect(),
-    }
+    messages(load_doc(&doc, &["get_x"]))
 }
 
 /// Each location's default style is accepted when spelled out (`simple` for path, `form` for
