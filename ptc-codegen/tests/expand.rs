@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use ptc_plan::{Plan, Transport};
+use ptc_plan::{OpenApiPlan, Plan, Transport};
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -237,46 +237,8 @@ fn mcp_upstreams_are_connection_specs_only() {
     ));
 }
 
-/// Contract B's other form: a fully inlined schema that carries its own `$defs` (no plan
-/// definitions). Its definitions are named types too.
-#[test]
-fn inlined_schemas_with_their_own_defs_get_named_types() {
-    let mut plan = ptc_plan::load(&workspace().join("ptc-codegen/tests/fixtures/shapes.json"))
-        .expect("the fixture loads")
-        .plan;
-    let shapes = plan
-        .upstreams
-        .iter_mut()
-        .find(|u| u.name == "shapes")
-        .expect("shapes");
-    let Transport::Openapi(api) = &mut shapes.transport else {
-        panic!("shapes is OpenAPI");
-    };
-    let node = api
-        .definitions
-        .get("Node")
-        .cloned()
-        .expect("Node is a definition");
-    api.definitions.clear();
-    api.tools.retain(|t| t.name == "get-node");
-    api.tools[0].output_schema = serde_json::json!({
-        "$ref": "#/$defs/Node",
-        "$defs": {"Node": node, "Label": {"type": "object", "properties": {"name": {"type": "string"}}}}
-    });
-    let code = ptc_codegen::pretty(
-        ptc_codegen::generate(&plan, Path::new("shapes.json")).expect("generates"),
-    )
-    .expect("parses");
-    assert_eq!(code.matches("pub struct Node {").count(), 1, "{code}");
-    assert!(code.contains("pub parent: Option<Box<Node>>"), "{code}");
-    assert!(code.contains("pub label: Option<Label>"), "{code}");
-    assert!(code.contains("pub type GetNodeResponse = Node;"), "{code}");
-}
-
-/// A reference to a definition that does not exist, or outside `#/$defs/`, is typed as
-/// `serde_json::Value` with the reason in the doc comment rather than failing.
-#[test]
-fn unresolvable_references_fall_back_to_value_with_a_reason() {
+/// The shapes fixture's plan with `edit` applied to its `shapes` upstream, generated and printed.
+fn shapes_edited(edit: impl FnOnce(&mut OpenApiPlan)) -> String {
     let mut plan = ptc_plan::load(&workspace().join("ptc-codegen/tests/fixtures/shapes.json"))
         .expect("the fixture loads")
         .plan;
@@ -288,14 +250,44 @@ fn unresolvable_references_fall_back_to_value_with_a_reason() {
     else {
         panic!("shapes is OpenAPI");
     };
-    api.tools[0].output_schema = serde_json::json!({"type": "object", "properties": {
-        "a": {"$ref": "#/$defs/Missing"},
-        "b": {"$ref": "https://elsewhere.test/schema.json"}
-    }});
-    let code = ptc_codegen::pretty(
-        ptc_codegen::generate(&plan, Path::new("shapes.json")).expect("generates"),
-    )
-    .expect("parses");
+    edit(api);
+    ptc_codegen::pretty(ptc_codegen::generate(&plan, Path::new("shapes.json")).expect("generates"))
+        .expect("parses")
+}
+
+/// Contract B's other form: a fully inlined schema that carries its own `$defs` (no plan
+/// definitions). Its definitions are named types too.
+#[test]
+fn inlined_schemas_with_their_own_defs_get_named_types() {
+    let code = shapes_edited(|api| {
+        let node = api
+            .definitions
+            .get("Node")
+            .cloned()
+            .expect("Node is a definition");
+        api.definitions.clear();
+        api.tools.retain(|t| t.name == "get-node");
+        api.tools[0].output_schema = serde_json::json!({
+            "$ref": "#/$defs/Node",
+            "$defs": {"Node": node, "Label": {"type": "object", "properties": {"name": {"type": "string"}}}}
+        });
+    });
+    assert_eq!(code.matches("pub struct Node {").count(), 1, "{code}");
+    assert!(code.contains("pub parent: Option<Box<Node>>"), "{code}");
+    assert!(code.contains("pub label: Option<Label>"), "{code}");
+    assert!(code.contains("pub type GetNodeResponse = Node;"), "{code}");
+}
+
+/// A reference to a definition that does not exist, or outside `#/$defs/`, is typed as
+/// `serde_json::Value` with the reason in the doc comment rather than failing.
+#[test]
+fn unresolvable_references_fall_back_to_value_with_a_reason() {
+    let code = shapes_edited(|api| {
+        api.tools[0].output_schema = serde_json::json!({"type": "object", "properties": {
+            "a": {"$ref": "#/$defs/Missing"},
+            "b": {"$ref": "https://elsewhere.test/schema.json"}
+        }});
+    });
     assert!(code.contains("/// reference to the missing definition `Missing`: not typed by ptc-codegen\n        pub a: Option<::serde_json::Value>"), "{code}");
     assert!(
         code.contains("outside the plan's definitions: not typed by ptc-codegen"),
@@ -307,39 +299,26 @@ fn unresolvable_references_fall_back_to_value_with_a_reason() {
 /// in an `Option`, not a second struct; so is an inline copy, whichever is met first.
 #[test]
 fn nullable_copies_of_an_object_share_its_struct() {
-    let mut plan = ptc_plan::load(&workspace().join("ptc-codegen/tests/fixtures/shapes.json"))
-        .expect("the fixture loads")
-        .plan;
-    let Some(Transport::Openapi(api)) = plan
-        .upstreams
-        .iter_mut()
-        .find(|u| u.name == "shapes")
-        .map(|u| &mut u.transport)
-    else {
-        panic!("shapes is OpenAPI");
-    };
-    let label = serde_json::json!({"type": "object", "description": "A label.",
-        "properties": {"name": {"type": "string"}}, "required": ["name"]});
-    let mut nullable = label.clone();
-    nullable["type"] = serde_json::json!(["object", "null"]);
-    let mut nullable_30 = label.clone();
-    nullable_30["nullable"] = true.into();
-    api.definitions.clear();
-    // Alphabetically the nullable ones come first: the non-nullable one still names the struct.
-    api.definitions.insert("Label".into(), label.clone());
-    api.definitions.insert("AnyLabel".into(), nullable);
-    api.definitions.insert("MaybeLabel".into(), nullable_30);
-    api.tools.retain(|t| t.name == "get-node");
-    api.tools[0].output_schema = serde_json::json!({"type": "object", "properties": {
-        "first": {"$ref": "#/$defs/AnyLabel"},
-        "second": {"$ref": "#/$defs/MaybeLabel"},
-        "third": {"$ref": "#/$defs/Label"},
-        "inline": label,
-    }});
-    let code = ptc_codegen::pretty(
-        ptc_codegen::generate(&plan, Path::new("shapes.json")).expect("generates"),
-    )
-    .expect("parses");
+    let code = shapes_edited(|api| {
+        let label = serde_json::json!({"type": "object", "description": "A label.",
+            "properties": {"name": {"type": "string"}}, "required": ["name"]});
+        let mut nullable = label.clone();
+        nullable["type"] = serde_json::json!(["object", "null"]);
+        let mut nullable_30 = label.clone();
+        nullable_30["nullable"] = true.into();
+        api.definitions.clear();
+        // Alphabetically the nullable ones come first: the non-nullable one still names the struct.
+        api.definitions.insert("Label".into(), label.clone());
+        api.definitions.insert("AnyLabel".into(), nullable);
+        api.definitions.insert("MaybeLabel".into(), nullable_30);
+        api.tools.retain(|t| t.name == "get-node");
+        api.tools[0].output_schema = serde_json::json!({"type": "object", "properties": {
+            "first": {"$ref": "#/$defs/AnyLabel"},
+            "second": {"$ref": "#/$defs/MaybeLabel"},
+            "third": {"$ref": "#/$defs/Label"},
+            "inline": label,
+        }});
+    });
     // The arguments, the response and one `Label`.
     assert_eq!(code.matches("pub struct ").count(), 3, "{code}");
     assert_eq!(code.matches("pub struct Label {").count(), 1, "{code}");
