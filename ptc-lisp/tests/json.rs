@@ -274,3 +274,20 @@ fn records_share_their_keys_and_behave_as_maps() {
         );
     }
 }
+
+/// Depths past the 16 remembered ones share the last slot for key hints and record shapes:
+/// objects there, alternating their keys, still decode to exactly what they say.
+#[test]
+fn records_past_the_remembered_depths_decode_exactly() {
+    for depth in [14, 15, 16, 17, 20] {
+        let open = "[".repeat(depth);
+        let close = "]".repeat(depth);
+        let text = format!(
+            r#"{open}{{"a":1,"b":2}},{{"a":3,"b":4}},{{"b":5,"c":6}},{{"a":7,"b":8}}{close}"#
+        );
+        let want = format!(
+            r#"{open}{{"a" 1 "b" 2}} {{"a" 3 "b" 4}} {{"b" 5 "c" 6}} {{"a" 7 "b" 8}}{close}"#
+        );
+        assert_eq!(decode(&text).to_string(), want, "depth {depth}");
+    }
+}
