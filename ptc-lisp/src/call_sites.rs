@@ -37,31 +37,24 @@ const THREADING: &[&str] = &[
 /// an argument when expanded), are left out. Reading is bounded by the reader's depth limit.
 pub fn call_sites(src: &str, name: &str) -> Result<Vec<CallSite>, LispError> {
     let limits = Limits::default();
-    std::thread::scope(|s| {
-        let h = std::thread::Builder::new()
-            .name("ptc-lisp-scan".into())
-            .stack_size(limits.thread_stack())
-            .spawn_scoped(s, || {
-                let forms = Reader::new(src, limits.max_reader_depth).read_all()?;
+    // On a pooled evaluation stack, like an evaluation: a host scans before every evaluation, and
+    // a thread of its own per scan cost more than a small program's whole run.
+    let scanned = crate::eval_stack::run(limits.thread_stack(), || {
+        let found = Reader::new(src, limits.max_reader_depth)
+            .read_all()
+            .map(|forms| {
                 let mut out = Vec::new();
                 for f in &forms {
                     walk(f, name, false, &mut out);
                 }
-                Ok(out)
+                out
             });
-        match h {
-            Ok(h) => h.join().unwrap_or_else(|_| {
-                Err(LispError::new(
-                    crate::Reason::InternalError,
-                    "the reader stopped unexpectedly",
-                ))
-            }),
-            Err(e) => Err(LispError::new(
-                crate::Reason::InternalError,
-                format!("could not start the reader: {e}"),
-            )),
-        }
-    })
+        // Reading, walking and converting literals recurse once per nesting level, which the
+        // reader's depth limit (a few hundred) bounds to well under the megabyte past which a
+        // stack is retired: the stack is always fit for reuse.
+        (found, 0)
+    });
+    scanned.unwrap_or_else(|message| Err(LispError::new(crate::Reason::InternalError, message)))
 }
 
 fn walk(form: &Form, name: &str, threaded: bool, out: &mut Vec<CallSite>) {
@@ -157,5 +150,26 @@ mod tests {
         assert!(matches!(entries[1].1, LiteralArg::Const(Value::Int(2))));
         assert_eq!((sites[1].pos.line, sites[1].pos.col), (5, 1));
         assert!(call_sites("(tool/call", "tool/call").is_err());
+    }
+
+    /// The scan runs on an evaluation stack under the reader's depth limit: a call whose
+    /// arguments sit at the deepest level allowed is found, one level more is refused with the
+    /// depth reason.
+    #[test]
+    fn scans_to_the_reader_depth_limit_and_refuses_past_it() {
+        let max = Limits::default().max_reader_depth;
+        // `vectors` vectors around the call put its arguments at level `vectors + 1` (from 0).
+        let nested = |vectors: usize| {
+            format!(
+                "{}(tool/call :k){}",
+                "[".repeat(vectors),
+                "]".repeat(vectors)
+            )
+        };
+        let sites = call_sites(&nested(max - 2), "tool/call").unwrap();
+        assert_eq!(sites.len(), 1);
+        assert_eq!(sites[0].pos.col as usize, max - 1);
+        let err = call_sites(&nested(max - 1), "tool/call").unwrap_err();
+        assert_eq!(err.reason(), crate::Reason::DepthExceeded, "{err:?}");
     }
 }
