@@ -1,10 +1,11 @@
 //! The analyzed program: symbols resolved to frame slots, captures, globals or constants.
 
+use std::cmp::Ordering;
 use std::sync::Arc;
 
 use crate::error::Pos;
 use crate::function::Builtin;
-use crate::value::Value;
+use crate::value::{Value, equal, ordering_for_lt};
 
 /// Where a closure capture comes from in the enclosing frame.
 #[derive(Clone, Copy, Debug)]
@@ -58,6 +59,24 @@ pub(crate) enum BinOp {
     Le,
     Ge,
     Eq,
+}
+
+impl BinOp {
+    /// For a comparison (`=`/`==`, `<`, `>`, `<=`, `>=`), whether it holds between `x` and `y`:
+    /// the builtins compare each neighbouring pair with this, and the evaluator two operands it
+    /// reads in place. Values with no order between them (a string and a number) are neither
+    /// less nor greater. `None` for arithmetic.
+    pub(crate) fn compare(self, x: &Value, y: &Value) -> Option<bool> {
+        let order = || ordering_for_lt(x, y);
+        Some(match self {
+            BinOp::Eq => equal(x, y),
+            BinOp::Lt => order() == Some(Ordering::Less),
+            BinOp::Gt => order() == Some(Ordering::Greater),
+            BinOp::Le => order().is_some_and(|o| o != Ordering::Greater),
+            BinOp::Ge => order().is_some_and(|o| o != Ordering::Less),
+            BinOp::Add | BinOp::Sub | BinOp::Mul => return None,
+        })
+    }
 }
 
 /// An analyzed expression.

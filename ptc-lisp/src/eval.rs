@@ -12,7 +12,7 @@ use crate::function::{Builtin, Closure, Function, arity_error, closure_arity_err
 use crate::host::{CallContext, Host, HostValue};
 use crate::limits::Limits;
 use crate::printer::short;
-use crate::value::access::{get_flex, map_get_flex, seq_items};
+use crate::value::access::{get_flex, get_in_place, map_get_flex, seq_items};
 use crate::value::{MapData, SetData, Value};
 
 pub(crate) struct Frame<'a> {
@@ -79,6 +79,29 @@ impl<'a> Fork<'a> {
 fn stack_addr() -> usize {
     let marker = 0u8;
     std::hint::black_box(&marker) as *const u8 as usize
+}
+
+static NIL: Value = Value::Nil;
+static ONE: Value = Value::Int(1);
+
+/// Two-integer arithmetic and comparison inline; `None` for other operands and on overflow (the
+/// builtin then decides).
+#[inline(always)]
+fn int_binop(op: BinOp, x: &Value, y: &Value) -> Option<Value> {
+    let (Value::Int(p), Value::Int(q)) = (x, y) else {
+        return None;
+    };
+    let (p, q) = (*p, *q);
+    match op {
+        BinOp::Add => p.checked_add(q).map(Value::Int),
+        BinOp::Sub => p.checked_sub(q).map(Value::Int),
+        BinOp::Mul => p.checked_mul(q).map(Value::Int),
+        BinOp::Lt => Some(Value::Bool(p < q)),
+        BinOp::Gt => Some(Value::Bool(p > q)),
+        BinOp::Le => Some(Value::Bool(p <= q)),
+        BinOp::Ge => Some(Value::Bool(p >= q)),
+        BinOp::Eq => Some(Value::Bool(p == q)),
+    }
 }
 
 /// Native stack kept in reserve below the limit for builtins and the printer.
@@ -318,6 +341,23 @@ impl<'a> Ctx<'a> {
         Ok(())
     }
 
+    /// A node's value read where it lies, for the nodes that evaluate without effects or
+    /// allocation: constants, locals, captures and keyword lookups in those (a missing key reads
+    /// as nil). `None` for any other node, which must be evaluated.
+    fn peek<'s>(&'s self, node: &'s Node, fr: &'s Frame<'_>) -> Option<&'s Value> {
+        match node {
+            Node::Const(v) => Some(v),
+            // Reading a local where it lies instead of moving it out leaves it in its slot until
+            // the frame ends; a comparison has no use for owning it.
+            Node::Local(s) | Node::Move(s) => Some(&self.stack[fr.base + s]),
+            Node::Capture(i) => Some(&fr.captures[*i]),
+            Node::KwGet(k, target, None) => {
+                Some(get_in_place(self.peek(target, fr)?, k).unwrap_or(&NIL))
+            }
+            _ => None,
+        }
+    }
+
     /// Evaluates a node in a frame. The hot node kinds are handled here; the rest live in
     /// [`Ctx::eval_cold`] so this function keeps a small stack frame.
     #[inline]
@@ -335,6 +375,19 @@ impl<'a> Ctx<'a> {
                 }
             }
             Node::CallBuiltin(b, args, pos) => self.call_builtin(b, args, *pos, fr),
+            Node::KwGet(k, target, default) => {
+                let found = match self.peek(target, fr) {
+                    Some(t) => get_in_place(t, k).cloned(),
+                    None => get_in_place(&self.eval(target, fr)?, k).cloned(),
+                };
+                match found {
+                    Some(v) => Ok(v),
+                    None => match default {
+                        Some(d) => self.eval(d, fr),
+                        None => Ok(Value::Nil),
+                    },
+                }
+            }
             Node::BinOp {
                 op,
                 a,
@@ -343,27 +396,29 @@ impl<'a> Ctx<'a> {
                 unary,
                 pos,
             } => {
+                // Operands that only read (constants, locals, keyword lookups in them) are
+                // looked at where they lie: a comparison of two of them clones and drops nothing.
+                if let Some(x) = self.peek(a, fr) {
+                    let y = if *unary { Some(&ONE) } else { self.peek(b, fr) };
+                    if let Some(y) = y {
+                        if let Some(r) = int_binop(*op, x, y) {
+                            return Ok(r);
+                        }
+                        if let Some(holds) = op.compare(x, y) {
+                            return Ok(Value::Bool(holds));
+                        }
+                        let (x, y) = (x.clone(), y.clone());
+                        return self.binop_slow(builtin, x, y, *unary, *pos);
+                    }
+                }
                 let x = self.eval(a, fr)?;
                 let y = if *unary {
                     Value::Int(1)
                 } else {
                     self.eval(b, fr)?
                 };
-                if let (Value::Int(p), Value::Int(q)) = (&x, &y) {
-                    let (p, q) = (*p, *q);
-                    let r = match op {
-                        BinOp::Add => p.checked_add(q).map(Value::Int),
-                        BinOp::Sub => p.checked_sub(q).map(Value::Int),
-                        BinOp::Mul => p.checked_mul(q).map(Value::Int),
-                        BinOp::Lt => Some(Value::Bool(p < q)),
-                        BinOp::Gt => Some(Value::Bool(p > q)),
-                        BinOp::Le => Some(Value::Bool(p <= q)),
-                        BinOp::Ge => Some(Value::Bool(p >= q)),
-                        BinOp::Eq => Some(Value::Bool(p == q)),
-                    };
-                    if let Some(r) = r {
-                        return Ok(r);
-                    }
+                if let Some(r) = int_binop(*op, &x, &y) {
+                    return Ok(r);
                 }
                 self.binop_slow(builtin, x, y, *unary, *pos)
             }
@@ -396,9 +451,9 @@ impl<'a> Ctx<'a> {
                 let v = self.eval(inner, fr)?;
                 Ok(cell.get_or_init(|| v).clone())
             }
-            Node::BinOp { .. } => err(
+            Node::BinOp { .. } | Node::KwGet(..) => err(
                 Reason::InternalError,
-                "arithmetic node reached the slow path",
+                "a fast-path node reached the slow path",
             ),
             Node::Const(v) => Ok(v.clone()),
             Node::Local(s) => Ok(self.stack[fr.base + s].clone()),
@@ -559,16 +614,6 @@ impl<'a> Ctx<'a> {
                     }
                 };
                 r.map_err(|e| at(e, *pos))
-            }
-            Node::KwGet(k, target, default) => {
-                let t = self.eval(target, fr)?;
-                match get_flex(&t, k) {
-                    Some(v) => Ok(v),
-                    None => match default {
-                        Some(d) => self.eval(d, fr),
-                        None => Ok(Value::Nil),
-                    },
-                }
             }
             Node::Case(e, table, default) => {
                 let v = self.eval(e, fr)?;
@@ -795,6 +840,15 @@ impl<'a> Ctx<'a> {
                     self.eval(&args[0], fr)?,
                     self.eval(&args[1], fr)?,
                     self.eval(&args[2], fr)?,
+                ];
+                (b.f)(self, &mut a)
+            }
+            4 => {
+                let mut a = [
+                    self.eval(&args[0], fr)?,
+                    self.eval(&args[1], fr)?,
+                    self.eval(&args[2], fr)?,
+                    self.eval(&args[3], fr)?,
                 ];
                 (b.f)(self, &mut a)
             }

@@ -645,3 +645,89 @@ fn accumulators_stay_uniquely_owned() {
         ),
     ]);
 }
+
+/// Two-operand arithmetic and comparisons read operands that are constants, locals or keyword
+/// lookups in place, and evaluate any other operand first. Both paths must answer alike: every
+/// operator over every pair of operand kinds, once with both operands read in place (locals,
+/// a map's entries, a missing key) and once computed (`identity`), must agree, error or not.
+#[test]
+fn operands_read_in_place_answer_as_computed_ones() {
+    let operands = [
+        "nil",
+        "1",
+        "-1",
+        "9223372036854775807",
+        "2.5",
+        "##NaN",
+        "\"a\"",
+        "\"b\"",
+        ":k",
+        "[1 2]",
+        "{:a 1}",
+        "#{1}",
+    ];
+    let ops = ["=", "==", "<", ">", "<=", ">=", "+", "-", "*", "not="];
+    let mut failures = Vec::new();
+    let mut compared = 0;
+    for op in ops {
+        for x in operands {
+            for y in operands {
+                let in_place = [
+                    format!("(let [x {x} y {y}] ({op} x y))"),
+                    format!("(let [m {{:x {x} :y {y}}}] ({op} (:x m) (:y m)))"),
+                    format!("(let [m {{\"x\" {x}}} y {y}] ({op} (:x m) y))"),
+                    format!("({op} {x} (:y {{:y {y}}}))"),
+                ];
+                let computed = format!("({op} (identity {x}) (identity {y}))");
+                let want = eval(&computed);
+                for src in &in_place {
+                    compared += 1;
+                    let got = eval(src);
+                    if got != want {
+                        failures.push(format!("{src}: {got:?}, computed {want:?}"));
+                    }
+                }
+            }
+        }
+        // One side missing: a keyword lookup of an absent key reads as nil.
+        let got = eval(&format!("(let [m {{:a 1}}] ({op} (:absent m) nil))"));
+        assert_eq!(
+            got,
+            eval(&format!("({op} (identity nil) (identity nil))")),
+            "{op}"
+        );
+    }
+    assert_eq!(compared, ops.len() * operands.len() * operands.len() * 4);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // inc/dec read their one operand in place too.
+    check(&[
+        ("(let [x 1] (inc x))", "2"),
+        ("(let [m {:n 2.5}] (dec (:n m)))", "1.5"),
+        ("(let [x 9223372036854775807] (inc x))", "!arithmetic_error"),
+        ("(let [m {:n \"a\"}] (inc (:n m)))", "!type_error"),
+        ("(let [m {}] (inc (:n m)))", "!type_error"),
+    ]);
+}
+
+/// `update` changes an exact key where it lies and calls `f` with 0, 1 or more extra
+/// arguments; the map it was given is left as it was (values are persistent).
+#[test]
+fn update_in_place_keeps_values_persistent() {
+    check(&[
+        ("(update {:a 1} :a inc)", "{:a 2}"),
+        ("(update {:a 1} :a + 10)", "{:a 11}"),
+        ("(update {:a 1} :a + 10 100)", "{:a 111}"),
+        ("(update {:a 1} :a + 1 2 3 4)", "{:a 11}"),
+        (
+            "(let [m {:a 1} n (update m :a inc)] [m n])",
+            "[{:a 1} {:a 2}]",
+        ),
+        ("(update {:a 1} :b (fnil inc 0))", "{:a 1 :b 1}"),
+        ("(update {\"a\" 1} :a inc)", "{\"a\" 1 :a 2}"),
+        ("(update {:a \"x\"} :a inc)", "!type_error"),
+        (
+            "(reduce (fn [m k] (update m k (fnil inc 0))) {} [:a :b :a])",
+            "{:a 2 :b 1}",
+        ),
+    ]);
+}

@@ -9,7 +9,7 @@ use crate::error::{R, Reason, err};
 use crate::eval::Ctx;
 use crate::function::Function;
 use crate::function::{Order, Traits};
-use crate::value::{Value, compare, equal, ordering_for_lt};
+use crate::value::{Value, compare};
 
 pub(crate) const BUILTINS: &[Builtin] = &[
     b!(
@@ -513,32 +513,29 @@ pub(crate) const BUILTINS: &[Builtin] = &[
     ),
 ];
 
+fn chain(a: &[Value], op: BinOp) -> Value {
+    Value::Bool(a.windows(2).all(|w| op.compare(&w[0], &w[1]) == Some(true)))
+}
+
 fn eq(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
-    Ok(Value::Bool(a.windows(2).all(|w| equal(&w[0], &w[1]))))
+    Ok(chain(a, BinOp::Eq))
 }
 
 fn not_eq(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
-    Ok(Value::Bool(!a.windows(2).all(|w| equal(&w[0], &w[1]))))
-}
-
-fn chain(a: &[Value], ok: fn(Ordering) -> bool) -> Value {
-    Value::Bool(
-        a.windows(2)
-            .all(|w| ordering_for_lt(&w[0], &w[1]).is_some_and(ok)),
-    )
+    Ok(Value::Bool(!chain(a, BinOp::Eq).truthy()))
 }
 
 fn lt(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
-    Ok(chain(a, |o| o == Ordering::Less))
+    Ok(chain(a, BinOp::Lt))
 }
 fn gt(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
-    Ok(chain(a, |o| o == Ordering::Greater))
+    Ok(chain(a, BinOp::Gt))
 }
 fn le(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
-    Ok(chain(a, |o| o != Ordering::Greater))
+    Ok(chain(a, BinOp::Le))
 }
 fn ge(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
-    Ok(chain(a, |o| o != Ordering::Less))
+    Ok(chain(a, BinOp::Ge))
 }
 
 fn compare_fn(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {

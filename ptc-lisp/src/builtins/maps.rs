@@ -244,11 +244,28 @@ fn update(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let mut m = take(a, 0);
     let k = take(a, 1);
     let f = take(a, 2);
+    // `(update m k f)` and `(update m k f x)` call `f` without a heap-allocated argument list.
+    let call = |ctx: &mut Ctx<'_>, old: Value, a: &mut [Value]| match a.len() {
+        3 => ctx.apply(&f, &mut [old]),
+        4 => ctx.apply(&f, &mut [old, take(a, 3)]),
+        _ => {
+            let mut args = Vec::with_capacity(a.len() - 2);
+            args.push(old);
+            args.extend(a[3..].iter_mut().map(std::mem::take));
+            ctx.apply(&f, &mut args)
+        }
+    };
+    // An exact key is updated where it lies: one lookup, and the map is copied at most once.
+    if let Value::Map(mm) = &mut m
+        && let Some(slot) = Arc::make_mut(mm).get_mut(&k)
+    {
+        let old = std::mem::take(slot);
+        *slot = call(ctx, old, a)?;
+        ctx.charge(48)?;
+        return Ok(m);
+    }
     let old = take_entry(&mut m, &k);
-    let mut args = Vec::with_capacity(a.len() - 2);
-    args.push(old);
-    args.extend(a[3..].iter_mut().map(std::mem::take));
-    let new = ctx.apply(&f, &mut args)?;
+    let new = call(ctx, old, a)?;
     ctx.charge(48)?;
     assoc1(&mut m, k, new)?;
     Ok(m)

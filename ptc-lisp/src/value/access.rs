@@ -71,12 +71,11 @@ pub(crate) fn map_get_flex<'m>(m: &'m MapData, k: &Value) -> Option<&'m Value> {
 /// strings by index; anything else gives `None`.
 pub(crate) fn get_flex(target: &Value, k: &Value) -> Option<Value> {
     match target {
-        Value::Map(m) => map_get_flex(m, k).cloned(),
+        Value::Map(_) | Value::Set(_) => get_in_place(target, k).cloned(),
         Value::Vector(v) => match k {
             Value::Int(i) if *i >= 0 => v.get(*i as usize).cloned(),
             _ => None,
         },
-        Value::Set(s) => s.0.get(k).cloned(),
         Value::Str(s) => match k {
             Value::Int(i) if *i >= 0 => s
                 .chars()
@@ -84,6 +83,16 @@ pub(crate) fn get_flex(target: &Value, k: &Value) -> Option<Value> {
                 .map(|c| Value::str(c.encode_utf8(&mut [0; 4]))),
             _ => None,
         },
+        _ => None,
+    }
+}
+
+/// What [`get_flex`] finds in a map or a set, where it lies: `None` for any other target. A
+/// keyword's lookup (`(:k x)`) reads only these, so the evaluator can look without cloning.
+pub(crate) fn get_in_place<'t>(target: &'t Value, k: &Value) -> Option<&'t Value> {
+    match target {
+        Value::Map(m) => map_get_flex(m, k),
+        Value::Set(s) => s.0.get(k),
         _ => None,
     }
 }
