@@ -504,7 +504,12 @@ pub(crate) fn decode(
         used: 0,
         deadline,
         count: 0,
-        interned: HashMap::with_hasher(FxBuild::default()),
+        // Sized from the input (a short string per ~128 bytes, up to the cap) so the table is
+        // not rehashed as it fills, and a small document does not pay for a large table.
+        interned: HashMap::with_capacity_and_hasher(
+            (bytes.len() / 128).min(MAX_INTERNED),
+            FxBuild::default(),
+        ),
         key_hints: vec![None; HINT_SIDE * HINT_SIDE],
         scratch: Vec::new(),
         scratch_pairs: Vec::new(),
