@@ -184,6 +184,23 @@ async fn statuses_map_onto_the_result_contract() {
     assert_eq!(e.reason, Reason::UpstreamError);
 }
 
+/// An error answer's body is read for its problem detail up to 8 KiB: at exactly 8 192 bytes
+/// the detail is in the message, one byte more and the message keeps only its status line.
+#[tokio::test(flavor = "multi_thread")]
+async fn error_bodies_are_read_for_their_detail_up_to_8_kib() {
+    let fx = support::start().await;
+    let d = support::deployment(&fx.base(), "tok-1", json!({}));
+    let u = upstreams(&d).await;
+    let e = call(&u, "status", json!({"code": 400, "size": 8192}))
+        .await
+        .unwrap_err();
+    assert_eq!(e.message, "fx/status: HTTP 400 Bad Request: detail for 400");
+    let e = call(&u, "status", json!({"code": 400, "size": 8193}))
+        .await
+        .unwrap_err();
+    assert_eq!(e.message, "fx/status: HTTP 400 Bad Request");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn bodies_are_cut_at_the_cap_with_and_without_content_length() {
     let fx = support::start().await;

@@ -150,10 +150,15 @@ async fn route(st: &Arc<FixtureState>, req: Request) -> Response {
         p if p.starts_with("/status/") => {
             let code: u16 = p["/status/".len()..].parse().unwrap_or(500);
             let status = StatusCode::from_u16(code).unwrap();
-            let mut r = json_response(
-                status,
-                json!({"type": "about:blank", "title": "fixture", "detail": format!("detail for {code}")}),
-            );
+            let detail = format!("detail for {code}");
+            let mut body = json!({"type": "about:blank", "title": "fixture", "detail": detail});
+            // `size`: the body padded to exactly that many bytes.
+            if let Some(size) = query_param(&query, "size").and_then(|v| v.parse::<usize>().ok()) {
+                let bare = json!({"detail": detail, "pad": ""}).to_string().len();
+                body = json!({"detail": detail, "pad": "x".repeat(size.saturating_sub(bare))});
+                assert_eq!(body.to_string().len(), size, "pad the fixture's body");
+            }
+            let mut r = json_response(status, body);
             if code == 429 {
                 r.headers_mut()
                     .insert("retry-after", HeaderValue::from_static("7"));
@@ -314,7 +319,11 @@ pub fn document() -> Value {
                 query("mode", json!({"type": "string", "enum": ["a", "b"]})),
                 query("org_id", json!({"type": "string"}))]),
         ),
-        op("status", "/status/{code}", json!([code])),
+        op(
+            "status",
+            "/status/{code}",
+            json!([code, query("size", json!({"type": "integer"}))]),
+        ),
         op("empty", "/empty", json!([])),
         op("empty200", "/empty200", json!([])),
         op("text", "/text", json!([])),
