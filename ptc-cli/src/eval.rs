@@ -86,14 +86,15 @@ pub fn run(args: EvalArgs) -> ExitCode {
     }
     let context = match &args.context {
         Some(path) => {
-            let bytes = match std::fs::read(path) {
-                Ok(b) => b,
+            let file = match std::fs::File::open(path) {
+                Ok(f) => f,
                 Err(e) => {
                     eprintln!("ptc eval: cannot read {}: {e}", path.display());
                     return ExitCode::from(2);
                 }
             };
-            match ptc_lisp::Value::from_json_bytes(&bytes, &limits) {
+            // Decoded as it is read: the file is never whole in memory beside its values.
+            match ptc_lisp::Value::from_json_reader(file, &limits) {
                 Ok(v @ ptc_lisp::Value::Map(_)) => Some(v),
                 Ok(_) => {
                     eprintln!("ptc eval: {} must hold a JSON object", path.display());

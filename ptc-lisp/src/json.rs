@@ -2,7 +2,10 @@
 //! `serde_json::Value`), interns object keys and short strings (tool results repeat them
 //! millions of times), enforces a depth limit and charges the memory budget as it goes.
 
-use std::collections::HashMap;
+use std::borrow::Borrow;
+use std::collections::HashSet;
+use std::hash::{Hash, Hasher};
+use std::io::Read;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -24,15 +27,117 @@ const HINT_SIDE: usize = 16;
 /// Nesting depths with a remembered object shape (deeper objects share the last slot).
 const SHAPE_SLOTS: usize = 16;
 
-struct Decoder<'a> {
-    b: &'a [u8],
+/// Where a decoder's bytes come from: a slice held whole, or a reader read a window at a time.
+trait Source {
+    /// False when every byte is at hand from the start (`refill` never adds any).
+    const STREAMS: bool;
+    /// The bytes at hand.
+    fn bytes(&self) -> &[u8];
+    /// True once every byte of the input has been read.
+    fn exhausted(&self) -> bool;
+    /// Forgets the bytes before `keep` and reads a window more (less at the end of the input);
+    /// returns how many bytes were forgotten (what every index into `bytes` moves down by).
+    fn refill(&mut self, keep: usize) -> Result<usize, LispError>;
+}
+
+impl Source for &[u8] {
+    const STREAMS: bool = false;
+    #[inline(always)]
+    fn bytes(&self) -> &[u8] {
+        self
+    }
+    fn exhausted(&self) -> bool {
+        true
+    }
+    fn refill(&mut self, _keep: usize) -> Result<usize, LispError> {
+        Ok(0)
+    }
+}
+
+/// How much a streaming decode reads at a time: small enough to stay in cache, large enough
+/// that reading costs nothing beside decoding.
+const WINDOW: usize = 256 << 10;
+/// The bytes a streaming decoder keeps at hand past every token boundary (the longest
+/// fixed-size token, a `\uXXXX\uXXXX` surrogate pair, is 12); longer tokens (strings,
+/// numbers, runs of whitespace) refill as they go.
+const MIN_AHEAD: usize = 16;
+
+/// A reader, decoded a window at a time: the input is never whole in memory.
+struct Streamed<R> {
+    buf: Vec<u8>,
+    read: R,
+    /// Bytes read per refill ([`WINDOW`]; the tests try every small size).
+    window: usize,
+    done: bool,
+}
+
+impl<R: Read> Streamed<R> {
+    fn new(read: R, window: usize) -> Self {
+        Streamed {
+            buf: Vec::with_capacity(window + MIN_AHEAD),
+            read,
+            window,
+            done: false,
+        }
+    }
+}
+
+impl<R: Read> Source for Streamed<R> {
+    const STREAMS: bool = true;
+    #[inline(always)]
+    fn bytes(&self) -> &[u8] {
+        &self.buf
+    }
+    fn exhausted(&self) -> bool {
+        self.done
+    }
+    fn refill(&mut self, keep: usize) -> Result<usize, LispError> {
+        self.buf.drain(..keep);
+        let got = (&mut self.read)
+            .take(self.window as u64)
+            .read_to_end(&mut self.buf)
+            .map_err(|e| jerr(format!("cannot read the JSON input: {e}")))?;
+        self.done = got < self.window;
+        Ok(keep)
+    }
+}
+
+/// An interned string, looked up by the bytes it was decoded from.
+struct Interned(Arc<str>);
+
+impl Borrow<[u8]> for Interned {
+    fn borrow(&self) -> &[u8] {
+        self.0.as_bytes()
+    }
+}
+
+// Hashed and compared as its bytes, so a lookup by `&[u8]` finds it.
+impl Hash for Interned {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        self.0.as_bytes().hash(h)
+    }
+}
+
+impl PartialEq for Interned {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.as_bytes() == other.0.as_bytes()
+    }
+}
+
+impl Eq for Interned {}
+
+struct Decoder<S> {
+    src: S,
+    /// Index of the next byte in `src.bytes()`.
     i: usize,
+    /// Bytes a streaming source has forgotten: `base + i` is the position in the input.
+    base: usize,
     max_depth: usize,
     budget: u64,
     used: u64,
     deadline: Option<Instant>,
     count: u64,
-    interned: HashMap<&'a [u8], Arc<str>, FxBuild>,
+    interned: HashSet<Interned, FxBuild>,
     /// The key last seen at each (depth, position) slot, `HINT_SIDE` × `HINT_SIDE` of them.
     key_hints: Vec<Option<Arc<str>>>,
     scratch: Vec<Value>,
@@ -70,11 +175,60 @@ fn jerr(msg: impl Into<String>) -> LispError {
     LispError::new(Reason::ParseError, msg)
 }
 
-impl<'a> Decoder<'a> {
-    fn ws(&mut self) {
-        while self.i < self.b.len() && matches!(self.b[self.i], b' ' | b'\n' | b'\r' | b'\t') {
+impl<S: Source> Decoder<S> {
+    /// Skips whitespace. A streaming source then has at least [`MIN_AHEAD`] bytes at hand, or
+    /// all that is left of the input.
+    #[inline(always)]
+    fn ws(&mut self) -> Result<(), LispError> {
+        self.skip_ws();
+        if S::STREAMS && self.src.bytes().len() - self.i < MIN_AHEAD && !self.src.exhausted() {
+            return self.ws_refilling();
+        }
+        Ok(())
+    }
+
+    #[inline(always)]
+    fn skip_ws(&mut self) {
+        let b = self.src.bytes();
+        while self.i < b.len() && matches!(b[self.i], b' ' | b'\n' | b'\r' | b'\t') {
             self.i += 1;
         }
+    }
+
+    /// [`Decoder::ws`] at the end of a window: refill, skip, until a token or the end is at hand.
+    #[cold]
+    #[inline(never)]
+    fn ws_refilling(&mut self) -> Result<(), LispError> {
+        loop {
+            self.ensure_ahead()?;
+            self.skip_ws();
+            if self.src.bytes().len() - self.i >= MIN_AHEAD || self.src.exhausted() {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Refills a streaming source until [`MIN_AHEAD`] bytes from `i` are at hand, or the rest
+    /// of the input.
+    fn ensure_ahead(&mut self) -> Result<(), LispError> {
+        while S::STREAMS && self.src.bytes().len() - self.i < MIN_AHEAD && !self.src.exhausted() {
+            self.refill(self.i)?;
+        }
+        Ok(())
+    }
+
+    /// Refills a streaming source keeping the bytes from `keep` on; returns how far indices
+    /// moved down.
+    fn refill(&mut self, keep: usize) -> Result<usize, LispError> {
+        let shift = self.src.refill(keep)?;
+        self.i -= shift;
+        self.base += shift;
+        Ok(shift)
+    }
+
+    /// The position of the next byte in the input, for messages.
+    fn pos(&self) -> usize {
+        self.base + self.i
     }
 
     fn charge(&mut self, n: u64) -> Result<(), LispError> {
@@ -152,7 +306,13 @@ impl<'a> Decoder<'a> {
     fn finish_array(&mut self, start: usize) -> Result<Value, LispError> {
         let n = self.scratch.len() - start;
         self.charge(n as u64 * VALUE_BYTES + 32)?;
-        let items: Vec<Value> = self.scratch.drain(start..).collect();
+        // A long array that is all of the scratch list (the outermost open one) takes the list
+        // itself: copying it out would hold it twice at the end of a large document.
+        let items: Vec<Value> = if start == 0 && n >= 1024 {
+            std::mem::take(&mut self.scratch)
+        } else {
+            self.scratch.drain(start..).collect()
+        };
         Ok(Value::Vector(Arc::new(Items(items))))
     }
 
@@ -161,17 +321,20 @@ impl<'a> Decoder<'a> {
     /// object): arrays of records repeat the same keys in the same places, so the key seen there
     /// last time is tried first, without hashing.
     fn key(&mut self, slot: (usize, usize)) -> Result<Arc<str>, LispError> {
-        self.ws();
-        if self.b.get(self.i) != Some(&b'"') {
-            return Err(jerr(format!("expected a string key at byte {}", self.i)));
+        self.ws()?;
+        if self.src.bytes().get(self.i) != Some(&b'"') {
+            return Err(jerr(format!(
+                "expected a string key at byte {}",
+                self.pos()
+            )));
         }
         self.i += 1;
         let index = (slot.0 < HINT_SIDE && slot.1 < HINT_SIDE).then(|| slot.0 * HINT_SIDE + slot.1);
         let hinted = index.and_then(|i| self.key_hints[i].clone());
         let k = match hinted {
             Some(h)
-                if self.b.get(self.i..self.i + h.len()) == Some(h.as_bytes())
-                    && self.b.get(self.i + h.len()) == Some(&b'"') =>
+                if self.src.bytes().get(self.i..self.i + h.len()) == Some(h.as_bytes())
+                    && self.src.bytes().get(self.i + h.len()) == Some(&b'"') =>
             {
                 self.i += h.len() + 1;
                 h
@@ -186,9 +349,9 @@ impl<'a> Decoder<'a> {
                 k
             }
         };
-        self.ws();
-        if self.b.get(self.i) != Some(&b':') {
-            return Err(jerr(format!("expected `:` at byte {}", self.i)));
+        self.ws()?;
+        if self.src.bytes().get(self.i) != Some(&b':') {
+            return Err(jerr(format!("expected `:` at byte {}", self.pos())));
         }
         self.i += 1;
         Ok(k)
@@ -203,10 +366,15 @@ impl<'a> Decoder<'a> {
         let mut stack: Vec<Open> = Vec::new();
         loop {
             self.tick()?;
-            self.ws();
-            let c = match self.b.get(self.i) {
+            self.ws()?;
+            let c = match self.src.bytes().get(self.i) {
                 Some(c) => *c,
-                None => return Err(jerr(format!("unexpected end of JSON at byte {}", self.i))),
+                None => {
+                    return Err(jerr(format!(
+                        "unexpected end of JSON at byte {}",
+                        self.pos()
+                    )));
+                }
             };
             let mut v = match c {
                 b'{' | b'[' => {
@@ -217,10 +385,10 @@ impl<'a> Decoder<'a> {
                         ));
                     }
                     self.i += 1;
-                    self.ws();
+                    self.ws()?;
                     if c == b'{' {
                         let start = self.scratch_pairs.len();
-                        if self.b.get(self.i) == Some(&b'}') {
+                        if self.src.bytes().get(self.i) == Some(&b'}') {
                             self.i += 1;
                             self.finish_object(start, stack.len())?
                         } else {
@@ -230,7 +398,7 @@ impl<'a> Decoder<'a> {
                         }
                     } else {
                         let start = self.scratch.len();
-                        if self.b.get(self.i) == Some(&b']') {
+                        if self.src.bytes().get(self.i) == Some(&b']') {
                             self.i += 1;
                             self.finish_array(start)?
                         } else {
@@ -250,7 +418,8 @@ impl<'a> Decoder<'a> {
                 _ => {
                     return Err(jerr(format!(
                         "unexpected character `{}` at byte {}",
-                        c as char, self.i
+                        c as char,
+                        self.pos()
                     )));
                 }
             };
@@ -261,8 +430,8 @@ impl<'a> Decoder<'a> {
                     Some(Open::Arr(start)) => {
                         let start = *start;
                         self.scratch.push(v);
-                        self.ws();
-                        match self.b.get(self.i) {
+                        self.ws()?;
+                        match self.src.bytes().get(self.i) {
                             Some(b',') => {
                                 self.i += 1;
                                 break;
@@ -275,7 +444,7 @@ impl<'a> Decoder<'a> {
                             _ => {
                                 return Err(jerr(format!(
                                     "expected `,` or `]` at byte {}",
-                                    self.i
+                                    self.pos()
                                 )));
                             }
                         }
@@ -284,8 +453,8 @@ impl<'a> Decoder<'a> {
                         let start = *start;
                         let k = key.take().unwrap_or_else(|| Arc::from(""));
                         self.scratch_pairs.push((Value::Str(k), v));
-                        self.ws();
-                        match self.b.get(self.i) {
+                        self.ws()?;
+                        match self.src.bytes().get(self.i) {
                             Some(b',') => {
                                 self.i += 1;
                                 let pos = self.scratch_pairs.len() - start;
@@ -303,7 +472,7 @@ impl<'a> Decoder<'a> {
                             _ => {
                                 return Err(jerr(format!(
                                     "expected `,` or `}}` at byte {}",
-                                    self.i
+                                    self.pos()
                                 )));
                             }
                         }
@@ -314,25 +483,34 @@ impl<'a> Decoder<'a> {
     }
 
     fn lit(&mut self, word: &[u8], v: Value) -> Result<Value, LispError> {
-        if self.b[self.i..].starts_with(word) {
+        if self.src.bytes()[self.i..].starts_with(word) {
             self.i += word.len();
             Ok(v)
         } else {
-            Err(jerr(format!("invalid literal at byte {}", self.i)))
+            Err(jerr(format!("invalid literal at byte {}", self.pos())))
         }
     }
 
     fn number(&mut self) -> Result<Value, LispError> {
+        if S::STREAMS {
+            self.whole_number()?;
+        }
         let start = self.i;
         let mut neg = false;
-        if self.b[self.i] == b'-' {
+        if self.src.bytes()[self.i] == b'-' {
             neg = true;
             self.i += 1;
         }
         let mut acc: i64 = 0;
         let mut overflow = false;
         let digits_start = self.i;
-        while let Some(c) = self.b.get(self.i).copied().filter(u8::is_ascii_digit) {
+        while let Some(c) = self
+            .src
+            .bytes()
+            .get(self.i)
+            .copied()
+            .filter(u8::is_ascii_digit)
+        {
             match acc
                 .checked_mul(10)
                 .and_then(|a| a.checked_add((c - b'0') as i64))
@@ -343,31 +521,34 @@ impl<'a> Decoder<'a> {
             self.i += 1;
         }
         if self.i == digits_start {
-            return Err(jerr(format!("invalid number at byte {start}")));
+            return Err(jerr(format!(
+                "invalid number at byte {}",
+                self.base + start
+            )));
         }
         let mut is_float = false;
-        if self.b.get(self.i) == Some(&b'.') {
+        if self.src.bytes().get(self.i) == Some(&b'.') {
             is_float = true;
             self.i += 1;
-            while self.b.get(self.i).is_some_and(u8::is_ascii_digit) {
+            while self.src.bytes().get(self.i).is_some_and(u8::is_ascii_digit) {
                 self.i += 1;
             }
         }
-        if matches!(self.b.get(self.i), Some(b'e' | b'E')) {
+        if matches!(self.src.bytes().get(self.i), Some(b'e' | b'E')) {
             is_float = true;
             self.i += 1;
-            if matches!(self.b.get(self.i), Some(b'+' | b'-')) {
+            if matches!(self.src.bytes().get(self.i), Some(b'+' | b'-')) {
                 self.i += 1;
             }
-            while self.b.get(self.i).is_some_and(u8::is_ascii_digit) {
+            while self.src.bytes().get(self.i).is_some_and(u8::is_ascii_digit) {
                 self.i += 1;
             }
         }
         if !is_float && !overflow {
             return Ok(Value::Int(if neg { -acc } else { acc }));
         }
-        let text =
-            std::str::from_utf8(&self.b[start..self.i]).map_err(|_| jerr("invalid number"))?;
+        let text = std::str::from_utf8(&self.src.bytes()[start..self.i])
+            .map_err(|_| jerr("invalid number"))?;
         text.parse::<f64>()
             .map(Value::Float)
             .map_err(|_| jerr(format!("invalid number `{text}`")))
@@ -375,43 +556,32 @@ impl<'a> Decoder<'a> {
 
     /// Reads a string body (after the opening quote).
     fn string(&mut self, key: bool) -> Result<Arc<str>, LispError> {
-        let start = self.i;
-        self.i = plain_run_end(self.b, self.i);
-        while let Some(&c) = self.b.get(self.i) {
-            if c == b'"' {
-                let raw = &self.b[start..self.i];
-                self.i += 1;
-                if key || raw.len() <= MAX_INTERNED_LEN {
-                    if let Some(s) = self.interned.get(raw) {
-                        return Ok(s.clone());
-                    }
-                    let s: Arc<str> = std::str::from_utf8(raw)
-                        .map_err(|_| jerr("invalid UTF-8 in JSON string"))?
-                        .into();
-                    self.charge(raw.len() as u64 + 16)?;
-                    if self.interned.len() < MAX_INTERNED {
-                        self.interned.insert(raw, s.clone());
-                    }
-                    return Ok(s);
+        let mut start = self.i;
+        loop {
+            self.i = plain_run_end(self.src.bytes(), self.i);
+            match self.src.bytes().get(self.i) {
+                Some(b'"') => {
+                    let end = self.i;
+                    self.i += 1;
+                    return self.plain_string(start, end, key);
                 }
-                self.charge(raw.len() as u64 + 16)?;
-                let s =
-                    std::str::from_utf8(raw).map_err(|_| jerr("invalid UTF-8 in JSON string"))?;
-                return Ok(s.into());
+                Some(&c) if c == b'\\' || c < 0x20 => break,
+                Some(_) => self.i += 1,
+                // A plain string is decoded from one piece: the window keeps all of it.
+                None if S::STREAMS && !self.src.exhausted() => start -= self.refill(start)?,
+                None => break,
             }
-            if c == b'\\' || c < 0x20 {
-                break;
-            }
-            self.i += 1;
         }
         // Slow path with escapes.
         self.buf.clear();
         self.buf.push_str(
-            std::str::from_utf8(&self.b[start..self.i])
+            std::str::from_utf8(&self.src.bytes()[start..self.i])
                 .map_err(|_| jerr("invalid UTF-8 in JSON string"))?,
         );
         loop {
-            let c = match self.b.get(self.i) {
+            // What came before is in `buf`: only the rest is kept, with room for an escape.
+            self.ensure_ahead()?;
+            let c = match self.src.bytes().get(self.i) {
                 Some(c) => *c,
                 None => return Err(jerr("unterminated JSON string")),
             };
@@ -424,7 +594,8 @@ impl<'a> Decoder<'a> {
                 b'\\' => {
                     self.i += 1;
                     let e = self
-                        .b
+                        .src
+                        .bytes()
                         .get(self.i)
                         .copied()
                         .ok_or_else(|| jerr("unterminated escape"))?;
@@ -441,8 +612,8 @@ impl<'a> Decoder<'a> {
                         b'u' => {
                             let hi = self.hex4()?;
                             let code = if (0xD800..0xDC00).contains(&hi) {
-                                if self.b.get(self.i) == Some(&b'\\')
-                                    && self.b.get(self.i + 1) == Some(&b'u')
+                                if self.src.bytes().get(self.i) == Some(&b'\\')
+                                    && self.src.bytes().get(self.i + 1) == Some(&b'u')
                                 {
                                     self.i += 2;
                                     let lo = self.hex4()?;
@@ -462,24 +633,77 @@ impl<'a> Decoder<'a> {
                 }
                 c if c < 0x20 => return Err(jerr("control character in JSON string")),
                 _ => {
+                    let bytes = self.src.bytes();
                     let run_start = self.i;
-                    while let Some(&c) = self.b.get(self.i) {
+                    let mut end = run_start;
+                    while let Some(&c) = bytes.get(end) {
                         if c == b'"' || c == b'\\' || c < 0x20 {
                             break;
                         }
-                        self.i += 1;
+                        end += 1;
                     }
-                    let s = std::str::from_utf8(&self.b[run_start..self.i])
-                        .map_err(|_| jerr("invalid UTF-8 in JSON string"))?;
-                    self.buf.push_str(s);
+                    let run = &bytes[run_start..end];
+                    let bad = || jerr("invalid UTF-8 in JSON string");
+                    let text = match std::str::from_utf8(run) {
+                        Ok(text) => text,
+                        // A character cut by the end of the window: its first bytes wait for
+                        // the rest, which the next refill brings.
+                        Err(e)
+                            if S::STREAMS
+                                && end == bytes.len()
+                                && e.error_len().is_none()
+                                && !self.src.exhausted() =>
+                        {
+                            end = run_start + e.valid_up_to();
+                            std::str::from_utf8(&run[..e.valid_up_to()]).map_err(|_| bad())?
+                        }
+                        Err(_) => return Err(bad()),
+                    };
+                    self.buf.push_str(text);
+                    self.i = end;
                 }
             }
         }
     }
 
+    /// The string between `start` and `end` (no escapes), interned when it is a key or short.
+    fn plain_string(&mut self, start: usize, end: usize, key: bool) -> Result<Arc<str>, LispError> {
+        let shared = key || end - start <= MAX_INTERNED_LEN;
+        if shared && let Some(s) = self.interned.get(&self.src.bytes()[start..end]) {
+            return Ok(s.0.clone());
+        }
+        let s: Arc<str> = std::str::from_utf8(&self.src.bytes()[start..end])
+            .map_err(|_| jerr("invalid UTF-8 in JSON string"))?
+            .into();
+        self.charge((end - start) as u64 + 16)?;
+        if shared && self.interned.len() < MAX_INTERNED {
+            self.interned.insert(Interned(s.clone()));
+        }
+        Ok(s)
+    }
+
+    /// Makes sure a streaming source holds the whole number token starting at `i`.
+    fn whole_number(&mut self) -> Result<(), LispError> {
+        let mut end = self.i;
+        loop {
+            let b = self.src.bytes();
+            while b
+                .get(end)
+                .is_some_and(|c| matches!(c, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E'))
+            {
+                end += 1;
+            }
+            if end < b.len() || self.src.exhausted() {
+                return Ok(());
+            }
+            end -= self.refill(self.i)?;
+        }
+    }
+
     fn hex4(&mut self) -> Result<u32, LispError> {
         let h = self
-            .b
+            .src
+            .bytes()
             .get(self.i..self.i + 4)
             .ok_or_else(|| jerr("truncated \\u escape"))?;
         let s = std::str::from_utf8(h).map_err(|_| jerr("invalid \\u escape"))?;
@@ -496,20 +720,29 @@ pub(crate) fn decode(
     budget: u64,
     deadline: Option<Instant>,
 ) -> Result<(Value, u64), LispError> {
+    // Sized from the input (a short string per ~128 bytes, up to the cap) so the table is not
+    // rehashed as it fills, and a small document does not pay for a large table.
+    let interned = (bytes.len() / 128).min(MAX_INTERNED);
+    decode_from(bytes, interned, max_depth, budget, deadline)
+}
+
+fn decode_from<S: Source>(
+    src: S,
+    interned: usize,
+    max_depth: usize,
+    budget: u64,
+    deadline: Option<Instant>,
+) -> Result<(Value, u64), LispError> {
     let mut d = Decoder {
-        b: bytes,
+        src,
         i: 0,
+        base: 0,
         max_depth,
         budget,
         used: 0,
         deadline,
         count: 0,
-        // Sized from the input (a short string per ~128 bytes, up to the cap) so the table is
-        // not rehashed as it fills, and a small document does not pay for a large table.
-        interned: HashMap::with_capacity_and_hasher(
-            (bytes.len() / 128).min(MAX_INTERNED),
-            FxBuild::default(),
-        ),
+        interned: HashSet::with_capacity_and_hasher(interned, FxBuild::default()),
         key_hints: vec![None; HINT_SIDE * HINT_SIDE],
         scratch: Vec::new(),
         scratch_pairs: Vec::new(),
@@ -517,11 +750,11 @@ pub(crate) fn decode(
         buf: String::new(),
     };
     let v = d.value()?;
-    d.ws();
-    if d.i != bytes.len() {
+    d.ws()?;
+    if d.i != d.src.bytes().len() {
         return Err(jerr(format!(
             "trailing characters after JSON value at byte {}",
-            d.i
+            d.pos()
         )));
     }
     Ok((v, d.used))
@@ -532,6 +765,20 @@ impl Value {
     /// `limits.max_memory_bytes` applied.
     pub fn from_json_bytes(bytes: &[u8], limits: &Limits) -> Result<Value, LispError> {
         decode(bytes, limits.max_json_depth, limits.max_memory_bytes, None).map(|(v, _)| v)
+    }
+
+    /// Decodes JSON read from `read` (a file, a pipe) a window at a time, so the input is never
+    /// whole in memory; otherwise as [`Value::from_json_bytes`], positions in messages
+    /// included. A read error is reported as a `parse_error` naming it.
+    pub fn from_json_reader(read: impl Read, limits: &Limits) -> Result<Value, LispError> {
+        decode_from(
+            Streamed::new(read, WINDOW),
+            MAX_INTERNED,
+            limits.max_json_depth,
+            limits.max_memory_bytes,
+            None,
+        )
+        .map(|(v, _)| v)
     }
 
     /// Encodes as JSON: keywords and symbols become strings, sets become arrays, map keys are
@@ -673,7 +920,125 @@ pub(crate) fn encode(
 
 #[cfg(test)]
 mod tests {
-    use super::plain_run_end;
+    use super::{Streamed, decode, decode_from, plain_run_end};
+    use crate::error::LispError;
+    use crate::value::Value;
+
+    const DEPTH: usize = 64;
+    const BUDGET: u64 = 1 << 30;
+
+    /// A decode's outcome in comparable form: the printed value and the bytes charged, or the
+    /// error's reason and message (with its byte position).
+    fn outcome(r: Result<(Value, u64), LispError>) -> Result<(String, u64), String> {
+        r.map(|(v, used)| (v.to_string(), used))
+            .map_err(|e| format!("{}: {}", e.reason(), e.message()))
+    }
+
+    /// A streaming decode reading `window` bytes at a time gives what decoding the whole slice
+    /// gives: the same value, the same charge, the same error at the same position.
+    fn same_streamed(input: &[u8], windows: impl IntoIterator<Item = usize>) {
+        let whole = outcome(decode(input, DEPTH, BUDGET, None));
+        for window in windows {
+            let streamed = outcome(decode_from(
+                Streamed::new(input, window),
+                super::MAX_INTERNED,
+                DEPTH,
+                BUDGET,
+                None,
+            ));
+            assert_eq!(
+                streamed,
+                whole,
+                "window {window}, input {:?}",
+                String::from_utf8_lossy(input)
+            );
+        }
+    }
+
+    /// Every window boundary, on input with every token kind: strings longer than the window,
+    /// escapes and surrogate pairs, multi-byte characters, numbers, literals, whitespace runs,
+    /// nesting, repeated records; and each kind of malformed input, cut anywhere.
+    #[test]
+    fn a_streamed_decode_equals_the_whole_one_at_every_window_size() {
+        let long = "x".repeat(100);
+        let doc = format!(
+            r#"  {{"records": [{{"id": "a", "n": 1, "f": -1.5e3}}, {{"id": "b\u00e9\ud83d\ude00\n", "n": 12345678901234567890, "f": 0.25}},
+              {{"id": "é😀{long}", "n": null, "f": true}}],   "s": "{long}\"{long}",
+              "deep": [[[[{{"k": [false, [], {{}}]}}]]]],       "tail": "ü"}}   "#
+        );
+        same_streamed(doc.as_bytes(), 1..=40);
+        same_streamed(doc.as_bytes(), [64, 127, 128, 1000]);
+        let bad = [
+            r#"{"a": "unterminated"#,
+            r#"{"a": "bad \q escape"}"#,
+            r#"{"a": "\u12"}"#,
+            r#"[1, 2,, 3]"#,
+            r#"{"a" 1}"#,
+            r#"[tru]"#,
+            r#"[1.]"#,
+            r#"[-]"#,
+            r#"{"a": 1} trailing"#,
+            "[\"\u{1}\"]",
+            "",
+            "   ",
+        ];
+        for b in bad {
+            same_streamed(b.as_bytes(), 1..=24);
+        }
+        // Invalid UTF-8, whole and cut at the end of the input.
+        same_streamed(b"[\"ok \xff\"]", 1..=12);
+        same_streamed(b"[\"cut \xc3", 1..=12);
+        same_streamed(b"[\"esc \\n \xe2\x82\"]", 1..=16);
+    }
+
+    /// At the real window size, a document of several windows decodes as it does whole, and an
+    /// error past the first window names its position in the whole input.
+    #[test]
+    fn a_document_of_several_windows_streams_with_absolute_positions() {
+        let record =
+            r#"{"id": "tr_0001", "status": "ok", "cost": 1.25, "steps": [{"tool": "ls"}]}"#;
+        let n = 3 * super::WINDOW / record.len();
+        let doc = format!("[{}]", vec![record; n].join(",\n"));
+        same_streamed(doc.as_bytes(), [super::WINDOW]);
+        let bad = format!("{} x]", &doc[..doc.len() - 1]);
+        same_streamed(bad.as_bytes(), [super::WINDOW]);
+        let e = Value::from_json_reader(bad.as_bytes(), &crate::Limits::default()).unwrap_err();
+        assert_eq!(
+            e.message(),
+            format!("expected `,` or `]` at byte {}", bad.len() - 2)
+        );
+    }
+
+    /// The json fuzz target's corpus, streamed at small windows, decodes as it does whole.
+    #[test]
+    fn the_json_corpus_streams_as_it_decodes_whole() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus/json");
+        let mut n = 0;
+        for entry in std::fs::read_dir(&dir).expect("the json corpus") {
+            let data = std::fs::read(entry.expect("a corpus entry").path()).expect("a file");
+            same_streamed(&data, [1, 2, 3, 7, 16, 17, 64]);
+            n += 1;
+        }
+        assert!(n > 1000, "{n} corpus files");
+    }
+
+    /// A read that fails midway is a clean error naming the failure.
+    #[test]
+    fn a_failing_read_is_reported() {
+        struct Failing(usize);
+        impl std::io::Read for Failing {
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                if self.0 == 0 {
+                    return Err(std::io::Error::other("disk on fire"));
+                }
+                buf[0] = b'[';
+                self.0 -= 1;
+                Ok(1)
+            }
+        }
+        let e = decode_from(Streamed::new(Failing(3), 2), 16, DEPTH, BUDGET, None).unwrap_err();
+        assert_eq!(e.message(), "cannot read the JSON input: disk on fire");
+    }
 
     /// The word-at-a-time scan stops exactly where a byte-at-a-time one would, for every
     /// special byte at every offset, among plain bytes of every kind (ASCII, UTF-8, 0x7f).
