@@ -126,6 +126,36 @@ impl PartialEq for Interned {
 
 impl Eq for Interned {}
 
+/// A key of an object being read: the key remembered at its (depth, position) slot, which no
+/// other object can change while this one is open (objects nested in it are deeper), or one of
+/// its own. A remembered key is cloned only if the object does not take a known shape, so the
+/// keys of an array of records touch no reference count.
+enum Key {
+    Hinted(usize),
+    Own(Arc<str>),
+}
+
+/// A key as a string value.
+fn key_text(hints: &[Option<Arc<str>>], k: Key) -> Arc<str> {
+    match k {
+        Key::Hinted(i) => hints[i].clone().unwrap_or_else(|| Arc::from("")),
+        Key::Own(s) => s,
+    }
+}
+
+/// Whether a shape's key is this key.
+fn key_is(hints: &[Option<Arc<str>>], shape_key: &Value, k: &Key) -> bool {
+    let Value::Str(a) = shape_key else {
+        return false;
+    };
+    match k {
+        Key::Hinted(i) => hints[*i]
+            .as_ref()
+            .is_some_and(|b| Arc::ptr_eq(a, b) || a == b),
+        Key::Own(b) => Arc::ptr_eq(a, b) || a == b,
+    }
+}
+
 struct Decoder<S> {
     src: S,
     /// Index of the next byte in `src.bytes()`.
@@ -141,7 +171,7 @@ struct Decoder<S> {
     /// The key last seen at each (depth, position) slot, `HINT_SIDE` × `HINT_SIDE` of them.
     key_hints: Vec<Option<Arc<str>>>,
     scratch: Vec<Value>,
-    scratch_pairs: Vec<(Value, Value)>,
+    scratch_pairs: Vec<(Key, Value)>,
     /// The keys of the last small object finished at each depth.
     shapes: [Option<Arc<Shape>>; SHAPE_SLOTS],
     buf: String,
@@ -265,7 +295,7 @@ impl<S: Source> Decoder<S> {
             self.charge(n as u64 * 2 * VALUE_BYTES + 32)?;
             let mut m = MapData::with_capacity(n);
             for (k, x) in self.scratch_pairs.drain(start..) {
-                m.insert(k, x);
+                m.insert(Value::Str(key_text(&self.key_hints, k)), x);
             }
             return Ok(Value::Map(Arc::new(m)));
         }
@@ -279,7 +309,7 @@ impl<S: Source> Decoder<S> {
                     .keys()
                     .iter()
                     .zip(pairs)
-                    .all(|(a, (b, _))| a.fast_eq(b))
+                    .all(|(a, (b, _))| key_is(&self.key_hints, a, b))
         });
         if hit && let Some(shape) = self.shapes[slot].clone() {
             self.charge(n as u64 * VALUE_BYTES + 32)?;
@@ -290,6 +320,7 @@ impl<S: Source> Decoder<S> {
         let mut v: Vec<(Value, Value)> = Vec::with_capacity(n);
         // Duplicate keys are rare: the last one wins, as in most JSON decoders.
         for (k, x) in self.scratch_pairs.drain(start..) {
+            let k = Value::Str(key_text(&self.key_hints, k));
             if let Some(e) = v.iter_mut().find(|(kk, _)| kk.fast_eq(&k)) {
                 e.1 = x;
             } else {
@@ -320,7 +351,7 @@ impl<S: Source> Decoder<S> {
     /// Reads `"key":`. `slot` identifies the key's place (nesting depth and position in its
     /// object): arrays of records repeat the same keys in the same places, so the key seen there
     /// last time is tried first, without hashing.
-    fn key(&mut self, slot: (usize, usize)) -> Result<Arc<str>, LispError> {
+    fn key(&mut self, slot: (usize, usize)) -> Result<Key, LispError> {
         self.ws()?;
         if self.src.bytes().get(self.i) != Some(&b'"') {
             return Err(jerr(format!(
@@ -330,23 +361,29 @@ impl<S: Source> Decoder<S> {
         }
         self.i += 1;
         let index = (slot.0 < HINT_SIDE && slot.1 < HINT_SIDE).then(|| slot.0 * HINT_SIDE + slot.1);
-        let hinted = index.and_then(|i| self.key_hints[i].clone());
+        let hinted = index.and_then(|i| {
+            let h = self.key_hints[i].as_ref()?;
+            let b = self.src.bytes();
+            (b.get(self.i..self.i + h.len()) == Some(h.as_bytes())
+                && b.get(self.i + h.len()) == Some(&b'"'))
+            .then_some((i, h.len()))
+        });
         let k = match hinted {
-            Some(h)
-                if self.src.bytes().get(self.i..self.i + h.len()) == Some(h.as_bytes())
-                    && self.src.bytes().get(self.i + h.len()) == Some(&b'"') =>
-            {
-                self.i += h.len() + 1;
-                h
+            Some((i, len)) => {
+                self.i += len + 1;
+                Key::Hinted(i)
             }
-            _ => {
+            None => {
                 let k = self.string(true)?;
                 // Only keys whose raw form is their text can be matched byte for byte later.
                 let plain = k.bytes().all(|c| c >= 0x20 && c != b'"' && c != b'\\');
-                if plain && let Some(i) = index {
-                    self.key_hints[i] = Some(k.clone());
+                match index {
+                    Some(i) if plain => {
+                        self.key_hints[i] = Some(k);
+                        Key::Hinted(i)
+                    }
+                    _ => Key::Own(k),
                 }
-                k
             }
         };
         self.ws()?;
@@ -361,7 +398,7 @@ impl<S: Source> Decoder<S> {
     fn value(&mut self) -> Result<Value, LispError> {
         enum Open {
             Arr(usize),
-            Obj(usize, Option<Arc<str>>),
+            Obj(usize, Option<Key>),
         }
         let mut stack: Vec<Open> = Vec::new();
         loop {
@@ -451,8 +488,8 @@ impl<S: Source> Decoder<S> {
                     }
                     Some(Open::Obj(start, key)) => {
                         let start = *start;
-                        let k = key.take().unwrap_or_else(|| Arc::from(""));
-                        self.scratch_pairs.push((Value::Str(k), v));
+                        let k = key.take().unwrap_or_else(|| Key::Own(Arc::from("")));
+                        self.scratch_pairs.push((k, v));
                         self.ws()?;
                         match self.src.bytes().get(self.i) {
                             Some(b',') => {
