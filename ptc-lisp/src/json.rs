@@ -1028,6 +1028,31 @@ mod tests {
         same_streamed(b"[\"esc \\n \xe2\x82\"]", 1..=16);
     }
 
+    /// Mutants of a document with every token kind (bytes replaced by structural, escape,
+    /// number and UTF-8 bytes, cut short), streamed at every small window, decode as they do
+    /// whole: valid or not, the same answer.
+    #[test]
+    fn mutated_documents_stream_as_they_decode_whole() {
+        let doc = r#"{"a": [1, -2.5e3, "x\u00e9\ud83d\ude00y", true, null, {"b": "é😀"}], "c": {"d": [[]], "e": 12345678901234567890}}"#.as_bytes();
+        let bytes = b"\"\\{}[],: 0e-.u\xc3\xff\x01";
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        for _ in 0..300 {
+            let mut input = doc.to_vec();
+            for _ in 0..1 + next(3) {
+                let at = next(input.len());
+                input[at] = bytes[next(bytes.len())];
+            }
+            input.truncate(input.len() - next(input.len() / 4));
+            same_streamed(&input, 1..=20);
+        }
+    }
+
     /// At the real window size, a document of several windows decodes as it does whole, and an
     /// error past the first window names its position in the whole input.
     #[test]
