@@ -1,17 +1,15 @@
-//! JSON in and out. Decoding goes straight from bytes to [`Value`]s (no intermediate
-//! `serde_json::Value`), interns object keys and short strings (tool results repeat them
-//! millions of times), enforces a depth limit and charges the memory budget as it goes.
+//! JSON bytes to values, with an explicit stack: keys and short strings interned, arrays of
+//! records sharing their keys, depth and memory bounded.
 
 use std::borrow::Borrow;
 use std::collections::HashSet;
 use std::hash::{Hash, Hasher};
-use std::io::Read;
 use std::sync::Arc;
 use std::time::Instant;
 
+use super::jerr;
+use super::source::{MIN_AHEAD, Source};
 use crate::error::{LispError, Reason};
-use crate::limits::Limits;
-use crate::printer::format_float;
 use crate::value::{FxBuild, Items, MapData, SMALL_MAP, Shape, Value};
 
 const VALUE_BYTES: u64 = std::mem::size_of::<Value>() as u64;
@@ -20,87 +18,12 @@ const MAX_INTERNED_LEN: usize = 32;
 /// The intern table stops growing here: small enough to stay in cache (at 65 536 entries the
 /// probes of a 50 MB trace list missed it and the decode took a fifth longer). Values that
 /// repeat (statuses, models, tool names) are met early; ids and free text never repeat.
-const MAX_INTERNED: usize = 1 << 12;
+pub(super) const MAX_INTERNED: usize = 1 << 12;
 /// Depths and positions within an object whose last key is remembered (a plain array: a hash
 /// lookup per key cost more than the hint saved).
 const HINT_SIDE: usize = 16;
 /// Nesting depths with a remembered object shape (deeper objects share the last slot).
 const SHAPE_SLOTS: usize = 16;
-
-/// Where a decoder's bytes come from: a slice held whole, or a reader read a window at a time.
-trait Source {
-    /// False when every byte is at hand from the start (`refill` never adds any).
-    const STREAMS: bool;
-    /// The bytes at hand.
-    fn bytes(&self) -> &[u8];
-    /// True once every byte of the input has been read.
-    fn exhausted(&self) -> bool;
-    /// Forgets the bytes before `keep` and reads a window more (less at the end of the input);
-    /// returns how many bytes were forgotten (what every index into `bytes` moves down by).
-    fn refill(&mut self, keep: usize) -> Result<usize, LispError>;
-}
-
-impl Source for &[u8] {
-    const STREAMS: bool = false;
-    #[inline(always)]
-    fn bytes(&self) -> &[u8] {
-        self
-    }
-    fn exhausted(&self) -> bool {
-        true
-    }
-    fn refill(&mut self, _keep: usize) -> Result<usize, LispError> {
-        Ok(0)
-    }
-}
-
-/// How much a streaming decode reads at a time: small enough to stay in cache, large enough
-/// that reading costs nothing beside decoding.
-const WINDOW: usize = 256 << 10;
-/// The bytes a streaming decoder keeps at hand past every token boundary (the longest
-/// fixed-size token, a `\uXXXX\uXXXX` surrogate pair, is 12); longer tokens (strings,
-/// numbers, runs of whitespace) refill as they go.
-const MIN_AHEAD: usize = 16;
-
-/// A reader, decoded a window at a time: the input is never whole in memory.
-struct Streamed<R> {
-    buf: Vec<u8>,
-    read: R,
-    /// Bytes read per refill ([`WINDOW`]; the tests try every small size).
-    window: usize,
-    done: bool,
-}
-
-impl<R: Read> Streamed<R> {
-    fn new(read: R, window: usize) -> Self {
-        Streamed {
-            buf: Vec::with_capacity(window + MIN_AHEAD),
-            read,
-            window,
-            done: false,
-        }
-    }
-}
-
-impl<R: Read> Source for Streamed<R> {
-    const STREAMS: bool = true;
-    #[inline(always)]
-    fn bytes(&self) -> &[u8] {
-        &self.buf
-    }
-    fn exhausted(&self) -> bool {
-        self.done
-    }
-    fn refill(&mut self, keep: usize) -> Result<usize, LispError> {
-        self.buf.drain(..keep);
-        let got = (&mut self.read)
-            .take(self.window as u64)
-            .read_to_end(&mut self.buf)
-            .map_err(|e| jerr(format!("cannot read the JSON input: {e}")))?;
-        self.done = got < self.window;
-        Ok(keep)
-    }
-}
 
 /// An interned string, looked up by the bytes it was decoded from.
 struct Interned(Arc<str>);
@@ -199,10 +122,6 @@ fn plain_run_end(b: &[u8], mut i: usize) -> usize {
         i += 8;
     }
     i
-}
-
-fn jerr(msg: impl Into<String>) -> LispError {
-    LispError::new(Reason::ParseError, msg)
 }
 
 impl<S: Source> Decoder<S> {
@@ -763,7 +682,7 @@ pub(crate) fn decode(
     decode_from(bytes, interned, max_depth, budget, deadline)
 }
 
-fn decode_from<S: Source>(
+pub(super) fn decode_from<S: Source>(
     src: S,
     interned: usize,
     max_depth: usize,
@@ -797,167 +716,10 @@ fn decode_from<S: Source>(
     Ok((v, d.used))
 }
 
-impl Value {
-    /// Decodes JSON bytes straight into values, with `limits.max_json_depth` and
-    /// `limits.max_memory_bytes` applied.
-    pub fn from_json_bytes(bytes: &[u8], limits: &Limits) -> Result<Value, LispError> {
-        decode(bytes, limits.max_json_depth, limits.max_memory_bytes, None).map(|(v, _)| v)
-    }
-
-    /// Decodes JSON read from `read` (a file, a pipe) a window at a time, so the input is never
-    /// whole in memory; otherwise as [`Value::from_json_bytes`], positions in messages
-    /// included. A read error is reported as a `parse_error` naming it.
-    pub fn from_json_reader(read: impl Read, limits: &Limits) -> Result<Value, LispError> {
-        decode_from(
-            Streamed::new(read, WINDOW),
-            MAX_INTERNED,
-            limits.max_json_depth,
-            limits.max_memory_bytes,
-            None,
-        )
-        .map(|(v, _)| v)
-    }
-
-    /// Encodes as JSON: keywords and symbols become strings, sets become arrays, map keys are
-    /// stringified, non-finite floats become `null`. Errors on functions and on nesting beyond
-    /// the printer's bound.
-    pub fn to_json_string(&self) -> Result<String, LispError> {
-        let mut out = String::new();
-        encode(self, &mut out, 0, usize::MAX, false)?;
-        Ok(out)
-    }
-
-    /// Encodes as JSON for a tool boundary, the way the reference sends tool arguments: like
-    /// [`Value::to_json_string`], but every map key (nested ones included) has `-` replaced by
-    /// `_`, so `{:org-id "acme"}` is sent as `{"org_id":"acme"}`. Keyword *values* keep their
-    /// hyphens (`:production` → `"production"`).
-    pub fn to_tool_json_string(&self) -> Result<String, LispError> {
-        let mut out = String::new();
-        encode(self, &mut out, 0, usize::MAX, true)?;
-        Ok(out)
-    }
-}
-
-const MAX_ENCODE_DEPTH: usize = 1_000;
-
-fn encode_str(s: &str, out: &mut String) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => {
-                out.push_str(&format!("\\u{:04x}", c as u32));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-}
-
-fn key_string(k: &Value) -> String {
-    match k {
-        Value::Str(s) | Value::Keyword(s) | Value::Symbol(s) => s.to_string(),
-        other => {
-            let mut s = String::new();
-            crate::printer::to_str(other, &mut s);
-            s
-        }
-    }
-}
-
-/// Encodes `v`, failing with `memory_exceeded` once the text is longer than `limit`.
-pub(crate) fn encode(
-    v: &Value,
-    out: &mut String,
-    depth: usize,
-    limit: usize,
-    underscore: bool,
-) -> Result<(), LispError> {
-    if out.len() > limit {
-        return Err(LispError::new(
-            Reason::MemoryExceeded,
-            "JSON text would exceed the memory budget",
-        ));
-    }
-    if depth > MAX_ENCODE_DEPTH {
-        return Err(LispError::new(
-            Reason::DepthExceeded,
-            "value nested too deeply to encode as JSON",
-        ));
-    }
-    match v {
-        Value::Nil => out.push_str("null"),
-        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Int(i) => out.push_str(&i.to_string()),
-        Value::Float(f) => {
-            if f.is_finite() {
-                let mut s = String::new();
-                format_float(*f, &mut s);
-                out.push_str(&s.replace('E', "e"));
-            } else {
-                out.push_str("null");
-            }
-        }
-        Value::Str(s) | Value::Keyword(s) | Value::Symbol(s) => encode_str(s, out),
-        Value::Var(s) => encode_str(&format!("#'{s}"), out),
-        Value::Regex(r) => encode_str(r.as_str(), out),
-        Value::Func(f) => {
-            return Err(LispError::new(
-                Reason::TypeError,
-                format!("cannot encode function {} as JSON", f.name()),
-            ));
-        }
-        Value::Vector(items) => {
-            out.push('[');
-            for (i, x) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                encode(x, out, depth + 1, limit, underscore)?;
-            }
-            out.push(']');
-        }
-        Value::Set(s) => {
-            out.push('[');
-            for (i, x) in s.sorted().into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                encode(x, out, depth + 1, limit, underscore)?;
-            }
-            out.push(']');
-        }
-        Value::Map(m) => {
-            out.push('{');
-            let mut entries: Vec<(String, &Value)> = m
-                .iter()
-                .map(|(k, v)| {
-                    let k = key_string(k);
-                    (if underscore { k.replace('-', "_") } else { k }, v)
-                })
-                .collect();
-            entries.sort_by(|a, b| a.0.cmp(&b.0));
-            for (i, (k, x)) in entries.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                encode_str(&k, out);
-                out.push(':');
-                encode(x, out, depth + 1, limit, underscore)?;
-            }
-            out.push('}');
-        }
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{Streamed, decode, decode_from, plain_run_end};
+    use super::super::source::{Streamed, WINDOW};
+    use super::{MAX_INTERNED, decode, decode_from, plain_run_end};
     use crate::error::LispError;
     use crate::value::Value;
 
@@ -978,7 +740,7 @@ mod tests {
         for window in windows {
             let streamed = outcome(decode_from(
                 Streamed::new(input, window),
-                super::MAX_INTERNED,
+                MAX_INTERNED,
                 DEPTH,
                 BUDGET,
                 None,
@@ -1059,11 +821,11 @@ mod tests {
     fn a_document_of_several_windows_streams_with_absolute_positions() {
         let record =
             r#"{"id": "tr_0001", "status": "ok", "cost": 1.25, "steps": [{"tool": "ls"}]}"#;
-        let n = 3 * super::WINDOW / record.len();
+        let n = 3 * WINDOW / record.len();
         let doc = format!("[{}]", vec![record; n].join(",\n"));
-        same_streamed(doc.as_bytes(), [super::WINDOW]);
+        same_streamed(doc.as_bytes(), [WINDOW]);
         let bad = format!("{} x]", &doc[..doc.len() - 1]);
-        same_streamed(bad.as_bytes(), [super::WINDOW]);
+        same_streamed(bad.as_bytes(), [WINDOW]);
         let e = Value::from_json_reader(bad.as_bytes(), &crate::Limits::default()).unwrap_err();
         assert_eq!(
             e.message(),
