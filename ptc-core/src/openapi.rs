@@ -159,7 +159,7 @@ impl OpenApiUpstream {
                     }
                     let msg = describe(&e);
                     if retries < http.backoff.max_retries
-                        && self.pause(&http.backoff, retries, deadline).await
+                        && pause(&http.backoff, retries, deadline).await
                     {
                         retries += 1;
                         continue;
@@ -177,33 +177,13 @@ impl OpenApiUpstream {
             }
             if matches!(status.as_u16(), 502..=504)
                 && retries < http.backoff.max_retries
-                && self.pause(&http.backoff, retries, deadline).await
+                && pause(&http.backoff, retries, deadline).await
             {
                 retries += 1;
                 continue;
             }
             return Err(self.failure(resp, &call, retries).await);
         }
-    }
-
-    /// Sleeps before retry `n` (exponential backoff, full jitter). False when the deadline would
-    /// pass first.
-    async fn pause(&self, backoff: &ptc_plan::Backoff, n: u32, deadline: Option<Instant>) -> bool {
-        let ceiling = backoff
-            .initial_ms
-            .saturating_mul(1u64 << n.min(20))
-            .min(backoff.max_ms)
-            .max(1);
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.subsec_nanos() as u64)
-            .unwrap_or(0);
-        let delay = Duration::from_millis(nanos % (ceiling + 1));
-        if deadline.is_some_and(|d| Instant::now() + delay >= d) {
-            return false;
-        }
-        tokio::time::sleep(delay).await;
-        true
     }
 
     async fn success(
@@ -359,6 +339,32 @@ fn retried(msg: String, retries: u32) -> String {
         1 => format!("{msg} (after 1 retry)"),
         n => format!("{msg} (after {n} retries)"),
     }
+}
+
+/// Sleeps before retry `n` (exponential backoff, full jitter). False, at once, when the deadline
+/// would pass first.
+async fn pause(backoff: &ptc_plan::Backoff, n: u32, deadline: Option<Instant>) -> bool {
+    let entropy = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos() as u64)
+        .unwrap_or(0);
+    let delay = backoff_delay(backoff, n, entropy);
+    if deadline.is_some_and(|d| Instant::now() + delay >= d) {
+        return false;
+    }
+    tokio::time::sleep(delay).await;
+    true
+}
+
+/// The delay before retry `n`: `entropy` picks it in `0..=ceiling`, the ceiling doubling from
+/// `initial_ms` per retry up to `max_ms` (and at least 1 ms).
+fn backoff_delay(backoff: &ptc_plan::Backoff, n: u32, entropy: u64) -> Duration {
+    let ceiling = backoff
+        .initial_ms
+        .saturating_mul(1u64 << n.min(20))
+        .min(backoff.max_ms)
+        .max(1);
+    Duration::from_millis(entropy % (ceiling + 1))
 }
 
 fn timed_out(timeout: Duration, deadline: Option<Instant>) -> String {
@@ -547,6 +553,50 @@ pub(crate) fn describe(e: &reqwest::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The backoff ceiling starts at `initial_ms`, doubles per retry, stops at `max_ms`, and is
+    /// never 0; the delay is `entropy` folded into `0..=ceiling`.
+    #[test]
+    fn backoff_delays_double_up_to_the_ceiling() {
+        let b = ptc_plan::Backoff {
+            max_retries: 9,
+            initial_ms: 100,
+            max_ms: 1000,
+        };
+        // Entropy c gives c while c is within the ceiling, and 0 at ceiling + 1: the pair pins
+        // the ceiling exactly.
+        let top = |n: u32, c: u64| backoff_delay(&b, n, c).as_millis() as u64;
+        assert_eq!(top(0, 100), 100);
+        assert_eq!(top(0, 101), 0);
+        assert_eq!(top(1, 200), 200);
+        assert_eq!(top(1, 201), 0);
+        assert_eq!(top(2, 400), 400);
+        assert_eq!(top(3, 800), 800);
+        assert_eq!(top(4, 1000), 1000, "capped at max_ms");
+        assert_eq!(top(4, 1001), 0);
+        assert_eq!(top(40, 1000), 1000, "no overflow past 20 doublings");
+        let zero = ptc_plan::Backoff {
+            max_retries: 1,
+            initial_ms: 0,
+            max_ms: 0,
+        };
+        assert_eq!(backoff_delay(&zero, 0, 1).as_millis(), 1, "at least 1 ms");
+        assert_eq!(backoff_delay(&zero, 0, 2).as_millis(), 0);
+    }
+
+    /// A pause that would end past the deadline does not start; without a deadline it sleeps
+    /// and lets the retry go.
+    #[tokio::test]
+    async fn a_pause_past_the_deadline_gives_up_at_once() {
+        let b = ptc_plan::Backoff {
+            max_retries: 1,
+            initial_ms: 1,
+            max_ms: 1,
+        };
+        assert!(!pause(&b, 0, Some(Instant::now())).await);
+        assert!(pause(&b, 0, None).await);
+        assert!(pause(&b, 0, Some(Instant::now() + Duration::from_secs(60))).await);
+    }
     use ptc_plan::{Annotations, OperationBinding, Param};
     use serde_json::json;
 
