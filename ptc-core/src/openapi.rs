@@ -349,11 +349,16 @@ async fn pause(backoff: &ptc_plan::Backoff, n: u32, deadline: Option<Instant>) -
         .map(|d| d.subsec_nanos() as u64)
         .unwrap_or(0);
     let delay = backoff_delay(backoff, n, entropy);
-    if deadline.is_some_and(|d| Instant::now() + delay >= d) {
+    if passes(deadline, Instant::now(), delay) {
         return false;
     }
     tokio::time::sleep(delay).await;
     true
+}
+
+/// Whether waiting `delay` from `now` reaches the deadline.
+fn passes(deadline: Option<Instant>, now: Instant, delay: Duration) -> bool {
+    deadline.is_some_and(|d| now + delay >= d)
 }
 
 /// The delay before retry `n`: `entropy` picks it in `0..=ceiling`, the ceiling doubling from
@@ -582,6 +587,18 @@ mod tests {
         };
         assert_eq!(backoff_delay(&zero, 0, 1).as_millis(), 1, "at least 1 ms");
         assert_eq!(backoff_delay(&zero, 0, 2).as_millis(), 0);
+    }
+
+    /// A wait reaches the deadline when it ends at it or later.
+    #[test]
+    fn a_wait_passes_the_deadline_from_its_end_on() {
+        let now = Instant::now();
+        let s = Duration::from_secs;
+        assert!(!passes(None, now, s(1000)));
+        assert!(!passes(Some(now + s(5)), now, s(4)));
+        assert!(passes(Some(now + s(5)), now, s(5)));
+        assert!(passes(Some(now + s(5)), now, s(6)));
+        assert!(passes(Some(now), now, s(0)));
     }
 
     /// A pause that would end past the deadline does not start; without a deadline it sleeps

@@ -276,6 +276,48 @@ async fn redirects_stay_on_the_origin() {
         e.message
     );
     assert!(other.seen().is_empty(), "the other origin was contacted");
+    // A same-origin loop is followed a few times, then reported as such.
+    let e = call(&u, "redirect_loop", json!({})).await.unwrap_err();
+    assert_eq!(e.reason, Reason::UpstreamError);
+    assert_eq!(
+        e.message,
+        "fx/redirect-loop: HTTP 302 Found: too many redirects"
+    );
+}
+
+/// A body that breaks off midway is an unavailable upstream, not a timeout, and says so. The
+/// upstream is a raw socket that promises 100 bytes, sends 5 and hangs up.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_body_that_breaks_off_is_upstream_unavailable() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = tokio::spawn(async move {
+        let (mut sock, _) = listener.accept().await.unwrap();
+        let mut request = Vec::new();
+        let mut buf = [0u8; 1024];
+        while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+            let n = sock.read(&mut buf).await.unwrap();
+            assert!(n > 0, "the client hung up first");
+            request.extend_from_slice(&buf[..n]);
+        }
+        sock.write_all(
+            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n[1, 2",
+        )
+        .await
+        .unwrap();
+    });
+    let d = support::deployment(&format!("http://{addr}"), "tok-1", json!({}));
+    let u = upstreams(&d).await;
+    let e = call(&u, "truncated", json!({})).await.unwrap_err();
+    server.await.unwrap();
+    assert_eq!(e.reason, Reason::UpstreamUnavailable, "{}", e.message);
+    assert!(
+        e.message
+            .starts_with("fx/truncated: reading the response failed: "),
+        "{}",
+        e.message
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -228,6 +228,7 @@ async fn route(st: &Arc<FixtureState>, req: Request) -> Response {
             json_response(StatusCode::OK, json!({"ok": true}))
         }
         "/redirect/same" => redirect("/echo/after-redirect".to_string()),
+        "/redirect/loop" => redirect("/redirect/loop".to_string()),
         "/redirect/cross" => {
             let other = st.other_origin.lock().unwrap().clone();
             redirect(format!("{other}/echo/stolen"))
@@ -347,6 +348,8 @@ pub fn document() -> Value {
             ]),
         ),
         op("redirect_same", "/redirect/same", json!([])),
+        op("redirect_loop", "/redirect/loop", json!([])),
+        op("truncated", "/truncated", json!([])),
         op("redirect_cross", "/redirect/cross", json!([])),
         op("whoami", "/whoami", json!([])),
         op("secure", "/secure", json!([])),
@@ -415,6 +418,8 @@ pub fn deployment(base: &str, token: &str, extra: Value) -> Deployment {
         "slow_body",
         "latency",
         "redirect_same",
+        "redirect_loop",
+        "truncated",
         "redirect_cross",
         "whoami",
         "secure",
