@@ -323,7 +323,7 @@ fn budgets_pass_at_the_limit_and_refuse_one_past() {
         "[(count (tool/servers)) (count (dir 'fx)) (:reason (tool/servers))]",
         budgets,
     );
-    assert_eq!(r.result.unwrap().to_string(), "[1 16 :cap_exhausted]");
+    assert_eq!(r.result.unwrap().to_string(), "[1 18 :cap_exhausted]");
 }
 
 #[test]
@@ -331,7 +331,7 @@ fn discovery_lists_documents_and_searches_upstream_tools() {
     let b = bed("tok-secret-123");
     assert_eq!(
         b.value("(tool/servers)"),
-        "[{:description \"loopback fixture\" :loaded true :name \"fx\" :tool_count 16}]"
+        "[{:description \"loopback fixture\" :loaded true :name \"fx\" :tool_count 18}]"
     );
     assert_eq!(
         b.value("(take 2 (dir 'fx))"),
@@ -367,8 +367,8 @@ fn discovery_lists_documents_and_searches_upstream_tools() {
         "{meta}"
     );
     assert_eq!(
-        b.value("(take 2 (apropos \"redirect\"))"),
-        "[\"fx/redirect-cross - The redirect_cross route\" \"fx/redirect-same - The redirect_same route\"]"
+        b.value("(apropos \"redirect\")"),
+        "[\"fx/redirect-cross - The redirect_cross route\" \"fx/redirect-loop - The redirect_loop route\" \"fx/redirect-same - The redirect_same route\"]"
     );
     let e = b.error("(doc 'fx/ecko)");
     assert!(
