@@ -721,10 +721,48 @@ mod tests {
             "org_id is required"
         );
         assert_eq!(problem_detail(b"plain\n text"), "plain text");
+        // The first non-empty of detail, message, error, title; an object's own `message`.
+        assert_eq!(problem_detail(br#"{"detail":"","title":"T"}"#), "T");
+        assert_eq!(problem_detail(br#"{"message":"m","error":"e"}"#), "m");
+        assert_eq!(
+            problem_detail(br#"{"error":{"message":"nested"}}"#),
+            "nested"
+        );
+        assert_eq!(problem_detail(br#"{"code":7}"#), r#"{"code":7}"#);
+        assert_eq!(problem_detail(b"[1, 2]"), "[1,2]");
         let long = "x".repeat(2000);
         assert_eq!(
             problem_detail(long.as_bytes()).chars().count(),
             DETAIL_CHARS + 3
+        );
+        let exact = "é".repeat(DETAIL_CHARS);
+        assert_eq!(
+            problem_detail(exact.as_bytes()),
+            exact,
+            "at the bound: whole"
+        );
+        let over = "é".repeat(DETAIL_CHARS + 1);
+        assert_eq!(
+            problem_detail(over.as_bytes()),
+            format!("{}...", &over[..over.len() - 2]),
+            "one past: cut"
+        );
+    }
+
+    /// A timeout says which clock ran out: the program's, or the request's own.
+    #[test]
+    fn timeouts_name_the_clock_that_ran_out() {
+        let t = Duration::from_millis(1500);
+        let now = Instant::now();
+        let want_request = "no complete answer within 1500 ms";
+        assert_eq!(timed_out(t, None), want_request);
+        assert_eq!(
+            timed_out(t, Some(now + Duration::from_secs(60))),
+            want_request
+        );
+        assert_eq!(
+            timed_out(t, Some(now)),
+            "the program's time ran out during the call"
         );
     }
 }
