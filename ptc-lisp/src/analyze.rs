@@ -917,12 +917,15 @@ impl<'a> Analyzer<'a> {
     fn analyze_anon_fn(&mut self, body: &[Form], pos: Pos) -> AR<Node> {
         let mut max = 0usize;
         let mut rest = false;
+        let (mut bare, mut one) = (false, false);
         let mut stack: Vec<&Form> = body.iter().collect();
         while let Some(f) = stack.pop() {
             match &f.kind {
                 FormKind::Symbol(s) => {
                     if &**s == "%" || &**s == "%1" {
                         max = max.max(1);
+                        bare |= &**s == "%";
+                        one |= &**s == "%1";
                     } else if &**s == "%&" {
                         rest = true;
                     } else if let Some(n) =
@@ -945,13 +948,17 @@ impl<'a> Analyzer<'a> {
             }
         }
         let mut params: Vec<Form> = (1..=max).map(|i| sym(&format!("%{i}"), pos)).collect();
+        // `%` is an alias of `%1`: the first parameter takes the name the body uses, and only a
+        // body using both binds one to the other (a binding per call otherwise).
+        if bare && !one {
+            params[0] = sym("%", pos);
+        }
         if rest {
             params.push(sym("&", pos));
             params.push(sym("%&", pos));
         }
         let body_form = list(body.to_vec(), pos);
-        // `%` is an alias of `%1`: bind it inside the body.
-        let inner = if max >= 1 {
+        let inner = if bare && one {
             list(
                 vec![
                     sym("let", pos),

@@ -990,7 +990,11 @@ impl<'a> Ctx<'a> {
                 Value::vector(rest)
             });
         }
-        self.stack.resize(base + lambda.n_slots.max(1), Value::Nil);
+        // The slots past the parameters (a one-parameter function usually has none).
+        let frame_end = base + lambda.n_slots.max(1);
+        if self.stack.len() < frame_end {
+            self.stack.resize(frame_end, Value::Nil);
+        }
         let fr = Frame {
             base,
             captures: &c.captures,

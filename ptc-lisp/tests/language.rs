@@ -124,6 +124,12 @@ fn functions_closures_arities() {
         ("(#(+ %1 %2) 1 2)", "3"),
         ("(#(* % 2) 5)", "10"),
         ("(#(apply + %&) 1 2 3)", "6"),
+        // `%` and `%1` are one parameter, whichever names the body uses.
+        ("(#(+ % %1) 2)", "4"),
+        ("(#(vector %1 %1) 3)", "[3 3]"),
+        ("(#(vector % %2) 1 2)", "[1 2]"),
+        ("(#(vector % %&) 1 2 3)", "[1 [2 3]]"),
+        ("(#(inc %) 1 2)", "!arity_error"),
         (
             "(defn f ([x] (f x 10)) ([x y] (+ x y))) [(f 1) (f 1 2)]",
             "[11 3]",
