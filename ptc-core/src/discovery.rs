@@ -298,6 +298,39 @@ mod tests {
         );
     }
 
+    /// An example call's placeholder per argument type: the first enum value, an integer's
+    /// minimum (else 1), and a typical value of every other type; a type list's first non-null.
+    #[test]
+    fn example_calls_fill_each_type_with_a_placeholder() {
+        let mut t = tool();
+        t.input_schema = json!({"type": "object", "properties": {
+            "a": {"type": "integer", "minimum": 5}, "b": {"type": "integer"},
+            "c": {"type": "number"}, "d": {"type": "boolean"}, "e": {"type": "array"},
+            "f": {"type": "object"}, "g": {"type": ["null", "boolean"]}, "h": {"type": "string"},
+            "i": {}, "j": {"type": ["null"]}},
+            "required": ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j"]});
+        assert_eq!(
+            example_call(&t),
+            "(tool/call 'obs/list-traces {:a 5 :b 1 :c 1.0 :d true :e [] :f {} :g true :h \"...\" \
+             :i \"...\" :j \"...\"})"
+        );
+    }
+
+    /// A result shape: an untyped schema with properties is a map; fields are shown two levels
+    /// deep, deeper ones as `map` / `[any]`.
+    #[test]
+    fn result_shapes_stop_two_levels_down() {
+        let schema = Schema {
+            root: &Value::Null,
+            definitions: None,
+        };
+        let s = json!({"properties": {"a": {"type": "object", "properties": {
+            "b": {"type": "object", "properties": {"c": {"type": "integer"}}},
+            "l": {"type": "array", "items": {"type": "integer"}}}}}});
+        assert_eq!(shape(schema, &s, 0), "{:a {:b map :l [any]}}");
+        assert_eq!(shape(schema, &json!({}), 0), "any");
+    }
+
     #[test]
     fn apropos_ranks_name_matches_above_description_matches() {
         let t = tool();
