@@ -316,6 +316,28 @@ mod tests {
         );
     }
 
+    /// A tool with no arguments says so, one whose result is `null` returns nil, and one with no
+    /// result schema returns anything.
+    #[test]
+    fn doc_shows_no_args_a_null_result_and_an_unknown_one() {
+        let server = ServerEntry::new("obs", "", "openapi", Default::default());
+        let mut t = tool();
+        t.input_schema = json!({"type": "object", "properties": {}});
+        t.output_schema = Some(json!({"type": "null"}));
+        let text = doc_text(&server, &t);
+        assert!(text.contains("Args:\n  none\nCall:\n"), "{text}");
+        assert!(
+            text.contains("Returns:\n  {:ok true :value nil :value_kind :none}\n"),
+            "{text}"
+        );
+        t.output_schema = None;
+        let text = doc_text(&server, &t);
+        assert!(
+            text.contains("Returns:\n  {:ok true :value any :value_kind :json|:text}\n"),
+            "{text}"
+        );
+    }
+
     /// A result shape: an untyped schema with properties is a map; fields are shown two levels
     /// deep, deeper ones as `map` / `[any]`.
     #[test]
