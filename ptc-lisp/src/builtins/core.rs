@@ -513,29 +513,30 @@ pub(crate) const BUILTINS: &[Builtin] = &[
     ),
 ];
 
-fn chain(a: &[Value], op: BinOp) -> Value {
-    Value::Bool(a.windows(2).all(|w| op.compare(&w[0], &w[1]) == Some(true)))
+/// Whether `op` holds between every neighbouring pair.
+fn chain(a: &[Value], op: BinOp) -> bool {
+    a.windows(2).all(|w| op.compare(&w[0], &w[1]) == Some(true))
 }
 
 fn eq(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
-    Ok(chain(a, BinOp::Eq))
+    Ok(Value::Bool(chain(a, BinOp::Eq)))
 }
 
 fn not_eq(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
-    Ok(Value::Bool(!chain(a, BinOp::Eq).truthy()))
+    Ok(Value::Bool(!chain(a, BinOp::Eq)))
 }
 
 fn lt(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
-    Ok(chain(a, BinOp::Lt))
+    Ok(Value::Bool(chain(a, BinOp::Lt)))
 }
 fn gt(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
-    Ok(chain(a, BinOp::Gt))
+    Ok(Value::Bool(chain(a, BinOp::Gt)))
 }
 fn le(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
-    Ok(chain(a, BinOp::Le))
+    Ok(Value::Bool(chain(a, BinOp::Le)))
 }
 fn ge(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
-    Ok(chain(a, BinOp::Ge))
+    Ok(Value::Bool(chain(a, BinOp::Ge)))
 }
 
 fn compare_fn(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {

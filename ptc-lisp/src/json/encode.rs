@@ -77,26 +77,8 @@ pub(crate) fn encode(
                 format!("cannot encode function {} as JSON", f.name()),
             ));
         }
-        Value::Vector(items) => {
-            out.push('[');
-            for (i, x) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                encode(x, out, depth + 1, limit, underscore)?;
-            }
-            out.push(']');
-        }
-        Value::Set(s) => {
-            out.push('[');
-            for (i, x) in s.sorted().into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                encode(x, out, depth + 1, limit, underscore)?;
-            }
-            out.push(']');
-        }
+        Value::Vector(items) => encode_array(items.iter(), out, depth, limit, underscore)?,
+        Value::Set(s) => encode_array(s.sorted().into_iter(), out, depth, limit, underscore)?,
         Value::Map(m) => {
             out.push('{');
             let mut entries: Vec<(String, &Value)> = m
@@ -118,5 +100,24 @@ pub(crate) fn encode(
             out.push('}');
         }
     }
+    Ok(())
+}
+
+/// A vector's or set's elements as a JSON array.
+fn encode_array<'v>(
+    items: impl Iterator<Item = &'v Value>,
+    out: &mut String,
+    depth: usize,
+    limit: usize,
+    underscore: bool,
+) -> Result<(), LispError> {
+    out.push('[');
+    for (i, x) in items.enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        encode(x, out, depth + 1, limit, underscore)?;
+    }
+    out.push(']');
     Ok(())
 }
