@@ -182,6 +182,27 @@ fn results_are_charged_to_the_program_memory_budget() {
 }
 
 #[test]
+fn an_answer_too_big_for_the_memory_budget_ends_the_program() {
+    // The program's own limit, not the upstream's fault: an error, not an `{:ok false}` map.
+    let b = bed("tok-1");
+    let limits = Limits {
+        max_memory_bytes: 600,
+        ..Limits::default()
+    };
+    let r = run_program(
+        b.up.clone(),
+        b.rt.handle().clone(),
+        "(:reason (tool/call 'fx/big {:n 900}))",
+        limits,
+        Budgets::default(),
+        None,
+    );
+    let e = r.result.unwrap_err();
+    assert_eq!(e.reason(), "memory_exceeded", "{e}");
+    assert_eq!(r.records.upstream_calls.len(), 1);
+}
+
+#[test]
 fn tool_call_is_a_value_and_pmap_overlaps_calls() {
     let b = bed("tok-1");
     assert_eq!(
@@ -324,6 +345,65 @@ fn budgets_pass_at_the_limit_and_refuse_one_past() {
         budgets,
     );
     assert_eq!(r.result.unwrap().to_string(), "[1 18 :cap_exhausted]");
+}
+
+#[test]
+fn the_byte_budget_names_itself_only_when_it_is_below_the_tools_own_cap() {
+    // fx/big's own cap is 1000 bytes. A budget left of exactly 1000 is no tighter, so an
+    // oversized answer names the tool's cap; one byte less and the budget is what stops it.
+    let b = bed("tok-1");
+    let run = |max_bytes| {
+        let budgets = Budgets {
+            max_bytes,
+            ..Budgets::default()
+        };
+        let r = b.run_with("(tool/call 'fx/big {:n 1001})", budgets);
+        r.result.unwrap().to_string()
+    };
+    let at_cap = run(1000);
+    assert!(at_cap.contains(":reason :response_too_large"), "{at_cap}");
+    assert!(
+        at_cap.contains("fx/big: the response is larger than the 1000-byte cap"),
+        "{at_cap}"
+    );
+    let below = run(999);
+    assert!(below.contains(":reason :cap_exhausted"), "{below}");
+    assert!(
+        below.contains("fx/big: the program's budget of 999 upstream bytes is spent"),
+        "{below}"
+    );
+}
+
+#[test]
+fn doc_of_a_server_lists_its_description_and_tools() {
+    let b = bed("tok-1");
+    let r = b.run("(doc 'fx)");
+    assert_eq!(r.result.unwrap().to_string(), "nil");
+    assert!(
+        r.output.starts_with(
+            "-------------------------\nfx\n  loopback fixture\n  fx/echo - The echo route\n  fx/status - The status route\n"
+        ),
+        "{}",
+        r.output
+    );
+}
+
+#[test]
+fn apropos_takes_a_limit_of_1_to_200() {
+    let b = bed("tok-1");
+    assert_eq!(
+        b.value("(apropos \"redirect\" {:limit 1})"),
+        "[\"fx/redirect-cross - The redirect_cross route\"]"
+    );
+    assert_eq!(b.value("(count (apropos \"redirect\" {:limit 200}))"), "3");
+    assert_eq!(b.value("(count (apropos \"redirect\" {}))"), "3");
+    for bad in ["0", "201", "\"2\""] {
+        let e = b.error(&format!("(apropos \"redirect\" {{:limit {bad}}})"));
+        assert_eq!(
+            e.message(),
+            format!("apropos: :limit must be an integer 1..200, got {bad}"),
+        );
+    }
 }
 
 #[test]
