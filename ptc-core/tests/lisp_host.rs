@@ -407,6 +407,54 @@ fn apropos_takes_a_limit_of_1_to_200() {
 }
 
 #[test]
+fn discovery_past_its_budget_prints_or_returns_the_refusal() {
+    let b = bed("tok-1");
+    let budgets = Budgets {
+        max_discovery: 1,
+        ..Budgets::default()
+    };
+    let r = b.run_with("(do (tool/servers) (doc 'fx))", budgets.clone());
+    assert_eq!(r.result.unwrap().to_string(), "nil");
+    assert_eq!(
+        r.output,
+        "the program's budget of 1 discovery operations is spent\n"
+    );
+    let r = b.run_with("(do (tool/servers) (meta 'fx/echo))", budgets);
+    assert_eq!(
+        r.result.unwrap().to_string(),
+        "{:message \"the program's budget of 1 discovery operations is spent\" :ok false :reason :cap_exhausted}"
+    );
+}
+
+#[test]
+fn arguments_nest_256_deep_through_vectors_sets_and_maps() {
+    let b = bed("tok-1");
+    for wrap in ["[a]", "#{a}", "{:k a}"] {
+        let call = |levels: usize| {
+            format!(
+                "(let [v (reduce (fn [a _] {wrap}) 1 (range {levels}))] \
+                 (:reason (tool/call 'fx/echo {{:id \"1\" :q v}})))"
+            )
+        };
+        // At the bound the value is converted, and the tool's own argument check answers.
+        let at = b.error(&call(256));
+        assert_eq!(at.reason(), "invalid_args", "{wrap}");
+        assert!(
+            at.message()
+                .starts_with("tool/call: fx/echo: invalid arguments: :q must be a string, got "),
+            "{wrap}: {}",
+            at.message()
+        );
+        let e = b.error(&call(257));
+        assert_eq!(
+            e.message(),
+            "tool/call 'fx/echo: argument q cannot be sent: it is nested more than 256 deep",
+            "{wrap}"
+        );
+    }
+}
+
+#[test]
 fn discovery_lists_documents_and_searches_upstream_tools() {
     let b = bed("tok-secret-123");
     assert_eq!(
