@@ -507,8 +507,16 @@ fn discovery_lists_documents_and_searches_upstream_tools() {
     let e = b.error("(dir 'fz)");
     assert_eq!(e.reason(), "unbound_var");
     assert_eq!(e.message(), "no namespace or upstream named fz");
-    // Upstreams are namespaces: unquoted names work too.
+    // Upstreams are namespaces: unquoted names work too, `all-ns` lists them, and a tool
+    // written as a function says how to call it.
     assert_eq!(b.value("(= (dir fx) (dir 'fx))"), "true");
+    assert_eq!(b.value("(contains? (set (all-ns)) 'fx)"), "true");
+    let e = b.error("(fx/echo {:id \"1\"})");
+    assert_eq!(e.reason(), "unbound_var");
+    assert_eq!(
+        e.message(),
+        "fx/echo names a tool of upstream fx, not a function"
+    );
     // Nothing transport-specific in what a program sees.
     let all = b.value("[(tool/servers) (dir 'fx)]").to_lowercase();
     assert!(!all.contains("mcp") && !all.contains("openapi"), "{all}");

@@ -193,11 +193,6 @@ impl McpClient {
         }
     }
 
-    /// The upstream's name.
-    pub fn upstream(&self) -> &str {
-        &self.inner.upstream
-    }
-
     /// The protocol version agreed with the server (e.g. `2026-07-28` or `2025-11-25`), once
     /// connected.
     pub fn protocol_version(&self) -> Option<String> {
@@ -571,5 +566,17 @@ mod tests {
     fn a_client_can_be_shared_across_tasks() {
         fn shareable<T: Send + Sync + Clone + 'static>() {}
         shareable::<super::McpClient>();
+    }
+
+    #[test]
+    fn the_client_names_itself_and_offers_no_capabilities() {
+        use rmcp::ClientHandler;
+        let info = super::Handler.get_info();
+        assert_eq!(info.client_info.name, "ptc");
+        assert_eq!(info.client_info.version, env!("CARGO_PKG_VERSION"));
+        assert_eq!(
+            info.capabilities,
+            rmcp::model::ClientCapabilities::default()
+        );
     }
 }
