@@ -482,6 +482,66 @@ async fn a_crashed_server_fails_the_call_in_flight_and_is_restarted() {
     std::fs::remove_file(&marker).unwrap();
 }
 
+#[tokio::test]
+async fn a_reconnection_gives_up_at_the_calls_deadline() {
+    let Some((python, script)) = python_peer() else {
+        return;
+    };
+    let marker = std::env::temp_dir().join(format!("ptc-mcp-mute-{}", std::process::id()));
+    let _ = std::fs::remove_file(&marker);
+    // The first start is the Python server; once `crash` has left its marker, the restarted
+    // command never answers the handshake.
+    let mut plan = stdio_plan(
+        "sh",
+        &[
+            "-c",
+            "[ -e \"$PTC_CRASH_MARKER\" ] && exec sleep 30; exec \"$0\" \"$1\" stdio",
+            &python,
+            &script.to_string_lossy(),
+        ],
+    );
+    plan.handshake_timeout_ms = 5_000;
+    let env = vec![(
+        "PTC_CRASH_MARKER".to_string(),
+        marker.to_string_lossy().into_owned(),
+    )];
+    let c = McpClient::connect_stdio("py", &plan, env, Redactor::new())
+        .await
+        .unwrap();
+    call(&c, "crash", json!({})).await.unwrap_err();
+    let within = |ms| Some(Instant::now() + Duration::from_millis(ms));
+    // The first reconnection waits 200 ms: a call due sooner is refused without waiting.
+    let e = c
+        .call_tool("pid", args(json!({})), within(50))
+        .await
+        .unwrap_err();
+    assert_eq!(e.reason, Reason::UpstreamUnavailable, "{e}");
+    assert!(
+        e.message.starts_with(
+            "upstream `py` tool `pid`: reconnecting after 1 failure(s); next attempt in "
+        ),
+        "{e}"
+    );
+    assert!(
+        e.message.ends_with(" ms, after this call's deadline"),
+        "{e}"
+    );
+    // A deadline before the handshake timeout ends the handshake, and says so.
+    let e = c
+        .call_tool("pid", args(json!({})), within(1_500))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (e.reason, e.message.as_str()),
+        (
+            Reason::Timeout,
+            "upstream `py` tool `pid`: the deadline passed while reconnecting to the server"
+        )
+    );
+    c.shutdown().await;
+    std::fs::remove_file(&marker).unwrap();
+}
+
 fn process_gone(pid: u32) -> bool {
     // Gone, or a zombie waiting to be reaped: either way it no longer runs.
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
@@ -771,8 +831,13 @@ async fn http_refusals_map_to_their_reasons_and_name_no_secret() {
     std::fs::create_dir_all(&dir).unwrap();
     let status_file = dir.join("status");
     let token_file = dir.join("token");
+    let refuse_once = dir.join("refuse-once");
     let Some(peer) = python_http(&[
         ("PTC_REQUIRED_TOKEN", "right-token-1234".into()),
+        (
+            "PTC_REFUSE_ONCE_FILE",
+            refuse_once.to_string_lossy().into_owned(),
+        ),
         (
             "PTC_STATUS_FILE",
             status_file.to_string_lossy().into_owned(),
@@ -818,6 +883,11 @@ async fn http_refusals_map_to_their_reasons_and_name_no_secret() {
     );
     messages.push(e.message);
     std::fs::write(&token_file, "right-token-1234").unwrap();
+
+    // A single 401 is tried once more (credentials are read afresh): the call succeeds.
+    std::fs::write(&refuse_once, "").unwrap();
+    assert_eq!(echo().await.unwrap(), ToolOutput::Text("Echo: ok".into()));
+    assert!(!refuse_once.exists(), "the server refused the first try");
 
     for (status, reason, text) in [
         (
