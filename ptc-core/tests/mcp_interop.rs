@@ -484,6 +484,7 @@ async fn a_crashed_server_fails_the_call_in_flight_and_is_restarted() {
 
 #[tokio::test]
 async fn a_reconnection_gives_up_at_the_calls_deadline() {
+    captured_logs();
     let Some((python, script)) = python_peer() else {
         return;
     };
@@ -505,10 +506,18 @@ async fn a_reconnection_gives_up_at_the_calls_deadline() {
         "PTC_CRASH_MARKER".to_string(),
         marker.to_string_lossy().into_owned(),
     )];
-    let c = McpClient::connect_stdio("py", &plan, env, Redactor::new())
+    let c = McpClient::connect_stdio("py-mute", &plan, env, Redactor::new())
         .await
         .unwrap();
     call(&c, "crash", json!({})).await.unwrap_err();
+    // The failed call itself notes the closed connection (and starts the backoff).
+    assert!(
+        logs_text()
+            .lines()
+            .any(|l| l.contains("the server's connection closed") && l.contains("py-mute")),
+        "{}",
+        logs_text()
+    );
     let within = |ms| Some(Instant::now() + Duration::from_millis(ms));
     // The first reconnection waits 200 ms: a call due sooner is refused without waiting.
     let e = c
@@ -518,7 +527,7 @@ async fn a_reconnection_gives_up_at_the_calls_deadline() {
     assert_eq!(e.reason, Reason::UpstreamUnavailable, "{e}");
     assert!(
         e.message.starts_with(
-            "upstream `py` tool `pid`: reconnecting after 1 failure(s); next attempt in "
+            "upstream `py-mute` tool `pid`: reconnecting after 1 failure(s); next attempt in "
         ),
         "{e}"
     );
@@ -535,7 +544,7 @@ async fn a_reconnection_gives_up_at_the_calls_deadline() {
         (e.reason, e.message.as_str()),
         (
             Reason::Timeout,
-            "upstream `py` tool `pid`: the deadline passed while reconnecting to the server"
+            "upstream `py-mute` tool `pid`: the deadline passed while reconnecting to the server"
         )
     );
     c.shutdown().await;
