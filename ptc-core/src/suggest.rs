@@ -39,4 +39,20 @@ mod tests {
         assert_eq!(did_you_mean("zzz", &tools), None);
         assert_eq!(did_you_mean("fz", &["fx", "ab"]).as_deref(), Some("fx"));
     }
+
+    #[test]
+    fn a_whole_word_of_four_letters_or_more_is_a_hint() {
+        let tools = ["list-traces", "get-span"];
+        // Too far apart by spelling alone; the word inside the name is the hint.
+        assert!(strsim::jaro_winkler("traces", "list-traces") < 0.8);
+        assert_eq!(
+            did_you_mean("traces", &tools).as_deref(),
+            Some("list-traces")
+        );
+        assert_eq!(did_you_mean("span", &tools).as_deref(), Some("get-span"));
+        // Three letters inside a name, or four that are not in one, are no hint.
+        assert!(strsim::jaro_winkler("ace", "list-traces") < 0.8);
+        assert_eq!(did_you_mean("ace", &tools), None);
+        assert_eq!(did_you_mean("zzzz", &tools), None);
+    }
 }

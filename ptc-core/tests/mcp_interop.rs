@@ -479,6 +479,15 @@ async fn a_crashed_server_fails_the_call_in_flight_and_is_restarted() {
         call(&c, "echo", json!({"message": "back"})).await.unwrap(),
         ToolOutput::Text("Echo: back".into())
     );
+    // An answered call clears the failure count: the next crash is the first again.
+    call(&c, "crash", json!({})).await.unwrap_err();
+    let soon = Some(Instant::now() + Duration::from_millis(50));
+    let e = c.call_tool("pid", args(json!({})), soon).await.unwrap_err();
+    assert!(
+        e.message
+            .starts_with("upstream `py` tool `pid`: reconnecting after 1 failure(s);"),
+        "{e}"
+    );
     std::fs::remove_file(&marker).unwrap();
 }
 

@@ -520,9 +520,13 @@ impl McpClient {
 
 fn note_failure(state: &mut State) {
     state.failures = state.failures.saturating_add(1);
-    let factor = 1u32 << state.failures.saturating_sub(1).min(16);
-    let wait = BACKOFF_INITIAL.saturating_mul(factor).min(BACKOFF_MAX);
-    state.not_before = Some(Instant::now() + wait);
+    state.not_before = Some(Instant::now() + backoff_after(state.failures));
+}
+
+/// The wait before reconnecting after `failures` consecutive failures (at least one).
+fn backoff_after(failures: u32) -> Duration {
+    let factor = 1u32 << failures.saturating_sub(1).min(16);
+    BACKOFF_INITIAL.saturating_mul(factor).min(BACKOFF_MAX)
 }
 
 /// `error` with the server's last stderr lines (already redacted) appended, for diagnosis.
@@ -566,6 +570,16 @@ mod tests {
     fn a_client_can_be_shared_across_tasks() {
         fn shareable<T: Send + Sync + Clone + 'static>() {}
         shareable::<super::McpClient>();
+    }
+
+    #[test]
+    fn the_reconnect_wait_doubles_per_failure_up_to_ten_seconds() {
+        let ms = |f| super::backoff_after(f).as_millis();
+        assert_eq!(
+            [1, 2, 3, 4, 5, 6].map(ms),
+            [200, 400, 800, 1_600, 3_200, 6_400]
+        );
+        assert_eq!([7, 17, 18, u32::MAX].map(ms), [10_000; 4]);
     }
 
     #[test]
