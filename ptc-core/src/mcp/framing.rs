@@ -209,6 +209,10 @@ mod tests {
     use serde_json::json;
 
     async fn frames(input: &[u8], max: usize) -> Vec<String> {
+        frames_from(input, max).await
+    }
+
+    async fn frames_from(input: impl AsyncRead + Unpin, max: usize) -> Vec<String> {
         let mut r = LineReader::new(input, max);
         let mut out = Vec::new();
         loop {
@@ -236,6 +240,43 @@ mod tests {
                 "big Some(Number(8))",
                 r#"msg {"id":9}"#
             ]
+        );
+    }
+
+    /// Hands out its bytes `step` at a time, as a pipe may.
+    struct Trickle {
+        bytes: Vec<u8>,
+        at: usize,
+        step: usize,
+    }
+
+    impl AsyncRead for Trickle {
+        fn poll_read(
+            mut self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+            buf: &mut tokio::io::ReadBuf<'_>,
+        ) -> std::task::Poll<std::io::Result<()>> {
+            let end = (self.at + self.step).min(self.bytes.len());
+            buf.put_slice(&self.bytes[self.at..end]);
+            self.at = end;
+            std::task::Poll::Ready(Ok(()))
+        }
+    }
+
+    #[tokio::test]
+    async fn a_message_read_in_pieces_is_capped_by_its_whole_length() {
+        let mut input = br#"{"id":7,"r":"xx"}"#.to_vec(); // 17 bytes
+        input.extend_from_slice(b"\r\n");
+        input.extend_from_slice(br#"{"id":8,"r":"xxx"}"#);
+        input.push(b'\n');
+        let trickle = Trickle {
+            bytes: input,
+            at: 0,
+            step: 3,
+        };
+        assert_eq!(
+            frames_from(trickle, 17).await,
+            [r#"msg {"id":7,"r":"xx"}"#, "big Some(Number(8))"]
         );
     }
 
