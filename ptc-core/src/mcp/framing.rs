@@ -314,4 +314,13 @@ mod tests {
 "#;
         assert_eq!(frames(input, 5).await, ["big None", "big None"]);
     }
+
+    #[tokio::test]
+    async fn whitespace_around_a_numeric_id_is_skipped() {
+        let input = b"{\"id\" :\t\r 12 , \"r\":\"xxxxxxxxxx\"}\n{\"id\": -3}\n";
+        assert_eq!(
+            frames(input, 8).await,
+            ["big Some(Number(12))", "big Some(Number(-3))"]
+        );
+    }
 }
