@@ -103,7 +103,7 @@ struct IdScanner {
     escaped: bool,
     /// The current top-level string (a key, or the id's value), up to a small bound.
     text: Vec<u8>,
-    /// The last top-level key seen.
+    /// The last top-level string ended was the key `id`.
     key_is_id: bool,
     /// Just after `"id":`.
     want_value: bool,
@@ -140,7 +140,8 @@ impl IdScanner {
         if self.want_value && self.depth == 1 {
             match b {
                 b'0'..=b'9' | b'-' => {
-                    if self.number.len() < MAX_ID_LEN {
+                    // One digit past the bound is kept, so that `end_number` can refuse it.
+                    if self.number.len() <= MAX_ID_LEN {
                         self.number.push(b);
                     }
                     return;
@@ -158,15 +159,11 @@ impl IdScanner {
                 self.in_string = true;
                 self.text.clear();
             }
-            b'{' | b'[' => {
-                self.depth += 1;
-                if self.depth == 2 {
-                    self.want_value = false;
-                }
-            }
+            // An object or array as the id's value already ended `want_value` above.
+            b'{' | b'[' => self.depth += 1,
             b'}' | b']' => self.depth = self.depth.saturating_sub(1),
+            // Every top-level key sets `key_is_id` as it ends, so a `,` needs no reset.
             b':' if self.depth == 1 => self.want_value = self.key_is_id,
-            b',' if self.depth == 1 => self.key_is_id = false,
             _ => {}
         }
     }
@@ -193,9 +190,10 @@ impl IdScanner {
 
     fn end_number(&mut self) {
         self.want_value = false;
-        if let Ok(n) = std::str::from_utf8(&self.number)
-            .unwrap_or("")
-            .parse::<serde_json::Number>()
+        if self.number.len() <= MAX_ID_LEN
+            && let Ok(n) = std::str::from_utf8(&self.number)
+                .unwrap_or("")
+                .parse::<serde_json::Number>()
         {
             self.id = Some(Value::Number(n));
         }
@@ -313,6 +311,20 @@ mod tests {
 {"method":"notify","params":{"id":3}}
 "#;
         assert_eq!(frames(input, 5).await, ["big None", "big None"]);
+    }
+
+    #[tokio::test]
+    async fn ids_of_up_to_64_characters_are_found() {
+        let line = |id: &str| format!("{{\"id\":{id},\"r\":\"{}\"}}\n", "x".repeat(100));
+        let digits = |n| "7".repeat(n);
+        let quoted = |n| format!("\"{}\"", "s".repeat(n));
+        let input = [digits(64), digits(65), quoted(64), quoted(65)].map(|id| line(&id));
+        let got = frames(input.concat().as_bytes(), 50).await;
+        assert!(got[0].starts_with("big Some(Number(7.7"), "{got:?}");
+        assert_eq!(got[1], "big None");
+        assert_eq!(got[2], format!("big Some(String(\"{}\"))", "s".repeat(64)));
+        assert_eq!(got[3], "big None");
+        assert_eq!(got.len(), 4);
     }
 
     #[tokio::test]
