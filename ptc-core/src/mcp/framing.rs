@@ -327,6 +327,18 @@ mod tests {
         assert_eq!(got.len(), 4);
     }
 
+    #[test]
+    fn the_scanner_keeps_a_few_bytes_of_any_string() {
+        let mut scan = IdScanner::default();
+        scan.feed(b"{\"id\":\"");
+        scan.feed(&[b'x'; 100_000]);
+        assert_eq!(scan.text.len(), MAX_ID_LEN + 1);
+        scan.feed(b"\",\"r\":{\"k\":\"");
+        scan.feed(&[b'y'; 100_000]);
+        assert_eq!(scan.text.len(), 0, "nested strings are not kept at all");
+        assert_eq!(scan.id, None);
+    }
+
     #[tokio::test]
     async fn whitespace_around_a_numeric_id_is_skipped() {
         let input = b"{\"id\" :\t\r 12 , \"r\":\"xxxxxxxxxx\"}\n{\"id\": -3}\n";
