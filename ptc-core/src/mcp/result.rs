@@ -245,6 +245,19 @@ mod tests {
     use rmcp::model::{CallToolResult, ContentBlock};
     use serde_json::json;
 
+    #[test]
+    fn details_are_cut_at_500_bytes_on_a_character_boundary() {
+        let at = "a".repeat(MAX_DETAIL);
+        assert_eq!(bounded(&at), at);
+        assert_eq!(bounded(&format!("{at}b")), format!("{at}…"));
+        // `é` (2 bytes) would straddle the bound: the cut moves before it.
+        let straddling = format!("{}é", "a".repeat(MAX_DETAIL - 1));
+        assert_eq!(
+            bounded(&straddling),
+            format!("{}…", "a".repeat(MAX_DETAIL - 1))
+        );
+    }
+
     fn subject(r: &Redactor) -> Subject<'_> {
         Subject {
             upstream: "up",
