@@ -843,6 +843,74 @@ async fn http_auth_headers_are_read_per_request_so_rotation_needs_no_restart() {
     assert!(!logs.contains("tok-first") && !logs.contains("tok-second"));
 }
 
+/// A loopback TCP proxy in front of `port` that keeps a copy of every byte clients send.
+async fn recording_proxy(port: u16) -> (u16, Arc<Mutex<Vec<u8>>>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let local = listener.local_addr().unwrap().port();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let record = seen.clone();
+    tokio::spawn(async move {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        while let Ok((client, _)) = listener.accept().await {
+            let server = tokio::net::TcpStream::connect(("127.0.0.1", port))
+                .await
+                .unwrap();
+            let (mut from_client, mut to_client) = client.into_split();
+            let (mut from_server, mut to_server) = server.into_split();
+            let record = record.clone();
+            tokio::spawn(async move {
+                let mut buf = vec![0; 64 * 1024];
+                while let Ok(n @ 1..) = from_client.read(&mut buf).await {
+                    record.lock().unwrap().extend_from_slice(&buf[..n]);
+                    if to_server.write_all(&buf[..n]).await.is_err() {
+                        break;
+                    }
+                }
+            });
+            tokio::spawn(async move {
+                let _ = tokio::io::copy(&mut from_server, &mut to_client).await;
+            });
+        }
+    });
+    (local, seen)
+}
+
+#[tokio::test]
+async fn http_shutdown_ends_the_session_with_a_delete_carrying_the_headers() {
+    let port = free_port();
+    let Some(_peer) = everything_http(port).await else {
+        return;
+    };
+    let (proxy, seen) = recording_proxy(port).await;
+    let mut plan = http_plan(&format!("http://127.0.0.1:{proxy}/mcp"));
+    plan.http.static_headers = vec![("x-team".into(), "blue".into())];
+    let c = McpClient::connect_http(
+        "everything",
+        &plan,
+        &[],
+        &Secrets::default(),
+        Redactor::new(),
+    )
+    .await
+    .unwrap();
+    call(&c, "echo", json!({"message": "x"})).await.unwrap();
+    let text = || String::from_utf8_lossy(&seen.lock().unwrap()).into_owned();
+    assert!(!text().contains("DELETE "), "{}", text());
+    c.shutdown().await;
+    let all = text();
+    let delete = all
+        .split("DELETE /mcp HTTP/1.1\r\n")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{all}"));
+    let head = delete
+        .split("\r\n\r\n")
+        .next()
+        .unwrap()
+        .to_ascii_lowercase();
+    assert!(head.contains("mcp-session-id: "), "{head}");
+    assert!(head.contains("x-team: blue"), "{head}");
+}
+
 #[tokio::test]
 async fn http_refusals_map_to_their_reasons_and_name_no_secret() {
     let dir = std::env::temp_dir().join(format!("ptc-mcp-status-{}", std::process::id()));
