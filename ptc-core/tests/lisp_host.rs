@@ -413,7 +413,7 @@ fn discovery_past_its_budget_prints_or_returns_the_refusal() {
         max_discovery: 1,
         ..Budgets::default()
     };
-    let r = b.run_with("(do (tool/servers) (doc 'fx))", budgets.clone());
+    let r = b.run_with("(do (tool/servers) (doc 'fx))", budgets);
     assert_eq!(r.result.unwrap().to_string(), "nil");
     assert_eq!(
         r.output,
