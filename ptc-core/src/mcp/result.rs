@@ -246,16 +246,54 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn details_are_cut_at_500_bytes_on_a_character_boundary() {
-        let at = "a".repeat(MAX_DETAIL);
-        assert_eq!(bounded(&at), at);
-        assert_eq!(bounded(&format!("{at}b")), format!("{at}…"));
-        // `é` (2 bytes) would straddle the bound: the cut moves before it.
-        let straddling = format!("{}é", "a".repeat(MAX_DETAIL - 1));
+    fn http_transport_errors_map_to_their_reasons() {
+        use rmcp::transport::streamable_http_client::{
+            AuthRequiredError, SseError, StreamableHttpError as E,
+        };
+        let r = Redactor::new();
+        let map = |e: E<reqwest::Error>| {
+            let t = http_error(&subject(&r), &e);
+            (t.reason, t.message)
+        };
+        let too_big = SseError::Body(Box::new(std::io::Error::other(
+            "SSE event exceeded the maximum size of 4096 bytes",
+        )));
         assert_eq!(
-            bounded(&straddling),
-            format!("{}…", "a".repeat(MAX_DETAIL - 1))
+            map(E::Sse(too_big)),
+            (
+                Reason::ResponseTooLarge,
+                "upstream `up` tool `t`: a response event exceeds max_response_bytes".into()
+            )
         );
+        assert_eq!(
+            map(E::Sse(SseError::InvalidLine)),
+            (
+                Reason::UpstreamError,
+                "upstream `up` tool `t`: SSE error: invalid line".into()
+            )
+        );
+        assert_eq!(
+            map(E::AuthRequired(AuthRequiredError::new("Bearer".into()))),
+            (
+                Reason::AuthFailed,
+                "upstream `up` tool `t`: the server refused the credentials (HTTP 401)".into()
+            )
+        );
+        for (e, why) in [
+            (E::SessionExpired, "Session expired (HTTP 404)"),
+            (
+                E::SessionRecoveryTimeout,
+                "Session recovery timed out; the server may have processed the POST",
+            ),
+        ] {
+            assert_eq!(
+                map(e),
+                (
+                    Reason::UpstreamUnavailable,
+                    format!("upstream `up` tool `t`: the session could not be renewed: {why}")
+                )
+            );
+        }
     }
 
     fn subject(r: &Redactor) -> Subject<'_> {
@@ -343,6 +381,10 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(e.message, format!("upstream `up` tool `t`: {exact}…"));
+        // 501 bytes whose 500th is inside an `é`: the cut moves back before it.
+        let straddling = format!("a{exact}");
+        let cut = format!("a{}…", "é".repeat(MAX_DETAIL / 2 - 1));
+        assert_eq!(bounded(&straddling), cut);
     }
 
     #[test]
