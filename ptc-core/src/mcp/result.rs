@@ -279,6 +279,28 @@ mod tests {
                 "upstream `up` tool `t`: the server refused the credentials (HTTP 401)".into()
             )
         );
+        let unexpected = |body: &'static str| map(E::UnexpectedServerResponse(body.into()));
+        assert_eq!(
+            unexpected("HTTP 401 Unauthorized"),
+            (
+                Reason::AuthFailed,
+                "upstream `up` tool `t`: the server refused the credentials (HTTP 401)".into()
+            )
+        );
+        assert_eq!(
+            unexpected("HTTP 403 Forbidden"),
+            (
+                Reason::Forbidden,
+                "upstream `up` tool `t`: the server refused access (HTTP 403)".into()
+            )
+        );
+        assert_eq!(
+            unexpected("<html>"),
+            (
+                Reason::UpstreamError,
+                "upstream `up` tool `t`: unexpected server response: <html>".into()
+            )
+        );
         for (e, why) in [
             (E::SessionExpired, "Session expired (HTTP 404)"),
             (
