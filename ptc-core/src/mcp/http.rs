@@ -267,3 +267,84 @@ impl HttpSetup {
         StreamableHttpClientTransport::with_client(self.client.clone(), config)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rmcp::model::{
+        ClientNotification, ClientRequest, InitializedNotification, PingRequest, RequestId,
+    };
+
+    /// A server that answers every POST as the TypeScript SDK answers an unknown session: HTTP
+    /// 400 with a JSON-RPC error that has no id.
+    async fn forgetful_server() -> Arc<str> {
+        let app = axum::Router::new().route(
+            "/mcp",
+            axum::routing::post(|| async {
+                (
+                    axum::http::StatusCode::BAD_REQUEST,
+                    [("content-type", "application/json")],
+                    r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Bad Request: No valid session ID provided"}}"#,
+                )
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        format!("http://{addr}/mcp").into()
+    }
+
+    #[tokio::test]
+    async fn an_id_less_session_error_expires_only_a_request_in_a_session() {
+        let uri = forgetful_server().await;
+        let client = AuthedClient {
+            client: reqwest::Client::new(),
+            auth: Arc::new(AuthSource {
+                emitters: vec![],
+                credentials: vec![],
+                secrets: Secrets::default(),
+                redactor: Redactor::new(),
+            }),
+        };
+        let ping = || {
+            ClientJsonRpcMessage::request(
+                ClientRequest::PingRequest(PingRequest::default()),
+                RequestId::Number(1),
+            )
+        };
+        let initialized = || {
+            ClientJsonRpcMessage::notification(ClientNotification::InitializedNotification(
+                InitializedNotification {
+                    method: Default::default(),
+                    extensions: Default::default(),
+                },
+            ))
+        };
+        let post = |message, session: Option<&str>| {
+            client.post_message(
+                uri.clone(),
+                message,
+                session.map(Arc::from),
+                None,
+                HashMap::new(),
+            )
+        };
+        let expired = |r: &Result<StreamableHttpPostResponse, _>| {
+            matches!(r, Err(StreamableHttpError::SessionExpired))
+        };
+        assert!(expired(&post(ping(), Some("s-1")).await));
+        // Without a session there is nothing to renew, and a notification awaits no answer:
+        // the error is passed on as it came.
+        let passed_on = |r: Result<StreamableHttpPostResponse, StreamableHttpError<_>>| {
+            matches!(
+                r,
+                Ok(StreamableHttpPostResponse::Json(
+                    ServerJsonRpcMessage::Error(_),
+                    _
+                ))
+            )
+        };
+        assert!(passed_on(post(ping(), None).await));
+        assert!(passed_on(post(initialized(), Some("s-1")).await));
+    }
+}
