@@ -560,6 +560,66 @@ async fn a_reconnection_gives_up_at_the_calls_deadline() {
     std::fs::remove_file(&marker).unwrap();
 }
 
+#[tokio::test]
+async fn dropping_the_client_kills_the_servers_whole_process_group() {
+    let Some((python, script)) = python_peer() else {
+        return;
+    };
+    let pid_file = std::env::temp_dir().join(format!("ptc-mcp-group-{}", std::process::id()));
+    let _ = std::fs::remove_file(&pid_file);
+    // The server leaves a helper running in its process group, as a wrapper script might.
+    let plan = stdio_plan(
+        "sh",
+        &[
+            "-c",
+            "sleep 30 & echo $! > \"$0\"; exec \"$1\" \"$2\" stdio",
+            &pid_file.to_string_lossy(),
+            &python,
+            &script.to_string_lossy(),
+        ],
+    );
+    let c = McpClient::connect_stdio("py", &plan, vec![], Redactor::new())
+        .await
+        .unwrap();
+    let server = server_pid(&c).await;
+    let helper: u32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(!process_gone(helper));
+    drop(c);
+    eventually("the server to be killed", || process_gone(server)).await;
+    eventually("its helper to be killed", || process_gone(helper)).await;
+
+    // A server that never finishes the handshake: its transport is dropped unclosed.
+    let _ = std::fs::remove_file(&pid_file);
+    let mut plan = stdio_plan(
+        "sh",
+        &[
+            "-c",
+            "sleep 30 & echo $! > \"$0\"; exec sleep 30",
+            &pid_file.to_string_lossy(),
+        ],
+    );
+    plan.handshake_timeout_ms = 2_000;
+    let e = McpClient::connect_stdio("mute", &plan, vec![], Redactor::new())
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(e.reason, Reason::UpstreamUnavailable, "{e}");
+    let helper: u32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    eventually("the mute server's helper to be killed", || {
+        process_gone(helper)
+    })
+    .await;
+    std::fs::remove_file(&pid_file).unwrap();
+}
+
 fn process_gone(pid: u32) -> bool {
     // Gone, or a zombie waiting to be reaped: either way it no longer runs.
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {

@@ -219,12 +219,16 @@ impl Transport<RoleClient> for StdioTransport {
         // Closing stdin asks the server to exit (the stdio shutdown sequence); one that does not
         // is killed with its process group.
         drop(self.stdin.lock().await.take());
-        if let Some(child) = &mut self.child.0
-            && tokio::time::timeout(Duration::from_secs(2), child.wait())
+        if let Some(child) = &mut self.child.0 {
+            if tokio::time::timeout(Duration::from_secs(2), child.wait())
                 .await
                 .is_err()
-        {
-            let _ = Box::into_pin(child.kill()).await;
+            {
+                let _ = Box::into_pin(child.kill()).await;
+            } else {
+                // The server exited; what it left running in its process group goes too.
+                let _ = child.start_kill();
+            }
         }
         self.child.0 = None;
         Ok(())
@@ -241,4 +245,27 @@ fn too_large(id: RequestId, max: usize) -> ServerJsonRpcMessage {
         ),
         Some(id),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_stderr_tail_keeps_the_last_eight_lines() {
+        let tail = StderrTail::default();
+        assert_eq!(tail.summary(), "");
+        for i in 1..=STDERR_TAIL {
+            tail.push(format!("line{i}"));
+        }
+        assert_eq!(
+            tail.summary(),
+            "line1 | line2 | line3 | line4 | line5 | line6 | line7 | line8"
+        );
+        tail.push("line9".into());
+        assert_eq!(
+            tail.summary(),
+            "line2 | line3 | line4 | line5 | line6 | line7 | line8 | line9"
+        );
+    }
 }
