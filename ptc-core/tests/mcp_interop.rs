@@ -1071,16 +1071,40 @@ async fn a_flood_on_stderr_is_drained_and_logged_in_bounded_lines() {
     let Some(c) = python_stdio(vec![], Redactor::new(), |_| {}).await else {
         return;
     };
+    // A line of exactly 2048 bytes with its line break is whole: the next line is not skipped.
+    for (n, text) in [(2047, "T"), (1, "after-2047")] {
+        call(&c, "shout", json!({"n": n, "text": text}))
+            .await
+            .unwrap();
+    }
+    eventually("the line after the 2048-byte one", || {
+        logs_text().contains("after-2047")
+    })
+    .await;
+    assert!(logs_text().contains(&"T".repeat(2047)));
     // 1 MB on one line: far past a pipe's buffer, so an undrained stderr would block the server.
     assert_eq!(
         call(&c, "shout", json!({"n": 1_000_000})).await.unwrap(),
         ToolOutput::Text("done".into())
     );
+    // A line after the flood: once it is logged, so is everything before it.
+    call(&c, "shout", json!({"n": 1, "text": "end-of-flood"}))
+        .await
+        .unwrap();
+    eventually("the line after the flood", || {
+        logs_text().contains("end-of-flood")
+    })
+    .await;
     let kept = "S".repeat(2048);
-    eventually("the stderr line in the log", || logs_text().contains(&kept)).await;
+    let logs = logs_text();
     assert!(
-        !logs_text().contains(&format!("{kept}S")),
+        !logs.contains(&format!("{kept}S")),
         "the line is cut at 2048 bytes"
+    );
+    assert_eq!(
+        logs.matches(&kept).count(),
+        1,
+        "the rest of the line is dropped, not logged as more lines"
     );
     assert_eq!(
         call(&c, "echo", json!({"message": "after"})).await.unwrap(),
