@@ -2,7 +2,7 @@
 # Mutation testing with cargo-mutants over the modules that hold rules (issue 8). Slow: each
 # mutant rebuilds its crate and runs that crate's tests. See docs/testing.md.
 #
-#   scripts/mutants.sh [area...]          areas: plan core observatory lisp (default: all four)
+#   scripts/mutants.sh [area...]          areas: plan core host observatory lisp (default: all)
 #   scripts/mutants.sh --changed [BASE]   only code a change touches vs BASE (default origin/main,
 #                                         else main)
 #                                         within those modules; falls back to the CI list when the
@@ -25,7 +25,8 @@ cd "$(dirname "$0")/.."
 # The rule-holding modules, by area: "file glob|name regex" (empty regex = every mutant).
 declare -A AREA_FILES=(
   [plan]="ptc-plan/src/config/*.rs ptc-plan/src/headers.rs ptc-plan/src/openapi/compile.rs ptc-plan/src/openapi/resolve.rs"
-  [core]="ptc-core/src/*.rs ptc-core/src/**/*.rs"
+  [core]="ptc-core/src/*.rs ptc-core/src/mcp/*.rs"
+  [host]="ptc-core/src/server/*.rs"
   [observatory]="fixtures/observatory-server/src/tokens.rs fixtures/observatory-server/src/api/mod.rs fixtures/observatory-server/src/api/handlers/mod.rs"
   [lisp]="ptc-lisp/src/limits.rs ptc-lisp/src/eval.rs"
 )
@@ -37,6 +38,9 @@ OBS_RE="tokens.rs|api/mod.rs|handlers/mod.rs:.* in (visible|env_param|find_trace
 # Fixed small list: what CI tests, and --changed when a change touches none of the modules (the
 # security rules).
 CI_FILES="ptc-plan/src/headers.rs ptc-core/src/credentials.rs"
+# The MCP host's behaviour is asserted mostly in tests/ (ptc-tests); cargo-mutants runs only the
+# mutated package's tests unless told otherwise.
+HOST_TESTS=(--test-package ptc-core --test-package ptc-tests)
 
 JOBS=${MUTANTS_JOBS:-1}
 TIMEOUT=${MUTANTS_TIMEOUT:-180}
@@ -54,16 +58,17 @@ while [ $# -gt 0 ]; do
     --changed) changed=true
       if [ $# -gt 1 ] && [[ "$2" != -* ]]; then base=$2; shift; fi ;;
     --iterate) extra+=(--iterate) ;;
-    plan|core|observatory|lisp) areas+=("$1") ;;
+    plan|core|host|observatory|lisp) areas+=("$1") ;;
     *) echo "unknown argument $1 (see the header of $0)" >&2; exit 2 ;;
   esac
   shift
 done
 if [ ${#areas[@]} -eq 0 ] && ! $changed && ! $ci; then
   # Areas selected by name run one at a time.
-  "$0" "${extra[@]}" plan core && "$0" "${extra[@]}" observatory && exec "$0" "${extra[@]}" lisp
+  "$0" "${extra[@]}" plan core && "$0" "${extra[@]}" host && "$0" "${extra[@]}" observatory \
+    && exec "$0" "${extra[@]}" lisp
 fi
-[ ${#areas[@]} -eq 0 ] && areas=(plan core observatory lisp)
+[ ${#areas[@]} -eq 0 ] && areas=(plan core host observatory lisp)
 
 if $ci && ! command -v cargo-mutants >/dev/null; then
   start=$(date +%s)
@@ -114,6 +119,10 @@ if $changed; then
     echo "mutants: code changed vs $base in: $(git diff --name-only "$base"... -- "${files[@]}" | tr '\n' ' ')"
     mapfile -t args < <(filter_args "${files[@]}")
     args+=(--in-diff "$diff_file" --exclude-re "eval.rs.*in Ctx<'a>::eval")
+    # A change to the host needs the cross-crate tests, and then every package's.
+    if git diff --name-only "$base"... -- "${files[@]}" | grep -q '^ptc-core/src/server/'; then
+      args+=(--test-workspace true)
+    fi
   else
     echo "mutants: no change vs $base in the mutation-tested modules; running the CI list: $CI_FILES"
     # shellcheck disable=SC2086
@@ -129,6 +138,12 @@ if [[ " ${areas[*]} " == *" lisp "* ]]; then
     exit 2
   fi
   args+=(--re "$LISP_RE")
+elif [[ " ${areas[*]} " == *" host "* ]]; then
+  if [ ${#areas[@]} -gt 1 ]; then
+    echo "run the host area on its own (it needs the cross-crate tests): scripts/mutants.sh host" >&2
+    exit 2
+  fi
+  args+=("${HOST_TESTS[@]}")
 elif [[ " ${areas[*]} " == *" observatory "* ]]; then
   if [ ${#areas[@]} -gt 1 ]; then
     echo "run the observatory area on its own (its mutants are selected by name): scripts/mutants.sh observatory" >&2
