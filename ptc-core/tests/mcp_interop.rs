@@ -501,7 +501,7 @@ async fn a_reconnection_gives_up_at_the_calls_deadline() {
     let _ = std::fs::remove_file(&marker);
     // The first start is the Python server; once `crash` has left its marker, the restarted
     // command never answers the handshake.
-    let mut plan = stdio_plan(
+    let plan = stdio_plan(
         "sh",
         &[
             "-c",
