@@ -223,6 +223,21 @@ async fn binding_off_loopback_needs_a_long_enough_token() {
         ..public.clone()
     };
     assert_eq!(at_min.validate(), Ok(()));
+    // Long enough, but a space or a control character would not survive the header.
+    for bad in [
+        format!("{TOKEN} x"),
+        format!("{TOKEN}\tx"),
+        format!("{TOKEN}\u{7f}"),
+    ] {
+        let odd = HttpOptions {
+            token: Some(bad),
+            ..public.clone()
+        };
+        assert_eq!(
+            odd.validate().unwrap_err(),
+            "the bearer token must not contain spaces or control characters"
+        );
+    }
     // The replica id travels in every session id: checked with the other options.
     let replica = |id: &str| HttpOptions {
         replica_id: Some(id.into()),
