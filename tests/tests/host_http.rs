@@ -152,13 +152,14 @@ async fn bearer_token_is_required_and_compared_exactly_while_health_and_ready_ar
         EvalLimits::default(),
     )
     .await;
-    for path in ["/health", "/ready"] {
+    for (path, body) in [("/health", "ok\n"), ("/ready", "ready\n")] {
         let r = client()
             .get(format!("{}{path}", h.base))
             .send()
             .await
             .unwrap();
         assert_eq!(r.status(), 200, "{path} without a token");
+        assert_eq!(r.text().await.unwrap(), body, "{path}");
     }
     let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
