@@ -42,11 +42,15 @@ fn bed(token: &str) -> Bed {
 
 impl Bed {
     fn run_with(&self, src: &str, budgets: Budgets) -> ProgramRun {
+        self.run_under(src, Limits::default(), budgets)
+    }
+
+    fn run_under(&self, src: &str, limits: Limits, budgets: Budgets) -> ProgramRun {
         run_program(
             self.up.clone(),
             self.rt.handle().clone(),
             src,
-            Limits::default(),
+            limits,
             budgets,
             None,
         )
@@ -162,16 +166,7 @@ fn results_are_charged_to_the_program_memory_budget() {
         max_memory_bytes: 4_000,
         ..Limits::default()
     };
-    let run = |src: &str| {
-        run_program(
-            b.up.clone(),
-            b.rt.handle().clone(),
-            src,
-            limits.clone(),
-            Budgets::default(),
-            None,
-        )
-    };
+    let run = |src: &str| b.run_under(src, limits.clone(), Budgets::default());
     // 900 bytes of JSON fit; 20 such answers kept at once do not.
     let r = run("(:ok (tool/call 'fx/big {:n 900}))");
     assert_eq!(r.result.unwrap().to_string(), "true");
@@ -189,13 +184,10 @@ fn an_answer_too_big_for_the_memory_budget_ends_the_program() {
         max_memory_bytes: 600,
         ..Limits::default()
     };
-    let r = run_program(
-        b.up.clone(),
-        b.rt.handle().clone(),
+    let r = b.run_under(
         "(:reason (tool/call 'fx/big {:n 900}))",
         limits,
         Budgets::default(),
-        None,
     );
     let e = r.result.unwrap_err();
     assert_eq!(e.reason(), "memory_exceeded", "{e}");

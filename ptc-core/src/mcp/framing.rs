@@ -206,11 +206,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    async fn frames(input: &[u8], max: usize) -> Vec<String> {
-        frames_from(input, max).await
-    }
-
-    async fn frames_from(input: impl AsyncRead + Unpin, max: usize) -> Vec<String> {
+    async fn frames(input: impl AsyncRead + Unpin, max: usize) -> Vec<String> {
         let mut r = LineReader::new(input, max);
         let mut out = Vec::new();
         loop {
@@ -232,7 +228,7 @@ mod tests {
         input.extend_from_slice(br#"{"id":8,"r":"xxx"}"#);
         input.extend_from_slice(b"\n\n{\"id\":9}\n");
         assert_eq!(
-            frames(&input, 17).await,
+            frames(&input[..], 17).await,
             [
                 r#"msg {"id":7,"r":"xx"}"#,
                 "big Some(Number(8))",
@@ -273,7 +269,7 @@ mod tests {
             step: 3,
         };
         assert_eq!(
-            frames_from(trickle, 17).await,
+            frames(trickle, 17).await,
             [r#"msg {"id":7,"r":"xx"}"#, "big Some(Number(8))"]
         );
     }
@@ -297,7 +293,7 @@ mod tests {
             input.extend_from_slice(serde_json::to_string(message).unwrap().as_bytes());
             input.push(b'\n');
         }
-        let got = frames(&input, 1000).await;
+        let got = frames(&input[..], 1000).await;
         let want: Vec<String> = cases
             .iter()
             .map(|(_, id)| format!("big {:?}", Some(id.clone())))
@@ -310,7 +306,7 @@ mod tests {
         let input = br#"{"result":"a \"id\": 4 \\","x":1}
 {"method":"notify","params":{"id":3}}
 "#;
-        assert_eq!(frames(input, 5).await, ["big None", "big None"]);
+        assert_eq!(frames(&input[..], 5).await, ["big None", "big None"]);
     }
 
     #[tokio::test]
@@ -343,7 +339,7 @@ mod tests {
     async fn whitespace_around_a_numeric_id_is_skipped() {
         let input = b"{\"id\" :\t\r 12 , \"r\":\"xxxxxxxxxx\"}\n{\"id\": -3}\n";
         assert_eq!(
-            frames(input, 8).await,
+            frames(&input[..], 8).await,
             ["big Some(Number(12))", "big Some(Number(-3))"]
         );
     }
