@@ -640,13 +640,25 @@ async fn server_pid(c: &McpClient) -> u32 {
 
 #[tokio::test]
 async fn the_server_is_killed_on_shutdown_and_when_the_client_is_dropped() {
-    let Some(c) = python_stdio(vec![], Redactor::new(), |_| {}).await else {
+    let exit_marker = std::env::temp_dir().join(format!("ptc-mcp-exit-{}", std::process::id()));
+    let _ = std::fs::remove_file(&exit_marker);
+    let env = vec![(
+        "PTC_EXIT_MARKER".to_string(),
+        exit_marker.to_string_lossy().into_owned(),
+    )];
+    let Some(c) = python_stdio(env, Redactor::new(), |_| {}).await else {
         return;
     };
     let pid = server_pid(&c).await;
     assert!(!process_gone(pid));
     c.shutdown().await;
     assert!(process_gone(pid), "shutdown waits for the server to end");
+    // It ended on its own once its input was closed (the stdio shutdown sequence), not by a kill.
+    assert_eq!(
+        std::fs::read_to_string(&exit_marker).unwrap(),
+        "input closed\n"
+    );
+    std::fs::remove_file(&exit_marker).unwrap();
     let e = call(&c, "echo", json!({"message": "x"})).await.unwrap_err();
     assert_eq!(
         (e.reason, e.message.as_str()),

@@ -336,6 +336,38 @@ async fn origin_is_checked_against_the_allow_list_and_host_against_loopback_name
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn allowed_hosts_add_names_to_the_loopback_ones() {
+    let h = host(
+        HttpOptions {
+            allowed_hosts: vec!["ptc.internal".into()],
+            ..Default::default()
+        },
+        EvalLimits::default(),
+    )
+    .await;
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let status = |host: &'static str| {
+        let r = client()
+            .post(&h.url)
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .header("host", host)
+            .body(init.to_string())
+            .send();
+        async move { r.await.unwrap().status() }
+    };
+    assert_eq!(status("ptc.internal").await, 200);
+    assert_eq!(
+        status("localhost").await,
+        200,
+        "loopback names stay allowed"
+    );
+    assert_eq!(status("127.0.0.1").await, 200);
+    assert_eq!(status("evil.example").await, 403);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn request_body_limit_holds_at_its_boundary() {
     const LIMIT: usize = 2048;
     let h = host(
