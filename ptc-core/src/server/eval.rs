@@ -52,7 +52,8 @@ pub struct EvalError {
 }
 
 impl EvalError {
-    fn host(reason: &str, message: impl Into<String>) -> Self {
+    /// An error of the host's own (no position, no fail value).
+    pub(crate) fn host(reason: &str, message: impl Into<String>) -> Self {
         EvalError {
             reason: reason.to_string(),
             message: message.into(),
@@ -76,7 +77,8 @@ pub struct EvalOutcome {
 }
 
 impl EvalOutcome {
-    fn refused(error: EvalError) -> Self {
+    /// An evaluation refused before it ran.
+    pub(crate) fn refused(error: EvalError) -> Self {
         EvalOutcome {
             result: Err(error),
             prints: String::new(),

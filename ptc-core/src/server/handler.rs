@@ -67,20 +67,6 @@ pub fn parse_request(args: Option<Map<String, Value>>) -> Result<EvalRequest, St
     Ok(req)
 }
 
-fn refused(reason: &str, message: String) -> EvalOutcome {
-    EvalOutcome {
-        result: Err(EvalError {
-            reason: reason.to_string(),
-            message,
-            position: None,
-            value: None,
-        }),
-        prints: String::new(),
-        records: crate::records::RunRecords::new(Vec::new(), 0),
-        duration: std::time::Duration::ZERO,
-    }
-}
-
 impl ServerHandler for PtcServer {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
@@ -118,7 +104,11 @@ impl ServerHandler for PtcServer {
         let req = match parse_request(request.arguments) {
             Ok(r) => r,
             Err(m) => {
-                return Ok(envelope::to_result(&refused("invalid_request", m), max).into());
+                return Ok(envelope::to_result(
+                    &EvalOutcome::refused(EvalError::host("invalid_request", m)),
+                    max,
+                )
+                .into());
             }
         };
         let Ok(_slot) = self.session_slots.clone().try_acquire_owned() else {
@@ -126,7 +116,9 @@ impl ServerHandler for PtcServer {
                 "this session already runs {} evaluations, its limit; wait for one to finish",
                 self.evaluator.limits().max_per_session
             );
-            return Ok(envelope::to_result(&refused("busy", m), max).into());
+            return Ok(
+                envelope::to_result(&EvalOutcome::refused(EvalError::host("busy", m)), max).into(),
+            );
         };
         let outcome = self.evaluator.eval(req, context.ct.clone()).await;
         Ok(envelope::to_result(&outcome, max).into())

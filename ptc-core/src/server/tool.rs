@@ -128,3 +128,119 @@ pub fn definition(catalog: &Catalog) -> Tool {
     Tool::new(NAME, description(catalog), Arc::new(input_schema()))
         .with_annotations(annotations(catalog))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::{ServerEntry, ToolEntry};
+
+    fn entry(server: &str, n: usize, read_only: Option<bool>) -> ToolEntry {
+        ToolEntry {
+            server: server.into(),
+            name: format!("t{n}"),
+            description: "Does a thing".into(),
+            input_schema: json!({"type": "object"}),
+            output_schema: None,
+            read_only,
+            provenance: json!({}),
+            index: n,
+        }
+    }
+
+    /// One server `obs` described by `description`, with `tools` read-only tools (or none loaded).
+    fn catalog(description: &str, tools: Option<usize>) -> Catalog {
+        let server = ServerEntry::new("obs", description, "openapi", Default::default());
+        if let Some(n) = tools {
+            server.set_tools((0..n).map(|i| entry("obs", i, Some(true))).collect());
+        }
+        Catalog {
+            servers: vec![server],
+        }
+    }
+
+    #[test]
+    fn the_catalog_is_inline_up_to_its_tool_count_and_summarised_past_it() {
+        let at = catalog_text(&catalog("Obs", Some(INLINE_MAX_TOOLS)));
+        assert!(
+            at.starts_with("Upstreams:\n- obs: Obs\n  obs/t0 - Does a thing\n"),
+            "{at}"
+        );
+        assert_eq!(at.lines().count(), 2 + INLINE_MAX_TOOLS, "{at}");
+        let past = catalog_text(&catalog("Obs", Some(INLINE_MAX_TOOLS + 1)));
+        assert_eq!(
+            past,
+            "Upstreams (use apropos/dir/doc to find tools):\n- obs (17 tools): Obs\n"
+        );
+    }
+
+    #[test]
+    fn the_catalog_is_inline_up_to_its_length_and_summarised_past_it() {
+        let base = catalog_text(&catalog("", Some(1))).len();
+        let pad = "d".repeat(INLINE_MAX_CHARS - base);
+        let at = catalog_text(&catalog(&pad, Some(1)));
+        assert_eq!(at.len(), INLINE_MAX_CHARS);
+        assert!(at.starts_with("Upstreams:\n"), "{at}");
+        let past = catalog_text(&catalog(&format!("{pad}d"), Some(1)));
+        assert!(past.starts_with("Upstreams (use apropos/dir/doc"), "{past}");
+        assert!(past.contains("- obs (1 tools): dd"), "{past}");
+    }
+
+    #[test]
+    fn an_mcp_server_not_yet_listed_is_summarised_with_a_note() {
+        let mut c = catalog("Obs", Some(INLINE_MAX_TOOLS + 1));
+        c.servers.push(ServerEntry::new(
+            "web",
+            "Web",
+            "mcp_http",
+            Default::default(),
+        ));
+        let text = catalog_text(&c);
+        assert!(
+            text.ends_with("- web (tools listed on first use): Web\n"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn annotations_are_read_only_only_when_every_tool_is_known_to_be() {
+        let hints = |c: &Catalog| {
+            let a = annotations(c);
+            (
+                a.read_only_hint,
+                a.destructive_hint,
+                a.idempotent_hint,
+                a.open_world_hint,
+            )
+        };
+        let read_only = (Some(true), Some(false), Some(true), Some(true));
+        let may_write = (Some(false), Some(true), Some(false), Some(true));
+        assert_eq!(hints(&catalog("", Some(2))), read_only);
+        assert_eq!(
+            hints(&Catalog::default()),
+            (Some(true), Some(false), Some(true), Some(false))
+        );
+        // Tools not listed yet might write.
+        assert_eq!(hints(&catalog("", None)), may_write);
+        for unknown in [None, Some(false)] {
+            let c = catalog("", None);
+            c.servers[0].set_tools(vec![entry("obs", 0, Some(true)), entry("obs", 1, unknown)]);
+            assert_eq!(hints(&c), may_write, "{unknown:?}");
+        }
+    }
+
+    #[test]
+    fn the_description_holds_the_intro_discovery_and_catalog() {
+        let d = description(&catalog("Obs", Some(1)));
+        assert_eq!(
+            d,
+            format!("{INTRO}\n{DISCOVERY}\nUpstreams:\n- obs: Obs\n  obs/t0 - Does a thing\n")
+        );
+        let schema = input_schema();
+        assert_eq!(schema["required"], json!(["program"]));
+        assert_eq!(schema["additionalProperties"], json!(false));
+        let t = definition(&catalog("Obs", Some(1)));
+        assert_eq!(t.name, NAME);
+        assert_eq!(t.description.as_deref(), Some(d.as_str()));
+        assert_eq!(t.annotations.unwrap().read_only_hint, Some(true));
+    }
+}
