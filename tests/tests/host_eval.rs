@@ -6,6 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use ptc_core::server::handler::parse_request;
+use ptc_core::server::repl::Repl;
 use ptc_core::server::{EvalLimits, Evaluator, envelope, tool};
 use ptc_core::{StartOptions, Upstreams};
 use serde_json::{Value, json};
@@ -224,4 +225,45 @@ async fn description_lists_the_catalog_and_annotations_tell_the_truth() {
         (Some(true), Some(false))
     );
     assert!(tool::catalog_text(none.upstreams().catalog()).contains("No upstreams"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_repl_keeps_its_definitions_and_gives_each_entry_fresh_budgets() {
+    let up = Upstreams::start(empty(), Default::default(), StartOptions::default())
+        .await
+        .unwrap();
+    let (up, rt) = (Arc::new(up), tokio::runtime::Handle::current());
+    // Host calls block on the runtime, so the REPL runs off its workers, as the binaries do.
+    tokio::task::spawn_blocking(move || {
+        let mut repl = Repl::new(up, rt, EvalLimits::default());
+        let out = repl.eval("(def x 41) (println \"defined\") (inc x)");
+        assert_eq!(
+            (out.prints.as_str(), out.result),
+            ("defined\n", Ok("42".to_string()))
+        );
+        assert_eq!(repl.eval("(+ *1 x)").result, Ok("83".to_string()));
+        let e = repl.eval("(undefined-fn 1)").result.unwrap_err();
+        assert!(
+            e.starts_with("unbound_var: ") && e.contains("undefined-fn"),
+            "{e}"
+        );
+        // Each entry gets the per-program discovery budget (25) afresh.
+        let spend = |n: usize| format!("(last (map (fn [_] (tool/servers)) (range {n})))");
+        for _ in 0..2 {
+            assert_eq!(repl.eval(&spend(25)).result, Ok("[]".to_string()));
+        }
+        let spent = repl.eval(&spend(26)).result.unwrap();
+        assert!(
+            spent.contains(":reason :cap_exhausted")
+                && spent.contains("budget of 25 discovery operations is spent"),
+            "{spent}"
+        );
+        // The pre-check runs on every entry, before anything is evaluated.
+        let out = repl.eval("(println \"never\") (tool/call 'nosuch/tool {})");
+        assert_eq!(out.prints, "", "nothing ran");
+        let e = out.result.unwrap_err();
+        assert!(e.contains("nosuch"), "{e}");
+    })
+    .await
+    .unwrap();
 }

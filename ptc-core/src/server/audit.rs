@@ -43,3 +43,14 @@ pub fn record(program: &str, outcome: &EvalOutcome) {
         "eval"
     );
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_program_hash_is_its_sha256_in_lower_hex() {
+        assert_eq!(
+            super::program_hash("(+ 1 2)"),
+            "390e79ac6bb3f3b2240e1186fd2c94da4af3a66387965acbbfcf40853bd4a652"
+        );
+    }
+}
