@@ -92,6 +92,19 @@ async fn errors_carry_reason_message_position_and_fail_value() {
     let f = call(&ev, json!({"program": "(fail {:code 7})"})).await;
     assert_eq!(f["structuredContent"]["reason"], "fail");
     assert_eq!(f["structuredContent"]["value"], json!({"code": 7}));
+    assert_eq!(f["structuredContent"]["prints"], json!([]));
+    let text = f["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.starts_with("fail: ") && text.ends_with("\nfail value: {\"code\":7}"),
+        "nothing printed, so no printed section: {text}"
+    );
+    let p = call(&ev, json!({"program": "(println \"step 1\") (fail 2)"})).await;
+    let text = p["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.ends_with("\nfail value: 2\nprinted before the error:\nstep 1\n"),
+        "{text}"
+    );
+    assert_eq!(p["structuredContent"]["prints"], json!(["step 1"]));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -173,6 +186,9 @@ async fn result_text_is_bounded_with_a_marker() {
     // "\"1234567890\"" is 12 bytes: at the limit.
     let at = call(&ev, json!({"program": "\"1234567890\""})).await;
     assert_eq!(at["content"][0]["text"], "\"1234567890\"");
+    // Its JSON form is the same 12 bytes: kept whole too.
+    assert_eq!(at["structuredContent"]["result"], "1234567890");
+    assert_eq!(at["structuredContent"].get("result_truncated"), None);
     let past = call(&ev, json!({"program": "\"12345678901\""})).await;
     let text = past["content"][0]["text"].as_str().unwrap();
     assert!(
