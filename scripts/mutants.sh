@@ -38,9 +38,12 @@ OBS_RE="tokens.rs|api/mod.rs|handlers/mod.rs:.* in (visible|env_param|find_trace
 # Fixed small list: what CI tests, and --changed when a change touches none of the modules (the
 # security rules).
 CI_FILES="ptc-plan/src/headers.rs ptc-core/src/credentials.rs"
-# The MCP host's behaviour is asserted mostly in tests/ (ptc-tests); cargo-mutants runs only the
-# mutated package's tests unless told otherwise.
-HOST_TESTS=(--test-package ptc-core --test-package ptc-tests)
+# The MCP host's behaviour is asserted by ptc-core's unit tests and by the suites that drive the
+# host: ptc-tests' host_eval and host_http, and generated-example's host_cli (stdio serving, the
+# audit line, the REPL binary). Only those targets are built and run per mutant: every test
+# target of the three packages costs minutes per mutant on 2 cores.
+HOST_PACKAGES=ptc-core,ptc-tests,generated-example
+HOST_TARGETS=(--lib --test=host_eval --test=host_http --test=host_cli)
 
 JOBS=${MUTANTS_JOBS:-1}
 TIMEOUT=${MUTANTS_TIMEOUT:-180}
@@ -143,7 +146,14 @@ elif [[ " ${areas[*]} " == *" host "* ]]; then
     echo "run the host area on its own (it needs the cross-crate tests): scripts/mutants.sh host" >&2
     exit 2
   fi
-  args+=("${HOST_TESTS[@]}")
+  [ -n "${MUTANTS_LIST:-}" ] && exec cargo mutants --list "${args[@]}"
+  # cargo-mutants' own baseline runs only the mutated package's tests, which lack these targets:
+  # the same tests run here on the unmutated tree instead.
+  # shellcheck disable=SC2046
+  cargo test --locked $(printf -- '-p %s ' ${HOST_PACKAGES//,/ }) "${HOST_TARGETS[@]}"
+  exec cargo mutants --jobs "$JOBS" --timeout "$TIMEOUT" --build-timeout 600 --output "$OUT" \
+    --baseline skip --test-package "$HOST_PACKAGES" "${HOST_TARGETS[@]/#/--cargo-arg=}" \
+    "${args[@]}" "${extra[@]}"
 elif [[ " ${areas[*]} " == *" observatory "* ]]; then
   if [ ${#areas[@]} -gt 1 ]; then
     echo "run the observatory area on its own (its mutants are selected by name): scripts/mutants.sh observatory" >&2

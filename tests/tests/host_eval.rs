@@ -283,3 +283,24 @@ async fn the_repl_keeps_its_definitions_and_gives_each_entry_fresh_budgets() {
     .await
     .unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_outcome_carries_the_evaluations_wall_clock_time() {
+    let ev = evaluator(empty(), EvalLimits::default()).await;
+    let req = parse_request(Some(
+        json!({"program": "(reduce + (range 10000))"})
+            .as_object()
+            .cloned()
+            .unwrap(),
+    ))
+    .unwrap();
+    let started = std::time::Instant::now();
+    let o = ev.eval(req, Default::default()).await;
+    let outside = started.elapsed();
+    assert_eq!(o.result.unwrap().text, "49995000");
+    assert!(
+        o.duration > std::time::Duration::ZERO && o.duration <= outside,
+        "{:?} within {outside:?}",
+        o.duration
+    );
+}
