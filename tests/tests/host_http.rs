@@ -621,6 +621,17 @@ async fn both_protocol_eras_are_served() {
     let versions = d["result"]["supportedVersions"].as_array().unwrap();
     assert!(versions.contains(&json!("2026-07-28")), "{d}");
     assert!(versions.contains(&json!("2025-11-25")), "{d}");
+    // What the server says of itself: its name, that it serves tools, how to start.
+    assert_eq!(
+        d["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], "ptc",
+        "{d}"
+    );
+    assert!(d["result"]["capabilities"]["tools"].is_object(), "{d}");
+    let instructions = d["result"]["instructions"].as_str().unwrap_or_default();
+    assert!(
+        instructions.contains("lisp_eval") && instructions.contains("(tool/servers)"),
+        "{d}"
+    );
     let call = post(
         json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
             "_meta": meta, "name": "lisp_eval", "arguments": {"program": "(* 6 7)"}}}),

@@ -85,10 +85,6 @@ impl ServerHandler for PtcServer {
         Ok(ListToolsResult::with_all_items(vec![self.tool.clone()]))
     }
 
-    fn get_tool(&self, name: &str) -> Option<Tool> {
-        (name == tool::NAME).then(|| self.tool.clone())
-    }
-
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
