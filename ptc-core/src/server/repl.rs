@@ -159,5 +159,11 @@ mod tests {
         assert!(is_complete("(+ 1 ; (\n 2)"));
         assert!(!is_complete("{:a [1 2"));
         assert!(is_complete("(+ 1 2))"));
+        // An escaped quote does not end the string, so the `(` after it is text.
+        assert!(is_complete(r#"(str "a\"(" "b")"#));
+        assert!(
+            !is_complete(r#"(str "a\\" ("#),
+            "an escaped backslash does not escape the quote"
+        );
     }
 }
