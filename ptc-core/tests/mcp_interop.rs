@@ -206,6 +206,18 @@ async fn python_stdio(
 
 // ---------------------------------------------------------------- helpers
 
+/// A temp-dir path for a file a server or a test writes, cleared of what an earlier run left.
+fn fresh_marker(name: &str) -> PathBuf {
+    let path = std::env::temp_dir().join(format!("ptc-mcp-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    path
+}
+
+/// The environment telling the Python server where to write the marker `var` names.
+fn marker_env(var: &str, marker: &Path) -> Vec<(String, String)> {
+    vec![(var.to_string(), marker.to_string_lossy().into_owned())]
+}
+
 fn args(v: Value) -> Map<String, Value> {
     match v {
         Value::Object(m) => m,
@@ -455,12 +467,8 @@ async fn python_server_over_streamable_http() {
 
 #[tokio::test]
 async fn a_crashed_server_fails_the_call_in_flight_and_is_restarted() {
-    let marker = std::env::temp_dir().join(format!("ptc-mcp-crash-{}", std::process::id()));
-    let _ = std::fs::remove_file(&marker);
-    let env = vec![(
-        "PTC_CRASH_MARKER".to_string(),
-        marker.to_string_lossy().into_owned(),
-    )];
+    let marker = fresh_marker("crash");
+    let env = marker_env("PTC_CRASH_MARKER", &marker);
     let Some(c) = python_stdio(env, Redactor::new(), |_| {}).await else {
         return;
     };
@@ -497,8 +505,7 @@ async fn a_reconnection_gives_up_at_the_calls_deadline() {
     let Some((python, script)) = python_peer() else {
         return;
     };
-    let marker = std::env::temp_dir().join(format!("ptc-mcp-mute-{}", std::process::id()));
-    let _ = std::fs::remove_file(&marker);
+    let marker = fresh_marker("mute");
     // The first start is the Python server; once `crash` has left its marker, the restarted
     // command never answers the handshake.
     let plan = stdio_plan(
@@ -565,8 +572,7 @@ async fn dropping_the_client_kills_the_servers_whole_process_group() {
     let Some((python, script)) = python_peer() else {
         return;
     };
-    let pid_file = std::env::temp_dir().join(format!("ptc-mcp-group-{}", std::process::id()));
-    let _ = std::fs::remove_file(&pid_file);
+    let pid_file = fresh_marker("group");
     // The server leaves a helper running in its process group, as a wrapper script might.
     let plan = stdio_plan(
         "sh",
@@ -640,12 +646,8 @@ async fn server_pid(c: &McpClient) -> u32 {
 
 #[tokio::test]
 async fn the_server_is_killed_on_shutdown_and_when_the_client_is_dropped() {
-    let exit_marker = std::env::temp_dir().join(format!("ptc-mcp-exit-{}", std::process::id()));
-    let _ = std::fs::remove_file(&exit_marker);
-    let env = vec![(
-        "PTC_EXIT_MARKER".to_string(),
-        exit_marker.to_string_lossy().into_owned(),
-    )];
+    let exit_marker = fresh_marker("exit");
+    let env = marker_env("PTC_EXIT_MARKER", &exit_marker);
     let Some(c) = python_stdio(env, Redactor::new(), |_| {}).await else {
         return;
     };
@@ -1126,12 +1128,8 @@ async fn a_flood_on_stderr_is_drained_and_logged_in_bounded_lines() {
 
 #[tokio::test]
 async fn calls_in_flight_when_the_server_crashes_fail_at_once() {
-    let marker = std::env::temp_dir().join(format!("ptc-mcp-sleep-{}", std::process::id()));
-    let _ = std::fs::remove_file(&marker);
-    let env = vec![(
-        "PTC_SLEEP_MARKER".to_string(),
-        marker.to_string_lossy().into_owned(),
-    )];
+    let marker = fresh_marker("sleep");
+    let env = marker_env("PTC_SLEEP_MARKER", &marker);
     let Some(c) = python_stdio(env, Redactor::new(), |_| {}).await else {
         return;
     };

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use ptc_core::server::handler::parse_request;
 use ptc_core::server::repl::Repl;
-use ptc_core::server::{EvalLimits, Evaluator, envelope, tool};
+use ptc_core::server::{EvalLimits, EvalRequest, Evaluator, envelope, tool};
 use ptc_core::{StartOptions, Upstreams};
 use serde_json::{Value, json};
 
@@ -287,13 +287,10 @@ async fn the_repl_keeps_its_definitions_and_gives_each_entry_fresh_budgets() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_outcome_carries_the_evaluations_wall_clock_time() {
     let ev = evaluator(empty(), EvalLimits::default()).await;
-    let req = parse_request(Some(
-        json!({"program": "(reduce + (range 10000))"})
-            .as_object()
-            .cloned()
-            .unwrap(),
-    ))
-    .unwrap();
+    let req = EvalRequest {
+        program: "(reduce + (range 10000))".into(),
+        ..EvalRequest::default()
+    };
     let started = std::time::Instant::now();
     let o = ev.eval(req, Default::default()).await;
     let outside = started.elapsed();

@@ -58,6 +58,21 @@ fn client() -> reqwest::Client {
     reqwest::Client::new()
 }
 
+/// The status of an `initialize` POSTed to `url` with `headers` added (Origin, Host).
+async fn initialize_status(url: &str, headers: &[(&str, &str)]) -> reqwest::StatusCode {
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let mut r = client()
+        .post(url)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .body(init.to_string());
+    for (k, v) in headers {
+        r = r.header(*k, *v);
+    }
+    r.send().await.unwrap().status()
+}
+
 /// The JSON-RPC message with `id` in a JSON or SSE response body.
 fn message_with_id(body: &str, id: i64) -> Option<Value> {
     if let Ok(v) = serde_json::from_str::<Value>(body) {
@@ -289,50 +304,13 @@ async fn origin_is_checked_against_the_allow_list_and_host_against_loopback_name
         EvalLimits::default(),
     )
     .await;
-    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
-    let post = |headers: Vec<(&'static str, &'static str)>| {
-        let mut r = client()
-            .post(&h.url)
-            .header("accept", "application/json, text/event-stream")
-            .header("content-type", "application/json")
-            .body(init.to_string());
-        for (k, v) in headers {
-            r = r.header(k, v);
-        }
-        r.send()
-    };
-    assert_eq!(
-        post(vec![("origin", "http://evil.example")])
-            .await
-            .unwrap()
-            .status(),
-        403
-    );
-    assert_eq!(
-        post(vec![("origin", "http://localhost:6275")])
-            .await
-            .unwrap()
-            .status(),
-        403
-    );
-    assert_eq!(
-        post(vec![("origin", "http://localhost:6274")])
-            .await
-            .unwrap()
-            .status(),
-        200
-    );
-    assert_eq!(
-        post(vec![]).await.unwrap().status(),
-        200,
-        "no Origin: not a browser"
-    );
+    let post = |headers| initialize_status(&h.url, headers);
+    assert_eq!(post(&[("origin", "http://evil.example")]).await, 403);
+    assert_eq!(post(&[("origin", "http://localhost:6275")]).await, 403);
+    assert_eq!(post(&[("origin", "http://localhost:6274")]).await, 200);
+    assert_eq!(post(&[]).await, 200, "no Origin: not a browser");
     // DNS rebinding: a page on evil.example resolving to 127.0.0.1 sends Host: evil.example.
-    assert_eq!(
-        post(vec![("host", "evil.example")]).await.unwrap().status(),
-        403
-    );
+    assert_eq!(post(&[("host", "evil.example")]).await, 403);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -345,26 +323,23 @@ async fn allowed_hosts_add_names_to_the_loopback_ones() {
         EvalLimits::default(),
     )
     .await;
-    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
-    let status = |host: &'static str| {
-        let r = client()
-            .post(&h.url)
-            .header("accept", "application/json, text/event-stream")
-            .header("content-type", "application/json")
-            .header("host", host)
-            .body(init.to_string())
-            .send();
-        async move { r.await.unwrap().status() }
-    };
-    assert_eq!(status("ptc.internal").await, 200);
     assert_eq!(
-        status("localhost").await,
+        initialize_status(&h.url, &[("host", "ptc.internal")]).await,
+        200
+    );
+    assert_eq!(
+        initialize_status(&h.url, &[("host", "localhost")]).await,
         200,
         "loopback names stay allowed"
     );
-    assert_eq!(status("127.0.0.1").await, 200);
-    assert_eq!(status("evil.example").await, 403);
+    assert_eq!(
+        initialize_status(&h.url, &[("host", "127.0.0.1")]).await,
+        200
+    );
+    assert_eq!(
+        initialize_status(&h.url, &[("host", "evil.example")]).await,
+        403
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -134,9 +134,9 @@ mod tests {
     use super::*;
     use crate::catalog::{ServerEntry, ToolEntry};
 
-    fn entry(server: &str, n: usize, read_only: Option<bool>) -> ToolEntry {
+    fn entry(n: usize, read_only: Option<bool>) -> ToolEntry {
         ToolEntry {
-            server: server.into(),
+            server: "obs".into(),
             name: format!("t{n}"),
             description: "Does a thing".into(),
             input_schema: json!({"type": "object"}),
@@ -151,7 +151,7 @@ mod tests {
     fn catalog(description: &str, tools: Option<usize>) -> Catalog {
         let server = ServerEntry::new("obs", description, "openapi", Default::default());
         if let Some(n) = tools {
-            server.set_tools((0..n).map(|i| entry("obs", i, Some(true))).collect());
+            server.set_tools((0..n).map(|i| entry(i, Some(true))).collect());
         }
         Catalog {
             servers: vec![server],
@@ -223,7 +223,7 @@ mod tests {
         assert_eq!(hints(&catalog("", None)), may_write);
         for unknown in [None, Some(false)] {
             let c = catalog("", None);
-            c.servers[0].set_tools(vec![entry("obs", 0, Some(true)), entry("obs", 1, unknown)]);
+            c.servers[0].set_tools(vec![entry(0, Some(true)), entry(1, unknown)]);
             assert_eq!(hints(&c), may_write, "{unknown:?}");
         }
     }
