@@ -363,10 +363,16 @@ async fn a_replaced_token_file_is_used_on_the_next_call_and_401_rereads_once() {
     let d = support::deployment(&fx.base(), "tok-1", json!({}));
     let u = upstreams(&d).await;
     *fx.state.expected_token.lock().unwrap() = "tok-1".into();
-    assert!(call(&u, "secure", json!({})).await.is_ok());
+    assert_eq!(
+        json_of(call(&u, "secure", json!({})).await.unwrap()),
+        json!({"ok": true})
+    );
     d.set_token("tok-2");
     *fx.state.expected_token.lock().unwrap() = "tok-2".into();
-    assert!(call(&u, "secure", json!({})).await.is_ok());
+    assert_eq!(
+        json_of(call(&u, "secure", json!({})).await.unwrap()),
+        json!({"ok": true})
+    );
     assert_eq!(fx.last().header("authorization"), Some("Bearer tok-2"));
     // The upstream moved on; the file did not: one fresh read and retry, then auth_failed.
     *fx.state.expected_token.lock().unwrap() = "tok-3".into();
@@ -377,7 +383,10 @@ async fn a_replaced_token_file_is_used_on_the_next_call_and_401_rereads_once() {
     // Rotated while the request was in flight: the 401 retry reads the new token and succeeds.
     *fx.state.rotate_on_401.lock().unwrap() = Some((d.token_path.clone(), "tok-4".into()));
     let before = fx.seen().len();
-    assert!(call(&u, "secure", json!({})).await.is_ok());
+    assert_eq!(
+        json_of(call(&u, "secure", json!({})).await.unwrap()),
+        json!({"ok": true})
+    );
     let seen = fx.seen();
     assert_eq!(seen.len() - before, 2);
     assert_eq!(seen[before].header("authorization"), Some("Bearer tok-2"));

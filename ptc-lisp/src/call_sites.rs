@@ -149,7 +149,8 @@ mod tests {
         assert!(matches!(entries[0].1, LiteralArg::Dynamic));
         assert!(matches!(entries[1].1, LiteralArg::Const(Value::Int(2))));
         assert_eq!((sites[1].pos.line, sites[1].pos.col), (5, 1));
-        assert!(call_sites("(tool/call", "tool/call").is_err());
+        let err = call_sites("(tool/call", "tool/call").unwrap_err();
+        assert_eq!(err.reason(), crate::Reason::ParseError, "{err:?}");
     }
 
     /// The scan runs on an evaluation stack under the reader's depth limit: a call whose

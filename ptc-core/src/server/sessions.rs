@@ -139,15 +139,18 @@ mod tests {
         ))
         .expect("a client notification");
         let unknown: SessionId = "r1-no-such-session".to_string().into();
-        assert!(
-            sessions
-                .accept_message(&unknown, notification.clone())
-                .await
-                .is_err()
-        );
+        let refused = |r: Result<(), LocalSessionManagerError>| match r {
+            Err(LocalSessionManagerError::SessionNotFound(id)) => id.to_string(),
+            other => panic!("not refused as an unknown session: {other:?}"),
+        };
+        let err = sessions
+            .accept_message(&unknown, notification.clone())
+            .await;
+        assert_eq!(refused(err), "r1-no-such-session");
         let (id, _transport) = sessions.create_session().await.unwrap();
         sessions.close_session(&id).await.unwrap();
-        assert!(sessions.accept_message(&id, notification).await.is_err());
+        let err = sessions.accept_message(&id, notification).await;
+        assert_eq!(refused(err), id.to_string());
     }
 
     #[tokio::test]
