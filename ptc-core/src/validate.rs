@@ -230,6 +230,10 @@ fn check_entries(
         let Some(mut value) = value else {
             continue;
         };
+        if value.is_null() && top && !required.contains(&wire.as_str()) {
+            // An explicit nil for an optional argument means "not given", whatever its type.
+            continue;
+        }
         let prop_schema = props.and_then(|p| p.get(&wire)).or(match additional {
             Some(s @ Value::Object(_)) => Some(s),
             _ => None,
@@ -245,10 +249,6 @@ fn check_entries(
                 &mut problems,
                 depth,
             );
-        }
-        if value.is_null() && top && !required.contains(&wire.as_str()) {
-            // An explicit nil for an optional argument means "not given".
-            continue;
         }
         out.insert(wire, value);
     }
@@ -326,7 +326,12 @@ fn type_name_at(schema: Schema<'_>, s: &Value, depth: usize) -> String {
 }
 
 /// Short JSON text of a value for a message.
+/// A value as a message shows it: JSON text cut at 60 characters, `nil` for null (the
+/// program's spelling).
 fn show(v: &Value) -> String {
+    if v.is_null() {
+        return "nil".into();
+    }
     let text = v.to_string();
     if text.chars().count() > 60 {
         let cut: String = text.chars().take(57).collect();
@@ -336,16 +341,18 @@ fn show(v: &Value) -> String {
     }
 }
 
-fn json_type(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "nil",
+/// A wrong value as a type problem names it: its kind, then the value (`nil` alone).
+fn described(v: &Value) -> String {
+    let kind = match v {
+        Value::Null => return show(v),
         Value::Bool(_) => "boolean",
         Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
         Value::Number(_) => "number",
         Value::String(_) => "string",
         Value::Array(_) => "array",
         Value::Object(_) => "map",
-    }
+    };
+    format!("{kind} {}", show(v))
 }
 
 fn type_matches(ty: &str, v: &mut Value) -> bool {
@@ -431,10 +438,9 @@ fn check_value(
     match s.get("type") {
         Some(Value::String(t)) if !type_matches(t, v) => {
             problems.push(format!(
-                "{label} must be {}, got {} {}",
+                "{label} must be {}, got {}",
                 article(t),
-                json_type(v),
-                show(v)
+                described(v)
             ));
             return;
         }
@@ -442,10 +448,9 @@ fn check_value(
             let names: Vec<&str> = ts.iter().filter_map(Value::as_str).collect();
             if !names.is_empty() && !names.iter().any(|t| type_matches(t, v)) {
                 problems.push(format!(
-                    "{label} must be {}, got {} {}",
+                    "{label} must be {}, got {}",
                     names.join(" or "),
-                    json_type(v),
-                    show(v)
+                    described(v)
                 ));
                 return;
             }
@@ -779,6 +784,42 @@ mod tests {
         );
     }
 
+    /// Each JSON type accepts its own values and refuses every other kind, naming what came;
+    /// `nil` for an optional argument of any type is left out.
+    #[test]
+    fn every_type_accepts_its_own_values_only() {
+        let samples = [
+            ("boolean", json!(false), "boolean false"),
+            ("string", json!("s"), "string \"s\""),
+            ("array", json!([1]), "array [1]"),
+            ("object", json!({"k": 1}), "map {\"k\":1}"),
+            ("number", json!(1.5), "number 1.5"),
+        ];
+        for ty in ["null", "boolean", "string", "array", "object", "number"] {
+            let schema = json!({"type": "object", "properties": {"v": {"type": ty}}});
+            assert_eq!(run(&schema, json!({"v": null})), Ok(json!({})), "{ty}");
+            for (other, value, shown) in &samples {
+                let result = run(&schema, json!({"v": value}));
+                if *other == ty {
+                    assert_eq!(result, Ok(json!({"v": value})), "{ty}");
+                } else {
+                    let problems = result.expect_err(ty);
+                    assert_eq!(problems.len(), 1, "{ty} vs {other}: {problems:?}");
+                    assert!(
+                        problems[0].ends_with(&format!(", got {shown}")),
+                        "{problems:?}"
+                    );
+                }
+            }
+        }
+        let schema = json!({"type": "object", "properties": {"v": {"type": "boolean"}}});
+        accepted(&schema, json!({"v": true}));
+        assert_eq!(
+            run(&schema, json!({"v": "true"})).unwrap_err(),
+            [":v must be a boolean, got string \"true\""]
+        );
+    }
+
     /// Values are checked to `MAX_DEPTH` levels and accepted unchecked below, so no schema or
     /// value can exhaust the stack: a wrong leaf at the last checked level is reported, one
     /// level further down it is not.
@@ -1004,7 +1045,7 @@ mod tests {
     }
 
     #[test]
-    fn any_of_with_null_and_optional_nil() {
+    fn any_of_with_null_and_nil_arguments() {
         let schema = json!({"type": "object", "properties": {
             "q": {"anyOf": [{"type": "string"}, {"type": "null"}]}}});
         assert_eq!(run(&schema, json!({"q": "x"})).unwrap(), json!({"q": "x"}));
@@ -1012,7 +1053,22 @@ mod tests {
             run(&schema, json!({"q": 1})).unwrap_err(),
             [":q must be string|null, got 1"]
         );
-        // nil for an optional argument is left out.
+        // nil for an optional argument is left out, whatever its type; for a required one it
+        // is a wrong value, named as the program wrote it.
         assert_eq!(run(&schema, json!({"q": null})).unwrap(), json!({}));
+        assert_eq!(
+            run(&traces(), json!({"org_id": "org_a", "limit": null})),
+            Ok(json!({"org_id": "org_a"}))
+        );
+        assert_eq!(
+            run(&traces(), json!({"org_id": null})).unwrap_err(),
+            [":org-id must be a string, got nil"]
+        );
+        let schema = json!({"type": "object", "required": ["e"], "properties": {
+            "e": {"enum": ["a", "b"]}}});
+        assert_eq!(
+            run(&schema, json!({"e": null})).unwrap_err(),
+            [":e must be one of \"a\" \"b\", got nil"]
+        );
     }
 }
