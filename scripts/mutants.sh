@@ -14,6 +14,10 @@
 #                                         cloned from, so its diff says nothing reliable; run
 #                                         --changed yourself before submitting
 #   scripts/mutants.sh --iterate ...      re-test only what the previous run did not catch
+#   scripts/mutants.sh --check-exclusions each exclude_re in .cargo/mutants.toml matches exactly
+#                                         one mutant (a pattern that matches none hides nothing
+#                                         and has gone stale; one that matches more hides a mutant
+#                                         nobody argued is equivalent); part of --ci
 #
 # MUTANTS_LIST=1 lists the mutants instead of testing them.
 # Results go to mutants.out/ (or $MUTANTS_OUT); `missed.txt` lists survivors. Survivors are
@@ -54,9 +58,28 @@ COMMON=(--jobs "$JOBS" "${IN_PLACE[@]}")
 # MUTANTS_LIST=1: list the mutants that would be tested, test nothing.
 [ -n "${MUTANTS_LIST:-}" ] && COMMON=(--list) && IN_PLACE=(--list)
 
+# The version whose mutant names .cargo/mutants.toml's patterns are written against.
+MUTANTS_VERSION=27.1.0
+
+check_exclusions() {
+  cargo mutants --list --no-config --workspace | python3 -c '
+import re, sys, tomllib
+names = sys.stdin.read().splitlines()
+patterns = tomllib.load(open(".cargo/mutants.toml", "rb"))["exclude_re"]
+bad = 0
+for p in patterns:
+    hits = [n for n in names if re.search(p, n)]
+    if len(hits) != 1:
+        bad += 1
+        print(f"exclude_re {p!r} matches {len(hits)} mutants, not 1:", *hits, sep="\n  ")
+print(f"mutants: {len(patterns)} exclusions checked against {len(names)} mutants, {bad} wrong")
+sys.exit(1 if bad or not patterns else 0)'
+}
+
 ci=false changed=false base= extra=() areas=()
 while [ $# -gt 0 ]; do
   case "$1" in
+    --check-exclusions) check_exclusions; exit ;;
     --ci) ci=true ;;
     --changed) changed=true
       if [ $# -gt 1 ] && [[ "$2" != -* ]]; then base=$2; shift; fi ;;
@@ -73,9 +96,9 @@ if [ ${#areas[@]} -eq 0 ] && ! $changed && ! $ci; then
 fi
 [ ${#areas[@]} -eq 0 ] && areas=(plan core host observatory lisp)
 
-if $ci && ! command -v cargo-mutants >/dev/null; then
+if $ci && [ "$(cargo mutants --version 2>/dev/null)" != "cargo-mutants $MUTANTS_VERSION" ]; then
   start=$(date +%s)
-  cargo install --locked cargo-mutants
+  cargo install --locked "cargo-mutants@$MUTANTS_VERSION"
   echo "cargo-mutants installed in $(( $(date +%s) - start )) s"
 fi
 
@@ -89,6 +112,7 @@ done
 filter_args() { for f in "$@"; do printf -- '-f\n%s\n' "$f"; done; }
 
 if $ci; then
+  check_exclusions
   echo "mutants: running the CI list: $CI_FILES"
   # shellcheck disable=SC2086
   mapfile -t args < <(filter_args $CI_FILES)
