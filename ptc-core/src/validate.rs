@@ -785,7 +785,7 @@ mod tests {
     }
 
     /// Each JSON type accepts its own values and refuses every other kind, naming what came;
-    /// `nil` for an optional argument of any type is left out.
+    /// `nil` for an optional argument of any type is left out, for a required one it is checked.
     #[test]
     fn every_type_accepts_its_own_values_only() {
         let samples = [
@@ -795,9 +795,26 @@ mod tests {
             ("object", json!({"k": 1}), "map {\"k\":1}"),
             ("number", json!(1.5), "number 1.5"),
         ];
-        for ty in ["null", "boolean", "string", "array", "object", "number"] {
+        let types = [
+            ("null", "nil"),
+            ("boolean", "a boolean"),
+            ("string", "a string"),
+            ("array", "an array"),
+            ("object", "an object"),
+            ("number", "a number"),
+        ];
+        for (ty, named) in types {
             let schema = json!({"type": "object", "properties": {"v": {"type": ty}}});
             assert_eq!(run(&schema, json!({"v": null})), Ok(json!({})), "{ty}");
+            // Required, nil is a value like any other: only the null type takes it.
+            let required = json!({"type": "object", "required": ["v"],
+                "properties": {"v": {"type": ty}}});
+            let nil = run(&required, json!({"v": null}));
+            if ty == "null" {
+                assert_eq!(nil, Ok(json!({"v": null})));
+            } else {
+                assert_eq!(nil, Err(vec![format!(":v must be {named}, got nil")]));
+            }
             for (other, value, shown) in &samples {
                 let result = run(&schema, json!({"v": value}));
                 if *other == ty {

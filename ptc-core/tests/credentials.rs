@@ -304,3 +304,42 @@ fn redactor_masks_values_of_exactly_the_minimum_length() {
         format!("[REDACTED] {under}")
     );
 }
+
+/// Building the auth headers registers every form of the secret an upstream might echo: the
+/// header value, the raw secret, and a basic credential's password alone (from `user:pass` and
+/// from JSON), so each is masked wherever it shows up later.
+#[test]
+fn auth_headers_register_every_form_an_upstream_might_echo() {
+    let masked = |emitter: AuthEmitter, value: &str, echoes: &[&str]| {
+        let (b, path) = file_binding(value);
+        let redactor = Redactor::new();
+        let headers = auth_headers(&[emitter], &[b], &Secrets::default(), &redactor).unwrap();
+        std::fs::remove_file(path).ok();
+        let header = headers[0].1.expose().to_string();
+        for echo in echoes.iter().copied().chain([header.as_str()]) {
+            assert_eq!(
+                redactor.redact(&format!("<{echo}>")),
+                "<[REDACTED]>",
+                "{echo}"
+            );
+        }
+    };
+    let bearer = AuthEmitter::Bearer {
+        binding: "t".into(),
+    };
+    masked(bearer, "tok-s3cret", &["tok-s3cret"]);
+    let custom = AuthEmitter::CustomHeader {
+        binding: "t".into(),
+        header: "x-api-key".into(),
+    };
+    masked(custom, "key-s3cret", &["key-s3cret"]);
+    let basic = || AuthEmitter::Basic {
+        binding: "t".into(),
+    };
+    masked(basic(), "admin:pa55word", &["admin:pa55word", "pa55word"]);
+    masked(
+        basic(),
+        r#"{"user": "admin", "pass": "pa55word"}"#,
+        &["pa55word"],
+    );
+}
