@@ -30,7 +30,7 @@ cd "$(dirname "$0")/.."
 declare -A AREA_FILES=(
   [plan]="ptc-plan/src/config/*.rs ptc-plan/src/headers.rs ptc-plan/src/openapi/compile.rs ptc-plan/src/openapi/resolve.rs"
   [core]="ptc-core/src/*.rs ptc-core/src/mcp/*.rs"
-  [host]="ptc-core/src/server/*.rs"
+  [host]="ptc-core/src/server/*.rs ptc-app/src/overrides.rs"
   [observatory]="fixtures/observatory-server/src/tokens.rs fixtures/observatory-server/src/api/mod.rs fixtures/observatory-server/src/api/handlers/mod.rs"
   [lisp]="ptc-lisp/src/limits.rs ptc-lisp/src/eval.rs"
 )
@@ -42,11 +42,11 @@ OBS_RE="tokens.rs|api/mod.rs|handlers/mod.rs:.* in (visible|env_param|find_trace
 # Fixed small list: what CI tests, and --changed when a change touches none of the modules (the
 # security rules).
 CI_FILES="ptc-plan/src/headers.rs ptc-core/src/credentials.rs"
-# The MCP host's behaviour is asserted by ptc-core's unit tests and by the suites that drive the
-# host: ptc-tests' host_eval and host_http, and generated-example's host_cli (stdio serving, the
-# audit line, the REPL binary). Only those targets are built and run per mutant: every test
+# The MCP host's behaviour is asserted by ptc-core's and ptc-app's unit tests and by the suites
+# that drive the host: ptc-tests' host_eval and host_http, and generated-example's host_cli (stdio
+# serving, the audit line, the REPL binary, the start-up overrides). Only those targets are built and run per mutant: every test
 # target of the three packages costs minutes per mutant on 2 cores.
-HOST_PACKAGES=ptc-core,ptc-tests,generated-example
+HOST_PACKAGES=ptc-core,ptc-app,ptc-tests,generated-example
 HOST_TARGETS=(--lib --test=host_eval --test=host_http --test=host_cli)
 
 JOBS=${MUTANTS_JOBS:-1}

@@ -171,3 +171,243 @@ fn check_url(name: &str, url: &str, http: &ptc_plan::HttpSettings) -> Result<(),
             msg
         })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ptc_plan::FileSource;
+
+    fn overrides(urls: &[&str], files: &[&str]) -> Result<Overrides, String> {
+        Overrides::from_args(&OverrideArgs {
+            upstream_urls: urls.iter().map(|s| s.to_string()).collect(),
+            credential_files: files.iter().map(|s| s.to_string()).collect(),
+        })
+    }
+
+    /// The opt-ins an upstream may have: plain http, and credentials over it.
+    const SECURE: (bool, bool) = (false, false);
+    const HTTP: (bool, bool) = (true, false);
+    const HTTP_AUTH: (bool, bool) = (true, true);
+
+    /// One upstream of each transport and one credential of two sources; `bearer` puts the
+    /// file credential on the HTTP upstream, `insecure` are its opt-ins.
+    fn config(bearer: bool, insecure: (bool, bool)) -> String {
+        let mut http = serde_json::json!({"transport": "mcp_http", "url": "https://prod.example.com/mcp",
+            "allow_insecure_http": insecure.0, "allow_insecure_auth": insecure.1});
+        if bearer {
+            http["auth"] = serde_json::json!([{"scheme": "bearer", "binding": "file_cred"}]);
+        }
+        serde_json::json!({
+            "credentials": {
+                "file_cred": {"source": "file", "path": "/etc/ptc/prod-token"},
+                "env_cred": {"source": "env", "var": "PTC_TOKEN"},
+            },
+            "upstreams": {
+                "api": {"transport": "openapi", "base_url": "https://prod.example.com",
+                        "schema_file": "api.json", "include_operations": ["list"]},
+                "web": http,
+                "local": {"transport": "mcp_stdio", "command": "server"},
+            },
+        })
+        .to_string()
+    }
+
+    fn plan(bearer: bool, insecure: (bool, bool)) -> Plan {
+        let mut config: Value = serde_json::from_str(&config(bearer, insecure)).unwrap();
+        // A compiled plan needs no document for the MCP upstreams; the OpenAPI one goes.
+        config["upstreams"].as_object_mut().unwrap().remove("api");
+        ptc_plan::load_str(
+            &config.to_string(),
+            Path::new("upstreams.json"),
+            &FileSource,
+        )
+        .unwrap_or_else(|d| panic!("{d}"))
+        .plan
+    }
+
+    fn url_of(plan: &Plan, name: &str) -> String {
+        match &plan
+            .upstreams
+            .iter()
+            .find(|u| u.name == name)
+            .unwrap()
+            .transport
+        {
+            Transport::McpHttp(m) => m.url.clone(),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn path_of(plan: &Plan, name: &str) -> String {
+        match &plan
+            .credentials
+            .iter()
+            .find(|c| c.name == name)
+            .unwrap()
+            .source
+        {
+            CredentialSource::File { path } => path.clone(),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn flags_are_name_value_pairs() {
+        let o = overrides(
+            &[" api = https://staging.example.com "],
+            &["file_cred=/run/t"],
+        )
+        .unwrap();
+        assert_eq!(
+            o.urls,
+            [("api".to_string(), "https://staging.example.com".to_string())]
+        );
+        assert_eq!(
+            o.credential_files,
+            [("file_cred".to_string(), PathBuf::from("/run/t"))]
+        );
+        assert!(!o.is_empty());
+        let relative = overrides(&[], &["c=token"]).unwrap();
+        assert_eq!(
+            relative.credential_files[0].1,
+            std::env::current_dir().unwrap().join("token")
+        );
+        for bad in ["api", "=https://x", "api=", " = "] {
+            assert_eq!(
+                overrides(&[bad], &[]).unwrap_err(),
+                format!("--upstream-url `{bad}`: expected NAME=VALUE")
+            );
+            assert_eq!(
+                overrides(&[], &[bad]).unwrap_err(),
+                format!("--credential-file `{bad}`: expected NAME=VALUE")
+            );
+        }
+        assert!(overrides(&[], &[]).unwrap().is_empty());
+        assert!(!overrides(&[], &["c=/t"]).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_config_gets_the_overrides_written_in_for_ptc_plan_to_check() {
+        let path = Path::new("upstreams.json");
+        let text = config(false, SECURE);
+        let none = overrides(&[], &[]).unwrap();
+        assert_eq!(none.apply_to_config("not json", path).unwrap(), "not json");
+        let o = overrides(
+            &[
+                "api=https://staging.example.com",
+                "web=http://localhost:9/mcp",
+            ],
+            &["file_cred=/run/staging-token"],
+        )
+        .unwrap();
+        let out: Value = serde_json::from_str(&o.apply_to_config(&text, path).unwrap()).unwrap();
+        assert_eq!(
+            out["upstreams"]["api"]["base_url"],
+            "https://staging.example.com"
+        );
+        assert_eq!(out["upstreams"]["web"]["url"], "http://localhost:9/mcp");
+        assert_eq!(
+            out["credentials"]["file_cred"]["path"],
+            "/run/staging-token"
+        );
+        let mut expected: Value = serde_json::from_str(&text).unwrap();
+        expected["upstreams"]["api"]["base_url"] = out["upstreams"]["api"]["base_url"].clone();
+        expected["upstreams"]["web"]["url"] = out["upstreams"]["web"]["url"].clone();
+        expected["credentials"]["file_cred"]["path"] = "/run/staging-token".into();
+        assert_eq!(out, expected, "nothing else changes");
+
+        let refused = |urls: &[&str], files: &[&str]| {
+            overrides(urls, files)
+                .unwrap()
+                .apply_to_config(&text, path)
+                .unwrap_err()
+        };
+        assert_eq!(
+            refused(&["nosuch=https://x.example.com"], &[]),
+            "--upstream-url: upstreams.json has no upstream `nosuch`"
+        );
+        assert_eq!(
+            refused(&["local=https://x.example.com"], &[]),
+            "--upstream-url: upstream `local` is not reached by URL (openapi or mcp_http)"
+        );
+        assert_eq!(
+            refused(&[], &["nosuch=/t"]),
+            "--credential-file: upstreams.json has no credential `nosuch`"
+        );
+        assert_eq!(
+            refused(&[], &["env_cred=/t"]),
+            "--credential-file: credential `env_cred` is not read from a file (its source must \
+             be \"file\")"
+        );
+        assert!(
+            o.apply_to_config("[1", path)
+                .unwrap_err()
+                .starts_with("upstreams.json: not JSON: "),
+        );
+    }
+
+    #[test]
+    fn a_compiled_plan_takes_urls_that_pass_its_upstreams_rules() {
+        let apply = |bearer: bool, insecure: (bool, bool), urls: &[&str], files: &[&str]| {
+            let mut plan = plan(bearer, insecure);
+            overrides(urls, files)
+                .unwrap()
+                .apply_to_plan(&mut plan)
+                .map(|()| plan)
+        };
+        let p = apply(
+            true,
+            SECURE,
+            &["web=https://staging.example.com/mcp"],
+            &["file_cred=/run/t"],
+        )
+        .unwrap();
+        assert_eq!(url_of(&p, "web"), "https://staging.example.com/mcp");
+        assert_eq!(path_of(&p, "file_cred"), "/run/t");
+        // http only with the upstream's opt-ins: for the URL, and for credentials over it.
+        let http = ["web=http://staging.example.com/mcp"];
+        let refused = "--upstream-url web=http://staging.example.com/mcp is refused:\n  ";
+        let err = apply(false, SECURE, &http, &[]).unwrap_err();
+        assert!(err.starts_with(refused), "{err}");
+        assert!(err.contains("allow_insecure_http"), "{err}");
+        assert_eq!(
+            url_of(&apply(false, HTTP, &http, &[]).unwrap(), "web"),
+            "http://staging.example.com/mcp"
+        );
+        let with_auth = apply(true, HTTP, &http, &[]).unwrap_err();
+        assert!(with_auth.starts_with(refused), "{with_auth}");
+        assert!(with_auth.contains("allow_insecure_auth"), "{with_auth}");
+        assert_eq!(
+            url_of(&apply(true, HTTP_AUTH, &http, &[]).unwrap(), "web"),
+            "http://staging.example.com/mcp"
+        );
+        let userinfo = apply(
+            false,
+            SECURE,
+            &["web=https://u:p@staging.example.com/mcp"],
+            &[],
+        );
+        assert!(
+            userinfo
+                .unwrap_err()
+                .contains("embeds credentials in the URL"),
+            "the URL rules are ptc-plan's own"
+        );
+        assert_eq!(
+            apply(false, SECURE, &["nosuch=https://x.example.com"], &[]).unwrap_err(),
+            "--upstream-url: there is no upstream `nosuch`"
+        );
+        assert_eq!(
+            apply(false, SECURE, &["local=https://x.example.com"], &[]).unwrap_err(),
+            "--upstream-url: upstream `local` is a local process, not reached by URL"
+        );
+        assert_eq!(
+            apply(false, SECURE, &[], &["nosuch=/t"]).unwrap_err(),
+            "--credential-file: there is no credential `nosuch`"
+        );
+        assert_eq!(
+            apply(false, SECURE, &[], &["env_cred=/t"]).unwrap_err(),
+            "--credential-file: credential `env_cred` is not read from a file"
+        );
+    }
+}
