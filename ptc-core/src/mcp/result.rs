@@ -248,7 +248,7 @@ mod tests {
     #[test]
     fn http_transport_errors_map_to_their_reasons() {
         use rmcp::transport::streamable_http_client::{
-            AuthRequiredError, SseError, StreamableHttpError as E,
+            AuthRequiredError, InsufficientScopeError, SseError, StreamableHttpError as E,
         };
         let r = Redactor::new();
         let map = |e: E<reqwest::Error>| {
@@ -277,6 +277,16 @@ mod tests {
             (
                 Reason::AuthFailed,
                 "upstream `up` tool `t`: the server refused the credentials (HTTP 401)".into()
+            )
+        );
+        let scope =
+            InsufficientScopeError::new("Bearer scope=\"logs\"".into(), Some("logs".into()));
+        assert_eq!(
+            map(E::InsufficientScope(scope)),
+            (
+                Reason::Forbidden,
+                "upstream `up` tool `t`: the credentials lack the scope this needs (HTTP 403)"
+                    .into()
             )
         );
         let unexpected = |body: &'static str| map(E::UnexpectedServerResponse(body.into()));
