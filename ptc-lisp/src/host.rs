@@ -77,14 +77,14 @@ pub struct CallContext<'a> {
 }
 
 impl<'a> CallContext<'a> {
-    /// A context outside an evaluation (for testing a [`Host`] directly): output goes to `output`,
-    /// capped at `max_output` bytes; [`CallContext::decode_json`] uses the default limits.
-    pub fn new(deadline: Option<Instant>, output: &'a mut String, max_output: usize) -> Self {
-        let limits = Limits::default();
+    /// A context outside an evaluation (for testing a [`Host`] directly) with `limits`' output
+    /// cap, JSON depth and memory budget: output goes to `output`, and what
+    /// [`CallContext::decode_json`] decodes is charged to a budget of its own.
+    pub fn new(limits: &Limits, deadline: Option<Instant>, output: &'a mut String) -> Self {
         CallContext {
             deadline,
             output,
-            max_output,
+            max_output: limits.max_output_bytes,
             max_json_depth: limits.max_json_depth,
             max_memory: limits.max_memory_bytes,
             budget: Budget::Own(0),

@@ -208,11 +208,7 @@ pub(crate) fn append_output(out: &mut String, text: &str, max: usize) {
         out.push_str(text);
         return;
     }
-    let room = max.saturating_sub(out.len());
-    let mut cut = room.min(text.len());
-    while cut > 0 && !text.is_char_boundary(cut) {
-        cut -= 1;
-    }
+    let cut = text.floor_char_boundary(max.saturating_sub(out.len()));
     out.push_str(&text[..cut]);
     out.push_str(TRUNCATED);
 }

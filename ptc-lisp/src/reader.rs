@@ -254,10 +254,7 @@ impl<'a> Reader<'a> {
                     self.bump();
                 }
                 let tok = self.read_token();
-                if tok.is_empty()
-                    || tok.contains(':')
-                    || tok.ends_with('/')
-                    || tok.starts_with('/') && tok.len() > 1
+                if tok.is_empty() || tok.contains(':') || tok.ends_with('/') || tok.starts_with('/')
                 {
                     return Err(perr(format!("invalid keyword `:{tok}`"), pos));
                 }

@@ -737,3 +737,30 @@ fn update_in_place_keeps_values_persistent() {
         ),
     ]);
 }
+
+#[test]
+fn the_reader_refuses_what_it_does_not_read_with_its_reason() {
+    let cases = [
+        (")", "unmatched delimiter `)`"),
+        ("]", "unmatched delimiter `]`"),
+        ("}", "unmatched delimiter `}`"),
+        ("`(a)", "syntax quote is not supported (no macros)"),
+        ("~a", "unquote is not supported (no macros)"),
+        ("@a", "deref `@` is not supported (no atoms)"),
+        ("^{:a 1} b", "metadata `^` is not supported"),
+        (":", "invalid keyword `:`"),
+        (":a:b", "invalid keyword `:a:b`"),
+        (":a/", "invalid keyword `:a/`"),
+        (":/", "invalid keyword `:/`"),
+        (":/a", "invalid keyword `:/a`"),
+    ];
+    let mut i = Interpreter::new(Limits::default());
+    for (src, message) in cases {
+        let e = i.eval_str(src).unwrap_err();
+        assert_eq!(e.reason(), "parse_error", "{src}");
+        assert_eq!(e.message(), message, "{src}");
+    }
+    // Keywords a namespace qualifies read.
+    assert_eq!(i.eval_str(":a/b").unwrap().to_string(), ":a/b");
+    assert_eq!(i.eval_str("::a").unwrap().to_string(), ":a");
+}

@@ -174,6 +174,10 @@ fn output_holds_exactly_max_bytes_then_is_truncated() {
         .eval_str("(println \"01234\") (print \"56789\")")
         .unwrap();
     assert_eq!(parts.output(), "01234\n5678\n[output truncated]\n");
+    // A character the cap falls inside is left out whole.
+    let mut inside = with(10);
+    inside.eval_str("(print \"012345678é\")").unwrap();
+    assert_eq!(inside.output(), "012345678\n[output truncated]\n");
 }
 
 #[test]

@@ -2,6 +2,7 @@
 //! hosts decode tool results with the program's limits and raise typed reasons.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use ptc_lisp::{
     CallContext, Discovery, Host, HostError, HostValue, Interpreter, Limits, Reason, Value,
@@ -228,9 +229,9 @@ fn host_reasons_reach_the_program_typed() {
 }
 
 #[test]
-fn decode_json_outside_an_evaluation_uses_the_default_limits() {
+fn decode_json_outside_an_evaluation_uses_the_limits_it_is_given() {
     let mut out = String::new();
-    let mut cx = CallContext::new(None, &mut out, 100);
+    let mut cx = CallContext::new(&Limits::default(), None, &mut out);
     let depth = Limits::default().max_json_depth;
     let ok = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
     assert!(cx.decode_json(ok.as_bytes()).is_ok());
@@ -241,6 +242,46 @@ fn decode_json_outside_an_evaluation_uses_the_default_limits() {
         cx.decode_json(b"{\"a\": 1}").unwrap().to_string(),
         "{\"a\" 1}"
     );
+}
+
+#[test]
+fn decode_json_charges_its_own_budget_up_to_exactly_the_limit() {
+    // A string longer than the interned ones is charged its length plus 16 bytes.
+    let string = |len: usize| format!("\"{}\"", "x".repeat(len));
+    let limits = Limits {
+        max_memory_bytes: 100,
+        ..Limits::default()
+    };
+    let mut out = String::new();
+    let mut cx = CallContext::new(&limits, None, &mut out);
+    assert_eq!(
+        cx.decode_json(string(84).as_bytes()).unwrap().to_string(),
+        string(84)
+    );
+    // The budget is spent: the next decode, however small, is refused.
+    let e = cx.decode_json(string(40).as_bytes()).unwrap_err();
+    assert_eq!(e.reason, Reason::MemoryExceeded);
+    let mut out = String::new();
+    let mut cx = CallContext::new(&limits, None, &mut out);
+    let e = cx.decode_json(string(85).as_bytes()).unwrap_err();
+    assert_eq!(e.reason, Reason::MemoryExceeded);
+}
+
+#[test]
+fn decode_json_reads_the_clock_once_every_65536_values() {
+    // Reading the clock per value would cost more than decoding it; the deadline is checked at
+    // the 65 536th value, so with one already past a smaller document still decodes.
+    let array = |zeros: usize| format!("[{}]", vec!["0"; zeros].join(","));
+    let mut out = String::new();
+    let mut cx = CallContext::new(&Limits::default(), Some(Instant::now()), &mut out);
+    // The array and 65 534 numbers in it: 65 535 values.
+    let v = cx.decode_json(array(65_534).as_bytes()).unwrap();
+    assert_eq!(v.to_string().len(), 2 * 65_534 + 1);
+    let mut out = String::new();
+    let mut cx = CallContext::new(&Limits::default(), Some(Instant::now()), &mut out);
+    let e = cx.decode_json(array(65_535).as_bytes()).unwrap_err();
+    assert_eq!(e.reason, Reason::Timeout);
+    assert_eq!(e.message, "deadline reached while decoding JSON");
 }
 
 #[test]

@@ -38,11 +38,7 @@ pub(crate) fn bounded(text: &str) -> String {
     if text.len() <= MAX_DETAIL {
         return text.to_string();
     }
-    let mut end = MAX_DETAIL;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &text[..end])
+    format!("{}…", &text[..text.floor_char_boundary(MAX_DETAIL)])
 }
 
 /// The call's value: `structuredContent` as JSON; otherwise the text (JSON when it parses, plain

@@ -17,10 +17,7 @@ pub fn bounded(text: &str, max: usize) -> String {
     if text.len() <= max {
         return text.to_string();
     }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
+    let end = text.floor_char_boundary(max);
     format!(
         "{}… [truncated: {end} of {} bytes shown; return a smaller value, e.g. (take 10 xs) or \
          selected keys]",
