@@ -37,17 +37,20 @@ declare -A AREA_FILES=(
 # In the language only the functions that hold a limit are in scope (the rest is covered by the
 # conformance corpus, and a full run takes hours): the evaluator's steps, deadline, memory and
 # depth; the JSON decoder's depth, memory and deadline; the reader's depth; the output cap; the
-# program size; a tool result's decode against the program's budget.
-LISP_RE="limits.rs|in (Ctx<'a>::(tick|check_slow|check_deadline|charge|charge_items|precheck_items|enter)|Decoder<S>::(charge|tick|value)|Reader<'a>::read_form|append_output|Interpreter::eval_str|CallContext<'a>::decode_json)$"
+# program size; a tool result's decode against the program's budget (inside an evaluation and
+# outside one).
+# A function's mutants are named `... in NAME` (an operator inside it) or `replace NAME ...`
+# (its whole body replaced, e.g. a check that always passes): both are in scope.
+LISP_RE="limits.rs|(in |replace )(Ctx<'a>::(tick|check_slow|check_deadline|charge|charge_items|precheck_items|enter|decode_json)|Decoder<S>::(charge|tick|value)|Reader<'a>::read_form|append_output|Interpreter::eval_str|CallContext<'a>::decode_json)( |$)"
 # In the Observatory's handlers only the shared authorisation helpers are in scope.
-OBS_RE="tokens.rs|api/mod.rs|handlers/mod.rs:.* in (visible|env_param|find_trace)$"
+OBS_RE="tokens.rs|api/mod.rs|handlers/mod.rs:.* (in |replace )(visible|env_param|find_trace)( |$)"
 # Fixed small list: what CI tests, and --changed when a change touches none of the modules (the
 # security rules).
 CI_FILES="ptc-plan/src/headers.rs ptc-core/src/credentials.rs"
 # The MCP host's behaviour is asserted by ptc-core's and ptc-app's unit tests and by the suites
-# that drive the host: ptc-tests' host_eval and host_http, and generated-example's host_cli (stdio
-# serving, the audit line, the REPL binary, the start-up overrides). Only those targets are built and run per mutant: every test
-# target of the three packages costs minutes per mutant on 2 cores.
+# that drive the host: ptc-tests' host_eval and host_http, and generated-example's host_cli
+# (stdio serving, the audit line, the REPL binary). Only those targets are built and run per
+# mutant: every test target of these packages costs minutes per mutant on 2 cores.
 HOST_PACKAGES=ptc-core,ptc-app,ptc-tests,generated-example
 HOST_TARGETS=(--lib --test=host_eval --test=host_http --test=host_cli)
 

@@ -226,29 +226,19 @@ mod tests {
     }
 
     fn url_of(plan: &Plan, name: &str) -> String {
-        match &plan
-            .upstreams
-            .iter()
-            .find(|u| u.name == name)
-            .unwrap()
-            .transport
-        {
-            Transport::McpHttp(m) => m.url.clone(),
-            other => panic!("{other:?}"),
-        }
+        let upstream = plan.upstreams.iter().find(|u| u.name == name).unwrap();
+        let Transport::McpHttp(m) = &upstream.transport else {
+            panic!("{name} is not an MCP HTTP upstream");
+        };
+        m.url.clone()
     }
 
     fn path_of(plan: &Plan, name: &str) -> String {
-        match &plan
-            .credentials
-            .iter()
-            .find(|c| c.name == name)
-            .unwrap()
-            .source
-        {
-            CredentialSource::File { path } => path.clone(),
-            other => panic!("{other:?}"),
-        }
+        let credential = plan.credentials.iter().find(|c| c.name == name).unwrap();
+        let CredentialSource::File { path } = &credential.source else {
+            panic!("{name} is not read from a file");
+        };
+        path.clone()
     }
 
     #[test]
