@@ -357,20 +357,18 @@ mod tests {
         // http only with the upstream's opt-ins: for the URL, and for credentials over it.
         let http = ["web=http://staging.example.com/mcp"];
         let refused = "--upstream-url web=http://staging.example.com/mcp is refused:\n  ";
-        let err = apply(false, SECURE, &http, &[]).unwrap_err();
-        assert!(err.starts_with(refused), "{err}");
-        assert!(err.contains("allow_insecure_http"), "{err}");
-        assert_eq!(
-            url_of(&apply(false, HTTP, &http, &[]).unwrap(), "web"),
-            "http://staging.example.com/mcp"
-        );
-        let with_auth = apply(true, HTTP, &http, &[]).unwrap_err();
-        assert!(with_auth.starts_with(refused), "{with_auth}");
-        assert!(with_auth.contains("allow_insecure_auth"), "{with_auth}");
-        assert_eq!(
-            url_of(&apply(true, HTTP_AUTH, &http, &[]).unwrap(), "web"),
-            "http://staging.example.com/mcp"
-        );
+        for (bearer, without, with, opt_in) in [
+            (false, SECURE, HTTP, "allow_insecure_http"),
+            (true, HTTP, HTTP_AUTH, "allow_insecure_auth"),
+        ] {
+            let err = apply(bearer, without, &http, &[]).unwrap_err();
+            assert!(err.starts_with(refused), "{err}");
+            assert!(err.contains(opt_in), "{err}");
+            assert_eq!(
+                url_of(&apply(bearer, with, &http, &[]).unwrap(), "web"),
+                "http://staging.example.com/mcp"
+            );
+        }
         let userinfo = apply(
             false,
             SECURE,
