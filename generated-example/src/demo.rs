@@ -222,7 +222,7 @@ fn run_inner(source: PlanSource) -> Result<(), String> {
                     "  {}/{} {} {} ms {}",
                     c.server,
                     c.tool,
-                    c.reason.unwrap_or(c.status),
+                    c.reason.map_or(c.status(), |r| r.as_str()),
                     c.duration_ms,
                     bytes(c.result_bytes)
                 );

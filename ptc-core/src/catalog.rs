@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 
 use serde_json::{Value, json};
 
-use crate::executor::{Reason, ToolError};
+use crate::outcome::{Reason, ToolError};
 use crate::suggest::did_you_mean;
 use crate::validate::{Definitions, Schema};
 

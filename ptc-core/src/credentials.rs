@@ -40,6 +40,13 @@ impl fmt::Display for CredentialError {
 
 impl std::error::Error for CredentialError {}
 
+/// What a call needs besides the upstream: where secrets come from and the redactor.
+pub(crate) struct CallEnv<'a> {
+    pub credentials: &'a [CredentialBinding],
+    pub secrets: &'a Secrets,
+    pub redactor: &'a Redactor,
+}
+
 /// Reads `binding`'s secret now: env and file sources are read on every call.
 pub fn resolve(binding: &CredentialBinding, secrets: &Secrets) -> Result<Secret, CredentialError> {
     let name = &binding.name;

@@ -15,7 +15,8 @@ use serde_json::Map;
 
 use crate::catalog::{ServerEntry, ToolEntry};
 use crate::discovery::{apropos_score, doc_text, listing};
-use crate::executor::{CallOptions, Reason, ToolError, ToolOutput, Upstreams};
+use crate::executor::{CallOptions, Upstreams};
+use crate::outcome::{Reason, ToolError, ToolOutput};
 use crate::records::{RunRecords, UpstreamCall};
 
 /// Per-program budgets.
@@ -127,9 +128,9 @@ impl ProgramHost {
     }
 
     fn record(&self, server: &str, tool: &str, started: Instant, outcome: Result<u64, Reason>) {
-        let (status, reason, result_bytes) = match outcome {
-            Ok(bytes) => ("ok", None, bytes),
-            Err(r) => ("error", Some(r.as_str()), 0),
+        let (reason, result_bytes) = match outcome {
+            Ok(bytes) => (None, bytes),
+            Err(r) => (Some(r), 0),
         };
         self.records
             .lock()
@@ -137,7 +138,6 @@ impl ProgramHost {
             .push(UpstreamCall {
                 server: server.to_string(),
                 tool: tool.to_string(),
-                status,
                 reason,
                 duration_ms: started.elapsed().as_millis() as u64,
                 result_bytes,

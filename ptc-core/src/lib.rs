@@ -15,6 +15,7 @@ pub mod host;
 pub mod mcp;
 mod mcp_link;
 mod openapi;
+pub mod outcome;
 pub mod precheck;
 pub mod records;
 pub mod redact;
@@ -22,9 +23,7 @@ pub mod server;
 mod suggest;
 pub mod validate;
 
-pub use executor::{
-    CallOptions, CatalogLoad, Operation, Reason, StartError, StartOptions, ToolError, ToolOutput,
-    Upstreams,
-};
+pub use executor::{CallOptions, CatalogLoad, Operation, StartError, StartOptions, Upstreams};
 pub use host::{Budgets, ProgramHost, ProgramRun, run_program};
+pub use outcome::{Reason, ToolError, ToolOutput};
 pub use records::{Metrics, RunRecords, UpstreamCall};

@@ -8,9 +8,9 @@ use std::time::Instant;
 use serde_json::{Map, Value, json};
 
 use crate::catalog::ToolEntry;
-use crate::executor::{ToolError, ToolOutput};
+use crate::credentials::CallEnv;
 use crate::mcp::McpClient;
-use crate::openapi::CallEnv;
+use crate::outcome::{ToolError, ToolOutput};
 
 /// How the upstream is reached.
 enum Connect {

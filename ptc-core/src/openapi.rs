@@ -10,9 +10,8 @@ use ptc_plan::{OpenApiPlan, ParamLocation, ToolPlan};
 use reqwest::StatusCode;
 use serde_json::{Map, Value};
 
-use crate::credentials::auth_headers;
-use crate::executor::{Reason, ToolError, ToolOutput};
-use crate::redact::Redactor;
+use crate::credentials::{CallEnv, auth_headers};
+use crate::outcome::{Reason, ToolError, ToolOutput};
 
 /// Everything but RFC 3986 unreserved characters is encoded in a path segment, so `/`, `?`, `#`
 /// and `%` in a value stay inside its segment.
@@ -26,13 +25,6 @@ const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
 const ERROR_BODY_BYTES: u64 = 8 * 1024;
 /// How much of a problem detail goes into a message.
 const DETAIL_CHARS: usize = 500;
-
-/// What a call needs besides the upstream: where secrets come from and the redactor.
-pub(crate) struct CallEnv<'a> {
-    pub credentials: &'a [ptc_plan::CredentialBinding],
-    pub secrets: &'a ptc_plan::Secrets,
-    pub redactor: &'a Redactor,
-}
 
 /// A live OpenAPI upstream.
 pub(crate) struct OpenApiUpstream {

@@ -2,23 +2,47 @@
 //! to report (`ptc eval --metrics` prints them).
 
 use serde::Serialize;
+use serde::ser::SerializeStruct;
+
+use crate::outcome::Reason;
 
 /// One upstream call a program made.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct UpstreamCall {
     /// Upstream name.
     pub server: String,
     /// Tool name.
     pub tool: String,
-    /// `ok` or `error`.
-    pub status: &'static str,
-    /// The result-contract reason of a failed call.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reason: Option<&'static str>,
+    /// Why the call failed; `None` when it produced a value.
+    pub reason: Option<Reason>,
     /// Wall-clock time of the call.
     pub duration_ms: u64,
     /// Bytes the upstream answered with (0 for failures without a body).
     pub result_bytes: u64,
+}
+
+impl UpstreamCall {
+    /// `ok` or `error`, as the records show it.
+    pub fn status(&self) -> &'static str {
+        if self.reason.is_none() { "ok" } else { "error" }
+    }
+}
+
+/// The reply shape: `status` is derived from `reason`, so the two can never disagree.
+impl Serialize for UpstreamCall {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut s = serializer.serialize_struct("UpstreamCall", 6)?;
+        s.serialize_field("server", &self.server)?;
+        s.serialize_field("tool", &self.tool)?;
+        s.serialize_field("status", self.status())?;
+        match self.reason {
+            Some(r) => s.serialize_field("reason", r.as_str())?,
+            None => s.skip_field("reason")?,
+        }
+        s.serialize_field("duration_ms", &self.duration_ms)?;
+        s.serialize_field("result_bytes", &self.result_bytes)?;
+        s.end()
+    }
 }
 
 /// Payload metrics of one run (`ptc_metrics`).
@@ -50,7 +74,10 @@ pub struct RunRecords {
 impl RunRecords {
     /// Records for `calls` and a result of `final_result_bytes`.
     pub fn new(upstream_calls: Vec<UpstreamCall>, final_result_bytes: u64) -> Self {
-        let ok: Vec<&UpstreamCall> = upstream_calls.iter().filter(|c| c.status == "ok").collect();
+        let ok: Vec<&UpstreamCall> = upstream_calls
+            .iter()
+            .filter(|c| c.reason.is_none())
+            .collect();
         let upstream_result_bytes: u64 = ok.iter().map(|c| c.result_bytes).sum();
         let payload_reduction_ratio = if upstream_result_bytes == 0 || final_result_bytes == 0 {
             None
@@ -81,8 +108,7 @@ mod tests {
         UpstreamCall {
             server: "s".into(),
             tool: "t".into(),
-            status,
-            reason: (status == "error").then_some("timeout"),
+            reason: (status == "error").then_some(Reason::Timeout),
             duration_ms: 1,
             result_bytes: bytes,
         }
@@ -99,6 +125,16 @@ mod tests {
         assert_eq!(r.ptc_metrics.upstream_error_count, 1);
         assert_eq!(r.ptc_metrics.upstream_result_bytes, 1234);
         assert_eq!(r.ptc_metrics.payload_reduction_ratio, Some(12.34));
+        let shown = serde_json::to_value(&r.upstream_calls).expect("serializable");
+        assert_eq!(
+            shown,
+            serde_json::json!([
+                {"server": "s", "tool": "t", "status": "ok", "duration_ms": 1, "result_bytes": 1000},
+                {"server": "s", "tool": "t", "status": "error", "reason": "timeout",
+                 "duration_ms": 1, "result_bytes": 50},
+                {"server": "s", "tool": "t", "status": "ok", "duration_ms": 1, "result_bytes": 234},
+            ])
+        );
         assert_eq!(
             RunRecords::new(vec![], 10)
                 .ptc_metrics

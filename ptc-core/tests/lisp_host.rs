@@ -5,7 +5,7 @@ mod support;
 
 use std::sync::Arc;
 
-use ptc_core::{Budgets, ProgramRun, StartOptions, Upstreams, run_program};
+use ptc_core::{Budgets, ProgramRun, Reason, StartOptions, Upstreams, run_program};
 use ptc_lisp::Limits;
 use serde_json::json;
 
@@ -315,7 +315,7 @@ fn budgets_pass_at_the_limit_and_refuse_one_past() {
     assert_eq!(b.fx.seen().len(), 3);
     let calls = &r.records.upstream_calls;
     assert_eq!(calls.len(), 4);
-    assert_eq!(calls[3].reason, Some("cap_exhausted"));
+    assert_eq!(calls[3].reason, Some(Reason::CapExhausted));
     // Bytes: a budget of exactly two echo answers allows two calls.
     let one = r.records.upstream_calls[0].result_bytes;
     assert!(one > 0);
@@ -525,13 +525,13 @@ fn records_count_calls_bytes_and_the_reduction() {
         (
             calls[0].server.as_str(),
             calls[0].tool.as_str(),
-            calls[0].status
+            calls[0].status()
         ),
         ("fx", "status", "error")
     );
-    assert_eq!(calls[0].reason, Some("upstream_unavailable"));
+    assert_eq!(calls[0].reason, Some(Reason::UpstreamUnavailable));
     assert_eq!(
-        (calls[1].tool.as_str(), calls[1].status, calls[1].reason),
+        (calls[1].tool.as_str(), calls[1].status(), calls[1].reason),
         ("echo", "ok", None)
     );
     let m = &r.records.ptc_metrics;

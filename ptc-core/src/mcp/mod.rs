@@ -29,7 +29,7 @@ use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RunningService};
 use rmcp::{ClientHandler, Peer, RoleClient};
 use serde_json::{Map, Value};
 
-use crate::executor::{Reason, ToolError, ToolOutput};
+use crate::outcome::{Reason, ToolError, ToolOutput};
 use crate::redact::Redactor;
 use result::Subject;
 pub use stdio::INHERITED_ENV;

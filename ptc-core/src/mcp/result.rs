@@ -6,7 +6,7 @@ use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::Value;
 
 use super::stdio::{TOO_LARGE_CODE, TOO_LARGE_MARKER};
-use crate::executor::{Reason, ToolError, ToolOutput};
+use crate::outcome::{Reason, ToolError, ToolOutput};
 use crate::redact::Redactor;
 
 /// Longest upstream-provided text kept in an error message.

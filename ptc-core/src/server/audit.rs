@@ -4,7 +4,7 @@
 
 use sha2::{Digest, Sha256};
 
-use crate::server::eval::EvalOutcome;
+use crate::server::outcome::EvalOutcome;
 
 /// The program's SHA-256, hex: identifies a program across logs without storing it.
 pub fn program_hash(program: &str) -> String {

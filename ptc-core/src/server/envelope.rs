@@ -9,7 +9,7 @@
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{Value as Json, json};
 
-use crate::server::eval::EvalOutcome;
+use crate::server::outcome::EvalOutcome;
 
 /// `text` cut to at most `max` bytes (on a character boundary) with a marker saying how much was
 /// kept; unchanged when it fits.

@@ -13,7 +13,8 @@ use serde_json::{Map, Value};
 use tokio::sync::Semaphore;
 
 use crate::server::envelope;
-use crate::server::eval::{EvalError, EvalOutcome, EvalRequest, Evaluator};
+use crate::server::eval::Evaluator;
+use crate::server::outcome::{EvalError, EvalOutcome, EvalRequest};
 use crate::server::tool;
 
 /// One MCP session's handler (rmcp makes one per session over HTTP; stdio has one).

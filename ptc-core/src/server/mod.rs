@@ -12,14 +12,16 @@ pub mod eval;
 pub mod handler;
 pub mod http;
 pub mod options;
+pub mod outcome;
 pub mod repl;
 pub mod sessions;
 pub mod tool;
 
-pub use eval::{EvalOutcome, EvalRequest, Evaluator};
+pub use eval::Evaluator;
 pub use handler::PtcServer;
 pub use http::{HttpOptions, serve as serve_http};
 pub use options::EvalLimits;
+pub use outcome::{EvalError, EvalOutcome, EvalRequest, EvalValue};
 
 use std::sync::Arc;
 

@@ -1,0 +1,122 @@
+//! What a tool call comes back with, whichever transport ran it: the result contract's
+//! [`Reason`]s, the [`ToolError`] a failed call carries and the [`ToolOutput`] of a successful
+//! one. Every other module of the crate builds on these; this one builds on nothing of the crate.
+
+use std::fmt;
+
+/// Why a call did not produce a value. The names are the result contract's `:reason` keywords.
+///
+/// World faults (the upstream, the network, the budget) come back to a Lisp program as
+/// `{:ok false :reason ...}` data; programmer faults ([`Reason::is_programmer_fault`]) end the
+/// program with a message naming the call and the fix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Reason {
+    /// The upstream could not be reached: connect/TLS failure, 5xx after retries, crashed server.
+    UpstreamUnavailable,
+    /// The upstream answered with something unusable: malformed JSON, non-JSON 2xx, JSON-RPC
+    /// error, a refused redirect, an unmapped status.
+    UpstreamError,
+    /// The upstream rejected the call: 400/422 problem detail, MCP `isError`.
+    ToolError,
+    /// 401, after one fresh credential read and retry; or the credential could not be read.
+    AuthFailed,
+    /// 403.
+    Forbidden,
+    /// 404.
+    NotFound,
+    /// 429 (the message carries Retry-After).
+    RateLimited,
+    /// The call's deadline passed.
+    Timeout,
+    /// The body exceeded the response cap.
+    ResponseTooLarge,
+    /// A per-program budget (calls, discovery operations, bytes) is spent.
+    CapExhausted,
+    /// Programmer fault: no upstream of that name.
+    UnknownServer,
+    /// Programmer fault: no tool of that name in the upstream.
+    UnknownTool,
+    /// Programmer fault: the arguments do not satisfy the tool's input schema.
+    InvalidArgs,
+}
+
+impl Reason {
+    /// Every reason, in documentation order.
+    pub const ALL: [Reason; 13] = [
+        Reason::UpstreamUnavailable,
+        Reason::UpstreamError,
+        Reason::ToolError,
+        Reason::AuthFailed,
+        Reason::Forbidden,
+        Reason::NotFound,
+        Reason::RateLimited,
+        Reason::Timeout,
+        Reason::ResponseTooLarge,
+        Reason::CapExhausted,
+        Reason::UnknownServer,
+        Reason::UnknownTool,
+        Reason::InvalidArgs,
+    ];
+
+    /// The contract name, e.g. `"auth_failed"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::UpstreamUnavailable => "upstream_unavailable",
+            Reason::UpstreamError => "upstream_error",
+            Reason::ToolError => "tool_error",
+            Reason::AuthFailed => "auth_failed",
+            Reason::Forbidden => "forbidden",
+            Reason::NotFound => "not_found",
+            Reason::RateLimited => "rate_limited",
+            Reason::Timeout => "timeout",
+            Reason::ResponseTooLarge => "response_too_large",
+            Reason::CapExhausted => "cap_exhausted",
+            Reason::UnknownServer => "unknown_server",
+            Reason::UnknownTool => "unknown_tool",
+            Reason::InvalidArgs => "invalid_args",
+        }
+    }
+
+    /// A mistake in the calling program rather than a fault of the world.
+    pub fn is_programmer_fault(self) -> bool {
+        matches!(
+            self,
+            Reason::UnknownServer | Reason::UnknownTool | Reason::InvalidArgs
+        )
+    }
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A failed call. The message has already passed the redactor: it never holds a secret.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ToolError {
+    /// Why.
+    pub reason: Reason,
+    /// What happened, naming the upstream and tool, and the fix where there is one.
+    pub message: String,
+}
+
+impl fmt::Display for ToolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.reason, self.message)
+    }
+}
+
+impl std::error::Error for ToolError {}
+
+/// What a successful call produced, before anyone decodes it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ToolOutput {
+    /// A JSON document (OpenAPI 2xx body, MCP `structuredContent` or JSON text), as bytes, so the
+    /// Lisp runtime decodes it with its own limits and typed code with serde.
+    Json(Vec<u8>),
+    /// Non-JSON text (MCP text content).
+    Text(String),
+    /// No content (204, empty body, MCP result without content).
+    Empty,
+}

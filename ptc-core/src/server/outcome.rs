@@ -1,0 +1,80 @@
+//! What one evaluation was asked and what it answered: the types the evaluator produces and the
+//! envelope, the audit line and the host commands read.
+
+use std::time::Duration;
+
+use ptc_lisp::Pos;
+use serde_json::{Map, Value as Json};
+
+use crate::records::RunRecords;
+
+/// What a client sent to `lisp_eval`.
+#[derive(Clone, Debug, Default)]
+pub struct EvalRequest {
+    /// The PTC-Lisp program.
+    pub program: String,
+    /// A JSON object whose keys the program reads as `data/<key>`.
+    pub context: Option<Map<String, Json>>,
+    /// A JSON Schema the result must satisfy.
+    pub output_schema: Option<Json>,
+}
+
+/// A successful program's value.
+#[derive(Clone, Debug)]
+pub struct EvalValue {
+    /// The value in Clojure syntax (unbounded; the envelope bounds it).
+    pub text: String,
+    /// The value as JSON (`None` when it has no JSON form, e.g. a function).
+    pub json: Option<Json>,
+}
+
+/// Why an evaluation produced no value.
+#[derive(Clone, Debug)]
+pub struct EvalError {
+    /// The typed reason: a PTC-Lisp reason (`type_error`, `timeout`, `fail`, ...) or a host one
+    /// (`busy`, `invalid_request`, `output_mismatch`, `cancelled`).
+    pub reason: String,
+    /// What went wrong and, where there is one, the fix (redacted).
+    pub message: String,
+    /// Where in the program.
+    pub position: Option<Pos>,
+    /// The value a `(fail v)` carried, as JSON.
+    pub value: Option<Box<Json>>,
+}
+
+impl EvalError {
+    /// An error of the host's own (no position, no fail value).
+    pub(crate) fn host(reason: &str, message: impl Into<String>) -> Self {
+        EvalError {
+            reason: reason.to_string(),
+            message: message.into(),
+            position: None,
+            value: None,
+        }
+    }
+}
+
+/// Everything one evaluation produced.
+#[derive(Clone, Debug)]
+pub struct EvalOutcome {
+    /// The value or the error.
+    pub result: Result<EvalValue, EvalError>,
+    /// What the program printed (redacted).
+    pub prints: String,
+    /// Upstream calls and payload metrics.
+    pub records: RunRecords,
+    /// Wall-clock time from admission to the answer.
+    pub duration: Duration,
+}
+
+impl EvalOutcome {
+    /// An evaluation refused before it ran.
+    pub(crate) fn refused(error: EvalError) -> Self {
+        EvalOutcome {
+            result: Err(error),
+            prints: String::new(),
+            records: RunRecords::new(Vec::new(), 0),
+            duration: Duration::ZERO,
+        }
+    }
+}
