@@ -25,6 +25,9 @@ pub struct ToolEntry {
     pub output_schema: Option<Value>,
     /// The tool does not change the world (`None`: unknown).
     pub read_only: Option<bool>,
+    /// The largest answer its upstream accepts, in bytes (the config's `max_response_bytes`,
+    /// narrowed per operation for OpenAPI): a larger one fails with `response_too_large`.
+    pub max_response_bytes: u64,
     /// `_ptc` provenance shown by `meta` (transport, operationId, method, path, default args);
     /// never credentials.
     pub provenance: Value,
@@ -198,6 +201,7 @@ pub(crate) fn openapi_tools(server: &str, tools: &[ptc_plan::ToolPlan]) -> Vec<T
                 input_schema: t.input_schema.clone(),
                 output_schema: Some(t.output_schema.clone()),
                 read_only: Some(t.annotations.read_only_hint),
+                max_response_bytes: t.ptc.max_response_bytes,
                 provenance,
                 index,
             }

@@ -255,6 +255,7 @@ mod tests {
                 "traces": {"type": "array", "items": {"type": "object"}},
                 "next_cursor": {"type": ["string", "null"]}}})),
             read_only: Some(true),
+            max_response_bytes: 1 << 20,
             provenance: json!({"operationId": "list_traces", "defaultArgs": {"mode": "summary"}}),
             index: 0,
         }

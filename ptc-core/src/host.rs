@@ -263,10 +263,9 @@ impl ProgramHost {
                 let e = byte_budget_spent(&names, self.budgets.max_bytes);
                 return Err((e, Some(names)));
             }
-            let tool_cap = prepared.tool.provenance.get("maxResponseBytes");
-            let budget_binds = tool_cap
-                .and_then(serde_json::Value::as_u64)
-                .is_none_or(|c| left < c);
+            // A too-large answer is the program's budget's fault only when the budget, not the
+            // tool's own cap, was the smaller limit.
+            let budget_binds = left < prepared.tool.max_response_bytes;
             match up
                 .execute(prepared, CallOptions { deadline }, Some(left))
                 .await

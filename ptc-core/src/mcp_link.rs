@@ -22,6 +22,8 @@ enum Connect {
 pub(crate) struct McpLink {
     name: String,
     transport: &'static str,
+    /// The upstream's `max_response_bytes`, which its client enforces on every answer.
+    max_response_bytes: u64,
     connect: Connect,
     client: tokio::sync::OnceCell<McpClient>,
 }
@@ -29,14 +31,17 @@ pub(crate) struct McpLink {
 impl McpLink {
     /// The link for an `mcp_stdio` or `mcp_http` upstream (`None` for any other transport).
     pub(crate) fn new(name: &str, transport: &ptc_plan::Transport) -> Option<Self> {
-        let connect = match transport {
-            ptc_plan::Transport::McpStdio(p) => Connect::Stdio(p.clone()),
-            ptc_plan::Transport::McpHttp(p) => Connect::Http(p.clone()),
+        let (connect, max_response_bytes) = match transport {
+            ptc_plan::Transport::McpStdio(p) => (Connect::Stdio(p.clone()), p.max_response_bytes),
+            ptc_plan::Transport::McpHttp(p) => {
+                (Connect::Http(p.clone()), p.http.max_response_bytes)
+            }
             ptc_plan::Transport::Openapi(_) => return None,
         };
         Some(McpLink {
             name: name.to_string(),
             transport: transport.tag(),
+            max_response_bytes,
             connect,
             client: tokio::sync::OnceCell::new(),
         })
@@ -80,6 +85,7 @@ impl McpLink {
                 input_schema: t.input_schema,
                 output_schema: t.output_schema,
                 read_only: t.read_only,
+                max_response_bytes: self.max_response_bytes,
                 index,
             })
             .collect())

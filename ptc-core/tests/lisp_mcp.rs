@@ -272,3 +272,87 @@ fn calls_after_shutdown_are_refused() {
         "{:message \"upstream `everything` tool `echo`: the client was shut down\" :ok false :reason :upstream_unavailable}"
     );
 }
+
+/// The Python peer (`fixtures/mcp/py_server.py`) over stdio with `max_response_bytes` set.
+fn python_capped(cap: u64) -> Option<Bed> {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/mcp");
+    let python = fixtures.join(".venv/bin/python");
+    if !python.exists() {
+        let why = "the fixtures/mcp Python venv is missing (see .ci/run)";
+        if std::env::var("CI").as_deref() == Ok("true") {
+            panic!("CI=true but {why}");
+        }
+        println!("skipped: {why}");
+        return None;
+    }
+    let config = json!({"upstreams": {"py": {
+        "transport": "mcp_stdio",
+        "description": "the Python MCP peer",
+        "command": python,
+        "args": [fixtures.join("py_server.py")],
+        "max_response_bytes": cap,
+    }}});
+    let loaded = ptc_plan::load_str(
+        &config.to_string(),
+        Path::new("/mcp-test/upstreams.json"),
+        &ptc_plan::FileSource,
+    )
+    .unwrap_or_else(|d| panic!("{d}"));
+    let rt = runtime();
+    let up = rt
+        .block_on(Upstreams::start(
+            loaded.plan,
+            loaded.secrets,
+            StartOptions::default(),
+        ))
+        .expect("the Python peer starts");
+    Some(Bed {
+        rt,
+        up: Arc::new(up),
+    })
+}
+
+/// An MCP upstream's own `max_response_bytes` is named when it is the limit that stopped an
+/// answer; the program's byte budget only when the budget was the smaller of the two.
+#[test]
+fn the_limit_named_is_the_one_that_was_smaller() {
+    let Some(b) = python_capped(20_000) else {
+        return;
+    };
+    let call = "(tool/call 'py/big {:n 30000})";
+    let reply = |budget: u64| {
+        let run = b.run_with(
+            call,
+            Budgets {
+                max_bytes: budget,
+                ..Budgets::default()
+            },
+        );
+        let v = run.result.expect("a world fault is data");
+        let reason = match &v {
+            ptc_lisp::Value::Map(m) => m.get(&ptc_lisp::Value::keyword("reason")).cloned(),
+            _ => None,
+        };
+        (reason.map(|r| r.to_string()), v.to_string())
+    };
+    // The default budget (64 MiB) is far above the upstream's cap: the upstream's cap is named.
+    let (reason, text) = reply(Budgets::default().max_bytes);
+    assert_eq!(reason.as_deref(), Some(":response_too_large"), "{text}");
+    assert!(text.contains("20000"), "{text}");
+    assert!(!text.contains("budget"), "{text}");
+    // At exactly the cap the cap still binds (the budget is not the smaller limit).
+    let (reason, text) = reply(20_000);
+    assert_eq!(reason.as_deref(), Some(":response_too_large"), "{text}");
+    // One byte less and the program's budget is what stopped it.
+    let (reason, text) = reply(19_999);
+    assert_eq!(reason.as_deref(), Some(":cap_exhausted"), "{text}");
+    assert!(
+        text.contains("the program's budget of 19999 upstream bytes is spent"),
+        "{text}"
+    );
+    // Under both limits the answer arrives.
+    assert_eq!(
+        b.value("(count (:value (tool/call 'py/big {:n 1000})))"),
+        "1000"
+    );
+}

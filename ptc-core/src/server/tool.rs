@@ -142,6 +142,7 @@ mod tests {
             input_schema: json!({"type": "object"}),
             output_schema: None,
             read_only,
+            max_response_bytes: 1 << 20,
             provenance: json!({}),
             index: n,
         }
