@@ -284,6 +284,30 @@ async fn the_repl_keeps_its_definitions_and_gives_each_entry_fresh_budgets() {
     .unwrap();
 }
 
+/// The REPL's host answers every question the interpreter asks the program host: the upstream
+/// names reach `all-ns` and the unknown-namespace hint as they do in `lisp_eval`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_repl_knows_the_upstream_names() {
+    let config =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/observatory/upstreams.json");
+    let plan = ptc_plan::load(&config).unwrap().plan;
+    let up = Upstreams::start(plan, Default::default(), StartOptions::default())
+        .await
+        .unwrap();
+    let (up, rt) = (Arc::new(up), tokio::runtime::Handle::current());
+    tokio::task::spawn_blocking(move || {
+        let mut repl = Repl::new(up, rt, EvalLimits::default());
+        let all = repl
+            .eval("(some #{\"observatory\"} (map str (all-ns)))")
+            .result;
+        assert_eq!(all, Ok("\"observatory\"".to_string()));
+        let e = repl.eval("(dir observatry)").result.unwrap_err();
+        assert!(e.contains("did you mean observatory?"), "{e}");
+    })
+    .await
+    .unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_outcome_carries_the_evaluations_wall_clock_time() {
     let ev = evaluator(empty(), EvalLimits::default()).await;

@@ -10,6 +10,8 @@ use crate::host::ProgramHost;
 use crate::server::options::EvalLimits;
 
 /// Delegates to the current line's [`ProgramHost`] (the interpreter keeps one host for life).
+/// Every method of [`Host`] is forwarded, the defaulted ones too: a default left in place would
+/// silently answer for the upstreams (as `upstreams()` once did, hiding them from `all-ns`).
 struct LineHost {
     current: Mutex<Arc<ProgramHost>>,
 }
@@ -26,6 +28,10 @@ impl LineHost {
 impl Host for LineHost {
     fn namespaces(&self) -> Vec<String> {
         self.get().namespaces()
+    }
+
+    fn upstreams(&self) -> Vec<String> {
+        self.get().upstreams()
     }
 
     fn call(
