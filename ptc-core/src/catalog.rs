@@ -7,8 +7,8 @@ use std::sync::OnceLock;
 use serde_json::{Value, json};
 
 use crate::outcome::{Reason, ToolError};
-use crate::suggest::did_you_mean;
 use crate::validate::{Definitions, Schema};
+use ptc_suggest::did_you_mean;
 
 /// One tool as discovery shows it and the executor routes it.
 #[derive(Clone, Debug)]
@@ -118,8 +118,9 @@ impl ServerEntry {
         }
         let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
         let mut msg = format!("no tool `{name}` in upstream `{}`", self.name);
-        if let Some(s) = did_you_mean(&kebab, &names) {
-            msg.push_str(&format!(" (did you mean `{}/{s}`?)", self.name));
+        let qualified = |s: &str| format!("`{}/{s}`", self.name);
+        if let Some(s) = did_you_mean(&kebab, names.iter().copied(), qualified) {
+            msg.push_str(&format!(" ({s})"));
         }
         msg.push_str(&format!(
             "; its tools: {}. List them with (dir '{})",
@@ -160,8 +161,8 @@ impl Catalog {
         }
         let names: Vec<&str> = self.servers.iter().map(|s| s.name.as_str()).collect();
         let mut msg = format!("no upstream `{name}`");
-        if let Some(s) = did_you_mean(name, &names) {
-            msg.push_str(&format!(" (did you mean `{s}`?)"));
+        if let Some(s) = did_you_mean(name, names.iter().copied(), |s| format!("`{s}`")) {
+            msg.push_str(&format!(" ({s})"));
         }
         if names.is_empty() {
             msg.push_str("; no upstreams are configured");

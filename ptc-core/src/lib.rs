@@ -20,7 +20,6 @@ pub mod precheck;
 pub mod records;
 pub mod redact;
 pub mod server;
-mod suggest;
 pub mod validate;
 
 pub use executor::{CallOptions, CatalogLoad, Operation, StartError, StartOptions, Upstreams};

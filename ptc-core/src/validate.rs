@@ -17,7 +17,7 @@ use std::sync::{Arc, RwLock};
 
 use serde_json::{Map, Value};
 
-use crate::suggest::did_you_mean;
+use ptc_suggest::did_you_mean;
 
 /// Named schema definitions a `{"$ref": "#/$defs/Name"}` may point into.
 pub type Definitions = BTreeMap<String, Value>;
@@ -202,8 +202,10 @@ fn check_entries(
                 let mut msg = format!("unknown argument {}", show_key(&written));
                 let lisp: Vec<String> = known.iter().map(|k| lisp_key(k)).collect();
                 let kebab: Vec<String> = known.iter().map(|k| k.replace('_', "-")).collect();
-                if let Some(s) = did_you_mean(&written.replace('_', "-"), &kebab) {
-                    msg.push_str(&format!(" (did you mean :{s}?)"));
+                let written_kebab = written.replace('_', "-");
+                let candidates = kebab.iter().map(String::as_str);
+                if let Some(s) = did_you_mean(&written_kebab, candidates, |s| format!(":{s}")) {
+                    msg.push_str(&format!(" ({s})"));
                 }
                 if known.is_empty() {
                     msg.push_str(if top {

@@ -426,20 +426,13 @@ impl Namespace {
     }
 }
 
-/// The candidate closest to `name` by Jaro-Winkler similarity, if any is close enough to be
-/// what was meant (the "did you mean" of every unknown-name error).
+/// The candidate `name` most likely meant, for the "did you mean" of every unknown-name error:
+/// `ptc-suggest`'s one rule, so a program, a config and the runtime suggest alike.
 pub(crate) fn did_you_mean<'c>(
     name: &str,
     candidates: impl Iterator<Item = &'c str>,
 ) -> Option<String> {
-    let mut best: Option<(f64, &str)> = None;
-    for cand in candidates {
-        let score = strsim::jaro_winkler(name, cand);
-        if score > 0.85 && best.is_none_or(|(b, _)| score > b) {
-            best = Some((score, cand));
-        }
-    }
-    best.map(|(_, c)| c.to_string())
+    ptc_suggest::closest(name, candidates).map(str::to_string)
 }
 
 #[cfg(test)]

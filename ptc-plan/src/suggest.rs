@@ -1,25 +1,11 @@
-//! "Did you mean ...?" suggestions for misspelt names.
-
-/// The candidate closest to `input`, when it is close enough to be a plausible typo.
-pub fn closest<'a>(input: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
-    let input_lower = input.to_ascii_lowercase();
-    candidates
-        .into_iter()
-        .map(|c| {
-            (
-                strsim::jaro_winkler(&input_lower, &c.to_ascii_lowercase()),
-                c,
-            )
-        })
-        .filter(|(score, _)| *score >= 0.8)
-        .max_by(|a, b| a.0.total_cmp(&b.0))
-        .map(|(_, c)| c)
-}
+//! The config compiler's framing of a "did you mean": appended to a diagnostic's message in
+//! parentheses, the name in backticks as the config writes it. Which name is suggested is
+//! `ptc-suggest`'s one rule.
 
 /// `" (did you mean `x`?)"`, or nothing.
 pub fn did_you_mean<'a>(input: &str, candidates: impl IntoIterator<Item = &'a str>) -> String {
-    closest(input, candidates)
-        .map(|c| format!(" (did you mean `{c}`?)"))
+    ptc_suggest::did_you_mean(input, candidates, |c| format!("`{c}`"))
+        .map(|s| format!(" ({s})"))
         .unwrap_or_default()
 }
 
@@ -28,13 +14,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn suggests_close_names_only() {
+    fn appends_the_suggestion_in_parentheses_or_nothing() {
         let fields = ["base_url", "schema_file", "include_operations"];
-        assert_eq!(closest("base_ur", fields), Some("base_url"));
         assert_eq!(
-            closest("include_operation", fields),
-            Some("include_operations")
+            did_you_mean("base_ur", fields),
+            " (did you mean `base_url`?)"
         );
-        assert_eq!(closest("zzz", fields), None);
+        assert_eq!(did_you_mean("zzz", fields), "");
     }
 }
