@@ -1,9 +1,9 @@
 //! Discovery text and data: what `(tool/servers)`, `dir`, `doc`, `meta` and `apropos` show for
 //! upstream tools. Transport-neutral: no transport names in anything but `_ptc` provenance.
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
-use crate::catalog::{ServerEntry, ToolEntry};
+use crate::catalog::{Catalog, ServerEntry, ToolEntry};
 use crate::validate::{Schema, lisp_key, type_name};
 
 /// First line of a description, for one-line listings.
@@ -172,6 +172,52 @@ pub fn doc_text(server: &ServerEntry, tool: &ToolEntry) -> String {
         out.push_str(&format!("Notes: {notes}\n"));
     }
     out
+}
+
+/// `(dir 'server)`: one listing line per tool, by name.
+pub fn dir_lines(server: &ServerEntry) -> Vec<String> {
+    let mut tools: Vec<&ToolEntry> = server.tools().unwrap_or_default().iter().collect();
+    tools.sort_by(|a, b| a.name.cmp(&b.name));
+    tools.into_iter().map(listing).collect()
+}
+
+/// `(doc 'server)`: the upstream's name, description and one listing line per tool.
+pub fn server_doc_text(server: &ServerEntry) -> String {
+    let mut text = format!("-------------------------\n{}\n", server.name);
+    if !server.description.is_empty() {
+        text.push_str(&format!("  {}\n", server.description));
+    }
+    for t in server.tools().unwrap_or_default() {
+        text.push_str(&format!("  {}\n", listing(t)));
+    }
+    text
+}
+
+/// `(meta 'server)`: the upstream's name, description and tool names.
+pub fn server_meta(server: &ServerEntry) -> Value {
+    json!({
+        "name": server.name,
+        "description": server.description,
+        "tools": server.tools().unwrap_or_default().iter().map(|t| &t.name).collect::<Vec<_>>(),
+    })
+}
+
+/// `(apropos query)`: the `limit` best-scoring tools, best first, ties by upstream and name.
+/// Only tools already listed are searched: apropos never connects to an upstream.
+pub fn apropos<'c>(catalog: &'c Catalog, query: &str, limit: usize) -> Vec<&'c ToolEntry> {
+    let mut hits: Vec<(u32, &ToolEntry)> = catalog
+        .servers()
+        .iter()
+        .flat_map(|s| s.tools().unwrap_or_default())
+        .map(|t| (apropos_score(query, t), t))
+        .filter(|(score, _)| *score > 0)
+        .collect();
+    hits.sort_by(|a, b| {
+        b.0.cmp(&a.0)
+            .then_with(|| a.1.server.cmp(&b.1.server))
+            .then_with(|| a.1.name.cmp(&b.1.name))
+    });
+    hits.into_iter().take(limit).map(|(_, t)| t).collect()
 }
 
 /// Scores how well `tool` matches a query: per query token, the best of exact 10, prefix 5,

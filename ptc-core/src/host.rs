@@ -11,10 +11,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use ptc_lisp::{CallContext, Discovery, Host, HostError, HostValue, Interpreter, Limits, Value};
-use serde_json::Map;
 
+use crate::call_form::{self, FormError};
 use crate::catalog::{ServerEntry, ToolEntry};
-use crate::discovery::{apropos_score, doc_text, listing};
+use crate::discovery::{apropos, dir_lines, doc_text, listing, server_doc_text, server_meta};
 use crate::executor::{CallOptions, Upstreams};
 use crate::outcome::{Reason, ToolError, ToolOutput};
 use crate::records::{RunRecords, UpstreamCall};
@@ -89,13 +89,6 @@ pub struct ProgramHost {
     records: Mutex<Vec<UpstreamCall>>,
 }
 
-/// What `tool/call` was asked, after normalising its two forms.
-struct Request {
-    server: String,
-    tool: String,
-    args: Map<String, serde_json::Value>,
-}
-
 impl ProgramHost {
     /// A host for one program run.
     pub fn new(
@@ -144,104 +137,14 @@ impl ProgramHost {
             });
     }
 
-    /// `(tool/call 'server/tool {args})` or `(tool/call {:server s :tool t :args {..}})`.
-    fn normalise(args: &[Value]) -> Result<Request, HostError> {
-        const USAGE: &str = "use (tool/call 'server/tool {:arg value}) or \
-                             (tool/call {:server \"server\" :tool \"tool\" :args {:arg value}})";
-        let (server, tool, arg_value) = match args {
-            [Value::Map(m)] => {
-                let mut server = None;
-                let mut tool = None;
-                let mut call_args = Value::Nil;
-                for (k, v) in m.iter() {
-                    let key = match k {
-                        Value::Keyword(s) | Value::Str(s) => s.to_string(),
-                        other => {
-                            return Err(fault(format!(
-                                "tool/call: unexpected key {other} in the call map; {USAGE}"
-                            )));
-                        }
-                    };
-                    match key.as_str() {
-                        "server" => server = Some(name_of(v, "server")?),
-                        "tool" => tool = Some(name_of(v, "tool")?),
-                        "args" => call_args = v.clone(),
-                        other => {
-                            return Err(fault(format!(
-                                "tool/call: unknown key :{other} in the call map (keys are \
-                                 :server :tool :args); {USAGE}"
-                            )));
-                        }
-                    }
-                }
-                let server = server.ok_or_else(|| {
-                    fault(format!("tool/call: the call map has no :server; {USAGE}"))
-                })?;
-                let tool = tool.ok_or_else(|| {
-                    fault(format!("tool/call: the call map has no :tool; {USAGE}"))
-                })?;
-                (server, tool, call_args)
-            }
-            [target] | [target, _] => {
-                let name = match target {
-                    Value::Symbol(s) | Value::Str(s) => s.to_string(),
-                    other => {
-                        return Err(fault(format!(
-                            "tool/call: expected a quoted server/tool symbol, got {} {other}; \
-                             {USAGE}",
-                            other.type_name()
-                        )));
-                    }
-                };
-                let Some((server, tool)) = name.split_once('/') else {
-                    return Err(fault(format!(
-                        "tool/call: `{name}` is not qualified with its upstream; write \
-                         'server/{name} (list upstreams with (tool/servers))"
-                    )));
-                };
-                let call_args = args.get(1).cloned().unwrap_or(Value::Nil);
-                (server.to_string(), tool.to_string(), call_args)
-            }
-            _ => {
-                return Err(fault(format!(
-                    "tool/call: takes 1 or 2 arguments, got {}; {USAGE}",
-                    args.len()
-                )));
-            }
-        };
-        let args = match &arg_value {
-            Value::Nil => Map::new(),
-            Value::Map(m) => {
-                let mut out = Map::new();
-                for (k, v) in m.iter() {
-                    let v = to_json(v, 0).map_err(|why| {
-                        fault(format!(
-                            "tool/call '{server}/{tool}: argument {} cannot be sent: {why}",
-                            key_text(k)
-                        ))
-                    })?;
-                    out.insert(key_text(k), v);
-                }
-                out
-            }
-            other => {
-                return Err(fault(format!(
-                    "tool/call '{server}/{tool}: args must be a map like {{:arg value}}, got {} \
-                     {other}",
-                    other.type_name()
-                )));
-            }
-        };
-        Ok(Request { server, tool, args })
-    }
-
     fn tool_call(&self, cx: &mut CallContext<'_>, args: &[Value]) -> Result<Value, HostError> {
-        let req = Self::normalise(args)?;
+        let form = call_form::read(args).map_err(form_fault)?;
+        let req_args = form.json_args().map_err(form_fault)?;
         let deadline = cx.remaining().map(|r| Instant::now() + r);
         let started = Instant::now();
         let up = &self.upstreams;
         let outcome = self.runtime.block_on(async {
-            let prepared = match up.prepare(&req.server, &req.tool, req.args).await {
+            let prepared = match up.prepare(&form.server, &form.tool, req_args).await {
                 Ok(p) => p,
                 Err(e) => return Err((e, None)),
             };
@@ -317,7 +220,7 @@ impl ProgramHost {
                 if e.reason.is_programmer_fault() {
                     return Err(raised(&e));
                 }
-                let (server, tool) = names.unwrap_or((req.server, req.tool));
+                let (server, tool) = names.unwrap_or((form.server, form.tool));
                 self.record(&server, &tool, started, Err(e.reason));
                 Ok(err_map(e.reason, &e.message))
             }
@@ -388,11 +291,9 @@ impl ProgramHost {
             Ok(s) => s,
             Err(e) => return Ok(Some(err_map(e.reason, &e.message))),
         };
-        let mut tools: Vec<&ToolEntry> = server.tools().unwrap_or_default().iter().collect();
-        tools.sort_by(|a, b| a.name.cmp(&b.name));
-        let lines = tools
-            .into_iter()
-            .map(|t| Value::str(&self.redact(&listing(t))))
+        let lines = dir_lines(server)
+            .iter()
+            .map(|l| Value::str(&self.redact(l)))
             .collect();
         Ok(Some(Value::vector(lines)))
     }
@@ -433,16 +334,7 @@ impl ProgramHost {
                 }
                 return Ok(Some(Value::Nil));
             }
-            Some(Resolved::Server(s)) => {
-                let mut text = format!("-------------------------\n{}\n", s.name);
-                if !s.description.is_empty() {
-                    text.push_str(&format!("  {}\n", s.description));
-                }
-                for t in s.tools().unwrap_or_default() {
-                    text.push_str(&format!("  {}\n", listing(t)));
-                }
-                text
-            }
+            Some(Resolved::Server(s)) => server_doc_text(s),
             Some(Resolved::Tool(s, t)) => doc_text(s, t),
         };
         cx.print(&self.redact(&text));
@@ -453,11 +345,7 @@ impl ProgramHost {
         let json = match self.resolve_ref(reference)? {
             None => return Ok(None),
             Some(Resolved::Refused(v)) => return Ok(Some(v)),
-            Some(Resolved::Server(s)) => serde_json::json!({
-                "name": s.name,
-                "description": s.description,
-                "tools": s.tools().unwrap_or_default().iter().map(|t| &t.name).collect::<Vec<_>>(),
-            }),
+            Some(Resolved::Server(s)) => server_meta(s),
             Some(Resolved::Tool(_, t)) => t.to_json(),
         };
         let text = self.redact(&json.to_string());
@@ -487,25 +375,9 @@ impl ProgramHost {
             },
             _ => 20,
         };
-        // Only tools already listed are searched: apropos never connects to an upstream.
-        let mut hits: Vec<(u32, &ToolEntry)> = self
-            .upstreams
-            .catalog()
-            .servers()
-            .iter()
-            .flat_map(|s| s.tools().unwrap_or_default())
-            .map(|t| (apropos_score(&query, t), t))
-            .filter(|(score, _)| *score > 0)
-            .collect();
-        hits.sort_by(|a, b| {
-            b.0.cmp(&a.0)
-                .then_with(|| a.1.server.cmp(&b.1.server))
-                .then_with(|| a.1.name.cmp(&b.1.name))
-        });
-        let lines = hits
+        let lines = apropos(self.upstreams.catalog(), &query, limit)
             .into_iter()
-            .take(limit)
-            .map(|(_, t)| Value::str(&self.redact(&listing(t))))
+            .map(|t| Value::str(&self.redact(&listing(t))))
             .collect();
         Ok(Some(Value::vector(lines)))
     }
@@ -538,63 +410,12 @@ fn message_of(v: &Value) -> Option<String> {
     }
 }
 
-fn name_of(v: &Value, what: &str) -> Result<String, HostError> {
-    match v {
-        Value::Str(s) | Value::Keyword(s) | Value::Symbol(s) => Ok(s.to_string()),
-        other => Err(fault(format!(
-            "tool/call: :{what} must be a string, got {} {other}",
-            other.type_name()
-        ))),
+/// A malformed `tool/call` form; a run-time value is never "computed later".
+fn form_fault(e: FormError) -> HostError {
+    match e {
+        FormError::Wrong(message) => fault(message),
+        FormError::Computed => fault("tool/call: the call could not be read"),
     }
-}
-
-/// A map key as a JSON object key: names for keywords, strings and symbols, printed otherwise.
-fn key_text(k: &Value) -> String {
-    match k {
-        Value::Keyword(s) | Value::Str(s) | Value::Symbol(s) => s.to_string(),
-        other => other.to_string(),
-    }
-}
-
-/// Nesting allowed in an argument value.
-const MAX_ARG_DEPTH: usize = 256;
-
-/// An argument value as JSON: keywords and symbols as their names, sets as arrays, map keys as
-/// their names, non-finite floats as null. Functions cannot be sent.
-fn to_json(v: &Value, depth: usize) -> Result<serde_json::Value, String> {
-    use serde_json::Value as J;
-    if depth > MAX_ARG_DEPTH {
-        return Err(format!("it is nested more than {MAX_ARG_DEPTH} deep"));
-    }
-    Ok(match v {
-        Value::Nil => J::Null,
-        Value::Bool(b) => J::Bool(*b),
-        Value::Int(i) => J::from(*i),
-        Value::Float(f) => serde_json::Number::from_f64(*f).map_or(J::Null, J::Number),
-        Value::Str(s) | Value::Keyword(s) | Value::Symbol(s) => J::String(s.to_string()),
-        Value::Var(s) => J::String(format!("#'{s}")),
-        Value::Regex(r) => J::String(r.as_str().to_string()),
-        Value::Vector(items) => J::Array(
-            items
-                .iter()
-                .map(|x| to_json(x, depth + 1))
-                .collect::<Result<_, _>>()?,
-        ),
-        Value::Set(s) => J::Array(
-            s.sorted()
-                .into_iter()
-                .map(|x| to_json(x, depth + 1))
-                .collect::<Result<_, _>>()?,
-        ),
-        Value::Map(m) => {
-            let mut out = Map::new();
-            for (k, x) in m.iter() {
-                out.insert(key_text(k), to_json(x, depth + 1)?);
-            }
-            J::Object(out)
-        }
-        Value::Func(_) => return Err("a function is not data".into()),
-    })
 }
 
 fn ref_of(args: &[Value]) -> Option<String> {

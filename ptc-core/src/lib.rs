@@ -6,6 +6,7 @@
 //! transport and maps the outcome onto the result contract ([`Reason`]). [`host`] plugs it into
 //! PTC-Lisp: `tool/call`, discovery, budgets and per-run records.
 
+mod call_form;
 pub mod catalog;
 pub mod credentials;
 pub mod discovery;

@@ -247,8 +247,8 @@ fn the_static_precheck_reports_every_literal_problem_and_calls_nothing() {
     );
 }
 
-/// The pre-check reads both call forms (symbol and args, or one call map), `nil` args, and leaves
-/// a call with the wrong number of arguments to the call itself, which says so.
+/// The pre-check reads both call forms (symbol and args, or one call map) and `nil` args, and
+/// reports a malformed form with the message the call itself would give.
 #[test]
 fn the_precheck_reads_every_literal_call_form() {
     let b = bed("tok-1");
@@ -290,9 +290,24 @@ fn the_precheck_reads_every_literal_call_form() {
         )),
         "{m}"
     );
+    // A malformed form is found before running too, with the message the call itself gives.
+    let usage = "use (tool/call 'server/tool {:arg value}) or (tool/call {:server \"server\" :tool \"tool\" :args {:arg value}})";
     assert_eq!(
         msg("(tool/call 'fx/ecko {} {})"),
-        "tool/call: takes 1 or 2 arguments, got 3; use (tool/call 'server/tool {:arg value}) or (tool/call {:server \"server\" :tool \"tool\" :args {:arg value}})"
+        format!("{header}1:1: tool/call: takes 1 or 2 arguments, got 3; {usage}")
+    );
+    assert_eq!(
+        msg("(if (= 1 2) (tool/call 'echo) (tool/call 'fx/echo [1]))"),
+        "2 tool/call problems found before running (nothing was called):\n\
+         1:13: tool/call: `echo` is not qualified with its upstream; write 'server/echo (list \
+         upstreams with (tool/servers))\n\
+         1:31: tool/call 'fx/echo: args must be a map like {:arg value}, got vector [1]"
+    );
+    // Run-time values that are wrong get the same message, without the pre-check's header.
+    assert_eq!(
+        msg("(let [n 3] (tool/call (symbol \"echo\") {:n n}))"),
+        "tool/call: `echo` is not qualified with its upstream; write 'server/echo (list upstreams \
+         with (tool/servers))"
     );
     assert!(b.fx.seen().is_empty(), "{:?}", b.fx.seen());
 }

@@ -134,16 +134,6 @@ fn prints_like_clojure() {
 }
 
 #[test]
-fn tool_json_normalises_keys_but_not_values() {
-    let v = read_value(r#"{:org-id "acme" :filter {:min-cost 1} :env :pre-prod "x-y" [{:a-b 1}]}"#)
-        .unwrap();
-    assert_eq!(
-        v.to_tool_json_string().unwrap(),
-        r#"{"env":"pre-prod","filter":{"min_cost":1},"org_id":"acme","x_y":[{"a_b":1}]}"#
-    );
-}
-
-#[test]
 fn interpreters_and_values_cross_threads() {
     fn assert_send<T: Send>() {}
     fn assert_send_sync<T: Send + Sync>() {}

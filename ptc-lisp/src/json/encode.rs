@@ -41,7 +41,6 @@ pub(crate) fn encode(
     out: &mut String,
     depth: usize,
     limit: usize,
-    underscore: bool,
 ) -> Result<(), LispError> {
     if out.len() > limit {
         return Err(LispError::new(
@@ -77,17 +76,12 @@ pub(crate) fn encode(
                 format!("cannot encode function {} as JSON", f.name()),
             ));
         }
-        Value::Vector(items) => encode_array(items.iter(), out, depth, limit, underscore)?,
-        Value::Set(s) => encode_array(s.sorted().into_iter(), out, depth, limit, underscore)?,
+        Value::Vector(items) => encode_array(items.iter(), out, depth, limit)?,
+        Value::Set(s) => encode_array(s.sorted().into_iter(), out, depth, limit)?,
         Value::Map(m) => {
             out.push('{');
-            let mut entries: Vec<(String, &Value)> = m
-                .iter()
-                .map(|(k, v)| {
-                    let k = key_string(k);
-                    (if underscore { k.replace('-', "_") } else { k }, v)
-                })
-                .collect();
+            let mut entries: Vec<(String, &Value)> =
+                m.iter().map(|(k, v)| (key_string(k), v)).collect();
             entries.sort_by(|a, b| a.0.cmp(&b.0));
             for (i, (k, x)) in entries.into_iter().enumerate() {
                 if i > 0 {
@@ -95,7 +89,7 @@ pub(crate) fn encode(
                 }
                 encode_str(&k, out);
                 out.push(':');
-                encode(x, out, depth + 1, limit, underscore)?;
+                encode(x, out, depth + 1, limit)?;
             }
             out.push('}');
         }
@@ -109,14 +103,13 @@ fn encode_array<'v>(
     out: &mut String,
     depth: usize,
     limit: usize,
-    underscore: bool,
 ) -> Result<(), LispError> {
     out.push('[');
     for (i, x) in items.enumerate() {
         if i > 0 {
             out.push(',');
         }
-        encode(x, out, depth + 1, limit, underscore)?;
+        encode(x, out, depth + 1, limit)?;
     }
     out.push(']');
     Ok(())

@@ -46,17 +46,7 @@ impl Value {
     /// the printer's bound.
     pub fn to_json_string(&self) -> Result<String, LispError> {
         let mut out = String::new();
-        encode(self, &mut out, 0, usize::MAX, false)?;
-        Ok(out)
-    }
-
-    /// Encodes as JSON for a tool boundary, the way the reference sends tool arguments: like
-    /// [`Value::to_json_string`], but every map key (nested ones included) has `-` replaced by
-    /// `_`, so `{:org-id "acme"}` is sent as `{"org_id":"acme"}`. Keyword *values* keep their
-    /// hyphens (`:production` → `"production"`).
-    pub fn to_tool_json_string(&self) -> Result<String, LispError> {
-        let mut out = String::new();
-        encode(self, &mut out, 0, usize::MAX, true)?;
+        encode(self, &mut out, 0, usize::MAX)?;
         Ok(out)
     }
 }
