@@ -195,7 +195,7 @@ pub struct CatalogArgs {
     pub overrides: OverrideArgs,
 }
 
-/// `eval`: run one program against the upstreams.
+/// `eval`: run one program against the upstreams, in this process and for this process only.
 #[derive(clap::Args, Clone, Debug)]
 pub struct EvalArgs {
     /// Program text.
@@ -203,14 +203,57 @@ pub struct EvalArgs {
     pub expr: Option<String>,
     /// Program file (`-` reads standard input).
     pub file: Option<PathBuf>,
-    /// A JSON object whose keys the program reads as `data/<key>`.
+    /// A JSON object whose keys the program reads as `data/<key>` (decoded as it is read).
     #[arg(long, value_name = "FILE")]
     pub context: Option<PathBuf>,
-    /// Print the MCP result (`structuredContent`) as JSON instead of the value.
+    /// Print the result as JSON instead of Clojure syntax; what the program prints then goes to
+    /// stderr, so stdout is one JSON value.
     #[arg(long)]
     pub json: bool,
+    /// Print the run's upstream calls and payload metrics as one JSON line on stderr.
+    #[arg(long)]
+    pub metrics: bool,
     #[command(flatten)]
-    pub limits: LimitArgs,
+    pub limits: EvalLimitArgs,
     #[command(flatten)]
     pub overrides: OverrideArgs,
+}
+
+/// The limits of one program run by `eval`. Only what bounds a single run: nothing is shared
+/// with other evaluations, so the server's concurrency and memory-budget flags have no meaning
+/// here, and the whole result is printed (the caller asked for it).
+#[derive(clap::Args, Clone, Debug)]
+pub struct EvalLimitArgs {
+    /// Wall-clock limit of the program, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 10_000)]
+    pub timeout_ms: u64,
+    /// Memory the program (and its `--context`) may allocate, in bytes [default: 1 GiB, the
+    /// interpreter's own; one local run needs no room left for others].
+    #[arg(long, value_name = "BYTES")]
+    pub memory_bytes: Option<u64>,
+    /// Upstream calls the program may make.
+    #[arg(long, value_name = "N", default_value_t = 50)]
+    pub max_calls: u64,
+}
+
+impl EvalLimitArgs {
+    /// The interpreter limits these flags describe.
+    pub fn lisp_limits(&self) -> ptc_lisp::Limits {
+        let mut l = ptc_lisp::Limits {
+            timeout: Some(Duration::from_millis(self.timeout_ms)),
+            ..ptc_lisp::Limits::default()
+        };
+        if let Some(m) = self.memory_bytes {
+            l.max_memory_bytes = m;
+        }
+        l
+    }
+
+    /// The upstream budgets these flags describe.
+    pub fn budgets(&self) -> ptc_core::Budgets {
+        ptc_core::Budgets {
+            max_calls: self.max_calls,
+            ..ptc_core::Budgets::default()
+        }
+    }
 }

@@ -4,7 +4,8 @@ use std::io::Read;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use ptc_core::server::{self, Evaluator, envelope, repl as engine, tool};
+use ptc_core::server::{self, Evaluator, repl as engine, tool};
+use ptc_lisp::Value;
 use tokio_util_free::shutdown_signal;
 
 use crate::args::{CatalogArgs, EvalArgs, ReplArgs, ServeArgs};
@@ -132,90 +133,114 @@ pub fn catalog(name: &str, source: PlanSource, args: CatalogArgs) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// `eval`: one program through the same evaluator and envelope an MCP client gets.
+/// `eval`: one program, run once in this process against the upstreams (none for an empty
+/// plan), through the same pre-check, program host, budgets and redaction as `lisp_eval`.
+///
+/// It runs the program with [`ptc_core::run_program`] rather than the server's evaluator: the
+/// evaluator takes a client's context as a JSON map within `--max-context-bytes`, where a local
+/// `--context` file is decoded straight into program values as it is read (a 50 MB file would
+/// otherwise be held three times over), and admission, cancellation and the reply's size bound
+/// serve clients sharing one server, which a single local run does not.
+///
+/// Exit codes: 0 the result is on stdout; 1 the program failed, `reason: message` on stderr;
+/// 2 bad usage, an unreadable program or context, or a plan or upstream that cannot start.
 pub fn eval(name: &str, source: PlanSource, args: EvalArgs) -> ExitCode {
-    let program = match (&args.expr, args.file.as_deref()) {
-        (Some(e), _) => e.clone(),
-        (None, Some(p)) if p.as_os_str() == "-" => {
-            let mut s = String::new();
-            if let Err(e) = std::io::stdin().read_to_string(&mut s) {
-                return startup_error(name, &format!("cannot read standard input: {e}"));
-            }
-            s
-        }
-        (None, Some(p)) => match std::fs::read_to_string(p) {
-            Ok(s) => s,
-            Err(e) => return startup_error(name, &format!("cannot read {}: {e}", p.display())),
-        },
-        (None, None) => {
-            return startup_error(
-                name,
-                "give a program with -e, a file, or - for standard input",
-            );
-        }
+    let name = format!("{name} eval");
+    let program = match read_program(&args) {
+        Ok(p) => p,
+        Err(e) => return startup_error(&name, &e),
     };
-    let context = match &args.context {
+    let limits = args.limits.lisp_limits();
+    let context = match args.context.as_deref().map(|p| read_context(p, &limits)) {
         None => None,
-        Some(p) => {
-            let parsed = std::fs::read(p).map_err(|e| e.to_string()).and_then(|b| {
-                serde_json::from_slice::<serde_json::Value>(&b).map_err(|e| e.to_string())
-            });
-            match parsed {
-                Ok(serde_json::Value::Object(m)) => Some(m),
-                Ok(_) => {
-                    return startup_error(
-                        name,
-                        &format!("{} must hold a JSON object", p.display()),
-                    );
-                }
-                Err(e) => return startup_error(name, &format!("{}: {e}", p.display())),
-            }
-        }
+        Some(Ok(c)) => Some(c),
+        Some(Err(e)) => return startup_error(&name, &e),
     };
     let rt = match start::runtime() {
         Ok(rt) => rt,
-        Err(e) => return startup_error(name, &e),
+        Err(e) => return startup_error(&name, &e),
     };
-    let outcome = rt.block_on(async {
-        let upstreams = start::upstreams(&source, &args.overrides).await?;
-        let evaluator = Evaluator::new(
-            upstreams.clone(),
-            tokio::runtime::Handle::current(),
-            args.limits.limits(),
-        )?;
-        let req = server::EvalRequest {
-            program,
-            context,
-            output_schema: None,
-        };
-        let outcome = evaluator.eval(req, Default::default()).await;
-        upstreams.shutdown().await;
-        Ok::<_, String>(outcome)
-    });
-    let outcome = match outcome {
-        Ok(o) => o,
-        Err(e) => return startup_error(name, &e),
+    let upstreams = match rt.block_on(start::upstreams(&source, &args.overrides)) {
+        Ok(u) => u,
+        Err(e) => return startup_error(&name, &e),
     };
+    // The process ends right after: the OS takes back a decoded `--context` at once, where
+    // dropping it value by value is a seventh of a 50 MB run. The clone shares the values.
+    std::mem::forget(context.clone());
+    let run = ptc_core::run_program(
+        upstreams.clone(),
+        rt.handle().clone(),
+        &program,
+        limits,
+        args.limits.budgets(),
+        context,
+    );
+    rt.block_on(upstreams.shutdown());
+    let redactor = upstreams.redactor();
+    // With --json, stdout must parse as one JSON value, so printed output goes to stderr.
     if args.json {
-        let r = envelope::to_result(&outcome, args.limits.max_output_bytes);
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&r.structured_content).unwrap_or_default()
-        );
+        eprint!("{}", run.output);
     } else {
-        print!("{}", outcome.prints);
-        match &outcome.result {
-            Ok(v) => println!(
-                "{}",
-                envelope::bounded(&v.text, args.limits.max_output_bytes)
-            ),
-            Err(e) => eprintln!("{}: {}", e.reason, e.message),
+        print!("{}", run.output);
+    }
+    if args.metrics {
+        match serde_json::to_string(&run.records) {
+            Ok(text) => eprintln!("{text}"),
+            Err(e) => eprintln!("{name}: cannot print the metrics: {e}"),
         }
     }
-    if outcome.result.is_ok() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
+    let code = match &run.result {
+        Ok(v) if args.json => match v.to_json_string() {
+            Ok(s) => {
+                println!("{}", redactor.redact(&s));
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("{}", redactor.redact(&e.to_string()));
+                ExitCode::FAILURE
+            }
+        },
+        Ok(v) => {
+            println!("{}", redactor.redact(&v.to_string()));
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("{}", redactor.redact(&e.to_string()));
+            ExitCode::FAILURE
+        }
+    };
+    // As with the context: the result may be as large, and the process is about to end.
+    std::mem::forget(run);
+    code
+}
+
+/// The program from `-e`, a file, or standard input (`-`).
+fn read_program(args: &EvalArgs) -> Result<String, String> {
+    match (&args.expr, args.file.as_deref()) {
+        (Some(e), _) => Ok(e.clone()),
+        (None, Some(p)) if p.as_os_str() == "-" => {
+            let mut s = String::new();
+            std::io::stdin()
+                .read_to_string(&mut s)
+                .map_err(|e| format!("cannot read standard input: {e}"))?;
+            Ok(s)
+        }
+        (None, Some(p)) => {
+            std::fs::read_to_string(p).map_err(|e| format!("cannot read {}: {e}", p.display()))
+        }
+        (None, None) => Err("give a program with -e, a file, or - for standard input".into()),
+    }
+}
+
+/// `--context`: a JSON object decoded while it is read, under the program's memory limit, so
+/// the file is never whole in memory beside its values.
+fn read_context(path: &std::path::Path, limits: &ptc_lisp::Limits) -> Result<Value, String> {
+    let file =
+        std::fs::File::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    match Value::from_json_reader(file, limits) {
+        Ok(v @ Value::Map(_)) => Ok(v),
+        Ok(_) => Err(format!("{} must hold a JSON object", path.display())),
+        Err(e) => Err(format!("{}: {e}", path.display())),
     }
 }
 

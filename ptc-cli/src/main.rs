@@ -4,7 +4,7 @@ mod check;
 mod eval;
 mod expand;
 mod host;
-mod upstreams;
+mod new;
 mod vendor;
 
 use std::process::ExitCode;
@@ -31,6 +31,7 @@ Examples:
   ptc serve --config fixtures/observatory/upstreams.json --http 127.0.0.1:7332
   ptc repl --config fixtures/observatory/upstreams.json
   ptc catalog --config fixtures/observatory/upstreams.json
+  ptc new my-deployment --config upstreams.json
 
 Exit codes:
   0  success
@@ -49,7 +50,7 @@ enum Command {
     /// Validate an upstreams.json and its OpenAPI documents; print the compiled catalog.
     Check(check::CheckArgs),
     /// Evaluate a PTC-Lisp program and print its result in Clojure syntax.
-    Eval(eval::EvalArgs),
+    Eval(eval::EvalCmd),
     /// Print the Rust code `ptc_upstreams!` generates for an upstreams.json.
     Expand(expand::ExpandArgs),
     /// Fetch each `schema_url` document into `vendored/` next to the config (`--check`: report drift).
@@ -60,6 +61,8 @@ enum Command {
     Repl(host::ReplCmd),
     /// List the upstreams and tools programs can call.
     Catalog(host::CatalogCmd),
+    /// Scaffold a deployment crate (one `ptc` dependency) that compiles the config in.
+    New(new::NewArgs),
 }
 
 fn main() -> ExitCode {
@@ -72,5 +75,6 @@ fn main() -> ExitCode {
         Command::Serve(cmd) => host::serve(cmd),
         Command::Repl(cmd) => host::repl(cmd),
         Command::Catalog(cmd) => host::catalog(cmd),
+        Command::New(args) => new::run(args),
     }
 }

@@ -92,3 +92,48 @@ fn the_headline_program_file_is_the_program_the_language_docs_show() {
     assert_eq!(file, shown);
     assert!(file.contains("(tool/call 'observatory/list-traces"));
 }
+
+#[test]
+fn without_a_config_a_tool_call_is_refused_before_running() {
+    let out = ptc(&[
+        "eval",
+        "-e",
+        "(do (println \"ran\") (tool/call 'obs/list {}))",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty(), "nothing ran");
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.starts_with("runtime_error: "), "{stderr}");
+    assert!(stderr.contains("obs"), "{stderr}");
+}
+
+#[test]
+fn the_context_is_decoded_within_memory_bytes() {
+    let dir = std::env::temp_dir().join(format!("ptc-eval-context-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("context.json");
+    let items: Vec<String> = (0..2000).map(|i| format!("item number {i}")).collect();
+    std::fs::write(&file, serde_json::json!({ "items": items }).to_string()).unwrap();
+    let path = file.to_string_lossy().into_owned();
+    let run = |extra: &[&str]| {
+        let mut args = vec!["eval", "--context", &path];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["-e", "(count data/items)"]);
+        ptc(&args)
+    };
+    let fits = run(&[]);
+    assert_eq!(fits.status.code(), Some(0));
+    assert_eq!(String::from_utf8(fits.stdout).unwrap(), "2000\n");
+    let small = run(&["--memory-bytes", "10000"]);
+    assert_eq!(
+        small.status.code(),
+        Some(2),
+        "an unusable context is a start-up error"
+    );
+    let stderr = String::from_utf8(small.stderr).unwrap();
+    assert!(
+        stderr.starts_with(&format!("ptc eval: {path}: ")) && stderr.contains("memory"),
+        "{stderr}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

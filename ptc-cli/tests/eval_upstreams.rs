@@ -124,3 +124,27 @@ fn a_program_error_exits_1_and_a_config_error_exits_2() {
     let out = b.ptc(&["eval", "--metrics", "-e", "1"]);
     assert_eq!(out.status.code(), Some(2), "--metrics needs --config");
 }
+
+#[test]
+fn max_calls_bounds_the_programs_upstream_calls_at_its_value() {
+    let b = bed("calls");
+    let program =
+        "(mapv #(:ok (tool/call 'observatory/list-traces {:org-id \"org_acme\" :limit %})) [1 2])";
+    let run = |max: &str| {
+        b.ptc(&[
+            "eval",
+            "--config",
+            &b.config(),
+            "--max-calls",
+            max,
+            "-e",
+            program,
+        ])
+    };
+    let at = run("2");
+    assert_eq!(at.status.code(), Some(0), "{}", text(&at.stderr));
+    assert_eq!(text(&at.stdout), "[true true]\n");
+    let below = run("1");
+    assert_eq!(below.status.code(), Some(0), "{}", text(&below.stderr));
+    assert_eq!(text(&below.stdout), "[true false]\n");
+}
