@@ -32,6 +32,19 @@ pub(super) fn parse_settings(
     let request_timeout_ms = f.positive(cx, "request_timeout_ms", DEFAULT_REQUEST_TIMEOUT_MS);
     let connect_timeout_ms = f.positive(cx, "connect_timeout_ms", DEFAULT_CONNECT_TIMEOUT_MS);
     let max_response_bytes = f.positive(cx, "max_response_bytes", DEFAULT_MAX_RESPONSE_BYTES);
+    // An MCP client holds one Streamable HTTP session over fresh connections (reusing an idle
+    // one stalls on delayed ACKs): there is no pool to size, and a silently ignored number would
+    // mislead whoever tunes it.
+    if f.get("transport").and_then(Value::as_str) == Some("mcp_http")
+        && f.get("pool_size").is_some()
+    {
+        cx.error(
+            &f.at("pool_size"),
+            "`pool_size` does not apply to an mcp_http upstream: it holds one Streamable HTTP \
+             session and keeps no idle connections",
+            Some("remove pool_size from this upstream".into()),
+        );
+    }
     let pool_size = f.positive(cx, "pool_size", DEFAULT_POOL_SIZE);
     let pool_size = u32::try_from(pool_size).unwrap_or_else(|_| {
         cx.error(&f.at("pool_size"), "`pool_size` is too large", None);
