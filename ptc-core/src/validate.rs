@@ -6,15 +6,19 @@
 //! exclusive forms), `minLength`/`maxLength`, `pattern`, `minItems`/`maxItems`, `items`, nested
 //! `properties`/`required`/`additionalProperties`, `anyOf`/`oneOf`/`allOf` (a value passes
 //! `oneOf` when any branch accepts it) and `$ref` into `#/$defs/..` (the plan's named
-//! definitions, or the schema's own `$defs`). Other keywords (`format`, ...) are not validated.
+//! definitions, or the schema's own `$defs`), followed by ptc-plan's one rule: keywords written
+//! beside a `$ref` apply too, and a `$ref` cycle is reported. Other keywords (`format`, ...) are
+//! not validated.
 //!
 //! Coercion: argument names may be written kebab (`org-id`) or as on the wire (`org_id`);
 //! a float with no fraction is accepted as an integer. Keyword and string values arrive as
 //! strings already. Unknown argument names are rejected with a "did you mean".
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock};
 
+use ptc_plan::schema::{SchemaError, SchemaErrorKind, Scope};
 use serde_json::{Map, Value};
 
 use ptc_suggest::did_you_mean;
@@ -62,47 +66,36 @@ pub struct Schema<'a> {
 }
 
 impl<'a> Schema<'a> {
-    /// Follows `$ref` chains (bounded) to the schema they name; `None` when unresolvable.
+    /// Where this schema's `$ref`s are looked up: its own `$defs`/`definitions`, then the
+    /// plan's (ptc-plan's one rule for references).
+    fn scope(&self) -> Scope<'a> {
+        Scope::of(self.root, self.definitions)
+    }
+
+    /// The schema a chain of `$ref`s at `s` ends at, without the keywords written beside the
+    /// references (the named definition, for showing its shape); `None` when the chain cannot be
+    /// followed. The validator itself checks against [`Schema::in_force`].
     pub fn resolve<'b>(&self, s: &'b Value) -> Option<&'b Value>
     where
         'a: 'b,
     {
-        self.deref(s)
+        let scope: Scope<'b> = self.scope();
+        scope.target(s).ok()
     }
 
-    fn deref<'b>(&self, mut s: &'b Value) -> Option<&'b Value>
+    /// The constraint in force at `s`: the definition its `$ref`s name with what is written
+    /// beside them laid over it, borrowed when nothing is.
+    fn in_force<'b>(&self, s: &'b Value) -> Result<Cow<'b, Value>, SchemaError>
     where
         'a: 'b,
     {
-        for _ in 0..MAX_DEPTH {
-            let Some(r) = s.get("$ref").and_then(Value::as_str) else {
-                return Some(s);
-            };
-            s = self.lookup(r)?;
-        }
-        None
-    }
-
-    fn lookup(&self, reference: &str) -> Option<&'a Value> {
-        let name = reference
-            .strip_prefix("#/$defs/")
-            .or_else(|| reference.strip_prefix("#/definitions/"))
-            .or_else(|| reference.strip_prefix("#/components/schemas/"))?;
-        let name = name.replace("~1", "/").replace("~0", "~");
-        if let Some(v) = self.definitions.and_then(|d| d.get(&name)) {
-            return Some(v);
-        }
-        for key in ["$defs", "definitions"] {
-            if let Some(v) = self.root.get(key).and_then(|d| d.get(&name)) {
-                return Some(v);
-            }
-        }
-        None
+        let scope: Scope<'b> = self.scope();
+        scope.resolve(s)
     }
 
     /// The (dereferenced) top-level properties and required names.
     pub fn properties(&self) -> (Option<&'a Map<String, Value>>, Vec<&'a str>) {
-        let root = self.deref(self.root).unwrap_or(self.root);
+        let root = self.resolve(self.root).unwrap_or(self.root);
         let props = root.get("properties").and_then(Value::as_object);
         let required = root
             .get("required")
@@ -176,7 +169,17 @@ fn check_entries(
 ) -> (Map<String, Value>, Vec<String>) {
     let mut problems = Vec::new();
     let mut out = Map::new();
-    let root = schema.deref(object).unwrap_or(object);
+    let root = match schema.in_force(object) {
+        Ok(root) => root,
+        Err(e) => {
+            if top && e.kind == SchemaErrorKind::Cycle {
+                problems.push(format!(
+                    "the arguments cannot be checked: the tool's input schema has a {e}"
+                ));
+            }
+            Cow::Borrowed(object)
+        }
+    };
     let props = root.get("properties").and_then(Value::as_object);
     let required: Vec<&str> = root
         .get("required")
@@ -280,7 +283,7 @@ fn type_name_at(schema: Schema<'_>, s: &Value, depth: usize) -> String {
     if depth > 4 {
         return "any".into();
     }
-    let s = schema.deref(s).unwrap_or(s);
+    let s = schema.in_force(s).unwrap_or(Cow::Borrowed(s));
     if let Some(e) = s.get("enum").and_then(Value::as_array) {
         let opts: Vec<String> = e.iter().map(|v| v.to_string()).collect();
         return format!("one of {}", opts.join(" "));
@@ -395,8 +398,16 @@ fn check_value(
     if depth > MAX_DEPTH {
         return;
     }
-    let Some(s) = schema.deref(s) else {
-        return;
+    let s = match schema.in_force(s) {
+        Ok(s) => s,
+        // A chain that never reaches a schema: the upstream cannot mean anything by it either.
+        Err(e) if e.kind == SchemaErrorKind::Cycle => {
+            problems.push(format!("{label} cannot be checked: its schema has a {e}"));
+            return;
+        }
+        // A name the schema does not define may be one another document does: the upstream
+        // checks it; the call is not refused for what the validator cannot see.
+        Err(_) => return,
     };
     // Composition first: a value must satisfy all of allOf and at least one of anyOf/oneOf.
     if let Some(all) = s.get("allOf").and_then(Value::as_array) {
@@ -430,7 +441,7 @@ fn check_value(
             if !ok {
                 problems.push(format!(
                     "{label} must be {}, got {}",
-                    type_name(schema, s),
+                    type_name(schema, &s),
                     show(v)
                 ));
                 return;
@@ -556,7 +567,7 @@ fn check_value(
                 .into_iter()
                 .map(|(k, x)| (k, Some(x)))
                 .collect();
-            let (out, inner) = check_entries(schema, s, patterns, entries, false, depth + 1);
+            let (out, inner) = check_entries(schema, &s, patterns, entries, false, depth + 1);
             *fields = out;
             for p in inner {
                 problems.push(format!("{label}: {p}"));
@@ -1060,6 +1071,73 @@ mod tests {
         assert_eq!(
             e,
             [":tree: :child: :child: :name must be a string, got integer 3"]
+        );
+    }
+
+    /// Keywords beside a `$ref` apply as well as the definition's (3.1 documents write them; the
+    /// validator once dropped them): a `maxLength` there is enforced, a `description` is harmless,
+    /// and the definition's own constraints still hold.
+    #[test]
+    fn keywords_beside_a_ref_are_enforced_with_the_definition() {
+        let defs: Definitions = [(
+            "Code".to_string(),
+            json!({"type": "string", "pattern": "^[a-z]+$"}),
+        )]
+        .into();
+        let schema = json!({"type": "object", "properties": {
+            "code": {"$ref": "#/$defs/Code", "maxLength": 3, "description": "a short code"}}});
+        let p = Patterns::default();
+        let check = |value: Value| {
+            let args: Map<String, Value> = [("code".to_string(), value)].into_iter().collect();
+            let s = Schema {
+                root: &schema,
+                definitions: Some(&defs),
+            };
+            check_args(s, &p, args)
+        };
+        assert!(check(json!("abc")).is_ok());
+        assert_eq!(
+            check(json!("abcd")).unwrap_err(),
+            [":code must be at most 3 characters long, got 4"]
+        );
+        assert_eq!(
+            check(json!("AB")).unwrap_err(),
+            [":code must match the pattern ^[a-z]+$, got \"AB\""]
+        );
+        // Through the schema's own `$defs` too, and in the short description of a type.
+        let own = json!({"type": "object", "required": ["n"], "properties": {
+                "n": {"$ref": "#/$defs/N", "maximum": 9}},
+            "$defs": {"N": {"type": "integer", "minimum": 1}}});
+        assert_eq!(
+            run(&own, json!({"n": 10})).unwrap_err(),
+            [":n must be at most 9, got 10"]
+        );
+        assert_eq!(
+            run(&own, json!({})).unwrap_err(),
+            ["missing required argument :n (integer 1..9)"]
+        );
+    }
+
+    /// A `$ref` chain that never reaches a schema is reported (it was once taken as "cannot be
+    /// followed, accept anything"), without hanging; a name nothing defines is left to the
+    /// upstream, as a reference into another document would be.
+    #[test]
+    fn a_ref_cycle_is_reported_and_a_missing_name_passes() {
+        let schema = json!({"type": "object", "properties": {
+                "a": {"$ref": "#/$defs/A"}, "gone": {"$ref": "#/$defs/Gone"}},
+            "$defs": {"A": {"$ref": "#/$defs/A"}}});
+        assert_eq!(
+            run(&schema, json!({"a": 1})).unwrap_err(),
+            [":a cannot be checked: its schema has a `$ref` cycle: A -> A"]
+        );
+        assert_eq!(
+            run(&schema, json!({"gone": 1})).unwrap(),
+            json!({"gone": 1})
+        );
+        let root = json!({"$ref": "#/$defs/A", "$defs": {"A": {"$ref": "#/$defs/A"}}});
+        assert_eq!(
+            run(&root, json!({"x": 1})).unwrap_err(),
+            ["the arguments cannot be checked: the tool's input schema has a `$ref` cycle: A -> A"]
         );
     }
 
