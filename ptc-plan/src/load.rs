@@ -116,6 +116,7 @@ pub fn load_str(
     let mut files = vec![path.to_path_buf()];
     let mut upstreams = Vec::with_capacity(config.upstreams.len());
     for up in config.upstreams {
+        let mut description = up.description;
         let transport = match up.kind {
             UpstreamKind::McpStdio(p) => Transport::McpStdio(p),
             UpstreamKind::McpHttp(p) => Transport::McpHttp(p),
@@ -136,14 +137,20 @@ pub fn load_str(
                     continue;
                 }
                 match compile_openapi(&upstream, cfg, source, &mut diags) {
-                    Some(plan) => Transport::Openapi(plan),
+                    Some((plan, title)) => {
+                        // An upstream the config leaves undescribed is shown by its API's title.
+                        if description.trim().is_empty() {
+                            description = title.unwrap_or_default();
+                        }
+                        Transport::Openapi(plan)
+                    }
                     None => continue,
                 }
             }
         };
         upstreams.push(UpstreamPlan {
             name: up.name,
-            description: up.description,
+            description,
             transport,
         });
     }
@@ -171,14 +178,15 @@ struct Upstream<'a> {
     secrets: &'a Secrets,
 }
 
-/// Fetches, parses and compiles one OpenAPI upstream's document. Problems go into `diags` (located
-/// in the document's text); `None` when the document could not be read at all.
+/// Fetches, parses and compiles one OpenAPI upstream's document, with the document's
+/// `info.title`. Problems go into `diags` (located in the document's text); `None` when the
+/// document could not be read at all.
 fn compile_openapi(
     up: &Upstream,
     cfg: OpenApiConfig,
     source: &dyn DocumentSource,
     diags: &mut Diagnostics,
-) -> Option<OpenApiPlan> {
+) -> Option<(OpenApiPlan, Option<String>)> {
     let (doc_name, field) = match &cfg.schema {
         SchemaLocation::File(p) => (PathBuf::from(p), "schema_file"),
         SchemaLocation::Url(u) => (PathBuf::from(u), "schema_url"),
@@ -222,12 +230,19 @@ fn compile_openapi(
     if let Ok(text) = std::str::from_utf8(&bytes) {
         diags.locate_in(&doc_name, text);
     }
-    Some(OpenApiPlan {
+    let title = doc
+        .root
+        .pointer("/info/title")
+        .and_then(serde_json::Value::as_str)
+        .map(|t| t.trim().to_string())
+        .filter(|t| !t.is_empty());
+    let plan = OpenApiPlan {
         base_url: cfg.base_url,
         schema: cfg.schema,
         schema_max_bytes: cfg.schema_max_bytes,
         http: cfg.http,
         tools: compiled.tools,
         definitions: compiled.definitions,
-    })
+    };
+    Some((plan, title))
 }

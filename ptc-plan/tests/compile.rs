@@ -339,3 +339,37 @@ fn files_read_are_reported_for_rebuild_tracking() {
     assert_eq!(loaded.files.len(), 2);
     assert!(loaded.files[1].ends_with("observatory.openapi.json"));
 }
+
+/// An upstream the config leaves undescribed (or describes with blanks) is shown by its OpenAPI
+/// document's `info.title`; a description the config gives wins.
+#[test]
+fn an_undescribed_upstream_takes_its_documents_title() {
+    let doc = fixture("openapi/rules.openapi.json");
+    let config = |description: Option<&str>| {
+        let mut up = json!({
+            "transport": "openapi",
+            "schema_file": doc,
+            "base_url": "https://rules.example.com",
+            "include_operations": ["get_item"],
+        });
+        if let Some(d) = description {
+            up["description"] = json!(d);
+        }
+        json!({"upstreams": {"rules": up}}).to_string()
+    };
+    let described = |description: Option<&str>| {
+        let loaded = ptc_plan::load_str(
+            &config(description),
+            &fixture("configs/inline.json"),
+            &ptc_plan::FileSource,
+        )
+        .unwrap_or_else(|d| panic!("{d}"));
+        loaded.plan.upstreams[0].description.clone()
+    };
+    assert_eq!(described(None), "Compiler rules fixture");
+    assert_eq!(described(Some("  \n")), "Compiler rules fixture");
+    assert_eq!(
+        described(Some("Rules, as the operator says")),
+        "Rules, as the operator says"
+    );
+}
