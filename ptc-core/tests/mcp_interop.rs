@@ -1173,6 +1173,42 @@ async fn concurrent_calls_share_one_connection() {
     assert_eq!(server_pid(&c).await, pid, "one server answered them all");
 }
 
+/// `max_retries` of an mcp_http upstream: a call whose request never reached the server (its
+/// connection refused, then each reconnection refused) is tried exactly `max_retries` more
+/// times, waiting the configured backoff between tries; with 0 it is tried once.
+#[tokio::test]
+async fn a_call_that_never_reached_the_server_is_retried_max_retries_times() {
+    for max_retries in [0, 2] {
+        let Some(peer) = python_http(&[]).await else {
+            return;
+        };
+        let mut plan = http_plan(&peer.url());
+        plan.http.backoff = Backoff {
+            max_retries,
+            initial_ms: 1,
+            max_ms: 4,
+        };
+        let c = McpClient::connect_http("py", &plan, &[], &Secrets::default(), Redactor::new())
+            .await
+            .unwrap();
+        assert_eq!(
+            call(&c, "echo", json!({"message": "up"})).await.unwrap(),
+            ToolOutput::Text("Echo: up".into())
+        );
+        peer.stop().await;
+        let e = call(&c, "echo", json!({"message": "down"}))
+            .await
+            .unwrap_err();
+        assert_eq!(e.reason, Reason::UpstreamUnavailable, "{e}");
+        assert!(e.message.starts_with("upstream `py` tool `echo`: "), "{e}");
+        match max_retries {
+            0 => assert!(!e.message.contains("retr"), "{e}"),
+            n => assert!(e.message.ends_with(&format!(" (after {n} retries)")), "{e}"),
+        }
+        c.shutdown().await;
+    }
+}
+
 #[tokio::test]
 async fn http_connection_failures_are_upstream_unavailable() {
     // Nothing listens on a port just released.

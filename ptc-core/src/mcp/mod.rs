@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::sync::Mutex as StdMutex;
 use std::time::{Duration, Instant};
 
-use ptc_plan::{CredentialBinding, McpHttpPlan, McpStdioPlan, Secrets};
+use ptc_plan::{Backoff, CredentialBinding, McpHttpPlan, McpStdioPlan, Secrets};
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation,
     PaginatedRequestParams, ProtocolVersion,
@@ -42,10 +42,14 @@ pub const LOG_DIRECTIVE: &str = "rmcp=error";
 /// Most `tools/list` pages followed before the listing is refused as endless.
 pub const MAX_TOOL_PAGES: usize = 1000;
 
-/// First wait before reconnecting after a failure; it doubles per consecutive failure.
-const BACKOFF_INITIAL: Duration = Duration::from_millis(200);
-/// Longest wait before reconnecting.
-const BACKOFF_MAX: Duration = Duration::from_secs(10);
+/// The reconnect backoff of an `mcp_stdio` upstream (its config has no backoff fields): 200 ms
+/// after the first failure, doubling per consecutive failure up to 10 s. An `mcp_http` upstream
+/// takes `backoff_initial_ms`, `backoff_max_ms` and `max_retries` from its config.
+const STDIO_BACKOFF: Backoff = Backoff {
+    max_retries: 0,
+    initial_ms: 200,
+    max_ms: 10_000,
+};
 /// Time `shutdown` gives a server to exit before it is killed.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
 
@@ -79,6 +83,8 @@ struct Inner {
     connector: Connector,
     handshake_timeout: Duration,
     request_timeout: Duration,
+    /// The reconnect wait, and how often a call that never reached the server is retried.
+    backoff: Backoff,
     state: tokio::sync::Mutex<State>,
     protocol_version: StdMutex<Option<String>>,
 }
@@ -140,6 +146,7 @@ impl McpClient {
             },
             plan.handshake_timeout_ms,
             plan.request_timeout_ms,
+            STDIO_BACKOFF,
         );
         client.connect_now().await?;
         Ok(client)
@@ -168,6 +175,7 @@ impl McpClient {
             Connector::Http(setup),
             plan.handshake_timeout_ms,
             plan.http.request_timeout_ms,
+            plan.http.backoff,
         );
         client.connect_now().await?;
         Ok(client)
@@ -179,6 +187,7 @@ impl McpClient {
         connector: Connector,
         handshake_ms: u64,
         request_ms: u64,
+        backoff: Backoff,
     ) -> McpClient {
         McpClient {
             inner: Arc::new(Inner {
@@ -187,6 +196,7 @@ impl McpClient {
                 connector,
                 handshake_timeout: Duration::from_millis(handshake_ms),
                 request_timeout: Duration::from_millis(request_ms),
+                backoff,
                 state: tokio::sync::Mutex::new(State::default()),
                 protocol_version: StdMutex::new(None),
             }),
@@ -261,10 +271,24 @@ impl McpClient {
         let subject = self.subject(Some(tool));
         let limit = Instant::now() + self.inner.request_timeout;
         let deadline = deadline.map_or(limit, |d| d.min(limit));
-        let peer = self.peer_by(&subject, deadline).await?;
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(args);
         let mut retried = false;
+        let mut retries = 0u32;
+        // Only a call that never reached the server is retried (the connection could not be
+        // made, or the request's own connection was refused): a tool may act, so one that may
+        // have run is never sent twice. The wait between tries is the reconnect backoff.
+        let may_retry = |retries: u32, e: &ToolError| {
+            e.reason == Reason::UpstreamUnavailable && retries < self.inner.backoff.max_retries
+        };
         loop {
+            let peer = match self.peer_by(&subject, deadline).await {
+                Ok(peer) => peer,
+                Err(e) if may_retry(retries, &e) && self.can_reconnect_by(deadline).await => {
+                    retries += 1;
+                    continue;
+                }
+                Err(e) => return Err(with_retries(e, retries)),
+            };
             let outcome =
                 tokio::time::timeout_at(deadline.into(), peer.call_tool(params.clone())).await;
             return match outcome {
@@ -278,7 +302,15 @@ impl McpClient {
                     result::unwrap(&subject, result)
                 }
                 Ok(Err(e)) => {
+                    let unsent = result::never_sent(&e);
                     let error = self.failed(&subject, e).await;
+                    if unsent && may_retry(retries, &error) {
+                        self.drop_session().await;
+                        if self.can_reconnect_by(deadline).await {
+                            retries += 1;
+                            continue;
+                        }
+                    }
                     // A 401 gets one more try: the credentials are read afresh per request.
                     if error.reason == Reason::AuthFailed
                         && error.message.contains("HTTP 401")
@@ -287,7 +319,7 @@ impl McpClient {
                         retried = true;
                         continue;
                     }
-                    Err(error)
+                    Err(with_retries(error, retries))
                 }
             };
         }
@@ -375,7 +407,7 @@ impl McpClient {
                 "the connection closed; reconnecting"
             );
             state.live = None;
-            note_failure(&mut state);
+            note_failure(&mut state, &self.inner.backoff);
         }
         if let Some(not_before) = state.not_before {
             if deadline.is_some_and(|d| not_before > d) {
@@ -430,7 +462,7 @@ impl McpClient {
                 Ok(peer)
             }
             Err(e) => {
-                note_failure(&mut state);
+                note_failure(&mut state, &self.inner.backoff);
                 Err(e)
             }
         }
@@ -505,10 +537,26 @@ impl McpClient {
                     );
                 }
                 state.live = None;
-                note_failure(&mut state);
+                note_failure(&mut state, &self.inner.backoff);
             }
         }
         error
+    }
+
+    /// Forgets the session after a request could not reach the server, so the next try
+    /// reconnects, after the backoff.
+    async fn drop_session(&self) {
+        let mut state = self.inner.state.lock().await;
+        if state.live.take().is_some() {
+            note_failure(&mut state, &self.inner.backoff);
+        }
+    }
+
+    /// Whether the next reconnection may start before `deadline` (a retry that could only fail
+    /// on its deadline is not made).
+    async fn can_reconnect_by(&self, deadline: Instant) -> bool {
+        let state = self.inner.state.lock().await;
+        state.not_before.is_none_or(|t| t < deadline)
     }
 
     async fn succeeded(&self) {
@@ -518,16 +566,33 @@ impl McpClient {
     }
 }
 
-fn note_failure(state: &mut State) {
+fn note_failure(state: &mut State, backoff: &Backoff) {
     state.failures = state.failures.saturating_add(1);
-    state.not_before = Some(Instant::now() + backoff_after(state.failures));
+    state.not_before = Some(Instant::now() + backoff_after(state.failures, backoff));
 }
 
-/// The wait before reconnecting after `failures` consecutive failures (at least one).
-fn backoff_after(failures: u32) -> Duration {
-    let factor = 1u32 << failures.saturating_sub(1).min(16);
-    BACKOFF_INITIAL.saturating_mul(factor).min(BACKOFF_MAX)
+/// The wait before reconnecting after `failures` consecutive failures (at least one):
+/// `initial_ms`, doubling per failure, never past `max_ms`.
+fn backoff_after(failures: u32, backoff: &Backoff) -> Duration {
+    let factor = 1u64 << failures.saturating_sub(1).min(32);
+    Duration::from_millis(
+        backoff
+            .initial_ms
+            .saturating_mul(factor)
+            .min(backoff.max_ms),
+    )
 }
+
+/// `error` saying how often the call was retried, as the OpenAPI client says it.
+fn with_retries(mut error: ToolError, retries: u32) -> ToolError {
+    match retries {
+        0 => {}
+        1 => error.message.push_str(" (after 1 retry)"),
+        n => error.message.push_str(&format!(" (after {n} retries)")),
+    }
+    error
+}
+
 
 /// `error` with the server's last stderr lines (already redacted) appended, for diagnosis.
 fn with_stderr(mut error: ToolError, tail: &stdio::StderrTail, redactor: &Redactor) -> ToolError {
@@ -573,13 +638,39 @@ mod tests {
     }
 
     #[test]
-    fn the_reconnect_wait_doubles_per_failure_up_to_ten_seconds() {
-        let ms = |f| super::backoff_after(f).as_millis();
+    fn the_stdio_reconnect_wait_doubles_per_failure_up_to_ten_seconds() {
+        let ms = |f| super::backoff_after(f, &super::STDIO_BACKOFF).as_millis();
         assert_eq!(
             [1, 2, 3, 4, 5, 6].map(ms),
             [200, 400, 800, 1_600, 3_200, 6_400]
         );
         assert_eq!([7, 17, 18, u32::MAX].map(ms), [10_000; 4]);
+    }
+
+    /// An mcp_http upstream's `backoff_initial_ms` and `backoff_max_ms`: the max reached exactly
+    /// and held, and a max between two doublings capping the second.
+    #[test]
+    fn the_configured_reconnect_wait_starts_at_initial_and_stops_at_max() {
+        let b = ptc_plan::Backoff {
+            max_retries: 0,
+            initial_ms: 150,
+            max_ms: 1_200,
+        };
+        let ms = |f| super::backoff_after(f, &b).as_millis();
+        assert_eq!([1, 2, 3, 4].map(ms), [150, 300, 600, 1_200]);
+        assert_eq!([5, 64, u32::MAX].map(ms), [1_200; 3]);
+        let b = ptc_plan::Backoff { max_ms: 1_199, ..b };
+        let ms = |f| super::backoff_after(f, &b).as_millis();
+        assert_eq!([3, 4].map(ms), [600, 1_199]);
+        let huge = ptc_plan::Backoff {
+            max_retries: 0,
+            initial_ms: u64::MAX / 2,
+            max_ms: u64::MAX,
+        };
+        assert_eq!(
+            super::backoff_after(40, &huge).as_millis(),
+            u128::from(u64::MAX)
+        );
     }
 
     #[test]

@@ -140,6 +140,29 @@ pub(crate) fn service_error(subject: &Subject, error: ServiceError) -> ToolError
     }
 }
 
+/// Whether `error` means the request never reached the server: sending it failed to open its
+/// connection. Only such a call is safe to send again, whatever the tool does.
+pub(crate) fn never_sent(error: &ServiceError) -> bool {
+    let ServiceError::TransportSend(e) = error else {
+        return false;
+    };
+    let mut current: Option<&(dyn std::error::Error + 'static)> = Some(e.error.as_ref());
+    while let Some(e) = current {
+        if let Some(r) = e.downcast_ref::<reqwest::Error>() {
+            return r.is_connect();
+        }
+        if let Some(rmcp::transport::streamable_http_client::StreamableHttpError::Client(r)) =
+            e.downcast_ref::<rmcp::transport::streamable_http_client::StreamableHttpError<
+                reqwest::Error,
+            >>()
+        {
+            return r.is_connect();
+        }
+        current = e.source();
+    }
+    false
+}
+
 /// Maps a transport failure by what is in its error chain.
 pub(crate) fn transport_error(
     subject: &Subject,
