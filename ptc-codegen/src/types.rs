@@ -8,6 +8,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use proc_macro2::TokenStream;
+use ptc_plan::schema::{Origin, Reference, Scope};
 use quote::quote;
 use serde_json::{Map, Value};
 
@@ -274,16 +275,18 @@ impl<'v> TypeGen<'v> {
     }
 
     fn reference(&mut self, reference: &'v Value, root: Root<'v>, depth: usize) -> Ty {
-        let Some(name) = reference.as_str().and_then(|r| r.strip_prefix("#/$defs/")) else {
+        let Some(parsed) = reference.as_str().and_then(Reference::parse) else {
             return Ty::value(format!(
                 "reference {reference} outside the plan's definitions: not typed by ptc-codegen"
             ));
         };
-        let local = root.local.and_then(|l| l.get(name));
-        let (key, schema) = match (local, self.definitions.get(name)) {
-            (Some(s), _) => (format!("{}:{name}", root.id), s),
-            (None, Some(s)) => (format!("plan:{name}"), s),
-            (None, None) => {
+        let name = parsed.name.as_ref();
+        // One step only: a definition that is itself a reference becomes an alias of the type
+        // its target gets.
+        let (key, schema) = match self.scope(root).lookup(&parsed) {
+            Some((Origin::Own, s)) => (format!("{}:{name}", root.id), s),
+            Some((Origin::Plan, s)) => (format!("plan:{name}"), s),
+            None => {
                 return Ty::value(format!(
                     "reference to the missing definition `{name}`: not typed by ptc-codegen"
                 ));
@@ -374,22 +377,21 @@ impl<'v> TypeGen<'v> {
         false
     }
 
-    /// The schema, after following one `$ref`, is an object with properties.
+    /// Where the `$ref`s of a schema under `root` are looked up: ptc-plan's one rule, over the
+    /// root's own `$defs` (what an inlined schema carries) and the plan's definitions.
+    fn scope(&self, root: Root<'v>) -> Scope<'v> {
+        Scope {
+            own_defs: root.local,
+            own_definitions: None,
+            plan: Some(self.definitions),
+        }
+    }
+
+    /// The schema, after following its `$ref`s, is an object with properties.
     fn is_struct(&self, schema: &Value, root: Root<'v>) -> bool {
-        let target = match schema.get("$ref").and_then(Value::as_str) {
-            Some(r) => {
-                let name = r.strip_prefix("#/$defs/").unwrap_or(r);
-                match root.local.and_then(|l| l.get(name)) {
-                    Some(s) => s,
-                    None => match self.definitions.get(name) {
-                        Some(s) => s,
-                        None => return false,
-                    },
-                }
-            }
-            None => schema,
-        };
-        is_nominal(target) && string_enum_of(target).is_none()
+        self.scope(root)
+            .target(schema)
+            .is_ok_and(|target| is_nominal(target) && string_enum_of(target).is_none())
     }
 
     /// `oneOf`/`anyOf` of objects: an untagged enum, the variant with the most required fields
@@ -455,16 +457,9 @@ impl<'v> TypeGen<'v> {
     }
 
     fn required_count(&self, schema: &Value, root: Root<'v>) -> usize {
-        let target = match schema.get("$ref").and_then(Value::as_str) {
-            Some(r) => {
-                let name = r.strip_prefix("#/$defs/").unwrap_or(r);
-                root.local
-                    .and_then(|l| l.get(name))
-                    .or_else(|| self.definitions.get(name))
-            }
-            None => Some(schema),
-        };
-        target
+        self.scope(root)
+            .target(schema)
+            .ok()
             .and_then(|t| t.get("required"))
             .and_then(Value::as_array)
             .map_or(0, Vec::len)
