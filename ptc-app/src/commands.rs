@@ -121,7 +121,7 @@ pub fn catalog(name: &str, source: PlanSource, args: CatalogArgs) -> ExitCode {
         out.push('\n');
     } else {
         for s in catalog.servers() {
-            out.push_str(&format!("{} — {}\n", s.name, s.description));
+            out.push_str(&format!("{} — {}\n", s.name, s.description()));
             for t in s.tools().unwrap_or_default() {
                 out.push_str(&format!("  {}\n", ptc_core::discovery::listing(t)));
             }

@@ -64,8 +64,10 @@ impl ToolEntry {
 pub struct ServerEntry {
     /// Namespace name.
     pub name: String,
-    /// Operator description.
-    pub description: String,
+    /// Operator description (the plan's: the config's, else the OpenAPI document's title).
+    description: String,
+    /// What an MCP server said of itself, shown when the config gives no description.
+    described_by_server: OnceLock<String>,
     /// Config transport tag (`openapi`, `mcp_stdio`, `mcp_http`); for provenance only, never
     /// in names, hints or messages.
     pub transport: &'static str,
@@ -84,10 +86,27 @@ impl ServerEntry {
         ServerEntry {
             name: name.to_string(),
             description: description.to_string(),
+            described_by_server: OnceLock::new(),
             transport,
             definitions,
             tools: OnceLock::new(),
         }
+    }
+
+    /// What the upstream is: the operator's description, else the API's own (the OpenAPI
+    /// document's title, or an MCP server's `serverInfo` once it has been listed).
+    pub fn description(&self) -> &str {
+        if self.description.trim().is_empty() {
+            self.described_by_server
+                .get()
+                .map_or(&self.description, String::as_str)
+        } else {
+            &self.description
+        }
+    }
+
+    pub(crate) fn set_server_description(&self, text: String) {
+        let _ = self.described_by_server.set(text);
     }
 
     /// The tools, once loaded (OpenAPI upstreams always are).

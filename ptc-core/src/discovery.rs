@@ -184,8 +184,8 @@ pub fn dir_lines(server: &ServerEntry) -> Vec<String> {
 /// `(doc 'server)`: the upstream's name, description and one listing line per tool.
 pub fn server_doc_text(server: &ServerEntry) -> String {
     let mut text = format!("-------------------------\n{}\n", server.name);
-    if !server.description.is_empty() {
-        text.push_str(&format!("  {}\n", server.description));
+    if !server.description().is_empty() {
+        text.push_str(&format!("  {}\n", server.description()));
     }
     for t in server.tools().unwrap_or_default() {
         text.push_str(&format!("  {}\n", listing(t)));
@@ -197,7 +197,7 @@ pub fn server_doc_text(server: &ServerEntry) -> String {
 pub fn server_meta(server: &ServerEntry) -> Value {
     json!({
         "name": server.name,
-        "description": server.description,
+        "description": server.description(),
         "tools": server.tools().unwrap_or_default().iter().map(|t| &t.name).collect::<Vec<_>>(),
     })
 }

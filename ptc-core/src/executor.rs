@@ -274,6 +274,9 @@ impl Upstreams {
                     .await
                     .map_err(|e| self.redact_error(e))?;
                 entry.set_tools(tools);
+                if let Some(summary) = link.server_summary() {
+                    entry.set_server_description(summary);
+                }
             }
         }
         Ok(entry)

@@ -105,6 +105,11 @@ impl McpLink {
             .await
     }
 
+    /// How the server describes itself, once connected.
+    pub(crate) fn server_summary(&self) -> Option<String> {
+        self.client.get().and_then(McpClient::server_summary)
+    }
+
     /// Stops the upstream (closes the session, kills a child process).
     pub(crate) async fn shutdown(&self) {
         if let Some(c) = self.client.get() {

@@ -26,10 +26,7 @@ fn everything() -> Option<PathBuf> {
     } else {
         return Some(entry);
     };
-    if std::env::var("CI").as_deref() == Ok("true") {
-        panic!("CI=true but {why}");
-    }
-    println!("skipped: {why}");
+    ptc_tests::skip(why);
     None
 }
 
@@ -273,25 +270,23 @@ fn calls_after_shutdown_are_refused() {
     );
 }
 
-/// The Python peer (`fixtures/mcp/py_server.py`) over stdio with `max_response_bytes` set.
-fn python_capped(cap: u64) -> Option<Bed> {
+/// The Python peer (`fixtures/mcp/py_server.py`) over stdio, its upstream entry given `fields`.
+fn python_with(fields: serde_json::Value) -> Option<Bed> {
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/mcp");
     let python = fixtures.join(".venv/bin/python");
     if !python.exists() {
-        let why = "the fixtures/mcp Python venv is missing (see .ci/run)";
-        if std::env::var("CI").as_deref() == Ok("true") {
-            panic!("CI=true but {why}");
-        }
-        println!("skipped: {why}");
+        ptc_tests::skip("the fixtures/mcp Python venv is missing (see .ci/run)");
         return None;
     }
-    let config = json!({"upstreams": {"py": {
+    let mut upstream = json!({
         "transport": "mcp_stdio",
-        "description": "the Python MCP peer",
         "command": python,
         "args": [fixtures.join("py_server.py")],
-        "max_response_bytes": cap,
-    }}});
+    });
+    if let (Some(up), Some(extra)) = (upstream.as_object_mut(), fields.as_object()) {
+        up.extend(extra.clone());
+    }
+    let config = json!({"upstreams": {"py": upstream}});
     let loaded = ptc_plan::load_str(
         &config.to_string(),
         Path::new("/mcp-test/upstreams.json"),
@@ -316,7 +311,7 @@ fn python_capped(cap: u64) -> Option<Bed> {
 /// answer; the program's byte budget only when the budget was the smaller of the two.
 #[test]
 fn the_limit_named_is_the_one_that_was_smaller() {
-    let Some(b) = python_capped(20_000) else {
+    let Some(b) = python_with(json!({"max_response_bytes": 20_000})) else {
         return;
     };
     let call = "(tool/call 'py/big {:n 30000})";
@@ -354,5 +349,29 @@ fn the_limit_named_is_the_one_that_was_smaller() {
     assert_eq!(
         b.value("(count (:value (tool/call 'py/big {:n 1000})))"),
         "1000"
+    );
+}
+
+/// An MCP upstream the config leaves undescribed is shown by what the server says of itself
+/// (`serverInfo`); a configured description wins.
+#[test]
+fn an_undescribed_mcp_upstream_is_shown_by_its_server_info() {
+    let Some(b) = python_with(json!({})) else {
+        return;
+    };
+    assert_eq!(
+        b.value("(:description (first (tool/servers)))")
+            .trim_matches('"')
+            .split(' ')
+            .next(),
+        Some("ptc-py-peer"),
+        "the server's name and version"
+    );
+    let Some(b) = python_with(json!({"description": "records, as the operator says"})) else {
+        return;
+    };
+    assert_eq!(
+        b.value("(:description (first (tool/servers)))"),
+        "\"records, as the operator says\""
     );
 }

@@ -87,6 +87,8 @@ struct Inner {
     backoff: Backoff,
     state: tokio::sync::Mutex<State>,
     protocol_version: StdMutex<Option<String>>,
+    /// How the server describes itself (`serverInfo`), once connected.
+    server_summary: StdMutex<Option<String>>,
 }
 
 enum Connector {
@@ -199,6 +201,7 @@ impl McpClient {
                 backoff,
                 state: tokio::sync::Mutex::new(State::default()),
                 protocol_version: StdMutex::new(None),
+                server_summary: StdMutex::new(None),
             }),
         }
     }
@@ -208,6 +211,16 @@ impl McpClient {
     pub fn protocol_version(&self) -> Option<String> {
         self.inner
             .protocol_version
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// The server's own one-line description from its `serverInfo` (its description, else its
+    /// title, else `name version`), once connected; at most [`SUMMARY_CHARS`] bytes.
+    pub fn server_summary(&self) -> Option<String> {
+        self.inner
+            .server_summary
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
@@ -452,6 +465,15 @@ impl McpClient {
                     .service
                     .peer_info()
                     .map(|info| info.protocol_version.to_string());
+                let summary = live
+                    .service
+                    .peer_info()
+                    .and_then(|info| info.server_info.as_ref().map(summary_of));
+                *self
+                    .inner
+                    .server_summary
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner()) = summary;
                 *self
                     .inner
                     .protocol_version
@@ -571,6 +593,21 @@ fn note_failure(state: &mut State, backoff: &Backoff) {
     state.not_before = Some(Instant::now() + backoff_after(state.failures, backoff));
 }
 
+/// Longest server summary kept: it is shown in discovery and the `lisp_eval` description.
+pub const SUMMARY_CHARS: usize = 200;
+
+/// One line describing a server from its `serverInfo`.
+fn summary_of(info: &rmcp::model::Implementation) -> String {
+    let text = [info.description.as_deref(), info.title.as_deref()]
+        .into_iter()
+        .flatten()
+        .map(|t| t.lines().next().unwrap_or("").trim())
+        .find(|t| !t.is_empty())
+        .map_or_else(|| format!("{} {}", info.name, info.version), str::to_string);
+    let text = text.trim();
+    text[..text.floor_char_boundary(SUMMARY_CHARS)].to_string()
+}
+
 /// The wait before reconnecting after `failures` consecutive failures (at least one):
 /// `initial_ms`, doubling per failure, never past `max_ms`.
 fn backoff_after(failures: u32, backoff: &Backoff) -> Duration {
@@ -592,7 +629,6 @@ fn with_retries(mut error: ToolError, retries: u32) -> ToolError {
     }
     error
 }
-
 
 /// `error` with the server's last stderr lines (already redacted) appended, for diagnosis.
 fn with_stderr(mut error: ToolError, tail: &stdio::StderrTail, redactor: &Redactor) -> ToolError {
@@ -631,6 +667,27 @@ fn init_error(subject: &Subject, error: rmcp::service::ClientInitializeError) ->
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_server_is_summarised_by_its_description_title_or_name() {
+        let mut info = rmcp::model::Implementation::new("peer", "1.2.3");
+        assert_eq!(super::summary_of(&info), "peer 1.2.3");
+        info.title = Some("  ".into());
+        assert_eq!(
+            super::summary_of(&info),
+            "peer 1.2.3",
+            "a blank title says nothing"
+        );
+        info.title = Some("Peer Server\nmore".into());
+        assert_eq!(super::summary_of(&info), "Peer Server");
+        info.description = Some("Records of the peer.\nSecond line.".into());
+        assert_eq!(super::summary_of(&info), "Records of the peer.");
+        let at = "é".repeat(super::SUMMARY_CHARS / 2);
+        info.description = Some(at.clone());
+        assert_eq!(super::summary_of(&info), at, "exactly the limit is kept");
+        info.description = Some(format!("{at}é"));
+        assert_eq!(super::summary_of(&info), at, "past it, cut at a character");
+    }
     #[test]
     fn a_client_can_be_shared_across_tasks() {
         fn shareable<T: Send + Sync + Clone + 'static>() {}

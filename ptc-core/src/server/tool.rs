@@ -40,7 +40,7 @@ pub fn catalog_text(catalog: &Catalog) -> String {
     let mut inline = String::from("Upstreams:\n");
     let mut tools = 0;
     for s in servers {
-        inline.push_str(&format!("- {}: {}\n", s.name, s.description));
+        inline.push_str(&format!("- {}: {}\n", s.name, s.description()));
         for t in s.tools().unwrap_or_default() {
             tools += 1;
             inline.push_str(&format!("  {}\n", listing(t)));
@@ -56,7 +56,7 @@ pub fn catalog_text(catalog: &Catalog) -> String {
             .map_or("tools listed on first use".to_string(), |t| {
                 format!("{} tools", t.len())
             });
-        summary.push_str(&format!("- {} ({count}): {}\n", s.name, s.description));
+        summary.push_str(&format!("- {} ({count}): {}\n", s.name, s.description()));
     }
     summary
 }
