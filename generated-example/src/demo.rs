@@ -9,10 +9,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use observatory_server::{ServerConfig, TokenSource, TokenSpec};
-use ptc_app::PlanSource;
-use ptc_app::args::OverrideArgs;
-use ptc_core::server::{EvalLimits, EvalRequest, Evaluator, envelope};
-use serde_json::{Map, Value};
+use ptc::PlanSource;
+use ptc::app::args::OverrideArgs;
+use ptc::core::server::{EvalLimits, EvalRequest, Evaluator, envelope};
+use ptc::serde_json::{Map, Value};
 
 /// One agent question: what it asks, the program, the context it gets.
 pub struct Question {
@@ -168,7 +168,7 @@ pub fn run(source: PlanSource) -> ExitCode {
 }
 
 fn run_inner(source: PlanSource) -> Result<(), String> {
-    let rt = ptc_app::start::runtime()?;
+    let rt = ptc::app::start::runtime()?;
     let token = generate_token();
     let token_file = write_token_file(&token)?;
     let result = rt.block_on(async {
@@ -186,7 +186,7 @@ fn run_inner(source: PlanSource) -> Result<(), String> {
             upstream_urls: vec![format!("observatory=http://{addr}")],
             credential_files: vec![format!("observatory-token={}", token_file.display())],
         };
-        let upstreams = ptc_app::start::upstreams(&source, &overrides).await?;
+        let upstreams = ptc::app::start::upstreams(&source, &overrides).await?;
         let evaluator = Evaluator::new(
             upstreams.clone(),
             tokio::runtime::Handle::current(),

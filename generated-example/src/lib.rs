@@ -1,12 +1,12 @@
-//! The Observatory deployment, typed: `ptc_upstreams!` compiles
+//! The Observatory deployment, typed: `ptc::upstreams!` compiles
 //! `fixtures/observatory/upstreams.json` and its OpenAPI document into the `observatory` module
 //! (argument structs, each an `Operation` that `Upstreams::run` calls, response types) and
 //! `plan()`.
 
-use ptc_core::{ToolError, Upstreams};
-use ptc_plan::{Plan, Transport};
+use ptc::plan::Transport;
+use ptc::{Plan, ToolError, Upstreams};
 
-ptc_macros::ptc_upstreams!("../fixtures/observatory/upstreams.json");
+ptc::upstreams!("../fixtures/observatory/upstreams.json");
 
 /// A failed trace and its steps, as the generated types hold them.
 pub struct FailedTrace {
@@ -38,7 +38,7 @@ pub async fn first_failed_trace(
 
 /// The compiled plan with the Observatory upstream pointed at `base_url` (the test bed listens on
 /// a port chosen when it starts; a deployment would point it at its own service).
-pub fn plan_at(base_url: &str) -> Result<Plan, serde_json::Error> {
+pub fn plan_at(base_url: &str) -> Result<Plan, ptc::serde_json::Error> {
     let mut plan = plan()?;
     for up in &mut plan.upstreams {
         if let Transport::Openapi(api) = &mut up.transport

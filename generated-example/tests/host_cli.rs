@@ -105,7 +105,7 @@ fn serve_writes_one_json_audit_line_per_eval_without_the_program() {
     assert_eq!(audits.len(), 2, "{err}");
     // The two calls run concurrently, so their audit lines come in the order they finish.
     let by_hash = |p: &str| {
-        let hash = ptc_core::server::audit::program_hash(p);
+        let hash = ptc::core::server::audit::program_hash(p);
         audits
             .iter()
             .find(|a| a["program_sha256"] == hash.as_str())
@@ -141,7 +141,10 @@ fn overrides_obey_the_configs_url_rules() {
     std::fs::write(&strict_path, strict).unwrap();
     let ptc = Path::new(BIN).with_file_name("ptc");
     if !ptc.exists() {
-        println!("skipped: {} is not built", ptc.display());
+        ptc_tests::skip(&format!(
+            "{} is not built (cargo build -p ptc-cli)",
+            ptc.display()
+        ));
         return;
     }
     let catalog = |args: &[&str]| {

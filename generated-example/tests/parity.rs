@@ -7,7 +7,7 @@ use std::path::Path;
 fn generated_plan_equals_the_runtime_load_of_the_same_config() {
     let config =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/observatory/upstreams.json");
-    let runtime = ptc_plan::load_with(&config, &ptc_core::documents::NetworkSource)
+    let runtime = ptc::plan::load_with(&config, &ptc::core::documents::NetworkSource)
         .unwrap_or_else(|d| panic!("{d}"))
         .plan;
     let generated = generated_example::plan().expect("the embedded plan reads");
@@ -28,11 +28,11 @@ fn generated_names_match_the_catalog() {
 async fn the_runtime_catalog_is_the_same_from_either_plan() {
     let config =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/observatory/upstreams.json");
-    let loaded = ptc_plan::load_with(&config, &ptc_core::documents::NetworkSource)
+    let loaded = ptc::plan::load_with(&config, &ptc::core::documents::NetworkSource)
         .unwrap_or_else(|d| panic!("{d}"));
     let generated = generated_example::plan().expect("the embedded plan reads");
     let start =
-        |plan| ptc_core::Upstreams::start(plan, ptc_plan::Secrets::default(), Default::default());
+        |plan| ptc::core::Upstreams::start(plan, ptc::plan::Secrets::default(), Default::default());
     let from_runtime = start(loaded.plan).await.expect("starts");
     let from_generated = start(generated).await.expect("starts");
     let tools = from_generated.catalog().servers()[0]

@@ -18,13 +18,6 @@ fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-fn skip_or_fail(why: String) {
-    if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("{why}");
-    }
-    println!("skipped: {why}");
-}
-
 fn find_nginx() -> Option<PathBuf> {
     let mut candidates = vec![PathBuf::from("/usr/sbin/nginx")];
     if let Some(path) = std::env::var_os("PATH") {
@@ -78,13 +71,11 @@ fn documented_nginx() -> String {
 #[test]
 fn two_replicas_behind_nginx_serve_an_mcp_clients_evals() {
     let Some(nginx) = find_nginx() else {
-        return skip_or_fail(
-            "nginx is not installed (Debian package nginx; .ci/run installs it)".into(),
-        );
+        return ptc_tests::skip("nginx is not installed (Debian package nginx; .ci/run installs it)");
     };
     let python = root().join("fixtures/host-clients/.venv/bin/python");
     if !python.exists() {
-        return skip_or_fail(format!(
+        return ptc_tests::skip(&format!(
             "the Python mcp client is not installed at {} (run the install lines of .ci/run)",
             python.display()
         ));

@@ -15,10 +15,10 @@ async fn lists_failed_traces_and_fetches_steps_through_generated_types() {
         .await
         .expect("the test bed starts");
     let plan = plan_at(&format!("http://{addr}")).expect("the embedded plan reads");
-    let upstreams = ptc_core::Upstreams::start(
+    let upstreams = ptc::core::Upstreams::start(
         plan,
-        ptc_plan::Secrets::default(),
-        ptc_core::StartOptions::default(),
+        ptc::plan::Secrets::default(),
+        ptc::core::StartOptions::default(),
     )
     .await
     .expect("the upstreams start");

@@ -3,7 +3,7 @@
 //! [`generate`] is pure: it turns a validated [`ptc_plan::Plan`] into one module per upstream
 //! (typed argument structs, each a `ptc_core::Operation` that `Upstreams::run` calls, and
 //! response types) plus a `plan()` registration, and never reads a file or the
-//! environment. [`expansion`] is the one place that loads a config the way the macro does
+//! environment. The code names outside paths only through the `ptc` facade (`paths`). [`expansion`] is the one place that loads a config the way the macro does
 //! (vendored `schema_url` copies included), so the macro and `ptc expand` cannot disagree.
 //! [`drift`] compares two plans of the same config for `ptc vendor --check`.
 
@@ -16,6 +16,7 @@ pub mod drift;
 pub mod expansion;
 mod idents;
 mod operation;
+mod paths;
 mod registration;
 mod types;
 pub mod vendored;
@@ -110,11 +111,12 @@ fn upstream(
         // MCP tools are listed at run time: the plan carries the connection spec only.
         Transport::McpStdio(_) | Transport::McpHttp(_) => Vec::new(),
     };
+    let serde_import = paths::serde_import();
     Ok(quote! {
         #doc
         pub mod #module_id {
             #[allow(unused_imports)]
-            use serde::{Deserialize, Serialize};
+            #serde_import
             /// The upstream's name: the namespace of its tools.
             pub const UPSTREAM: &str = #name;
             #(#items)*

@@ -132,8 +132,9 @@ fn args<'v>(
     let id = ident(&names.args);
     let response_id = ident(&names.response);
     let tool_name = format!("{upstream}/{}", tool.name);
+    let operation_trait = crate::paths::operation();
     let operation = quote! {
-        impl ::ptc_core::Operation for #id {
+        impl #operation_trait for #id {
             const TOOL: &'static str = #tool_name;
             type Response = #response_id;
         }

@@ -9,15 +9,18 @@ use quote::quote;
 pub fn plan_fn(plan: &Plan) -> Result<TokenStream, String> {
     let json =
         serde_json::to_string(plan).map_err(|e| format!("cannot serialise the plan: {e}"))?;
+    let plan_ty = crate::paths::plan();
+    let serde_json = crate::paths::serde_json();
     Ok(quote! {
         /// The compiled plan (every upstream, tool, connection spec and credential binding;
         /// never a secret value) as JSON, embedded at compile time.
         pub const PLAN_JSON: &str = #json;
 
-        /// The compiled plan, for `ptc_core::Upstreams`. Fails only when the `ptc-plan` linked
-        /// at run time cannot read what the macro's `ptc-plan` wrote (mismatched versions).
-        pub fn plan() -> Result<::ptc_plan::Plan, ::serde_json::Error> {
-            ::serde_json::from_str(PLAN_JSON)
+        /// The compiled plan, for `ptc::Upstreams` and `ptc::main`. Fails only when the
+        /// `ptc-plan` linked at run time cannot read what the macro's `ptc-plan` wrote
+        /// (mismatched versions).
+        pub fn plan() -> Result<#plan_ty, #serde_json::Error> {
+            #serde_json::from_str(PLAN_JSON)
         }
     })
 }

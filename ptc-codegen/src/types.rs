@@ -62,7 +62,7 @@ impl Ty {
     fn value(note: impl Into<String>) -> Self {
         Ty {
             note: Some(note.into()),
-            ..Ty::plain(quote!(::serde_json::Value))
+            ..Ty::plain(crate::paths::json_value())
         }
     }
 }
@@ -261,7 +261,10 @@ impl<'v> TypeGen<'v> {
                             ..Ty::plain(quote!(Vec<#inner>))
                         }
                     }
-                    None => Ty::plain(quote!(Vec<::serde_json::Value>)),
+                    None => {
+                        let value = crate::paths::json_value();
+                        Ty::plain(quote!(Vec<#value>))
+                    }
                 },
                 ["object"] => self.object(obj, hint, root, depth),
                 _ => Ty::value(format!(
@@ -446,9 +449,11 @@ impl<'v> TypeGen<'v> {
             "One of several shapes (`{key}`): the first variant that decodes is taken, the one with the most required fields first."
         ))]);
         let id = ident(&name);
+        let serde_crate = crate::paths::serde_crate();
         self.items.push(quote! {
             #doc
             #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+            #serde_crate
             #[serde(untagged)]
             #[allow(clippy::large_enum_variant)]
             pub enum #id { #(#arms)* }
@@ -483,7 +488,7 @@ impl<'v> TypeGen<'v> {
                         ..Ty::plain(quote!(::std::collections::BTreeMap<String, #inner>))
                     }
                 }
-                _ => Ty::plain(quote!(::serde_json::Map<String, ::serde_json::Value>)),
+                _ => Ty::plain(crate::paths::json_map()),
             };
         };
         let shape = object_shape(&Value::Object(obj.clone()), root);
@@ -566,9 +571,11 @@ impl<'v> TypeGen<'v> {
         let rename_all = snake_case.then(|| quote!(#[serde(rename_all = "snake_case")]));
         let doc = type_doc(obj, hint);
         let id = ident(&name);
+        let serde_crate = crate::paths::serde_crate();
         self.items.push(quote! {
             #doc
             #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+            #serde_crate
             #rename_all
             pub enum #id { #(#arms)* }
         });
@@ -643,9 +650,11 @@ pub fn struct_item(
         }
         FieldStyle::Response => quote!(#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]),
     };
+    let serde_crate = crate::paths::serde_crate();
     quote! {
         #doc
         #derives
+        #serde_crate
         pub struct #id { #(#fields)* }
     }
 }

@@ -129,7 +129,7 @@ fn only_included_operations_are_generated() {
         ]
     );
     assert_eq!(
-        code.matches("impl ::ptc_core::Operation for ").count(),
+        code.matches("impl ::ptc::Operation for ").count(),
         tools.len(),
         "one Operation impl per included operation"
     );
@@ -220,7 +220,7 @@ fn mcp_upstreams_are_connection_specs_only() {
         .expect("the files module");
     assert_eq!(
         files.trim(),
-        "#[allow(unused_imports)]\n    use serde::{Deserialize, Serialize};\n    /// The upstream's name: the namespace of its tools.\n    pub const UPSTREAM: &str = \"files\";"
+        "#[allow(unused_imports)]\n    use ::ptc::__private::serde::{Deserialize, Serialize};\n    /// The upstream's name: the namespace of its tools.\n    pub const UPSTREAM: &str = \"files\";"
     );
     let plan: Plan = serde_json::from_str(
         code.split("pub const PLAN_JSON: &str = ")
@@ -288,7 +288,7 @@ fn unresolvable_references_fall_back_to_value_with_a_reason() {
             "b": {"$ref": "https://elsewhere.test/schema.json"}
         }});
     });
-    assert!(code.contains("/// reference to the missing definition `Missing`: not typed by ptc-codegen\n        pub a: Option<::serde_json::Value>"), "{code}");
+    assert!(code.contains("/// reference to the missing definition `Missing`: not typed by ptc-codegen\n        pub a: Option<::ptc::serde_json::Value>"), "{code}");
     assert!(
         code.contains("outside the plan's definitions: not typed by ptc-codegen"),
         "{code}"

@@ -27,8 +27,10 @@ const MANIFEST_DIR_OVERRIDE: &str = "PTC_MANIFEST_DIR";
 /// compiled plan.
 ///
 /// The path is relative to the crate's `Cargo.toml`. `schema_url` upstreams compile from the
-/// copy `ptc vendor` keeps in `vendored/` next to the config. The crate using the macro depends
-/// on `ptc-core`, `ptc-plan`, `serde` (with `derive`) and `serde_json`.
+/// copy `ptc vendor` keeps in `vendored/` next to the config. The generated code names its
+/// runtime through the `ptc` facade (`::ptc::Operation`, `::ptc::Plan`, serde through
+/// `::ptc::__private`), so the crate using the macro depends on `ptc` only, and calls it as
+/// `ptc::upstreams!`.
 #[proc_macro]
 pub fn ptc_upstreams(input: TokenStream) -> TokenStream {
     let lit = match syn::parse::<LitStr>(input) {

@@ -11,7 +11,7 @@ mod tests {
     fn each_snapshot_embeds_its_plan() {
         let plan = super::observatory_snapshot::plan().expect("the embedded plan reads");
         let tools: Vec<String> = match &plan.upstreams[0].transport {
-            ptc_plan::Transport::Openapi(api) => api.tools.iter().map(|t| t.name.clone()).collect(),
+            ptc::plan::Transport::Openapi(api) => api.tools.iter().map(|t| t.name.clone()).collect(),
             other => panic!("unexpected transport {}", other.tag()),
         };
         assert_eq!(tools.len(), 7, "{tools:?}");
@@ -27,15 +27,15 @@ mod tests {
             ..GetNodeArgs::new("n1".into(), 2)
         };
         assert_eq!(
-            serde_json::to_value(&args).expect("serializes"),
-            serde_json::json!({"id": "n1", "type": "+1", "depth": 2})
+            ptc::serde_json::to_value(&args).expect("serializes"),
+            ptc::serde_json::json!({"id": "n1", "type": "+1", "depth": 2})
         );
         // A `None` goes out as null, which the executor's validator leaves out (as it does a Lisp
         // `nil` for an optional argument): ptc-core's validate tests and the typed example.
         let none = GetNodeArgs::new("n1".into(), 0);
         assert_eq!(
-            serde_json::to_value(&none).expect("serializes"),
-            serde_json::json!({"id": "n1", "type": null, "depth": 0})
+            ptc::serde_json::to_value(&none).expect("serializes"),
+            ptc::serde_json::json!({"id": "n1", "type": null, "depth": 0})
         );
     }
 
@@ -43,7 +43,7 @@ mod tests {
     fn every_args_struct_is_an_operation_naming_its_tool_and_response() {
         use super::observatory_snapshot::observatory as obs;
         use super::shapes_snapshot::shapes;
-        use ptc_core::Operation;
+        use ptc::Operation;
         fn response<O: Operation>(_: &O) -> std::any::TypeId
         where
             O::Response: 'static,
@@ -63,7 +63,7 @@ mod tests {
     #[test]
     fn responses_decode_with_unknown_fields_and_recursion() {
         use super::shapes_snapshot::shapes::GetNodeResponse;
-        let node: GetNodeResponse = serde_json::from_value(serde_json::json!({
+        let node: GetNodeResponse = ptc::serde_json::from_value(ptc::serde_json::json!({
             "name": "root", "added_later": true,
             "children": [{"name": "leaf", "children": []}],
             "parent": {"name": "up", "children": [], "parent": null}
@@ -76,15 +76,15 @@ mod tests {
     #[test]
     fn steps_of_either_shape_decode_into_the_untagged_enum() {
         use super::observatory_snapshot::observatory::TraceStepsStepsItem as Step;
-        let summary = serde_json::json!({"id": "st_000000000001", "trace_id": "tr_1", "index": 0,
+        let summary = ptc::serde_json::json!({"id": "st_000000000001", "trace_id": "tr_1", "index": 0,
             "kind": "llm_call", "name": "m", "status": "ok", "started_at": "t", "duration_ms": 1,
             "input_tokens": 1, "output_tokens": 1, "cost_usd": 0.0, "payload_bytes": 3, "preview": "p"});
         let mut full = summary.clone();
         full["input"] = "i".into();
         full["output"] = "o".into();
-        full["error"] = serde_json::Value::Null;
-        let s: Step = serde_json::from_value(summary).expect("summary decodes");
-        let f: Step = serde_json::from_value(full).expect("full decodes");
+        full["error"] = ptc::serde_json::Value::Null;
+        let s: Step = ptc::serde_json::from_value(summary).expect("summary decodes");
+        let f: Step = ptc::serde_json::from_value(full).expect("full decodes");
         assert!(matches!(s, Step::StepSummary(_)), "{s:?}");
         assert!(
             matches!(f, Step::StepFull(ref v) if v.input == "i"),
