@@ -44,7 +44,7 @@ fn top_level_help_lists_only_real_commands_with_examples_and_exit_codes() {
     assert_eq!(
         listed_commands(&text),
         [
-            "check", "eval", "expand", "vendor", "serve", "repl", "catalog"
+            "check", "eval", "expand", "vendor", "serve", "repl", "catalog", "new"
         ],
         "{text}"
     );
@@ -70,8 +70,9 @@ fn every_subcommand_help_has_examples_that_run_and_exit_codes() {
         let examples = examples(&text);
         assert!(!examples.is_empty(), "{command} has no example:\n{text}");
         // Examples without shell plumbing or files of the reader's own run as written; `serve`
-        // and `repl` wait for a client or a terminal (their own tests drive them).
-        let interactive = command == "serve" || command == "repl";
+        // and `repl` wait for a client or a terminal, `new` writes a crate (their own tests
+        // drive them).
+        let interactive = command == "serve" || command == "repl" || command == "new";
         for example in examples
             .iter()
             .filter(|e| !interactive && !e.contains(['|', '>']) && !e.contains("data.json"))
