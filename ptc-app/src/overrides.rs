@@ -3,11 +3,12 @@
 //!
 //! The overrides obey the config's own rules because ptc-plan checks them: for a config file
 //! they are written into the config before it is validated; for a compiled plan each new URL is
-//! put through ptc-plan's URL rules (https, or http only with the upstream's opt-ins).
+//! put through ptc-plan's URL rule (https, or http only with the upstream's opt-ins; a `base_url`
+//! also without query or fragment), the one the config compiler checks with.
 
 use std::path::{Path, PathBuf};
 
-use ptc_plan::{CredentialSource, Plan, Transport};
+use ptc_plan::{CredentialSource, Plan, Transport, UrlOptIns};
 use serde_json::Value;
 
 use crate::args::OverrideArgs;
@@ -113,16 +114,28 @@ impl Overrides {
                 .iter_mut()
                 .find(|u| &u.name == name)
                 .ok_or_else(|| format!("--upstream-url: there is no upstream `{name}`"))?;
-            let (slot, http) = match &mut up.transport {
-                Transport::Openapi(api) => (&mut api.base_url, &api.http),
-                Transport::McpHttp(m) => (&mut m.url, &m.http),
+            let (slot, problems) = match &mut up.transport {
+                Transport::Openapi(api) => {
+                    let problems = ptc_plan::check_base_url(url, UrlOptIns::of(&api.http));
+                    (&mut api.base_url, problems)
+                }
+                Transport::McpHttp(m) => {
+                    let problems = ptc_plan::check_upstream_url("url", url, UrlOptIns::of(&m.http));
+                    (&mut m.url, problems)
+                }
                 Transport::McpStdio(_) => {
                     return Err(format!(
                         "--upstream-url: upstream `{name}` is a local process, not reached by URL"
                     ));
                 }
             };
-            check_url(name, url, http)?;
+            if !problems.is_empty() {
+                let mut msg = format!("--upstream-url {name}={url} is refused:");
+                for p in problems {
+                    msg.push_str(&format!("\n  {}", p.message));
+                }
+                return Err(msg);
+            }
             *slot = url.clone();
         }
         for (name, file) in &self.credential_files {
@@ -142,34 +155,6 @@ impl Overrides {
         }
         Ok(())
     }
-}
-
-/// Puts `url` through ptc-plan's URL rules with the upstream's opt-ins, by validating a one-line
-/// probe config (an `mcp_http` upstream has the same URL rules and needs no document).
-fn check_url(name: &str, url: &str, http: &ptc_plan::HttpSettings) -> Result<(), String> {
-    let mut upstream = serde_json::json!({
-        "transport": "mcp_http",
-        "url": url,
-        "allow_insecure_http": http.allow_insecure_http,
-        "allow_insecure_auth": http.allow_insecure_auth,
-    });
-    let mut config = serde_json::json!({ "upstreams": {} });
-    if !http.auth.is_empty() {
-        upstream["auth"] = serde_json::json!([{ "scheme": "bearer", "binding": "probe" }]);
-        config["credentials"] =
-            serde_json::json!({ "probe": { "source": "env", "var": "PTC_PROBE" } });
-    }
-    config["upstreams"][name] = upstream;
-    let probe = Path::new("--upstream-url");
-    ptc_plan::load_str(&config.to_string(), probe, &ptc_plan::FileSource)
-        .map(|_| ())
-        .map_err(|d| {
-            let mut msg = format!("--upstream-url {name}={url} is refused:");
-            for diag in &d.0 {
-                msg.push_str(&format!("\n  {}", diag.message));
-            }
-            msg
-        })
 }
 
 #[cfg(test)]
@@ -336,6 +321,43 @@ mod tests {
         );
     }
 
+    /// An OpenAPI upstream's new `base_url` is checked as the config's `base_url` is: by the same
+    /// URL rule, and without query or fragment (operation paths are appended to it).
+    #[test]
+    fn an_openapi_base_url_override_obeys_the_base_url_rule() {
+        let config =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/observatory/upstreams.json");
+        let apply = |url: &str| {
+            let mut plan = ptc_plan::load(&config)
+                .unwrap_or_else(|d| panic!("{d}"))
+                .plan;
+            overrides(&[&format!("observatory={url}")], &[])
+                .unwrap()
+                .apply_to_plan(&mut plan)
+                .map(|()| {
+                    let up = plan.upstream("observatory").unwrap();
+                    let Transport::Openapi(api) = &up.transport else {
+                        panic!("observatory is an OpenAPI upstream")
+                    };
+                    api.base_url.clone()
+                })
+        };
+        assert_eq!(
+            apply("http://127.0.0.1:9/v2").unwrap(),
+            "http://127.0.0.1:9/v2"
+        );
+        assert_eq!(
+            apply("https://staging.example.com/v2?x=1").unwrap_err(),
+            "--upstream-url observatory=https://staging.example.com/v2?x=1 is refused:\n  \
+             `base_url` must not have a query string or fragment"
+        );
+        assert_eq!(
+            apply("ftp://staging.example.com").unwrap_err(),
+            "--upstream-url observatory=ftp://staging.example.com is refused:\n  \
+             `base_url` uses unsupported URL scheme `ftp`"
+        );
+    }
+
     #[test]
     fn a_compiled_plan_takes_urls_that_pass_its_upstreams_rules() {
         let apply = |bearer: bool, insecure: (bool, bool), urls: &[&str], files: &[&str]| {
@@ -380,6 +402,17 @@ mod tests {
                 .unwrap_err()
                 .contains("embeds credentials in the URL"),
             "the URL rules are ptc-plan's own"
+        );
+        assert_eq!(
+            apply(
+                false,
+                SECURE,
+                &["web=https://staging.example.com/mcp?x=1"],
+                &[]
+            )
+            .map(|p| url_of(&p, "web")),
+            Ok("https://staging.example.com/mcp?x=1".to_string()),
+            "a query is an MCP endpoint's own business"
         );
         assert_eq!(
             apply(false, SECURE, &["nosuch=https://x.example.com"], &[]).unwrap_err(),

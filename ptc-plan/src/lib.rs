@@ -32,7 +32,7 @@ mod rules_boundaries;
 pub mod schema;
 mod suggest;
 
-pub use config::Secrets;
+pub use config::{Secrets, UrlOptIns, UrlProblem, check_base_url, check_upstream_url};
 pub use diagnostic::{Diagnostic, Diagnostics};
 pub use load::{DocumentRequest, DocumentSource, FileSource, Loaded, load, load_str, load_with};
 pub use plan::*;

@@ -88,7 +88,118 @@ pub(super) fn parse_settings(
     }
 }
 
-/// Checks a URL the upstream talks to: https, or http with the opt-ins.
+/// What an upstream's URLs are checked against: its opt-ins, and whether it sends credentials
+/// (which is what `allow_insecure_auth` is about).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct UrlOptIns {
+    /// `allow_insecure_http`: `http://` is allowed.
+    pub allow_insecure_http: bool,
+    /// `allow_insecure_auth`: credentials may be sent over `http://`.
+    pub allow_insecure_auth: bool,
+    /// The upstream has `auth`: its requests carry credentials.
+    pub sends_credentials: bool,
+}
+
+impl UrlOptIns {
+    /// The opt-ins of an upstream with these HTTP settings.
+    pub fn of(http: &HttpSettings) -> Self {
+        UrlOptIns {
+            allow_insecure_http: http.allow_insecure_http,
+            allow_insecure_auth: http.allow_insecure_auth,
+            sends_credentials: !http.auth.is_empty(),
+        }
+    }
+}
+
+/// One reason an upstream URL is refused: the message and the fix of its diagnostic.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UrlProblem {
+    /// What is wrong, naming the field.
+    pub message: String,
+    /// How to fix it.
+    pub help: Option<String>,
+}
+
+/// The rule for a URL an upstream is reached at (`field` is the config field it is written in,
+/// `url`, `base_url` or `schema_url`, named in the messages): absolute with a host, no
+/// `user:password@`, and https, or http only with `allow_insecure_http` (and, when the upstream
+/// sends credentials, `allow_insecure_auth` too). Every problem is returned; none means the URL
+/// is taken. The config compiler and a URL override at start-up both check with it.
+pub fn check_upstream_url(field: &str, url: &str, opt_ins: UrlOptIns) -> Vec<UrlProblem> {
+    let problem = |message: String, help: Option<&str>| UrlProblem {
+        message,
+        help: help.map(str::to_string),
+    };
+    let parsed = match url::Url::parse(url) {
+        Ok(u) => u,
+        Err(e) => {
+            return vec![problem(
+                format!("`{field}` is not a valid absolute URL ({e}): `{url}`"),
+                Some("write it as https://host[:port][/path]"),
+            )];
+        }
+    };
+    let mut problems = Vec::new();
+    if parsed.host_str().is_none_or(str::is_empty) {
+        problems.push(problem(format!("`{field}` has no host: `{url}`"), None));
+    }
+    if !parsed.username().is_empty() || parsed.password().is_some() {
+        problems.push(problem(
+            format!("`{field}` embeds credentials in the URL"),
+            Some("remove user:password@ from the URL and use `auth` with a credential binding"),
+        ));
+    }
+    match parsed.scheme() {
+        "https" => {}
+        "http" if !opt_ins.allow_insecure_http => problems.push(problem(
+            format!("`{field}` uses http:// without allow_insecure_http"),
+            Some(
+                "use https://, or set \"allow_insecure_http\": true for a local development server",
+            ),
+        )),
+        "http" if opt_ins.sends_credentials && !opt_ins.allow_insecure_auth => {
+            problems.push(problem(
+                format!("`{field}` uses http:// with auth but allow_insecure_auth is not true"),
+                Some(
+                    "credentials would travel in clear text: use https://, or also set \"allow_insecure_auth\": true",
+                ),
+            ))
+        }
+        "http" => {}
+        other => problems.push(problem(
+            format!("`{field}` uses unsupported URL scheme `{other}`"),
+            Some("use https://"),
+        )),
+    }
+    problems
+}
+
+/// [`check_upstream_url`] for an OpenAPI `base_url`, which operation paths are appended to, so
+/// it has no query string or fragment either.
+pub fn check_base_url(url: &str, opt_ins: UrlOptIns) -> Vec<UrlProblem> {
+    let problems = check_upstream_url("base_url", url, opt_ins);
+    if !problems.is_empty() {
+        return problems;
+    }
+    match url::Url::parse(url) {
+        Ok(u) if u.query().is_some() || u.fragment().is_some() => vec![UrlProblem {
+            message: "`base_url` must not have a query string or fragment".into(),
+            help: Some("keep only scheme, host, port and an optional path prefix".into()),
+        }],
+        _ => Vec::new(),
+    }
+}
+
+/// Reports each problem of a URL at `pointer`; true when there is none.
+pub(super) fn report_url(cx: &mut Cx, pointer: &str, problems: Vec<UrlProblem>) -> bool {
+    let ok = problems.is_empty();
+    for p in problems {
+        cx.error(pointer, p.message, p.help);
+    }
+    ok
+}
+
+/// Checks a URL the upstream talks to: see [`check_upstream_url`].
 pub(super) fn check_url(
     cx: &mut Cx,
     pointer: &str,
@@ -96,65 +207,11 @@ pub(super) fn check_url(
     raw: &str,
     http: &HttpSettings,
 ) -> bool {
-    let url = match url::Url::parse(raw) {
-        Ok(u) => u,
-        Err(e) => {
-            cx.error(
-                pointer,
-                format!("`{field}` is not a valid absolute URL ({e}): `{raw}`"),
-                Some("write it as https://host[:port][/path]".into()),
-            );
-            return false;
-        }
-    };
-    let mut ok = true;
-    if url.host_str().is_none_or(str::is_empty) {
-        cx.error(pointer, format!("`{field}` has no host: `{raw}`"), None);
-        ok = false;
-    }
-    if !url.username().is_empty() || url.password().is_some() {
-        cx.error(
-            pointer,
-            format!("`{field}` embeds credentials in the URL"),
-            Some(
-                "remove user:password@ from the URL and use `auth` with a credential binding"
-                    .into(),
-            ),
-        );
-        ok = false;
-    }
-    match url.scheme() {
-        "https" => {}
-        "http" => {
-            if !http.allow_insecure_http {
-                cx.error(
-                    pointer,
-                    format!("`{field}` uses http:// without allow_insecure_http"),
-                    Some("use https://, or set \"allow_insecure_http\": true for a local development server".into()),
-                );
-                ok = false;
-            } else if !http.auth.is_empty() && !http.allow_insecure_auth {
-                cx.error(
-                    pointer,
-                    format!("`{field}` uses http:// with auth but allow_insecure_auth is not true"),
-                    Some(
-                        "credentials would travel in clear text: use https://, or also set \"allow_insecure_auth\": true"
-                            .into(),
-                    ),
-                );
-                ok = false;
-            }
-        }
-        other => {
-            cx.error(
-                pointer,
-                format!("`{field}` uses unsupported URL scheme `{other}`"),
-                Some("use https://".into()),
-            );
-            ok = false;
-        }
-    }
-    ok
+    report_url(
+        cx,
+        pointer,
+        check_upstream_url(field, raw, UrlOptIns::of(http)),
+    )
 }
 
 fn parse_auth(
@@ -427,4 +484,142 @@ fn parse_static_headers(
     }
     out.sort();
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NONE: UrlOptIns = UrlOptIns {
+        allow_insecure_http: false,
+        allow_insecure_auth: false,
+        sends_credentials: false,
+    };
+
+    fn messages(field: &str, url: &str, opt_ins: UrlOptIns) -> Vec<String> {
+        check_upstream_url(field, url, opt_ins)
+            .into_iter()
+            .map(|p| p.message)
+            .collect()
+    }
+
+    #[test]
+    fn http_needs_allow_insecure_http() {
+        let url = "http://localhost:8080/mcp";
+        assert_eq!(
+            messages("url", url, NONE),
+            ["`url` uses http:// without allow_insecure_http"]
+        );
+        let http = UrlOptIns {
+            allow_insecure_http: true,
+            ..NONE
+        };
+        assert_eq!(messages("url", url, http), Vec::<String>::new());
+        assert_eq!(
+            messages("url", "https://api.example.com", NONE),
+            Vec::<String>::new()
+        );
+    }
+
+    /// Credentials over http need the second opt-in as well; without credentials, or over
+    /// https, it is not asked for.
+    #[test]
+    fn credentials_over_http_need_allow_insecure_auth() {
+        let url = "http://localhost:8080";
+        let with_auth = UrlOptIns {
+            allow_insecure_http: true,
+            sends_credentials: true,
+            ..NONE
+        };
+        let problems = check_upstream_url("base_url", url, with_auth);
+        assert_eq!(
+            problems,
+            [UrlProblem {
+                message: "`base_url` uses http:// with auth but allow_insecure_auth is not true"
+                    .into(),
+                help: Some(
+                    "credentials would travel in clear text: use https://, or also set \
+                     \"allow_insecure_auth\": true"
+                        .into()
+                ),
+            }]
+        );
+        let both = UrlOptIns {
+            allow_insecure_auth: true,
+            ..with_auth
+        };
+        assert!(check_upstream_url("base_url", url, both).is_empty());
+        // allow_insecure_auth alone does not open http.
+        let auth_only = UrlOptIns {
+            allow_insecure_auth: true,
+            sends_credentials: true,
+            ..NONE
+        };
+        assert_eq!(
+            messages("base_url", url, auth_only),
+            ["`base_url` uses http:// without allow_insecure_http"]
+        );
+        let https = UrlOptIns {
+            sends_credentials: true,
+            ..NONE
+        };
+        assert!(check_upstream_url("base_url", "https://api.example.com", https).is_empty());
+    }
+
+    #[test]
+    fn userinfo_is_refused_whatever_the_opt_ins() {
+        let all = UrlOptIns {
+            allow_insecure_http: true,
+            allow_insecure_auth: true,
+            sends_credentials: false,
+        };
+        for url in ["https://u:p@api.example.com", "https://u@api.example.com"] {
+            assert_eq!(
+                messages("url", url, all),
+                ["`url` embeds credentials in the URL"],
+                "{url}"
+            );
+        }
+        // Every problem at once: userinfo and plain http.
+        assert_eq!(
+            messages("url", "http://u:p@api.example.com", NONE),
+            [
+                "`url` embeds credentials in the URL",
+                "`url` uses http:// without allow_insecure_http"
+            ]
+        );
+    }
+
+    #[test]
+    fn not_a_url_and_other_schemes_are_refused() {
+        assert_eq!(
+            messages("url", "api.example.com", NONE),
+            ["`url` is not a valid absolute URL (relative URL without a base): `api.example.com`"]
+        );
+        assert_eq!(
+            messages("schema_url", "ftp://api.example.com/x", NONE),
+            ["`schema_url` uses unsupported URL scheme `ftp`"]
+        );
+    }
+
+    #[test]
+    fn a_base_url_has_no_query_or_fragment() {
+        assert!(check_base_url("https://api.example.com/v1", NONE).is_empty());
+        for url in [
+            "https://api.example.com/v1?x=1",
+            "https://api.example.com/v1#top",
+        ] {
+            let problems = check_base_url(url, NONE);
+            assert_eq!(problems.len(), 1, "{url}");
+            assert_eq!(
+                problems[0].message,
+                "`base_url` must not have a query string or fragment"
+            );
+        }
+        // The URL rule first: a refused URL is not also judged by its shape.
+        assert_eq!(
+            check_base_url("http://api.example.com/v1?x=1", NONE)[0].message,
+            "`base_url` uses http:// without allow_insecure_http"
+        );
+    }
 }

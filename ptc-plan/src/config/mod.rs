@@ -8,6 +8,8 @@ mod fields;
 mod http;
 mod upstreams;
 
+pub use http::{UrlOptIns, UrlProblem, check_base_url, check_upstream_url};
+
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::Path;

@@ -157,12 +157,8 @@ fn parse_openapi(
         "set \"base_url\" to the API's https:// origin",
     );
     let base_ok = base_url.is_some_and(|u| {
-        let ok = http::check_url(cx, &f.at("base_url"), "base_url", u, &http);
-        if ok {
-            check_base_url_shape(cx, &f.at("base_url"), u)
-        } else {
-            false
-        }
+        let problems = http::check_base_url(u, http::UrlOptIns::of(&http));
+        http::report_url(cx, &f.at("base_url"), problems)
     });
     let schema_file = f.string(cx, "schema_file");
     let schema_url = f.string(cx, "schema_url");
@@ -215,21 +211,6 @@ fn parse_openapi(
 }
 
 /// A base URL is an origin with an optional path prefix: no query, no fragment.
-fn check_base_url_shape(cx: &mut Cx, pointer: &str, raw: &str) -> bool {
-    let Ok(url) = url::Url::parse(raw) else {
-        return false;
-    };
-    if url.query().is_some() || url.fragment().is_some() {
-        cx.error(
-            pointer,
-            "`base_url` must not have a query string or fragment",
-            Some("keep only scheme, host, port and an optional path prefix".into()),
-        );
-        return false;
-    }
-    true
-}
-
 fn parse_includes(cx: &mut Cx, f: &mut Fields) -> Option<Vec<String>> {
     let help = "list the operationIds to expose, e.g. \"include_operations\": [\"list_traces\"]; \
                 nothing is exposed by default";
