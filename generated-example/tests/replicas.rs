@@ -71,7 +71,9 @@ fn documented_nginx() -> String {
 #[test]
 fn two_replicas_behind_nginx_serve_an_mcp_clients_evals() {
     let Some(nginx) = find_nginx() else {
-        return ptc_tests::skip("nginx is not installed (Debian package nginx; .ci/run installs it)");
+        return ptc_tests::skip(
+            "nginx is not installed (Debian package nginx; .ci/run installs it)",
+        );
     };
     let python = root().join("fixtures/host-clients/.venv/bin/python");
     if !python.exists() {

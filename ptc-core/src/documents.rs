@@ -41,12 +41,11 @@ impl DocumentSource for NetworkSource {
 /// Fetches `url` for `request`, reading at most `request.max_bytes`.
 pub async fn fetch(url: &str, request: &DocumentRequest<'_>) -> Result<Vec<u8>, String> {
     let http = request.http;
-    let client = reqwest::Client::builder()
+    let client = crate::http_client::builder()
         .connect_timeout(Duration::from_millis(http.connect_timeout_ms))
         .timeout(Duration::from_millis(http.request_timeout_ms))
         .redirect(reqwest::redirect::Policy::none())
         .https_only(!http.allow_insecure_http)
-        .user_agent(concat!("ptc/", env!("CARGO_PKG_VERSION")))
         .build()
         .map_err(|e| format!("cannot build an HTTP client: {e}"))?;
     let mut rb = client.get(url).header(

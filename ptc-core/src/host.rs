@@ -260,7 +260,7 @@ impl ProgramHost {
                     (kw("name"), Value::str(&s.name)),
                     (
                         kw("description"),
-                        Value::str(&self.redact(&s.description())),
+                        Value::str(&self.redact(s.description())),
                     ),
                     (
                         kw("tool_count"),

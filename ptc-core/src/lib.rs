@@ -13,6 +13,7 @@ pub mod discovery;
 pub mod documents;
 pub mod executor;
 pub mod host;
+pub mod http_client;
 pub mod mcp;
 mod mcp_link;
 mod openapi;

@@ -63,12 +63,11 @@ impl OpenApiUpstream {
                 attempt.stop()
             }
         });
-        let client = reqwest::Client::builder()
+        let client = crate::http_client::builder()
             .connect_timeout(Duration::from_millis(http.connect_timeout_ms.max(1)))
             .pool_max_idle_per_host(http.pool_size as usize)
             .redirect(policy)
             .https_only(!http.allow_insecure_http)
-            .user_agent(concat!("ptc/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
         Ok(OpenApiUpstream {

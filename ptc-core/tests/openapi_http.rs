@@ -439,3 +439,82 @@ async fn a_canary_secret_echoed_by_the_upstream_never_comes_out() {
         .unwrap_err();
     assert!(!format!("{e:?}").contains(CANARY));
 }
+
+/// A TLS server on loopback with a fresh self-signed certificate (openssl and Python's `ssl`),
+/// answering `{}` to every GET. Its port, and the process to kill.
+fn tls_server(dir: &std::path::Path) -> Option<(u16, std::process::Child)> {
+    use std::io::BufRead;
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    let made = std::process::Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+        ])
+        .args(["-nodes", "-days", "1", "-subj", "/CN=127.0.0.1"])
+        .args(["-addext", "subjectAltName=IP:127.0.0.1"])
+        .args(["-addext", "basicConstraints=critical,CA:FALSE", "-keyout"])
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !made {
+        ptc_tests::skip("openssl is missing (Debian package openssl)");
+        return None;
+    }
+    let script = r#"
+import http.server, ssl, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200); self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", "2"); self.end_headers(); self.wfile.write(b"{}")
+    def log_message(self, *a): pass
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.load_cert_chain(sys.argv[1], sys.argv[2])
+srv = http.server.HTTPServer(("127.0.0.1", 0), H)
+srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+print(srv.server_address[1], flush=True)
+srv.serve_forever()
+"#;
+    let mut child = std::process::Command::new("python3")
+        .args(["-c", script])
+        .arg(&cert)
+        .arg(&key)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .ok()?;
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take()?)
+        .read_line(&mut line)
+        .ok()?;
+    Some((line.trim().parse().ok()?, child))
+}
+
+/// HTTPS runs through the real TLS stack (rustls with the ring provider): a handshake with a
+/// server whose certificate no trusted authority signed is refused, naming the certificate.
+#[tokio::test(flavor = "multi_thread")]
+async fn https_checks_the_servers_certificate() {
+    let dir = std::env::temp_dir().join(format!("ptc-tls-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let Some((port, mut server)) = tls_server(&dir) else {
+        return;
+    };
+    let d = support::deployment(&format!("https://127.0.0.1:{port}"), "tok-1", json!({}));
+    let u = upstreams(&d).await;
+    let e = call(&u, "echo", json!({"id": "1"})).await.unwrap_err();
+    let _ = server.kill();
+    let _ = server.wait();
+    assert_eq!(e.reason, Reason::UpstreamUnavailable, "{e}");
+    // The handshake got as far as checking the chain: the signature suites ring provides were
+    // agreed, and the chain leads to no trusted root.
+    assert!(
+        e.message
+            .contains("cannot connect: invalid peer certificate: UnknownIssuer"),
+        "{e}"
+    );
+}

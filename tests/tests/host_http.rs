@@ -55,7 +55,7 @@ async fn host(options: HttpOptions, limits: EvalLimits) -> Host {
 }
 
 fn client() -> reqwest::Client {
-    reqwest::Client::new()
+    ptc_core::http_client::client()
 }
 
 /// The status of an `initialize` POSTed to `url` with `headers` added (Origin, Host).

@@ -97,7 +97,7 @@ async fn every_compiled_tool_works_against_the_service() {
         .await
         .expect("service starts");
     let base = format!("http://{addr}");
-    let client = reqwest::Client::new();
+    let client = ptc_core::http_client::client();
     let tool = |name: &str| {
         api.tools
             .iter()

@@ -167,7 +167,7 @@ pub fn run(budget: Budget) -> Vec<Row> {
         ))
         .expect("upstreams start"),
     );
-    let client = reqwest::Client::builder()
+    let client = ptc_core::http_client::builder()
         .pool_max_idle_per_host(64)
         .build()
         .expect("client");

@@ -231,7 +231,7 @@ impl HttpSetup {
                 .map_err(|_| format!("static header `{name}` has a value that is not valid"))?;
             static_headers.insert(n, v);
         }
-        let client = reqwest::Client::builder()
+        let client = crate::http_client::builder()
             .connect_timeout(Duration::from_millis(http.connect_timeout_ms))
             // No idle connections, as in rmcp's own client: reusing one whose event stream was
             // not read to the end stalls ~40 ms on delayed ACKs. `pool_size` does not apply here.
@@ -298,7 +298,7 @@ mod tests {
     async fn an_id_less_session_error_expires_only_a_request_in_a_session() {
         let uri = forgetful_server().await;
         let client = AuthedClient {
-            client: reqwest::Client::new(),
+            client: crate::http_client::client(),
             auth: Arc::new(AuthSource {
                 emitters: vec![],
                 credentials: vec![],
