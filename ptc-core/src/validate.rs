@@ -74,7 +74,8 @@ impl<'a> Schema<'a> {
 
     /// The schema a chain of `$ref`s at `s` ends at, without the keywords written beside the
     /// references (the named definition, for showing its shape); `None` when the chain cannot be
-    /// followed. The validator itself checks against [`Schema::in_force`].
+    /// followed. The validator itself checks against the definition with those keywords laid
+    /// over it.
     pub fn resolve<'b>(&self, s: &'b Value) -> Option<&'b Value>
     where
         'a: 'b,
