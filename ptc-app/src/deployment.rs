@@ -69,6 +69,8 @@ pub struct Deployment {
 
 /// What the command line asked for.
 #[derive(Debug)]
+// Parsed once per process: boxing the larger variant would buy nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum Choice<E> {
     /// One of the host commands.
     Host(HostCommand),

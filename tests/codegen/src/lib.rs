@@ -11,7 +11,9 @@ mod tests {
     fn each_snapshot_embeds_its_plan() {
         let plan = super::observatory_snapshot::plan().expect("the embedded plan reads");
         let tools: Vec<String> = match &plan.upstreams[0].transport {
-            ptc::plan::Transport::Openapi(api) => api.tools.iter().map(|t| t.name.clone()).collect(),
+            ptc::plan::Transport::Openapi(api) => {
+                api.tools.iter().map(|t| t.name.clone()).collect()
+            }
             other => panic!("unexpected transport {}", other.tag()),
         };
         assert_eq!(tools.len(), 7, "{tools:?}");
