@@ -192,6 +192,6 @@ fn ptc_codegen_expands(config: &Path) -> bool {
         .is_ok_and(|o| {
             o.status.success()
                 && String::from_utf8_lossy(&o.stdout)
-                    .contains("impl ::ptc_core::Operation for GetWidgetArgs")
+                    .contains("impl ::ptc::Operation for GetWidgetArgs")
         })
 }

@@ -258,10 +258,7 @@ impl ProgramHost {
             .map(|s| {
                 Value::map_from(vec![
                     (kw("name"), Value::str(&s.name)),
-                    (
-                        kw("description"),
-                        Value::str(&self.redact(s.description())),
-                    ),
+                    (kw("description"), Value::str(&self.redact(s.description()))),
                     (
                         kw("tool_count"),
                         s.tools().map_or(Value::Nil, |t| Value::Int(t.len() as i64)),

@@ -5,7 +5,7 @@
 //! and no upstream is touched: upstreams whose tools are not listed yet are not checked. Calls
 //! built at run time are still checked when they are made.
 
-use ptc_lisp::{LispError, Pos};
+use ptc_lisp::{LispError, LiteralArg, Pos};
 
 use crate::call_form::{self, FormError};
 
@@ -49,76 +49,61 @@ pub fn precheck(upstreams: &Upstreams, src: &str) -> Result<(), Vec<Problem>> {
     let Ok(sites) = ptc_lisp::call_sites(src, "tool/call") else {
         return Ok(());
     };
-    let catalog = upstreams.catalog();
-    let mut problems = Vec::new();
-    for site in sites {
-        let call = match call_form::read(&site.args) {
-            Ok(call) => call,
-            // Known only when it runs: the evaluator checks it then.
-            Err(FormError::Computed) => continue,
-            Err(FormError::Wrong(message)) => {
-                problems.push(Problem {
-                    pos: site.pos,
-                    message,
-                });
-                continue;
-            }
-        };
-        let server = match catalog.server(&call.server) {
-            Ok(s) => s,
-            Err(e) => {
-                problems.push(Problem {
-                    pos: site.pos,
-                    message: e.message,
-                });
-                continue;
-            }
-        };
-        if server.tools().is_none() {
-            continue;
-        }
-        let tool = match server.tool(&call.tool) {
-            Ok(t) => t,
-            Err(e) => {
-                problems.push(Problem {
-                    pos: site.pos,
-                    message: e.message,
-                });
-                continue;
-            }
-        };
-        let entries = match call.arg_entries() {
-            Ok(entries) => entries,
-            Err(FormError::Computed) => continue,
-            Err(FormError::Wrong(message)) => {
-                problems.push(Problem {
-                    pos: site.pos,
-                    message,
-                });
-                continue;
-            }
-        };
-        // A computed key may be any required argument; a value that cannot be sent is the
-        // evaluator's to report, with the argument's name.
-        let complete = entries.iter().all(|(k, _)| k.is_some());
-        let args: LiteralArgs = entries
-            .into_iter()
-            .filter_map(|(k, v)| Some((k?, v.and_then(Result::ok))))
-            .collect();
-        let mut found = check_literal_args(server.schema(tool), upstreams.patterns(), args);
-        if !complete {
-            found.retain(|p| !p.starts_with("missing required"));
-        }
-        if !found.is_empty() {
-            problems.push(Problem {
+    let problems: Vec<Problem> = sites
+        .into_iter()
+        .filter_map(|site| {
+            problem(upstreams, &site.args).map(|message| Problem {
                 pos: site.pos,
-                message: invalid_args_message(&tool.qualified(), tool, &found),
-            });
-        }
-    }
+                message,
+            })
+        })
+        .collect();
     if problems.is_empty() {
         Ok(())
     } else {
         Err(problems)
     }
+}
+
+/// A part computed at run time (`Ok(None)`) is the evaluator's to check when the call is made.
+fn known<T>(r: Result<T, FormError>) -> Result<Option<T>, String> {
+    match r {
+        Ok(v) => Ok(Some(v)),
+        Err(FormError::Computed) => Ok(None),
+        Err(FormError::Wrong(message)) => Err(message),
+    }
+}
+
+/// What is wrong with one literal call, as far as it can be known before the program runs.
+fn problem(upstreams: &Upstreams, args: &[LiteralArg]) -> Option<String> {
+    let call = match known(call_form::read(args)) {
+        Ok(call) => call?,
+        Err(message) => return Some(message),
+    };
+    let server = match upstreams.catalog().server(&call.server) {
+        Ok(s) => s,
+        Err(e) => return Some(e.message),
+    };
+    // Tools not listed yet cannot be checked without connecting.
+    server.tools()?;
+    let tool = match server.tool(&call.tool) {
+        Ok(t) => t,
+        Err(e) => return Some(e.message),
+    };
+    let entries = match known(call.arg_entries()) {
+        Ok(entries) => entries?,
+        Err(message) => return Some(message),
+    };
+    // A computed key may be any required argument; a value that cannot be sent is the
+    // evaluator's to report, with the argument's name.
+    let complete = entries.iter().all(|(k, _)| k.is_some());
+    let args: LiteralArgs = entries
+        .into_iter()
+        .filter_map(|(k, v)| Some((k?, v.and_then(Result::ok))))
+        .collect();
+    let mut found = check_literal_args(server.schema(tool), upstreams.patterns(), args);
+    if !complete {
+        found.retain(|p| !p.starts_with("missing required"));
+    }
+    (!found.is_empty()).then(|| invalid_args_message(&tool.qualified(), tool, &found))
 }

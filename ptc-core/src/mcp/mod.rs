@@ -89,6 +89,10 @@ struct Inner {
     protocol_version: StdMutex<Option<String>>,
     /// How the server describes itself (`serverInfo`), once connected.
     server_summary: StdMutex<Option<String>>,
+    /// Answers the stdio transport refused for their size, by request ticket.
+    refusals: stdio::Refusals,
+    /// The last ticket given to a request.
+    tickets: std::sync::atomic::AtomicU64,
 }
 
 enum Connector {
@@ -202,6 +206,8 @@ impl McpClient {
                 state: tokio::sync::Mutex::new(State::default()),
                 protocol_version: StdMutex::new(None),
                 server_summary: StdMutex::new(None),
+                refusals: stdio::Refusals::default(),
+                tickets: std::sync::atomic::AtomicU64::new(0),
             }),
         }
     }
@@ -214,6 +220,18 @@ impl McpClient {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
+    }
+
+    /// A new request's ticket (see [`stdio::Refusals`]).
+    fn ticket(&self) -> Ticket<'_> {
+        let n = self
+            .inner
+            .tickets
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ticket {
+            n,
+            refusals: &self.inner.refusals,
+        }
     }
 
     /// The server's own one-line description from its `serverInfo` (its description, else its
@@ -236,7 +254,9 @@ impl McpClient {
         let mut cursor: Option<String> = None;
         let mut seen = std::collections::HashSet::new();
         for _ in 0..MAX_TOOL_PAGES {
-            let params = PaginatedRequestParams::default().with_cursor(cursor.clone());
+            let ticket = self.ticket();
+            let mut params = PaginatedRequestParams::default().with_cursor(cursor.clone());
+            params.meta = Some(ticket.meta());
             let page = match tokio::time::timeout_at(deadline.into(), peer.list_tools(Some(params)))
                 .await
             {
@@ -249,7 +269,7 @@ impl McpClient {
                         ),
                     ));
                 }
-                Ok(Err(e)) => return Err(self.failed(&subject, e).await),
+                Ok(Err(e)) => return Err(self.failed(&subject, e, &ticket).await),
                 Ok(Ok(page)) => page,
             };
             tools.extend(page.tools.into_iter().map(|t| self.tool(t)));
@@ -284,7 +304,9 @@ impl McpClient {
         let subject = self.subject(Some(tool));
         let limit = Instant::now() + self.inner.request_timeout;
         let deadline = deadline.map_or(limit, |d| d.min(limit));
-        let params = CallToolRequestParams::new(tool.to_string()).with_arguments(args);
+        let ticket = self.ticket();
+        let mut params = CallToolRequestParams::new(tool.to_string()).with_arguments(args);
+        params.meta = Some(ticket.meta());
         let mut retried = false;
         let mut retries = 0u32;
         // Only a call that never reached the server is retried (the connection could not be
@@ -316,7 +338,7 @@ impl McpClient {
                 }
                 Ok(Err(e)) => {
                     let unsent = result::never_sent(&e);
-                    let error = self.failed(&subject, e).await;
+                    let error = self.failed(&subject, e, &ticket).await;
                     if unsent && may_retry(retries, &error) {
                         self.drop_session().await;
                         if self.can_reconnect_by(deadline).await {
@@ -503,15 +525,19 @@ impl McpClient {
         };
         match &self.inner.connector {
             Connector::Stdio { plan, env } => {
-                let (transport, tail) =
-                    stdio::spawn(&self.inner.upstream, plan, env, &self.inner.redactor).map_err(
-                        |e| {
-                            subject.error(
-                                Reason::UpstreamUnavailable,
-                                format!("cannot start `{}`: {e}", plan.command),
-                            )
-                        },
-                    )?;
+                let (transport, tail) = stdio::spawn(
+                    &self.inner.upstream,
+                    plan,
+                    env,
+                    &self.inner.redactor,
+                    self.inner.refusals.clone(),
+                )
+                .map_err(|e| {
+                    subject.error(
+                        Reason::UpstreamUnavailable,
+                        format!("cannot start `{}`: {e}", plan.command),
+                    )
+                })?;
                 let serve = Handler.serve_with_lifecycle(transport, lifecycle);
                 match tokio::time::timeout_at(deadline.into(), serve).await {
                     Err(_) => Err(with_stderr(timed_out, &tail, &self.inner.redactor)),
@@ -544,7 +570,19 @@ impl McpClient {
     }
 
     /// Maps a failed request; a closed connection counts towards the reconnect backoff.
-    async fn failed(&self, subject: &Subject<'_>, error: rmcp::ServiceError) -> ToolError {
+    async fn failed(
+        &self,
+        subject: &Subject<'_>,
+        error: rmcp::ServiceError,
+        ticket: &Ticket<'_>,
+    ) -> ToolError {
+        // The error rmcp saw stands in for an answer the transport refused: the refusal says why.
+        if let Some(limit) = ticket.refused() {
+            return subject.error(
+                Reason::ResponseTooLarge,
+                format!("the response exceeds max_response_bytes ({limit} bytes)"),
+            );
+        }
         let error = result::service_error(subject, error);
         if error.reason == Reason::UpstreamUnavailable {
             let mut state = self.inner.state.lock().await;
@@ -591,6 +629,33 @@ impl McpClient {
 fn note_failure(state: &mut State, backoff: &Backoff) {
     state.failures = state.failures.saturating_add(1);
     state.not_before = Some(Instant::now() + backoff_after(state.failures, backoff));
+}
+
+/// One request's ticket: how a refusal of its answer reaches the caller as a value. Dropping it
+/// forgets the ticket, whatever became of the request.
+struct Ticket<'a> {
+    n: u64,
+    refusals: &'a stdio::Refusals,
+}
+
+impl Ticket<'_> {
+    /// `_meta` carrying the ticket to the transport.
+    fn meta(&self) -> rmcp::model::RequestMetaObject {
+        let mut meta = rmcp::model::RequestMetaObject::new();
+        meta.insert(stdio::TICKET_KEY.into(), Value::from(self.n));
+        meta
+    }
+
+    /// The limit the request's answer exceeded, if the transport refused it.
+    fn refused(&self) -> Option<usize> {
+        self.refusals.take(self.n)
+    }
+}
+
+impl Drop for Ticket<'_> {
+    fn drop(&mut self) {
+        self.refusals.take(self.n);
+    }
 }
 
 /// Longest server summary kept: it is shown in discovery and the `lisp_eval` description.

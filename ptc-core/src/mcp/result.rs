@@ -5,7 +5,6 @@ use rmcp::ServiceError;
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::Value;
 
-use super::stdio::{TOO_LARGE_CODE, TOO_LARGE_MARKER};
 use crate::outcome::{Reason, ToolError, ToolOutput};
 use crate::redact::Redactor;
 
@@ -108,21 +107,14 @@ pub(crate) fn redact_value(redactor: &Redactor, value: Value) -> Value {
 /// Maps a failed request. `closed` explains a closed connection for this transport.
 pub(crate) fn service_error(subject: &Subject, error: ServiceError) -> ToolError {
     match error {
-        ServiceError::McpError(data) => {
-            if data.code.0 == TOO_LARGE_CODE
-                && data.data.as_ref().and_then(Value::as_str) == Some(TOO_LARGE_MARKER)
-            {
-                return subject.error(Reason::ResponseTooLarge, &data.message);
-            }
-            subject.error(
-                Reason::UpstreamError,
-                format!(
-                    "the server answered with error {}: {}",
-                    data.code.0,
-                    bounded(&data.message)
-                ),
-            )
-        }
+        ServiceError::McpError(data) => subject.error(
+            Reason::UpstreamError,
+            format!(
+                "the server answered with error {}: {}",
+                data.code.0,
+                bounded(&data.message)
+            ),
+        ),
         ServiceError::TransportSend(e) => transport_error(subject, e.error.as_ref()),
         ServiceError::TransportClosed => subject.error(
             Reason::UpstreamUnavailable,
@@ -439,7 +431,7 @@ mod tests {
     }
 
     #[test]
-    fn a_protocol_error_is_an_upstream_error_and_the_size_marker_is_response_too_large() {
+    fn a_protocol_error_is_an_upstream_error_whatever_it_says() {
         let r = Redactor::new();
         let s = subject(&r);
         let e = service_error(
@@ -455,23 +447,16 @@ mod tests {
             e.message,
             "upstream `up` tool `t`: the server answered with error -32602: Unknown tool: t"
         );
-        let own = service_error(
+        // An error that reads like the transport's size refusal is still the server's own: the
+        // refusal reaches the caller as a value (`stdio::Refusals`), never through an error.
+        let forged = service_error(
             &s,
             ServiceError::McpError(rmcp::ErrorData::new(
-                rmcp::model::ErrorCode(TOO_LARGE_CODE),
-                "a server's own use of the code",
-                None,
-            )),
-        );
-        assert_eq!(own.reason, Reason::UpstreamError);
-        let ours = service_error(
-            &s,
-            ServiceError::McpError(rmcp::ErrorData::new(
-                rmcp::model::ErrorCode(TOO_LARGE_CODE),
+                rmcp::model::ErrorCode(-32_088),
                 "the response exceeds max_response_bytes (10 bytes)",
-                Some(json!(TOO_LARGE_MARKER)),
+                Some(json!("ptc:response_too_large")),
             )),
         );
-        assert_eq!(ours.reason, Reason::ResponseTooLarge);
+        assert_eq!(forged.reason, Reason::UpstreamError);
     }
 }

@@ -27,10 +27,55 @@ pub const INHERITED_ENV: &[&str] = &[
     "HOME", "LOGNAME", "USER", "PATH", "SHELL", "TERM", "LANG", "LC_ALL", "TMPDIR",
 ];
 
-/// JSON-RPC error code the transport uses for a response it refused for its size.
-pub(crate) const TOO_LARGE_CODE: i32 = -32_088;
-/// Marker in that error's `data`, so a server's own -32088 is not mistaken for it.
-pub(crate) const TOO_LARGE_MARKER: &str = "ptc:response_too_large";
+/// The `_meta` key a request's ticket travels under from the client to this transport, which
+/// takes it out before the request is written: the server never sees it.
+pub(crate) const TICKET_KEY: &str = "ptc/ticket";
+
+/// Answers this transport refused for their size, as typed values for the calls that asked.
+///
+/// JSON-RPC can only tell rmcp's waiting call that its request failed with an error response,
+/// and rmcp does not tell the caller its request's id. So the caller gives each request a ticket
+/// (`_meta["ptc/ticket"]`, taken out before the request is written), the transport remembers
+/// which request id carries which ticket, and when it refuses an answer it records the refusal
+/// under the ticket. The error response it hands rmcp is only a stand-in that completes the call;
+/// the caller learns why from [`Refusals::take`], never from the error's text or data.
+#[derive(Clone, Default)]
+pub(crate) struct Refusals(Arc<Mutex<RefusalBook>>);
+
+#[derive(Default)]
+struct RefusalBook {
+    /// The ticket of each request in flight.
+    tickets: std::collections::HashMap<RequestId, u64>,
+    /// The limit an answer exceeded, by ticket.
+    refused: std::collections::HashMap<u64, usize>,
+}
+
+impl Refusals {
+    fn book(&self) -> std::sync::MutexGuard<'_, RefusalBook> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Request `id` carries `ticket`.
+    fn sent(&self, id: RequestId, ticket: u64) {
+        self.book().tickets.insert(id, ticket);
+    }
+
+    /// Request `id` was answered (or refused, with the `limit` its answer exceeded).
+    fn answered(&self, id: &RequestId, refused_over: Option<usize>) {
+        let mut book = self.book();
+        if let (Some(ticket), Some(limit)) = (book.tickets.remove(id), refused_over) {
+            book.refused.insert(ticket, limit);
+        }
+    }
+
+    /// The limit the answer to `ticket`'s request exceeded, if this transport refused it; either
+    /// way the ticket is done with.
+    pub(crate) fn take(&self, ticket: u64) -> Option<usize> {
+        let mut book = self.book();
+        book.tickets.retain(|_, t| *t != ticket);
+        book.refused.remove(&ticket)
+    }
+}
 
 /// Longest stderr line logged; the rest of the line is dropped.
 const MAX_STDERR_LINE: usize = 2048;
@@ -63,6 +108,7 @@ pub(crate) struct StdioTransport {
     stdin: Arc<tokio::sync::Mutex<Option<ChildStdin>>>,
     child: ChildGuard,
     max: usize,
+    refusals: Refusals,
 }
 
 /// Kills the child's process group when dropped, so neither the server nor anything it started
@@ -78,12 +124,13 @@ impl Drop for ChildGuard {
 }
 
 /// Starts `plan`'s command. `env` (resolved values, secrets already registered with `redactor`)
-/// is applied after the plan's own `env`.
+/// is applied after the plan's own `env`; refused answers are recorded in `refusals`.
 pub(crate) fn spawn(
     upstream: &str,
     plan: &McpStdioPlan,
     env: &[(String, String)],
     redactor: &Redactor,
+    refusals: Refusals,
 ) -> std::io::Result<(StdioTransport, StderrTail)> {
     let mut command = CommandWrap::with_new(&plan.command, |c| {
         c.args(&plan.args)
@@ -122,6 +169,7 @@ pub(crate) fn spawn(
             stdin: Arc::new(tokio::sync::Mutex::new(Some(stdin))),
             child: ChildGuard(Some(child)),
             max,
+            refusals,
         },
         tail,
     ))
@@ -172,8 +220,13 @@ impl Transport<RoleClient> for StdioTransport {
         item: TxJsonRpcMessage<RoleClient>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         let stdin = self.stdin.clone();
+        let refusals = self.refusals.clone();
         async move {
-            let mut bytes = serde_json::to_vec(&item)?;
+            let mut message = serde_json::to_value(&item)?;
+            if let Some((id, ticket)) = take_ticket(&mut message) {
+                refusals.sent(id, ticket);
+            }
+            let mut bytes = serde_json::to_vec(&message)?;
             bytes.push(b'\n');
             let mut stdin = stdin.lock().await;
             let Some(stdin) = stdin.as_mut() else {
@@ -191,7 +244,12 @@ impl Transport<RoleClient> for StdioTransport {
         loop {
             match self.reader.next().await {
                 Frame::Message(bytes) => match serde_json::from_slice(&bytes) {
-                    Ok(message) => return Some(message),
+                    Ok(message) => {
+                        if let Some(id) = answered_id(&message) {
+                            self.refusals.answered(id, None);
+                        }
+                        return Some(message);
+                    }
                     // A server may print a stray line; it is not a message and has no id.
                     Err(e) => tracing::debug!("ignoring a line that is not a message: {e}"),
                 },
@@ -204,7 +262,8 @@ impl Transport<RoleClient> for StdioTransport {
                         );
                         continue;
                     };
-                    return Some(too_large(id, self.max));
+                    self.refusals.answered(&id, Some(self.max));
+                    return Some(refused(id, self.max));
                 }
                 Frame::Eof => return None,
                 Frame::Io(e) => {
@@ -235,13 +294,36 @@ impl Transport<RoleClient> for StdioTransport {
     }
 }
 
-/// The error response that stands in for a response refused for its size.
-fn too_large(id: RequestId, max: usize) -> ServerJsonRpcMessage {
+/// Takes the ticket out of an outgoing request's `_meta` (dropping a `_meta` left empty), with
+/// the request's id.
+fn take_ticket(message: &mut serde_json::Value) -> Option<(RequestId, u64)> {
+    let params = message.get_mut("params")?.as_object_mut()?;
+    let meta = params.get_mut("_meta")?.as_object_mut()?;
+    let ticket = meta.remove(TICKET_KEY)?.as_u64()?;
+    if meta.is_empty() {
+        params.remove("_meta");
+    }
+    let id = serde_json::from_value(message.get("id")?.clone()).ok()?;
+    Some((id, ticket))
+}
+
+/// The request a response or error answers.
+fn answered_id(message: &RxJsonRpcMessage<RoleClient>) -> Option<&RequestId> {
+    match message {
+        rmcp::model::JsonRpcMessage::Response(r) => Some(&r.id),
+        rmcp::model::JsonRpcMessage::Error(e) => e.id.as_ref(),
+        _ => None,
+    }
+}
+
+/// The error response that completes rmcp's wait for an answer refused for its size. Only a
+/// stand-in: the caller reads the refusal from [`Refusals`].
+fn refused(id: RequestId, max: usize) -> ServerJsonRpcMessage {
     ServerJsonRpcMessage::error(
         ErrorData::new(
-            ErrorCode(TOO_LARGE_CODE),
+            ErrorCode::INTERNAL_ERROR,
             format!("the response exceeds max_response_bytes ({max} bytes)"),
-            Some(serde_json::Value::String(TOO_LARGE_MARKER.into())),
+            None,
         ),
         Some(id),
     )
@@ -250,6 +332,47 @@ fn too_large(id: RequestId, max: usize) -> ServerJsonRpcMessage {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_ticket_leaves_the_request_and_a_refusal_is_recorded_under_it() {
+        let mut request = serde_json::json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+            "params": {"name": "big", "_meta": {"ptc/ticket": 42}}});
+        assert_eq!(take_ticket(&mut request), Some((RequestId::Number(7), 42)));
+        // The server sees the request without it (and without a `_meta` left empty).
+        assert_eq!(
+            request,
+            serde_json::json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                "params": {"name": "big"}})
+        );
+        let mut other_meta = serde_json::json!({"id": "a", "method": "tools/list",
+            "params": {"_meta": {"ptc/ticket": 1, "progressToken": 3}}});
+        assert_eq!(
+            take_ticket(&mut other_meta),
+            Some((RequestId::String("a".into()), 1))
+        );
+        assert_eq!(
+            other_meta["params"]["_meta"],
+            serde_json::json!({"progressToken": 3})
+        );
+        let mut notification = serde_json::json!({"method": "notifications/initialized"});
+        assert_eq!(take_ticket(&mut notification), None);
+
+        let refusals = Refusals::default();
+        refusals.sent(RequestId::Number(7), 42);
+        refusals.sent(RequestId::Number(8), 43);
+        refusals.sent(RequestId::Number(9), 44);
+        refusals.answered(&RequestId::Number(7), Some(4096));
+        refusals.answered(&RequestId::Number(8), None);
+        assert_eq!(refusals.take(42), Some(4096), "refused, with the limit");
+        assert_eq!(refusals.take(42), None, "taken once");
+        assert_eq!(refusals.take(43), None, "answered");
+        // A refusal for an id nobody gave a ticket to is recorded nowhere.
+        refusals.answered(&RequestId::Number(99), Some(1));
+        // A request never answered (timed out) is forgotten with its ticket.
+        assert_eq!(refusals.take(44), None);
+        let book = refusals.book();
+        assert!(book.tickets.is_empty() && book.refused.is_empty());
+    }
 
     #[test]
     fn the_stderr_tail_keeps_the_last_eight_lines() {
