@@ -57,6 +57,8 @@ fn a_scaffolded_deployment_builds_and_passes_its_own_test() {
         // trybuild's flags (trybuild/src/rustflags.rs, cargo.rs): a different set would change
         // every dependency's fingerprint and rebuild the tree beside trybuild's.
         .env("CARGO_INCREMENTAL", "0")
+        // As tests/codegen/tests/ui.rs sets it for trybuild's cargo.
+        .env("CARGO_PROFILE_DEV_DEBUG", "false")
         .arg(format!("--config=build.rustflags={TRYBUILD_FLAGS}"))
         .output()
         .expect("cargo runs");

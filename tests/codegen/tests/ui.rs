@@ -18,6 +18,10 @@ fn ui() {
             "PTC_MANIFEST_DIR",
             workspace.canonicalize().expect("workspace"),
         );
+        // The scratch crate's dependency tree is built without debuginfo, like the workspace's
+X
+        // compile and link. `ptc-cli/tests/new.rs` builds the same tree with the same setting.
+        std::env::set_var("CARGO_PROFILE_DEV_DEBUG", "false");
     }
     let cases = trybuild::TestCases::new();
     cases.pass("tests/ui/v1_compiles_and_builds.rs");
