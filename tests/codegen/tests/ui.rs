@@ -19,7 +19,7 @@ fn ui() {
             workspace.canonicalize().expect("workspace"),
         );
         // The scratch crate's dependency tree is built without debuginfo, like the workspace's
-X
+        // (Cargo.toml's [profile.dev], which trybuild does not carry over), which is less to
         // compile and link. `ptc-cli/tests/new.rs` builds the same tree with the same setting.
         std::env::set_var("CARGO_PROFILE_DEV_DEBUG", "false");
     }
