@@ -3,16 +3,29 @@
 //!
 //! The dependency tree is compiled once for this test and the trybuild UI tests
 //! (`tests/codegen`), which build a scratch deployment crate the same way: the scaffold builds in
-//! trybuild's target folder (`target/tests/trybuild`) with trybuild's compiler flags
-//! (`--cfg trybuild`, no incremental), from the workspace's `Cargo.lock` (the same versions), so
-//! whichever of the two runs second finds every dependency built. A folder of its own would
-//! compile the whole tree a third time in a fresh clone (9 minutes on 2 cores).
+//! trybuild's target folder (`target/tests/trybuild`) the way trybuild builds (`--target` the
+//! host, `--cfg trybuild`, no incremental, no debuginfo), from the workspace's `Cargo.lock` (the
+//! same versions), so whichever of the two runs second finds every dependency built. Built any
+//! other way, the tree is compiled once more in a fresh clone (2 to 9 minutes on 2 cores).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The rustflags trybuild builds its scratch crate with.
 const TRYBUILD_FLAGS: &str = r#"["--cfg", "trybuild", "--verbose", "-A", "dead_code"]"#;
+
+/// The host's target triple, which trybuild passes as `--target`.
+fn host_triple() -> String {
+    let out = Command::new("rustc")
+        .arg("-vV")
+        .output()
+        .expect("rustc runs");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("host: "))
+        .expect("rustc -vV names the host")
+        .to_string()
+}
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -49,17 +62,24 @@ fn a_scaffolded_deployment_builds_and_passes_its_own_test() {
     std::fs::copy(workspace().join("Cargo.lock"), dir.join("Cargo.lock")).expect("lock copied");
     // The cargo running this test (the pinned toolchain), offline: every crate is in the cache.
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let triple = host_triple();
     let test = Command::new(cargo)
         .args(["test", "--offline", "--quiet"])
         .current_dir(&dir)
         .env("CARGO_TARGET_DIR", &target)
         .env_remove("RUSTFLAGS")
-        // trybuild's flags (trybuild/src/rustflags.rs, cargo.rs): a different set would change
-        // every dependency's fingerprint and rebuild the tree beside trybuild's.
+        // trybuild's way of building (trybuild/src/cargo.rs, rustflags.rs): an explicit
+        // `--target` (so artifacts live under `<target>/<triple>/`), its rustflags for that
+        // target, no incremental. Any difference puts every dependency in another folder or
+        // changes its fingerprint, and the tree is built twice.
+        .args(["--target", &triple])
+        .arg(format!(
+            "--config=target.{triple}.rustflags={TRYBUILD_FLAGS}"
+        ))
+        .arg(format!("--config=build.rustflags={TRYBUILD_FLAGS}"))
         .env("CARGO_INCREMENTAL", "0")
         // As tests/codegen/tests/ui.rs sets it for trybuild's cargo.
         .env("CARGO_PROFILE_DEV_DEBUG", "false")
-        .arg(format!("--config=build.rustflags={TRYBUILD_FLAGS}"))
         .output()
         .expect("cargo runs");
     let out = String::from_utf8_lossy(&test.stdout);
