@@ -453,6 +453,33 @@ mod tests {
         assert_eq!(e.message, "`$ref` cycle: C -> A -> B -> A");
     }
 
+    /// A chain may be as long as the named schemas of all three tables together (the schema's
+    /// own `$defs` and `definitions`, and the plan's) without being taken for a cycle.
+    #[test]
+    fn a_chain_through_every_table_may_visit_each_name_once() {
+        let plan = defs(&[
+            ("D", json!({"$ref": "#/$defs/E"})),
+            ("E", json!({"type": "string"})),
+        ]);
+        let root = json!({
+            "$ref": "#/$defs/A",
+            "$defs": {"A": {"$ref": "#/definitions/B"}},
+            "definitions": {"B": {"$ref": "#/definitions/C"}, "C": {"$ref": "#/components/schemas/D"}},
+        });
+        let scope = Scope::of(&root, Some(&plan));
+        assert_eq!(scope.target(&root).unwrap(), &json!({"type": "string"}));
+        // One more hop, back to the start, and it is a cycle.
+        let plan = defs(&[
+            ("D", json!({"$ref": "#/$defs/E"})),
+            ("E", json!({"$ref": "#/$defs/A"})),
+        ]);
+        let scope = Scope::of(&root, Some(&plan));
+        assert_eq!(
+            scope.target(&root).unwrap_err().kind,
+            SchemaErrorKind::Cycle
+        );
+    }
+
     #[test]
     fn long_chains_resolve() {
         let n = 20_000;
