@@ -480,6 +480,20 @@ mod tests {
         );
     }
 
+    /// A boolean definition laid under siblings keeps its meaning: `false` accepts nothing, `true`
+    /// adds no constraint.
+    #[test]
+    fn boolean_definitions_keep_their_meaning_under_siblings() {
+        let d = defs(&[("Never", json!(false)), ("Any", json!(true))]);
+        let never = json!({"$ref": "#/$defs/Never", "description": "x"});
+        assert_eq!(
+            *resolve(&never, &d).unwrap(),
+            json!({"not": {}, "description": "x"})
+        );
+        let any = json!({"$ref": "#/$defs/Any", "description": "x"});
+        assert_eq!(*resolve(&any, &d).unwrap(), json!({"description": "x"}));
+    }
+
     #[test]
     fn long_chains_resolve() {
         let n = 20_000;
