@@ -442,6 +442,12 @@ mod tests {
             let from_values = wrong_text(running(values));
             assert_eq!(from_text, from_values, "{src}");
         }
+        // A map written where a name goes is wrong whatever its parts compute to.
+        let e = wrong_text(literal("(tool/call {:server {:a (inc 1)} :tool \"t\"})"));
+        assert!(
+            e.starts_with("tool/call: :server must be a string, got a map"),
+            "{e}"
+        );
         let e = wrong_text(literal("(tool/call {1 \"s\"})"));
         assert!(
             e.starts_with("tool/call: unexpected key 1 in the call map"),
