@@ -60,16 +60,17 @@ impl Refusals {
         self.book().tickets.insert(id, ticket);
     }
 
-    /// Request `id` was answered (or refused, with the `limit` its answer exceeded).
-    fn answered(&self, id: &RequestId, refused_over: Option<usize>) {
+    /// The answer to request `id` exceeded `limit` and was refused.
+    fn refuse(&self, id: &RequestId, limit: usize) {
         let mut book = self.book();
-        if let (Some(ticket), Some(limit)) = (book.tickets.remove(id), refused_over) {
+        if let Some(ticket) = book.tickets.remove(id) {
             book.refused.insert(ticket, limit);
         }
     }
 
     /// The limit the answer to `ticket`'s request exceeded, if this transport refused it; either
-    /// way the ticket is done with.
+    /// way the ticket is done with (the caller takes it whatever became of the request, so a
+    /// request answered as usual leaves nothing behind).
     pub(crate) fn take(&self, ticket: u64) -> Option<usize> {
         let mut book = self.book();
         book.tickets.retain(|_, t| *t != ticket);
@@ -244,12 +245,7 @@ impl Transport<RoleClient> for StdioTransport {
         loop {
             match self.reader.next().await {
                 Frame::Message(bytes) => match serde_json::from_slice(&bytes) {
-                    Ok(message) => {
-                        if let Some(id) = answered_id(&message) {
-                            self.refusals.answered(id, None);
-                        }
-                        return Some(message);
-                    }
+                    Ok(message) => return Some(message),
                     // A server may print a stray line; it is not a message and has no id.
                     Err(e) => tracing::debug!("ignoring a line that is not a message: {e}"),
                 },
@@ -262,7 +258,7 @@ impl Transport<RoleClient> for StdioTransport {
                         );
                         continue;
                     };
-                    self.refusals.answered(&id, Some(self.max));
+                    self.refusals.refuse(&id, self.max);
                     return Some(refused(id, self.max));
                 }
                 Frame::Eof => return None,
@@ -305,15 +301,6 @@ fn take_ticket(message: &mut serde_json::Value) -> Option<(RequestId, u64)> {
     }
     let id = serde_json::from_value(message.get("id")?.clone()).ok()?;
     Some((id, ticket))
-}
-
-/// The request a response or error answers.
-fn answered_id(message: &RxJsonRpcMessage<RoleClient>) -> Option<&RequestId> {
-    match message {
-        rmcp::model::JsonRpcMessage::Response(r) => Some(&r.id),
-        rmcp::model::JsonRpcMessage::Error(e) => e.id.as_ref(),
-        _ => None,
-    }
 }
 
 /// The error response that completes rmcp's wait for an answer refused for its size. Only a
@@ -361,15 +348,20 @@ mod tests {
         refusals.sent(RequestId::Number(7), 42);
         refusals.sent(RequestId::Number(8), 43);
         refusals.sent(RequestId::Number(9), 44);
-        refusals.answered(&RequestId::Number(7), Some(4096));
-        refusals.answered(&RequestId::Number(8), None);
+        refusals.refuse(&RequestId::Number(7), 4096);
         assert_eq!(refusals.take(42), Some(4096), "refused, with the limit");
         assert_eq!(refusals.take(42), None, "taken once");
-        assert_eq!(refusals.take(43), None, "answered");
+        // A request answered as usual, or never (timed out): its caller forgets the ticket, and
+        // only that ticket.
+        assert_eq!(refusals.take(43), None);
+        refusals.refuse(&RequestId::Number(9), 100);
+        assert_eq!(
+            refusals.take(44),
+            Some(100),
+            "another call's ticket is kept"
+        );
         // A refusal for an id nobody gave a ticket to is recorded nowhere.
-        refusals.answered(&RequestId::Number(99), Some(1));
-        // A request never answered (timed out) is forgotten with its ticket.
-        assert_eq!(refusals.take(44), None);
+        refusals.refuse(&RequestId::Number(99), 1);
         let book = refusals.book();
         assert!(book.tickets.is_empty() && book.refused.is_empty());
     }
