@@ -494,6 +494,11 @@ fn discovery_lists_documents_and_searches_upstream_tools() {
         "{}",
         r.output
     );
+    // An upstream's meta: its name, description and tool names.
+    assert_eq!(
+        b.value("[(get (meta 'fx) \"name\") (get (meta 'fx) \"description\") (count (get (meta 'fx) \"tools\")) (first (get (meta 'fx) \"tools\"))]"),
+        "[\"fx\" \"loopback fixture\" 18 \"echo\"]"
+    );
     let meta = b.value("(meta 'fx/echo)");
     assert!(meta.contains("\"operationId\" \"echo\""), "{meta}");
     assert!(meta.contains("\"path\" \"/echo/{id}\""), "{meta}");
