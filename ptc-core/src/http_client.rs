@@ -19,18 +19,11 @@ pub fn builder() -> reqwest::ClientBuilder {
     reqwest::Client::builder().user_agent(concat!("ptc/", env!("CARGO_PKG_VERSION")))
 }
 
-/// A client with the defaults, for callers that need no settings of their own.
-pub fn client() -> reqwest::Client {
-    // Building fails only for a TLS back end that cannot start; fall back to reqwest's own
-    // constructor, which reports it.
-    builder().build().unwrap_or_else(|_| reqwest::Client::new())
-}
-
 #[cfg(test)]
 mod tests {
     #[test]
     fn the_client_builds_with_ring_installed() {
-        let _client = super::client();
+        let _client = super::builder().build().expect("a client");
         assert!(
             rustls::crypto::CryptoProvider::get_default().is_some(),
             "a provider is installed"

@@ -55,7 +55,9 @@ async fn host(options: HttpOptions, limits: EvalLimits) -> Host {
 }
 
 fn client() -> reqwest::Client {
-    ptc_core::http_client::client()
+    ptc_core::http_client::builder()
+        .build()
+        .expect("an HTTP client")
 }
 
 /// The status of an `initialize` POSTed to `url` with `headers` added (Origin, Host).

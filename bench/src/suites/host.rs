@@ -29,7 +29,9 @@ struct Session {
 
 impl Session {
     async fn open(url: &str) -> Session {
-        let client = ptc_core::http_client::client();
+        let client = ptc_core::http_client::builder()
+            .build()
+            .expect("an HTTP client");
         let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
             "protocolVersion": "2025-11-25", "capabilities": {},
             "clientInfo": {"name": "ptc-bench", "version": "1"}}});
@@ -114,7 +116,9 @@ async fn load(url: &str, clients: usize, time: Duration) -> (Duration, f64) {
 }
 
 async fn health_p50(base: &str, clients: usize, time: Duration) -> Duration {
-    let client = ptc_core::http_client::client();
+    let client = ptc_core::http_client::builder()
+        .build()
+        .expect("an HTTP client");
     let url = format!("{base}/health");
     let start = Instant::now();
     let tasks: Vec<_> = (0..clients)

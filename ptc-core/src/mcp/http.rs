@@ -298,7 +298,9 @@ mod tests {
     async fn an_id_less_session_error_expires_only_a_request_in_a_session() {
         let uri = forgetful_server().await;
         let client = AuthedClient {
-            client: crate::http_client::client(),
+            client: crate::http_client::builder()
+                .build()
+                .expect("an HTTP client"),
             auth: Arc::new(AuthSource {
                 emitters: vec![],
                 credentials: vec![],
