@@ -1,6 +1,6 @@
 //! `ptc-bench`: every benchmark beside its baseline, measured in the same run.
 //!
-//! `cargo run --release -p ptc-bench [-- --quick] [-- <suite>...]` prints one Markdown table
+//! `cargo run --release -p ptc-bench --features baselines [-- --quick] [-- <suite>...]` prints one Markdown table
 //! and writes it as JSON to `target/bench-results.json`.
 
 mod alloc;
@@ -17,6 +17,13 @@ use std::process::ExitCode;
 static ALLOC: alloc::Counting = alloc::Counting;
 
 fn main() -> ExitCode {
+    if !cfg!(feature = "baselines") {
+        eprintln!(
+            "ptc-bench measures each row beside its baseline, and the jaq and rhai baselines are \
+             not built in: run `cargo run --release -p ptc-bench --features baselines`"
+        );
+        return ExitCode::from(2);
+    }
     let args: Vec<String> = std::env::args().skip(1).collect();
     if let [flag, file] = args.as_slice()
         && flag == "--worker"

@@ -79,10 +79,12 @@ pub const JQ_P4: &str =
     "reduce (.[] | .steps[] | select(.ok | not) | .tool) as $t ({}; .[$t] += 1)";
 
 /// A compiled jq filter, run in-process by jaq.
+#[cfg(feature = "baselines")]
 pub struct Jaq {
     filter: jaq_core::Filter<jaq_core::data::JustLut<jaq_json::Val>>,
 }
 
+#[cfg(feature = "baselines")]
 impl Jaq {
     /// Compiles `code` with jaq's standard library.
     pub fn compile(code: &str) -> Self {
@@ -123,4 +125,5 @@ impl Jaq {
 }
 
 /// `fib 25` in rhai, the embeddable-interpreter baseline for P7.
+#[cfg(feature = "baselines")]
 pub const RHAI_FIB: &str = "fn fib(n) { if n < 2 { n } else { fib(n - 1) + fib(n - 2) } } fib(25)";

@@ -8,7 +8,9 @@ use std::time::Duration;
 use ptc_lisp::{Interpreter, Limits, Value};
 use serde_json::Value as Json;
 
-use super::baselines::{self as base, Jaq};
+use super::baselines as base;
+#[cfg(feature = "baselines")]
+use super::baselines::Jaq;
 use crate::measure::{Budget, Samples, once, pair, timed};
 use crate::report::Row;
 use crate::tracegen;
@@ -344,6 +346,8 @@ fn data_rows(megabytes: f64, budget: Budget, ext: &Externals, whole_process: boo
     let json: Json = serde_json::from_slice(&bytes).expect("json");
     let ctx = context(decoded);
     for (i, (name, program, jq)) in PROGRAMS.iter().enumerate() {
+        #[cfg(not(feature = "baselines"))]
+        let _ = jq;
         check(i, &run(&limits, &ctx, program), &json);
         let query = if i == 5 {
             pair(
@@ -386,6 +390,7 @@ fn data_rows(megabytes: f64, budget: Budget, ext: &Externals, whole_process: boo
                 note(""),
             ));
         }
+        #[cfg(feature = "baselines")]
         if let Some(jq) = jq {
             let jaq = Jaq::compile(jq);
             check_text("jaq", i, &jaq.run(&bytes).1, &json);
@@ -511,12 +516,18 @@ fn process_rows(
     rows
 }
 
+#[cfg(feature = "baselines")]
 const FIB: &str = "(defn fib [n] (if (< n 2) n (+ (fib (- n 1)) (fib (- n 2))))) (fib 25)";
+#[cfg(feature = "baselines")]
 const LOOP: &str = "(loop [i 0 acc 0] (if (< i 1000000) (recur (inc i) (+ acc i)) acc))";
+#[cfg(feature = "baselines")]
 const REDUCE: &str = "(reduce + (range 1000000))";
+#[cfg(feature = "baselines")]
 const RHAI_LOOP: &str = "let acc = 0; let i = 0; while i < 1000000 { acc += i; i += 1; } acc";
+#[cfg(feature = "baselines")]
 const RHAI_REDUCE: &str = "let s = 0; for i in 0..1000000 { s += i; } s";
 
+#[cfg(feature = "baselines")]
 fn micro_rows(budget: Budget) -> Vec<Row> {
     let limits = Limits {
         max_loop_iterations: 10_000_000,
@@ -631,6 +642,7 @@ pub fn run_suite(budget: Budget, sizes: &[f64]) -> Vec<Row> {
         };
         rows.extend(data_rows(mb, b, &ext, mb == largest));
     }
+    #[cfg(feature = "baselines")]
     rows.extend(micro_rows(budget));
     rows
 }
