@@ -1,30 +1,39 @@
 //! `ptc new` end to end: the scaffolded crate builds against this workspace and its own test
 //! (the binary over stdio lists `lisp_eval`) passes.
 //!
-//! The dependency tree is compiled once for this test and the trybuild UI tests
-//! (`tests/codegen`), which build a scratch deployment crate the same way: the scaffold builds in
-//! trybuild's target folder (`target/tests/trybuild`) the way trybuild builds (`--target` the
-//! host, `--cfg trybuild`, no incremental, no debuginfo), from the workspace's `Cargo.lock` (the
-//! same versions), so whichever of the two runs second finds every dependency built. Built any
-//! other way, the tree is compiled once more in a fresh clone (2 to 9 minutes on 2 cores).
+//! The scaffold builds in this run's target folder, from the workspace's `Cargo.lock`, with the
+//! workspace's profile settings: its dependency tree is the one `cargo test --workspace` built
+//! (same versions, features and settings), so only the scaffold itself is compiled. Built any
+//! other way, a fresh clone compiles the tree once more (minutes on 2 cores).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The rustflags trybuild builds its scratch crate with.
-const TRYBUILD_FLAGS: &str = r#"["--cfg", "trybuild", "--verbose", "-A", "dead_code"]"#;
+/// The workspace's crates the scaffold depends on. They are workspace members here but plain
+/// path dependencies of the scaffold, so its build gets their profile settings from flags.
+const MEMBERS: [&str; 8] = [
+    "ptc",
+    "ptc-app",
+    "ptc-core",
+    "ptc-lisp",
+    "ptc-plan",
+    "ptc-codegen",
+    "ptc-macros",
+    "ptc-suggest",
+];
 
-/// The host's target triple, which trybuild passes as `--target`.
-fn host_triple() -> String {
-    let out = Command::new("rustc")
-        .arg("-vV")
-        .output()
-        .expect("rustc runs");
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .find_map(|l| l.strip_prefix("host: "))
-        .expect("rustc -vV names the host")
-        .to_string()
+/// The workspace's `[profile.dev]` (Cargo.toml), as `--config` flags for the scaffold's build.
+fn workspace_profile() -> Vec<String> {
+    let mut flags = vec![
+        r#"profile.dev.debug="line-tables-only""#.to_string(),
+        r#"profile.dev.package."*".debug=false"#.to_string(),
+    ];
+    for member in MEMBERS {
+        flags.push(format!(
+            r#"profile.dev.package.{member}.debug="line-tables-only""#
+        ));
+    }
+    flags.into_iter().map(|f| format!("--config={f}")).collect()
 }
 
 fn workspace() -> PathBuf {
@@ -35,10 +44,7 @@ fn workspace() -> PathBuf {
 fn a_scaffolded_deployment_builds_and_passes_its_own_test() {
     // CARGO_TARGET_TMPDIR is `<target>/tmp`: the target folder is its parent.
     let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
-    let target = tmp
-        .parent()
-        .expect("the target folder")
-        .join("tests/trybuild");
+    let target = tmp.parent().expect("the target folder");
     let dir = tmp
         .join(format!("ptc-new-ci-{}", std::process::id()))
         .join("obs-deploy");
@@ -60,26 +66,11 @@ fn a_scaffolded_deployment_builds_and_passes_its_own_test() {
     assert!(said.contains("`obs-deploy`"), "{said}");
 
     std::fs::copy(workspace().join("Cargo.lock"), dir.join("Cargo.lock")).expect("lock copied");
-    // The cargo running this test (the pinned toolchain), offline: every crate is in the cache.
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let triple = host_triple();
-    let test = Command::new(cargo)
+    let test = ptc_tests::cargo()
         .args(["test", "--offline", "--quiet"])
+        .args(workspace_profile())
         .current_dir(&dir)
-        .env("CARGO_TARGET_DIR", &target)
-        .env_remove("RUSTFLAGS")
-        // trybuild's way of building (trybuild/src/cargo.rs, rustflags.rs): an explicit
-        // `--target` (so artifacts live under `<target>/<triple>/`), its rustflags for that
-        // target, no incremental. Any difference puts every dependency in another folder or
-        // changes its fingerprint, and the tree is built twice.
-        .args(["--target", &triple])
-        .arg(format!(
-            "--config=target.{triple}.rustflags={TRYBUILD_FLAGS}"
-        ))
-        .arg(format!("--config=build.rustflags={TRYBUILD_FLAGS}"))
-        .env("CARGO_INCREMENTAL", "0")
-        // As tests/codegen/tests/ui.rs sets it for trybuild's cargo.
-        .env("CARGO_PROFILE_DEV_DEBUG", "false")
+        .env("CARGO_TARGET_DIR", target)
         .output()
         .expect("cargo runs");
     let out = String::from_utf8_lossy(&test.stdout);

@@ -13,7 +13,7 @@ type Doc = Arc<Mutex<Vec<u8>>>;
 
 fn drift_doc(name: &str) -> Vec<u8> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/codegen/tests/ui/drift")
+        .join("../tests/codegen/ui/drift")
         .join(name);
     std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }

@@ -4,7 +4,7 @@
 //!
 //! ring rather than rustls' default aws-lc-rs: a client gets the same TLS 1.2 and 1.3 suites and
 //! certificate checks, without aws-lc-sys's C build, which was the largest single step of a fresh
-//! build (and the trybuild UI tests build the dependency tree a second time).
+//! build.
 
 use std::sync::Once;
 

@@ -18,10 +18,6 @@ use proc_macro::TokenStream;
 use quote::quote;
 use syn::LitStr;
 
-/// Test-only: resolve the literal against this folder instead of `CARGO_MANIFEST_DIR` (trybuild
-/// builds its cases in a scratch crate under `target/`).
-const MANIFEST_DIR_OVERRIDE: &str = "PTC_MANIFEST_DIR";
-
 /// Generates one module per upstream of the config (typed argument structs, each a
 /// `ptc_core::Operation` that `Upstreams::run` calls, and response types) and `plan()`, the
 /// compiled plan.
@@ -61,8 +57,7 @@ fn expand(lit: &LitStr) -> Result<proc_macro2::TokenStream, syn::Error> {
             "the config path must be relative to the crate's Cargo.toml, so the build works on every machine",
         ));
     }
-    let base = std::env::var_os(MANIFEST_DIR_OVERRIDE)
-        .or_else(|| std::env::var_os("CARGO_MANIFEST_DIR"))
+    let base = std::env::var_os("CARGO_MANIFEST_DIR")
         .map(PathBuf::from)
         .ok_or_else(|| {
             syn::Error::new(
@@ -88,11 +83,9 @@ fn expand(lit: &LitStr) -> Result<proc_macro2::TokenStream, syn::Error> {
     })?;
     let tokens = expansion.tokens;
     let tracked = expansion.files.iter().map(|f| f.display().to_string());
-    // `option_env!` makes cargo re-run the macro when the override changes.
     Ok(quote! {
         #tokens
         #(const _: &[u8] = include_bytes!(#tracked);)*
-        const _: Option<&str> = option_env!(#MANIFEST_DIR_OVERRIDE);
     })
 }
 

@@ -1,6 +1,6 @@
-//! Cross-crate tests for ptc (the tests live in `tests/`), and the one thing every test crate
-//! shares: how a test whose real peer (an MCP server or client, a built binary) is missing says
-//! so.
+//! Cross-crate tests for ptc (the tests live in `tests/`), and what test crates share: how a test
+//! whose real peer (an MCP server or client, a built binary) is missing says so, and how a test
+//! runs cargo.
 
 use std::io::Write;
 
@@ -17,4 +17,33 @@ pub fn skip(why: &str) {
     let test = thread.name().unwrap_or("a test");
     // Not the print macros: those are what the harness captures.
     let _ = writeln!(std::io::stderr().lock(), "SKIPPED {test}: {why}");
+}
+
+/// `cargo` (the one running the tests) for a test that builds a crate, without the variables
+/// cargo sets for a test process (`CARGO_MANIFEST_DIR`, `CARGO_PKG_*`, `OUT_DIR`, ...). Build
+/// scripts watch some of them (ring's reruns when `CARGO_PKG_NAME` changes), so a build run with
+/// them set finds the test run's dependencies stale and compiles them again.
+pub fn cargo() -> std::process::Command {
+    let mut cmd = std::process::Command::new(std::env::var_os("CARGO").unwrap_or("cargo".into()));
+    for (key, _) in std::env::vars_os() {
+        let Some(key) = key.to_str() else { continue };
+        let set_for_tests = key.starts_with("CARGO_PKG_")
+            || key.starts_with("CARGO_BIN_EXE_")
+            || matches!(
+                key,
+                "CARGO_MANIFEST_DIR"
+                    | "CARGO_MANIFEST_PATH"
+                    | "CARGO_MANIFEST_LINKS"
+                    | "CARGO_CRATE_NAME"
+                    | "CARGO_BIN_NAME"
+                    | "CARGO_PRIMARY_PACKAGE"
+                    | "CARGO_TARGET_TMPDIR"
+                    | "CARGO_RUSTC_CURRENT_DIR"
+                    | "OUT_DIR"
+            );
+        if set_for_tests {
+            cmd.env_remove(key);
+        }
+    }
+    cmd
 }

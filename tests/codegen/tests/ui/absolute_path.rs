@@ -1,3 +1,0 @@
-ptc_macros::ptc_upstreams!("/etc/upstreams.json");
-
-fn main() {}

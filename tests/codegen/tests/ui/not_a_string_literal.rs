@@ -1,3 +1,0 @@
-ptc_macros::ptc_upstreams!(upstreams_json);
-
-fn main() {}

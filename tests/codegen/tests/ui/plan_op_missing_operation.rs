@@ -1,4 +1,0 @@
-// fixtures/configs/invalid/op_missing_operation.json: a plan rejection reaches the user as a compile error.
-ptc_macros::ptc_upstreams!("fixtures/configs/invalid/op_missing_operation.json");
-
-fn main() {}

@@ -1,4 +1,0 @@
-// fixtures/configs/invalid/schema_swagger2.json: a plan rejection reaches the user as a compile error.
-ptc_macros::ptc_upstreams!("fixtures/configs/invalid/schema_swagger2.json");
-
-fn main() {}

@@ -1,4 +1,0 @@
-// fixtures/configs/invalid/unknown_field_upstream.json: a plan rejection reaches the user as a compile error.
-ptc_macros::ptc_upstreams!("fixtures/configs/invalid/unknown_field_upstream.json");
-
-fn main() {}

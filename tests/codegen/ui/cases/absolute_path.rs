@@ -1,0 +1,3 @@
+ptc::upstreams!("/etc/upstreams.json");
+
+fn main() {}

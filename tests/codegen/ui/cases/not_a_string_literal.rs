@@ -1,0 +1,3 @@
+ptc::upstreams!(upstreams_json);
+
+fn main() {}
