@@ -2,12 +2,16 @@
 //! with per-program budgets and records.
 //!
 //! A [`ProgramHost`] serves one program run: its counters are the run's budgets and its records
-//! are the run's `upstream_calls`. Host functions block on the tokio runtime handle they were
-//! given; the evaluator calls them from its own threads (never a runtime worker), and `pmap`
-//! calls them from several at once, so calls overlap.
+//! are the run's `upstream_calls`. Upstream I/O runs as a task on the tokio runtime it was given,
+//! and the program waits for it through [`CallContext::wait`]: driven by `eval_async`, a program
+//! waiting on an upstream is suspended and holds no thread. `pmap` branches call from several
+//! threads at once, so their calls overlap.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 use std::time::Instant;
 
 use ptc_lisp::{CallContext, Discovery, Host, HostError, HostValue, Interpreter, Limits, Value};
@@ -82,12 +86,40 @@ fn err_map(reason: Reason, message: &str) -> Value {
 pub struct ProgramHost {
     upstreams: Arc<Upstreams>,
     runtime: tokio::runtime::Handle,
+    run: Arc<RunState>,
+}
+
+/// What the run's upstream tasks share with it: its budgets and what it spent.
+struct RunState {
+    upstreams: Arc<Upstreams>,
     budgets: Budgets,
     calls: AtomicU64,
     discovery: AtomicU64,
     bytes: AtomicU64,
     records: Mutex<Vec<UpstreamCall>>,
 }
+
+/// A task on the I/O runtime that a program waits on; aborted when the program stops waiting
+/// (cancelled, out of time), so nothing it started outlives it.
+struct Spawned<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Future for Spawned<T> {
+    type Output = Result<T, tokio::task::JoinError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        Pin::new(&mut self.0).poll(cx)
+    }
+}
+
+impl<T> Drop for Spawned<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// The outcome of one upstream call, with the names it resolved to (when it got that far).
+type CallOutcome =
+    Result<(crate::executor::Executed, (String, String)), (ToolError, Option<(String, String)>)>;
 
 impl ProgramHost {
     /// A host for one program run.
@@ -97,19 +129,38 @@ impl ProgramHost {
         budgets: Budgets,
     ) -> Self {
         ProgramHost {
-            upstreams,
+            upstreams: upstreams.clone(),
             runtime,
-            budgets,
-            calls: AtomicU64::new(0),
-            discovery: AtomicU64::new(0),
-            bytes: AtomicU64::new(0),
-            records: Mutex::new(Vec::new()),
+            run: Arc::new(RunState {
+                upstreams,
+                budgets,
+                calls: AtomicU64::new(0),
+                discovery: AtomicU64::new(0),
+                bytes: AtomicU64::new(0),
+                records: Mutex::new(Vec::new()),
+            }),
+        }
+    }
+
+    /// Waits, through the program's context, for `fut` run as a task on the I/O runtime.
+    fn wait_io<T: Send + 'static>(
+        &self,
+        cx: &mut CallContext<'_>,
+        fut: impl Future<Output = T> + Send + 'static,
+    ) -> Result<T, HostError> {
+        match cx.wait(Spawned(self.runtime.spawn(fut)))? {
+            Ok(out) => Ok(out),
+            Err(e) => Err(HostError::new(
+                ptc_lisp::Reason::InternalError,
+                format!("an upstream task stopped unexpectedly: {e}"),
+            )),
         }
     }
 
     /// The run's records so far; `final_result` is the program's value (for the metrics).
     pub fn records(&self, final_result: Option<&Value>) -> RunRecords {
         let calls = self
+            .run
             .records
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -125,7 +176,8 @@ impl ProgramHost {
             Ok(bytes) => (None, bytes),
             Err(r) => (Some(r), 0),
         };
-        self.records
+        self.run
+            .records
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .push(UpstreamCall {
@@ -142,48 +194,24 @@ impl ProgramHost {
         let req_args = form.json_args().map_err(form_fault)?;
         let deadline = cx.remaining().map(|r| Instant::now() + r);
         let started = Instant::now();
-        let up = &self.upstreams;
-        let outcome = self.runtime.block_on(async {
-            let prepared = match up.prepare(&form.server, &form.tool, req_args).await {
-                Ok(p) => p,
-                Err(e) => return Err((e, None)),
-            };
-            let names = (prepared.tool.server.clone(), prepared.tool.name.clone());
-            if self.calls.fetch_add(1, Ordering::Relaxed) >= self.budgets.max_calls {
-                let e = ToolError {
-                    reason: Reason::CapExhausted,
-                    message: format!(
-                        "{}/{}: the program's budget of {} upstream calls is spent; do more \
-                         with fewer calls (filters, larger pages)",
-                        names.0, names.1, self.budgets.max_calls
-                    ),
-                };
-                return Err((e, Some(names)));
+        let run = self.run.clone();
+        let (server, tool) = (form.server.clone(), form.tool.clone());
+        let outcome = match self.wait_io(cx, async move {
+            run.call(&server, &tool, req_args, deadline).await
+        }) {
+            Ok(outcome) => outcome,
+            Err(stopped) => {
+                // The program stopped waiting and the call ends with it. A deadline is the call's
+                // timeout too; a cancelled call has no outcome of the contract's to record.
+                if stopped.reason == ptc_lisp::Reason::Timeout {
+                    self.record(&form.server, &form.tool, started, Err(Reason::Timeout));
+                }
+                return Err(stopped);
             }
-            let used = self.bytes.load(Ordering::Relaxed);
-            let left = self.budgets.max_bytes.saturating_sub(used);
-            if left == 0 {
-                let e = byte_budget_spent(&names, self.budgets.max_bytes);
-                return Err((e, Some(names)));
-            }
-            // A too-large answer is the program's budget's fault only when the budget, not the
-            // tool's own cap, was the smaller limit.
-            let budget_binds = left < prepared.tool.max_response_bytes;
-            match up
-                .execute(prepared, CallOptions { deadline }, Some(left))
-                .await
-            {
-                Ok(done) => Ok((done, names)),
-                Err(e) if e.reason == Reason::ResponseTooLarge && budget_binds => Err((
-                    byte_budget_spent(&names, self.budgets.max_bytes),
-                    Some(names),
-                )),
-                Err(e) => Err((e, Some(names))),
-            }
-        });
+        };
         match outcome {
             Ok((done, (server, tool))) => {
-                self.bytes.fetch_add(done.bytes, Ordering::Relaxed);
+                self.run.bytes.fetch_add(done.bytes, Ordering::Relaxed);
                 let value = match done.output {
                     // The same decoder, depth limit and memory budget as `data/` context.
                     ToolOutput::Json(bytes) => match cx.decode_json(&bytes) {
@@ -229,12 +257,13 @@ impl ProgramHost {
 
     /// Takes one discovery operation from the budget; the refusal value when it is spent.
     fn take_discovery(&self) -> Option<Value> {
-        if self.discovery.fetch_add(1, Ordering::Relaxed) >= self.budgets.max_discovery {
+        let run = &self.run;
+        if run.discovery.fetch_add(1, Ordering::Relaxed) >= run.budgets.max_discovery {
             Some(err_map(
                 Reason::CapExhausted,
                 &format!(
                     "the program's budget of {} discovery operations is spent",
-                    self.budgets.max_discovery
+                    run.budgets.max_discovery
                 ),
             ))
         } else {
@@ -271,17 +300,25 @@ impl ProgramHost {
     }
 
     /// Upstream `name` with its tools; `Ok(None)` when there is no such upstream.
-    fn upstream(&self, name: &str) -> Result<Option<Result<&ServerEntry, ToolError>>, HostError> {
-        if self.upstreams.catalog().index_of(name).is_err() {
+    fn upstream(
+        &self,
+        cx: &mut CallContext<'_>,
+        name: &str,
+    ) -> Result<Option<Result<&ServerEntry, ToolError>>, HostError> {
+        let Ok(i) = self.upstreams.catalog().index_of(name) else {
             return Ok(None);
-        }
-        let loaded = self.runtime.block_on(self.upstreams.server(name));
-        Ok(Some(loaded.map(|(_, s)| s)))
+        };
+        // Loading an MCP upstream's tools is I/O, the first time: the program waits for it.
+        let up = self.upstreams.clone();
+        let loaded = self.wait_io(cx, async move { up.load(i).await.map(|_| ()) })?;
+        Ok(Some(
+            loaded.map(|()| &self.upstreams.catalog().servers()[i]),
+        ))
     }
 
-    fn dir(&self, name: &str) -> Result<Option<Value>, HostError> {
+    fn dir(&self, cx: &mut CallContext<'_>, name: &str) -> Result<Option<Value>, HostError> {
         // Unknown names are the runtime's to report (its hint knows every namespace).
-        let Some(server) = self.upstream(name)? else {
+        let Some(server) = self.upstream(cx, name)? else {
             return Ok(None);
         };
         if let Some(v) = self.take_discovery() {
@@ -299,14 +336,18 @@ impl ProgramHost {
     }
 
     /// Resolves `server/tool` for doc and meta: `Ok(None)` when `server` is not an upstream.
-    fn resolve_ref(&self, reference: &str) -> Result<Option<Resolved<'_>>, HostError> {
+    fn resolve_ref(
+        &self,
+        cx: &mut CallContext<'_>,
+        reference: &str,
+    ) -> Result<Option<Resolved<'_>>, HostError> {
         // `dir` lines read "server/tool - summary"; accept them back.
         let reference = reference.split(" - ").next().unwrap_or(reference).trim();
         let (server, tool) = match reference.split_once('/') {
             Some((s, t)) => (s, Some(t)),
             None => (reference, None),
         };
-        let Some(entry) = self.upstream(server)? else {
+        let Some(entry) = self.upstream(cx, server)? else {
             return Ok(None);
         };
         if let Some(v) = self.take_discovery() {
@@ -326,7 +367,7 @@ impl ProgramHost {
     }
 
     fn doc(&self, cx: &mut CallContext<'_>, reference: &str) -> Result<Option<Value>, HostError> {
-        let text = match self.resolve_ref(reference)? {
+        let text = match self.resolve_ref(cx, reference)? {
             None => return Ok(None),
             Some(Resolved::Refused(v)) => {
                 if let Some(m) = message_of(&v) {
@@ -342,7 +383,7 @@ impl ProgramHost {
     }
 
     fn meta(&self, cx: &mut CallContext<'_>, reference: &str) -> Result<Option<Value>, HostError> {
-        let json = match self.resolve_ref(reference)? {
+        let json = match self.resolve_ref(cx, reference)? {
             None => return Ok(None),
             Some(Resolved::Refused(v)) => return Ok(Some(v)),
             Some(Resolved::Server(s)) => server_meta(s),
@@ -380,6 +421,56 @@ impl ProgramHost {
             .map(|t| Value::str(&self.redact(&listing(t))))
             .collect();
         Ok(Some(Value::vector(lines)))
+    }
+}
+
+impl RunState {
+    /// One upstream call within the run's budgets: resolve and validate, spend a call, fetch
+    /// within the bytes left.
+    async fn call(
+        &self,
+        server: &str,
+        tool: &str,
+        req_args: serde_json::Map<String, serde_json::Value>,
+        deadline: Option<Instant>,
+    ) -> CallOutcome {
+        let up = &self.upstreams;
+        let prepared = match up.prepare(server, tool, req_args).await {
+            Ok(p) => p,
+            Err(e) => return Err((e, None)),
+        };
+        let names = (prepared.tool.server.clone(), prepared.tool.name.clone());
+        if self.calls.fetch_add(1, Ordering::Relaxed) >= self.budgets.max_calls {
+            let e = ToolError {
+                reason: Reason::CapExhausted,
+                message: format!(
+                    "{}/{}: the program's budget of {} upstream calls is spent; do more \
+                     with fewer calls (filters, larger pages)",
+                    names.0, names.1, self.budgets.max_calls
+                ),
+            };
+            return Err((e, Some(names)));
+        }
+        let used = self.bytes.load(Ordering::Relaxed);
+        let left = self.budgets.max_bytes.saturating_sub(used);
+        if left == 0 {
+            let e = byte_budget_spent(&names, self.budgets.max_bytes);
+            return Err((e, Some(names)));
+        }
+        // A too-large answer is the program's budget's fault only when the budget, not the
+        // tool's own cap, was the smaller limit.
+        let budget_binds = left < prepared.tool.max_response_bytes;
+        match up
+            .execute(prepared, CallOptions { deadline }, Some(left))
+            .await
+        {
+            Ok(done) => Ok((done, names)),
+            Err(e) if e.reason == Reason::ResponseTooLarge && budget_binds => Err((
+                byte_budget_spent(&names, self.budgets.max_bytes),
+                Some(names),
+            )),
+            Err(e) => Err((e, Some(names))),
+        }
     }
 }
 
@@ -480,7 +571,7 @@ impl Host for ProgramHost {
                     return Ok(None);
                 };
                 match op {
-                    Discovery::Dir => self.dir(&r)?,
+                    Discovery::Dir => self.dir(cx, &r)?,
                     Discovery::Doc => self.doc(cx, &r)?,
                     Discovery::Meta => self.meta(cx, &r)?,
                     Discovery::Apropos => None,

@@ -12,6 +12,7 @@ use crate::function::{Builtin, Closure, Function, arity_error, closure_arity_err
 use crate::host::{CallContext, Host, HostValue};
 use crate::limits::Limits;
 use crate::printer::short;
+use crate::suspend::Suspender;
 use crate::value::access::{get_flex, get_in_place, map_get_flex, seq_items};
 use crate::value::{MapData, SetData, Value};
 
@@ -47,6 +48,9 @@ pub struct Ctx<'a> {
     in_parallel: bool,
     /// How many parallel regions (`pmap`/`pcalls`) enclose this context.
     par_depth: usize,
+    /// Where host waits suspend the program; `None` on a `pmap` branch's own thread, whose
+    /// waits block that thread.
+    suspend: Option<&'a Suspender>,
 }
 
 /// What a parallel worker starts from: a snapshot of its parent context, shareable between the
@@ -121,7 +125,14 @@ impl<'a> Ctx<'a> {
             output: String::new(),
             in_parallel: false,
             par_depth: 0,
+            suspend: None,
         }
+    }
+
+    /// The context of an evaluation's coroutine: host waits suspend it through `suspender`.
+    pub(crate) fn suspending(mut self, suspender: &'a Suspender) -> Self {
+        self.suspend = Some(suspender);
+        self
     }
 
     /// The limits in force.
@@ -225,21 +236,15 @@ impl<'a> Ctx<'a> {
         if let Some(d) = self.shared.deadline
             && Instant::now() >= d
         {
-            let ms = self
-                .shared
-                .limits
-                .timeout
-                .map(|t| t.as_millis())
-                .unwrap_or(0);
             return err(
                 Reason::Timeout,
-                format!("program exceeded its {ms} ms deadline"),
+                self.shared.limits.stop_message(Reason::Timeout),
             );
         }
         if self.shared.cancel.load(Ordering::Relaxed) {
             return err(
                 Reason::Cancelled,
-                "the evaluation was cancelled by the host",
+                self.shared.limits.stop_message(Reason::Cancelled),
             );
         }
         Ok(())
@@ -1058,6 +1063,7 @@ impl<'a> Ctx<'a> {
             self.shared.deadline,
             &mut self.output,
             &self.shared.mem_used,
+            self.suspend,
         );
         Some(f(host, &mut cx))
     }

@@ -28,30 +28,43 @@ fn idle() -> std::sync::MutexGuard<'static, Vec<(usize, DefaultStack)>> {
     IDLE.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// Runs `work` on an evaluation stack of `size` usable bytes, on this thread. `work` returns its
-/// result and the native stack it used, which decides whether the stack is kept. A panic in
-/// `work` is returned as `Err`, and that stack is unmapped.
-pub(crate) fn run<T>(size: usize, work: impl FnOnce() -> (T, usize)) -> Result<T, String> {
+/// An evaluation stack of `size` usable bytes: an idle one of that size, or a new one.
+pub(crate) fn take(size: usize) -> Result<DefaultStack, String> {
     let reused = {
         let mut list = idle();
         list.iter()
             .rposition(|(s, _)| *s == size)
             .map(|i| list.swap_remove(i).1)
     };
-    let mut stack = match reused {
-        Some(stack) => stack,
+    match reused {
+        Some(stack) => Ok(stack),
         None => DefaultStack::new(size)
-            .map_err(|e| format!("could not map a {size}-byte evaluation stack: {e}"))?,
-    };
+            .map_err(|e| format!("could not map a {size}-byte evaluation stack: {e}")),
+    }
+}
+
+/// Gives back the stack of a finished evaluation that used `used` bytes of it: kept for the next
+/// one unless it went deep or enough are idle, unmapped otherwise. (The stack of an evaluation
+/// that panicked or was dropped midway is never given back: it is unmapped.)
+pub(crate) fn keep(size: usize, stack: DefaultStack, used: usize) {
+    if used <= RETIRE_AFTER_STACK {
+        let mut list = idle();
+        if list.len() < MAX_IDLE {
+            list.push((size, stack));
+        }
+    }
+}
+
+/// Runs `work` on an evaluation stack of `size` usable bytes, on this thread (work that never
+/// suspends, such as scanning a program). `work` returns its result and the native stack it used,
+/// which decides whether the stack is kept. A panic in `work` is returned as `Err`, and that stack
+/// is unmapped.
+pub(crate) fn run<T>(size: usize, work: impl FnOnce() -> (T, usize)) -> Result<T, String> {
+    let mut stack = take(size)?;
     let ran = catch_unwind(AssertUnwindSafe(|| corosensei::on_stack(&mut stack, work)));
     match ran {
         Ok((value, used)) => {
-            if used <= RETIRE_AFTER_STACK {
-                let mut list = idle();
-                if list.len() < MAX_IDLE {
-                    list.push((size, stack));
-                }
-            }
+            keep(size, stack, used);
             Ok(value)
         }
         Err(_) => Err("the evaluator stopped unexpectedly".into()),
@@ -62,7 +75,6 @@ pub(crate) fn run<T>(size: usize, work: impl FnOnce() -> (T, usize)) -> Result<T
 mod tests {
     use super::*;
     use corosensei::stack::Stack;
-
     /// These tests share the process's idle list; each holds this while it runs, and leaves
     /// no stack of its own size parked.
     static SERIAL: Mutex<()> = Mutex::new(());

@@ -1,13 +1,18 @@
 //! The host interface: how an embedding (ptc-core) plugs namespaced functions such as
 //! `tool/call` and `tool/servers`, and upstream discovery, into the runtime. The runtime knows
-//! nothing of HTTP or MCP; host functions are blocking calls (the host may `block_on` a tokio
-//! handle), and `pmap`/`pcalls` run them on worker threads so calls that wait on I/O overlap.
+//! nothing of HTTP or MCP. A host function that waits on I/O hands the future to
+//! [`CallContext::wait`]: the program suspends until it is done (see [`crate::suspend`]), holding
+//! no thread when the evaluation is driven by [`Interpreter::eval_async`].
+//!
+//! [`Interpreter::eval_async`]: crate::Interpreter::eval_async
 
+use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::error::Reason;
 use crate::limits::Limits;
+use crate::suspend::{Output, Pending, Resume, Suspender, block_on};
 use crate::value::Value;
 
 /// What a host function returns.
@@ -68,6 +73,8 @@ enum Budget<'a> {
 
 /// Context handed to every host call.
 pub struct CallContext<'a> {
+    timeout: Option<Duration>,
+    suspend: Option<&'a Suspender>,
     deadline: Option<Instant>,
     output: &'a mut String,
     max_output: usize,
@@ -82,6 +89,8 @@ impl<'a> CallContext<'a> {
     /// [`CallContext::decode_json`] decodes is charged to a budget of its own.
     pub fn new(limits: &Limits, deadline: Option<Instant>, output: &'a mut String) -> Self {
         CallContext {
+            timeout: limits.timeout,
+            suspend: None,
             deadline,
             output,
             max_output: limits.max_output_bytes,
@@ -91,14 +100,18 @@ impl<'a> CallContext<'a> {
         }
     }
 
-    /// The context of a call made by a running program: its deadline, output and memory budget.
+    /// The context of a call made by a running program: its deadline, output and memory budget,
+    /// and where it suspends (`None`: waits block the thread).
     pub(crate) fn in_program(
         limits: &Limits,
         deadline: Option<Instant>,
         output: &'a mut String,
         mem_used: &'a AtomicU64,
+        suspend: Option<&'a Suspender>,
     ) -> Self {
         CallContext {
+            timeout: limits.timeout,
+            suspend,
             deadline,
             output,
             max_output: limits.max_output_bytes,
@@ -141,6 +154,40 @@ impl<'a> CallContext<'a> {
     pub fn remaining(&self) -> Option<Duration> {
         self.deadline
             .map(|d| d.saturating_duration_since(Instant::now()))
+    }
+
+    /// Waits for `fut`, the host's I/O (an upstream call, a page fetch, an approval). In an
+    /// evaluation driven by [`Interpreter::eval_async`](crate::Interpreter::eval_async) the
+    /// program suspends and holds no thread until its driver has the output; anywhere else this
+    /// thread blocks until then. The future is polled by whatever drives the evaluation, so run
+    /// I/O that needs a particular runtime there (spawn it, and wait on the handle).
+    ///
+    /// `Err` when the driver stopped waiting because the program was cancelled or its deadline
+    /// passed (the future is dropped): return it, and the program ends with that reason.
+    pub fn wait<T: Send + 'static>(
+        &mut self,
+        fut: impl Future<Output = T> + Send + 'static,
+    ) -> Result<T, HostError> {
+        let Some(suspender) = self.suspend else {
+            return Ok(block_on(fut));
+        };
+        let pending: Pending = Box::pin(async move { Box::new(fut.await) as Output });
+        match suspender.suspend(pending) {
+            Resume::Ready(out) => out.downcast::<T>().map(|t| *t).map_err(|_| {
+                HostError::new(
+                    Reason::InternalError,
+                    "the evaluation was resumed with a value of another type than it waited for",
+                )
+            }),
+            Resume::Stopped(reason) => Err(HostError::new(
+                reason,
+                crate::limits::stop_message(reason, self.timeout),
+            )),
+            Resume::Start => Err(HostError::new(
+                Reason::InternalError,
+                "the evaluation was restarted while it waited",
+            )),
+        }
     }
 
     /// Emits printed output into the program's captured output (as `println` would).

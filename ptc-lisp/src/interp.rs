@@ -1,10 +1,15 @@
-//! The interpreter: reads, analyzes and evaluates programs on an evaluation stack of their own
-//! (large, guarded, reused between evaluations: see [`eval_stack`]), under the configured limits.
-//! Definitions persist across `eval_str` calls.
+//! The interpreter: reads, analyzes and evaluates programs as coroutines on an evaluation stack
+//! of their own (large, guarded, reused between evaluations: see [`eval_stack`]), under the
+//! configured limits. A program suspends while its host waits (see [`crate::suspend`]).
+//! Definitions persist across evaluations.
 
+use std::future::Future;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::time::Instant;
+
+use corosensei::{Coroutine, CoroutineResult};
 
 use crate::analyze::{Analyzer, Globals};
 use crate::error::{Ctl, LispError, Reason};
@@ -13,6 +18,7 @@ use crate::eval_stack;
 use crate::host::Host;
 use crate::limits::Limits;
 use crate::reader::Reader;
+use crate::suspend::{Resume, Suspender, block_on, wait_or_stop};
 use crate::value::Value;
 
 /// A PTC-Lisp interpreter.
@@ -91,8 +97,26 @@ impl Interpreter {
         self.last_memory
     }
 
-    /// Evaluates a program (one or more top-level forms; the last value is the result).
+    /// Evaluates a program (one or more top-level forms; the last value is the result). A host
+    /// wait blocks this thread; [`Interpreter::eval_async`] suspends instead.
     pub fn eval_str(&mut self, src: &str) -> Result<Value, LispError> {
+        block_on(self.eval_async(src, std::future::pending()))
+    }
+
+    /// Evaluates a program as [`Interpreter::eval_str`] does, suspending while its host waits
+    /// ([`CallContext::wait`](crate::CallContext::wait)): the future is ready to poll again when
+    /// the host's future is, and holds no thread meanwhile. The program computes inside `poll`,
+    /// so poll it off an async runtime's I/O threads. When `stop` finishes during a wait, the
+    /// wait ends with its reason (`cancelled`, `timeout`) and the program with it; a program that
+    /// computes notices its deadline and [`Interpreter::cancel_handle`] itself.
+    ///
+    /// The future is not `Send` (the program's stack is tied to its thread). Dropping it before
+    /// it finishes unwinds the program and frees what it held, definitions included.
+    pub async fn eval_async(
+        &mut self,
+        src: &str,
+        stop: impl Future<Output = Reason>,
+    ) -> Result<Value, LispError> {
         if src.len() > self.limits.max_program_bytes {
             return Err(LispError::new(
                 Reason::ParseError,
@@ -105,21 +129,51 @@ impl Interpreter {
         }
         self.cancel
             .store(false, std::sync::atomic::Ordering::Relaxed);
-        let env = RunEnv {
-            limits: &self.limits,
-            host: self.host.as_deref(),
-            data: &self.data,
-            cancel: &self.cancel,
+        let size = self.limits.thread_stack();
+        let stack = eval_stack::take(size)
+            .map_err(|message| LispError::new(Reason::InternalError, message))?;
+        let mut job = Job {
+            src: src.to_string(),
+            limits: self.limits.clone(),
+            host: self.host.clone(),
+            data: self.data.clone(),
+            cancel: self.cancel.clone(),
+            globals: std::mem::take(&mut self.globals),
         };
-        let globals = &mut self.globals;
-        let result = match eval_stack::run(self.limits.thread_stack(), || run(src, &env, globals)) {
-            Ok(ran) => {
-                self.output.push_str(&ran.printed);
-                self.last_memory = ran.memory;
-                ran.result
+        let mut program = Coroutine::with_stack(stack, move |suspender: &Suspender, _: Resume| {
+            let (ran, used) = run(&mut job, suspender);
+            (ran, std::mem::take(&mut job.globals), used)
+        });
+        let mut stop = std::pin::pin!(stop);
+        let mut stopped = None;
+        let mut input = Resume::Start;
+        let finished = loop {
+            match catch_unwind(AssertUnwindSafe(|| program.resume(input))) {
+                Ok(CoroutineResult::Yield(pending)) => {
+                    input = match stopped {
+                        // `stop` finished already: every later wait ends at once.
+                        Some(reason) => Resume::Stopped(reason),
+                        None => wait_or_stop(pending, stop.as_mut()).await,
+                    };
+                    if let Resume::Stopped(reason) = &input {
+                        stopped = Some(*reason);
+                    }
+                }
+                Ok(CoroutineResult::Return(done)) => break Some(done),
+                Err(_) => break None,
             }
-            Err(message) => Err(LispError::new(Reason::InternalError, message)),
         };
+        let Some((ran, globals, used)) = finished else {
+            return Err(LispError::new(
+                Reason::InternalError,
+                "the evaluator stopped unexpectedly",
+            ));
+        };
+        eval_stack::keep(size, program.into_stack(), used);
+        self.globals = globals;
+        self.output.push_str(&ran.printed);
+        self.last_memory = ran.memory;
+        let result = ran.result;
         if let Ok(v) = &result {
             // REPL history, as in Clojure: *1 is the last result, *2 the one before, *3 before that.
             let prev1 = self.global("*1");
@@ -141,12 +195,15 @@ impl Interpreter {
     }
 }
 
-/// What one evaluation reads from its interpreter.
-struct RunEnv<'a> {
-    limits: &'a Limits,
-    host: Option<&'a dyn Host>,
-    data: &'a Value,
-    cancel: &'a AtomicBool,
+/// What one evaluation takes from its interpreter into its coroutine (which must own what it
+/// uses: it may outlive any borrow while it is suspended); the globals come back at the end.
+struct Job {
+    src: String,
+    limits: Limits,
+    host: Option<Arc<dyn Host>>,
+    data: Value,
+    cancel: Arc<AtomicBool>,
+    globals: Globals,
 }
 
 /// What one evaluation gives back besides the globals.
@@ -156,19 +213,27 @@ struct Ran {
     memory: u64,
 }
 
-/// Runs a program on the current thread; also returns the native stack its calls used.
-fn run(src: &str, env: &RunEnv<'_>, globals: &mut Globals) -> (Ran, usize) {
-    let limits = env.limits;
-    let host = env.host;
+/// Runs a program in its coroutine; also returns the native stack its calls used.
+fn run(job: &mut Job, suspender: &Suspender) -> (Ran, usize) {
+    let Job {
+        src,
+        limits,
+        host,
+        data,
+        cancel,
+        globals,
+    } = job;
+    let limits = &*limits;
+    let host = host.as_deref();
     let host_namespaces = host.map(|h| h.namespaces()).unwrap_or_default();
     let upstreams = host.map(|h| h.upstreams()).unwrap_or_default();
     let shared = Shared {
         limits,
         deadline: limits.timeout.map(|t| Instant::now() + t),
         mem_used: AtomicU64::new(0),
-        cancel: env.cancel,
+        cancel,
         host,
-        data: env.data,
+        data,
     };
     let forms = match Reader::new(src, limits.max_reader_depth).read_all() {
         Ok(forms) => forms,
@@ -181,7 +246,7 @@ fn run(src: &str, env: &RunEnv<'_>, globals: &mut Globals) -> (Ran, usize) {
             return (ran, 0);
         }
     };
-    let mut ctx = Ctx::new(&shared, std::mem::take(&mut globals.values));
+    let mut ctx = Ctx::new(&shared, std::mem::take(&mut globals.values)).suspending(suspender);
     let result = (|| {
         let mut last = Value::Nil;
         for form in &forms {

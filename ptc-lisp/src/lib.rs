@@ -37,6 +37,7 @@ pub mod printer;
 mod read_data;
 mod reader;
 mod sugar;
+pub mod suspend;
 mod value;
 
 pub use call_sites::{CallSite, LiteralArg, call_sites};

@@ -58,6 +58,12 @@ impl Default for Limits {
 
 impl Limits {
     /// The stack size actually used for evaluation threads.
+    /// Why a program stopped early, in the words every place that stops one uses: a deadline
+    /// that passed (while it computed or while it waited on its host) or the host's cancel.
+    pub(crate) fn stop_message(&self, reason: crate::error::Reason) -> String {
+        stop_message(reason, self.timeout)
+    }
+
     pub(crate) fn thread_stack(&self) -> usize {
         self.stack_bytes.max(8 << 20)
     }
@@ -73,5 +79,16 @@ impl Limits {
             max_output_bytes: usize::MAX,
             ..Limits::default()
         }
+    }
+}
+
+/// [`Limits::stop_message`] for a program whose time limit is `timeout`.
+pub(crate) fn stop_message(reason: crate::error::Reason, timeout: Option<Duration>) -> String {
+    match reason {
+        crate::error::Reason::Timeout => format!(
+            "program exceeded its {} ms deadline",
+            timeout.map_or(0, |t| t.as_millis())
+        ),
+        _ => "the evaluation was cancelled by the host".to_string(),
     }
 }

@@ -1,0 +1,229 @@
+//! Suspension: a program whose host waits (`CallContext::wait`) is a pending future under
+//! `eval_async`, not a blocked thread. Proven by polling evaluations by hand on one thread: a
+//! thousand programs wait at once, each resumes with its own answer, `stop` ends a wait with its
+//! reason, and a dropped evaluation drops what it waited on.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use ptc_lisp::{CallContext, Host, HostError, HostValue, Interpreter, Limits, Reason, Value};
+
+/// Gates the host's futures wait on, opened by the test; counts the futures dropped.
+#[derive(Default)]
+struct Gates {
+    open: Mutex<Vec<i64>>,
+    wakers: Mutex<Vec<Waker>>,
+    dropped: AtomicUsize,
+}
+
+impl Gates {
+    fn open(&self, key: i64) {
+        self.open.lock().unwrap().push(key);
+        for w in self.wakers.lock().unwrap().drain(..) {
+            w.wake();
+        }
+    }
+}
+
+/// Ready with `key * 10` once gate `key` is open.
+struct Gate {
+    gates: Arc<Gates>,
+    key: i64,
+}
+
+impl Future for Gate {
+    type Output = i64;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<i64> {
+        if self.gates.open.lock().unwrap().contains(&self.key) {
+            return Poll::Ready(self.key * 10);
+        }
+        self.gates.wakers.lock().unwrap().push(cx.waker().clone());
+        Poll::Pending
+    }
+}
+
+impl Drop for Gate {
+    fn drop(&mut self) {
+        self.gates.dropped.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// `(t/wait k)` waits for gate `k` and answers `k * 10`.
+struct Waiting(Arc<Gates>);
+
+impl Host for Waiting {
+    fn namespaces(&self) -> Vec<String> {
+        vec!["t".into()]
+    }
+
+    fn call(
+        &self,
+        cx: &mut CallContext<'_>,
+        _ns: &str,
+        name: &str,
+        args: &[Value],
+    ) -> Result<HostValue, HostError> {
+        match (name, args) {
+            ("wait", [Value::Int(key)]) => {
+                let gate = Gate {
+                    gates: self.0.clone(),
+                    key: *key,
+                };
+                Ok(HostValue::Value(Value::Int(cx.wait(gate)?)))
+            }
+            ("panic", _) => panic!("a host bug"),
+            _ => Err(HostError::new(Reason::RuntimeError, "no such function")),
+        }
+    }
+}
+
+fn interpreter(gates: &Arc<Gates>) -> Interpreter {
+    Interpreter::with_host(Limits::default(), Arc::new(Waiting(gates.clone())))
+}
+
+fn poll_once<F: Future + ?Sized>(fut: Pin<&mut F>) -> Poll<F::Output> {
+    fut.poll(&mut Context::from_waker(Waker::noop()))
+}
+
+type Eval<'a> = Pin<Box<dyn Future<Output = Result<Value, ptc_lisp::LispError>> + 'a>>;
+
+#[test]
+fn a_thousand_programs_wait_on_one_thread_and_each_resumes_with_its_answer() {
+    let gates = Arc::new(Gates::default());
+    let mut interps: Vec<Interpreter> = (0..1000).map(|_| interpreter(&gates)).collect();
+    let programs: Vec<String> = (0..1000)
+        .map(|i| format!("(+ 1 (t/wait {i}) (t/wait {}))", i + 1000))
+        .collect();
+    let mut evals: Vec<Eval<'_>> = interps
+        .iter_mut()
+        .zip(&programs)
+        .map(|(interp, src)| Box::pin(interp.eval_async(src, std::future::pending())) as Eval<'_>)
+        .collect();
+    for e in &mut evals {
+        assert!(poll_once(e.as_mut()).is_pending(), "each waits on its gate");
+    }
+    for i in 0..1000 {
+        gates.open(i);
+    }
+    for e in &mut evals {
+        assert!(
+            poll_once(e.as_mut()).is_pending(),
+            "each resumed and now waits on its second gate"
+        );
+    }
+    for i in 1000..2000 {
+        gates.open(i);
+    }
+    for (i, e) in evals.iter_mut().enumerate() {
+        let i = i as i64;
+        match poll_once(e.as_mut()) {
+            Poll::Ready(Ok(v)) => assert_eq!(v, Value::Int(1 + i * 10 + (i + 1000) * 10)),
+            other => panic!("program {i}: {:?}", other.map(|r| r.map(|v| v.to_string()))),
+        }
+    }
+}
+
+#[test]
+fn stop_ends_a_wait_with_its_reason_and_drops_what_was_awaited() {
+    for reason in [Reason::Cancelled, Reason::Timeout] {
+        let gates = Arc::new(Gates::default());
+        let mut interp = Interpreter::with_host(
+            Limits {
+                timeout: Some(Duration::from_millis(1500)),
+                ..Limits::default()
+            },
+            Arc::new(Waiting(gates.clone())),
+        );
+        let stopped = Arc::new(Mutex::new(false));
+        let stop = {
+            let stopped = stopped.clone();
+            std::future::poll_fn(move |_| {
+                if *stopped.lock().unwrap() {
+                    Poll::Ready(reason)
+                } else {
+                    Poll::Pending
+                }
+            })
+        };
+        // The program goes on after the first wait ends: the later wait ends at once.
+        let mut eval = Box::pin(interp.eval_async("(t/wait 1)", stop));
+        assert!(poll_once(eval.as_mut()).is_pending());
+        *stopped.lock().unwrap() = true;
+        let e = match poll_once(eval.as_mut()) {
+            Poll::Ready(Err(e)) => e,
+            other => panic!("{:?}", other.map(|r| r.map(|v| v.to_string()))),
+        };
+        assert_eq!(e.reason(), reason);
+        let expected = match reason {
+            Reason::Timeout => "program exceeded its 1500 ms deadline",
+            _ => "the evaluation was cancelled by the host",
+        };
+        assert_eq!(e.message(), expected);
+        assert_eq!(
+            gates.dropped.load(Ordering::SeqCst),
+            1,
+            "the gate was dropped"
+        );
+    }
+}
+
+#[test]
+fn a_dropped_evaluation_drops_its_wait_and_the_interpreter_runs_on() {
+    let gates = Arc::new(Gates::default());
+    let mut interp = interpreter(&gates);
+    interp.eval_str("(def kept 1)").unwrap();
+    {
+        let mut eval = Box::pin(interp.eval_async("(t/wait 5)", std::future::pending()));
+        assert!(poll_once(eval.as_mut()).is_pending());
+    }
+    assert_eq!(gates.dropped.load(Ordering::SeqCst), 1);
+    // The suspended program was unwound with the definitions it held; the interpreter works.
+    assert_eq!(interp.eval_str("(+ 1 2)").unwrap(), Value::Int(3));
+}
+
+#[test]
+fn eval_str_blocks_its_thread_until_the_wait_is_over() {
+    let gates = Arc::new(Gates::default());
+    let opener = {
+        let gates = gates.clone();
+        std::thread::spawn(move || {
+            // Opens the gate once the program waits on it (its waker is registered).
+            while gates.wakers.lock().unwrap().is_empty() {
+                std::thread::yield_now();
+            }
+            gates.open(4);
+        })
+    };
+    assert_eq!(
+        interpreter(&gates).eval_str("(t/wait 4)").unwrap(),
+        Value::Int(40)
+    );
+    opener.join().unwrap();
+}
+
+#[test]
+fn a_wait_in_a_pmap_branch_blocks_that_branch_and_every_branch_answers() {
+    let gates = Arc::new(Gates::default());
+    for k in 0..8 {
+        gates.open(k);
+    }
+    let v = interpreter(&gates)
+        .eval_str("(pmap (fn [k] (t/wait k)) (range 8))")
+        .unwrap();
+    assert_eq!(v.to_string(), "[0 10 20 30 40 50 60 70]");
+}
+
+#[test]
+fn a_host_that_panics_ends_the_program_with_an_internal_error() {
+    let gates = Arc::new(Gates::default());
+    let mut interp = interpreter(&gates);
+    let e = interp.eval_str("(t/panic)").unwrap_err();
+    assert_eq!(e.reason(), Reason::InternalError);
+    assert_eq!(e.message(), "the evaluator stopped unexpectedly");
+    assert_eq!(interp.eval_str("(* 6 7)").unwrap(), Value::Int(42));
+}
