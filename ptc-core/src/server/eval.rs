@@ -1,6 +1,7 @@
 //! One evaluation as a client asks for it: admission (global slots, the memory budget, request
-//! size), the run on a blocking thread off the async executor, cancellation, the `output_schema`
-//! check and the audit line.
+//! size), the run on an evaluation thread off the async executor (see [`Workers`]: a program
+//! waiting on an upstream holds none), cancellation, the `output_schema` check and the audit
+//! line.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -16,6 +17,7 @@ use crate::host::ProgramHost;
 use crate::records::RunRecords;
 use crate::server::options::EvalLimits;
 use crate::server::outcome::{EvalError, EvalOutcome, EvalRequest, EvalValue};
+use crate::server::workers::Workers;
 use crate::validate::{Patterns, Schema, check_args};
 
 /// Counts running evaluations so shutdown can wait for them.
@@ -39,6 +41,7 @@ impl Drop for InFlightGuard {
 pub struct Evaluator {
     upstreams: Arc<Upstreams>,
     runtime: tokio::runtime::Handle,
+    workers: Workers,
     limits: EvalLimits,
     slots: Arc<Semaphore>,
     memory: Arc<Semaphore>,
@@ -52,7 +55,8 @@ pub struct Evaluator {
 const MEMORY_UNIT: u64 = 1024;
 
 impl Evaluator {
-    /// An evaluator over `upstreams`; host calls block on `runtime`.
+    /// An evaluator over `upstreams`, whose I/O runs on `runtime`; programs run on one
+    /// evaluation thread per core.
     pub fn new(
         upstreams: Arc<Upstreams>,
         runtime: tokio::runtime::Handle,
@@ -64,9 +68,13 @@ impl Evaluator {
         };
         // The budget rounds down and each eval's share up, so the budget is never overrun.
         let budget = (limits.memory_budget_bytes / MEMORY_UNIT) as usize;
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let workers =
+            Workers::new(cores).map_err(|e| format!("cannot start the evaluation threads: {e}"))?;
         Ok(Arc::new(Evaluator {
             upstreams,
             runtime,
+            workers,
             slots: Arc::new(Semaphore::new(limits.max_concurrent)),
             memory: Arc::new(Semaphore::new(budget.min(Semaphore::MAX_PERMITS))),
             memory_units: units(limits.memory_bytes),
@@ -233,10 +241,21 @@ impl Evaluator {
         }
         let upstreams = self.upstreams.clone();
         let program = req.program.clone();
-        let mut job = tokio::task::spawn_blocking(move || {
+        let deadline = tokio::time::Instant::now() + self.limits.program_timeout;
+        let stop_on = cancel.clone();
+        let job = self.workers.run(move || async move {
             let _held = (permits, guard);
-            run(&upstreams, &host, interp, &program)
+            // While the program waits on its host, these end the wait; while it computes, it
+            // notices the deadline and the cancel flag itself.
+            let stop = async move {
+                tokio::select! {
+                    () = stop_on.cancelled() => ptc_lisp::Reason::Cancelled,
+                    () = tokio::time::sleep_until(deadline) => ptc_lisp::Reason::Timeout,
+                }
+            };
+            run(&upstreams, &host, interp, &program, stop).await
         });
+        let mut job = std::pin::pin!(job);
         let run = tokio::select! {
             r = &mut job => r,
             () = cancel.cancelled() => {
@@ -244,14 +263,11 @@ impl Evaluator {
                 job.await
             }
         };
-        let (result, prints, records) = match run {
-            Ok(r) => r,
-            Err(e) => {
-                return EvalOutcome::refused(EvalError::host(
-                    "internal_error",
-                    format!("the evaluation stopped unexpectedly: {e}"),
-                ));
-            }
+        let Some((result, prints, records)) = run else {
+            return EvalOutcome::refused(EvalError::host(
+                "internal_error",
+                "the evaluation stopped unexpectedly",
+            ));
         };
         let redactor = self.upstreams.redactor();
         let result = match result {
@@ -319,8 +335,14 @@ impl Evaluator {
 
 type RunResult = (Result<Value, LispError>, String, RunRecords);
 
-/// The blocking half: the pre-check, then the evaluation.
-fn run(upstreams: &Upstreams, host: &ProgramHost, mut interp: Interpreter, src: &str) -> RunResult {
+/// The half on an evaluation thread: the pre-check, then the evaluation.
+async fn run(
+    upstreams: &Upstreams,
+    host: &ProgramHost,
+    mut interp: Interpreter,
+    src: &str,
+    stop: impl std::future::Future<Output = ptc_lisp::Reason>,
+) -> RunResult {
     if let Err(problems) = crate::precheck::precheck(upstreams, src) {
         return (
             Err(crate::precheck::to_error(&problems)),
@@ -328,7 +350,7 @@ fn run(upstreams: &Upstreams, host: &ProgramHost, mut interp: Interpreter, src: 
             host.records(None),
         );
     }
-    let result = interp.eval_str(src);
+    let result = interp.eval_async(src, stop).await;
     let prints = upstreams
         .redactor()
         .redact(&interp.take_output())

@@ -16,6 +16,7 @@ pub mod outcome;
 pub mod repl;
 pub mod sessions;
 pub mod tool;
+pub mod workers;
 
 pub use eval::Evaluator;
 pub use handler::PtcServer;
