@@ -15,17 +15,28 @@ pub struct LimitArgs {
     /// Memory one program may allocate, in bytes [default: 64 MiB].
     #[arg(long, value_name = "BYTES")]
     pub memory_bytes: Option<u64>,
-    /// Memory all running programs may hold together; past it requests get `busy`
-    /// [default: memory-bytes × max-concurrent].
+    /// Memory all programs in flight may hold together; past it requests wait in the queue
+    /// [default: memory-bytes × max-concurrent, at most half the machine's memory].
     #[arg(long, value_name = "BYTES")]
     pub memory_budget_bytes: Option<u64>,
-    /// Programs running at once across all clients; past it requests get `busy`
-    /// [default: 2 × cores, 2..16].
+    /// Programs in flight at once across all clients (computing, or waiting on upstreams, which
+    /// holds no thread); past it requests wait in the queue [default: 256].
     #[arg(long, value_name = "N")]
     pub max_concurrent: Option<usize>,
-    /// Programs running at once in one MCP session.
+    /// Programs in flight at once in one MCP session; past it the session's requests wait.
     #[arg(long, value_name = "N", default_value_t = 4)]
     pub max_per_session: usize,
+    /// Requests that may wait for their turn (in the server's queue, and in each session's);
+    /// one more gets `busy`.
+    #[arg(long, value_name = "N", default_value_t = 1024)]
+    pub max_queue: usize,
+    /// How long a request waits for its turn before `busy`, in milliseconds [default: the
+    /// program timeout].
+    #[arg(long, value_name = "MS")]
+    pub queue_wait_ms: Option<u64>,
+    /// Threads programs compute on [default: the number of cores].
+    #[arg(long, value_name = "N")]
+    pub eval_threads: Option<usize>,
     /// Upstream calls per program.
     #[arg(long, value_name = "N", default_value_t = 50)]
     pub max_calls: u64,
@@ -40,6 +51,8 @@ impl LimitArgs {
         let mut l = EvalLimits {
             program_timeout: Duration::from_millis(self.timeout_ms),
             max_per_session: self.max_per_session,
+            max_queue: self.max_queue,
+            queue_wait: Duration::from_millis(self.queue_wait_ms.unwrap_or(self.timeout_ms)),
             max_calls: self.max_calls,
             max_output_bytes: self.max_output_bytes,
             ..EvalLimits::default()
@@ -50,9 +63,12 @@ impl LimitArgs {
         if let Some(n) = self.max_concurrent {
             l.max_concurrent = n;
         }
-        l.memory_budget_bytes = self
-            .memory_budget_bytes
-            .unwrap_or(l.memory_bytes.saturating_mul(l.max_concurrent as u64));
+        if let Some(n) = self.eval_threads {
+            l.eval_threads = n;
+        }
+        l.memory_budget_bytes = self.memory_budget_bytes.unwrap_or_else(|| {
+            ptc_core::server::options::default_memory_budget(l.memory_bytes, l.max_concurrent)
+        });
         l
     }
 }

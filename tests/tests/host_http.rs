@@ -1,6 +1,8 @@
 //! The host's Streamable HTTP transport, over real HTTP on loopback: each security behaviour
-//! (bearer token, non-loopback rule, Origin and Host checks, body limit, concurrency limits,
-//! request timeout, health/ready, graceful shutdown) and both protocol eras.
+//! (bearer token, non-loopback rule, Origin and Host checks, body limit, concurrency limits and
+//! their queues, request timeout, health/ready, graceful shutdown) and both protocol eras; and
+//! programs that wait on a slow upstream (the Observatory test bed with injected latency): many
+//! in flight at once on few threads, cancelled or timed out mid-call, shut down while waiting.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -33,8 +35,11 @@ async fn host(options: HttpOptions, limits: EvalLimits) -> Host {
     let up = Upstreams::start(plan, Default::default(), StartOptions::default())
         .await
         .unwrap();
-    let evaluator =
-        Evaluator::new(Arc::new(up), tokio::runtime::Handle::current(), limits).unwrap();
+    host_over(Arc::new(up), options, limits).await
+}
+
+async fn host_over(up: Arc<Upstreams>, options: HttpOptions, limits: EvalLimits) -> Host {
+    let evaluator = Evaluator::new(up, tokio::runtime::Handle::current(), limits).unwrap();
     let (tx, rx) = oneshot::channel::<()>();
     let options = HttpOptions {
         addr: "127.0.0.1:0".parse().unwrap(),
@@ -169,7 +174,10 @@ async fn bearer_token_is_required_and_compared_exactly_while_health_and_ready_ar
         EvalLimits::default(),
     )
     .await;
-    for (path, body) in [("/health", "ok\n"), ("/ready", "ready\n")] {
+    for (path, body) in [
+        ("/health", "ok\n"),
+        ("/ready", "ready\nrunning 0\nwaiting 0\n"),
+    ] {
         let r = client()
             .get(format!("{}{path}", h.base))
             .send()
@@ -382,47 +390,78 @@ async fn request_body_limit_holds_at_its_boundary() {
     );
 }
 
+/// Polls until `n` requests wait for their turn.
+async fn until_waiting(ev: &Evaluator, n: usize) {
+    for _ in 0..20_000 {
+        if ev.waiting() == n {
+            return;
+        }
+        tokio::task::yield_now().await;
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    panic!("never saw {n} waiting requests (now {})", ev.waiting());
+}
+
+fn message(reply: &Value) -> &str {
+    reply["result"]["structuredContent"]["message"]
+        .as_str()
+        .unwrap_or("")
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn global_limit_refuses_with_busy_and_cancellation_frees_the_slot() {
+async fn past_the_global_limit_a_request_waits_its_turn_and_past_the_queue_it_is_busy() {
     let limits = EvalLimits {
         max_concurrent: 1,
+        max_queue: 1,
         program_timeout: Duration::from_secs(120),
+        queue_wait: Duration::from_secs(120),
         ..EvalLimits::default()
     };
     let h = host(HttpOptions::default(), limits).await;
     let a = Arc::new(Session::open(&h.url, None).await);
-    let b = Session::open(&h.url, None).await;
+    let b = Arc::new(Session::open(&h.url, None).await);
+    let c = Session::open(&h.url, None).await;
     let a2 = a.clone();
     let long = tokio::spawn(async move { a2.call(1, LONG).await });
     until_running(&h.evaluator, 1).await;
-    let refused = b.call(2, "(+ 1 2)").await;
-    assert_eq!(refused["result"]["isError"], json!(true));
+    let b2 = b.clone();
+    let queued = tokio::spawn(async move { b2.call(2, "(+ 1 2)").await });
+    until_waiting(&h.evaluator, 1).await;
+    let ready = client()
+        .get(format!("{}/ready", h.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ready.text().await.unwrap(), "ready\nrunning 1\nwaiting 1\n");
+    // The queue holds one: the next request is refused at once, naming both limits.
+    let refused = c.call(3, "(+ 1 2)").await;
     assert_eq!(reason(&refused), "busy", "{refused}");
-    assert!(
-        refused["result"]["structuredContent"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("1 evaluations are running, the limit")
+    assert_eq!(
+        message(&refused),
+        "the server is busy (1 programs are in flight, the limit, and 1 requests wait already, \
+         the queue's limit); retry shortly, or run fewer evaluations at once"
     );
-    // The client gives up on the long call: notifications/cancelled stops the program.
+    // The client gives up on the long call: notifications/cancelled stops the program, and the
+    // waiting request gets its turn.
     let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
         "params": {"requestId": 1, "reason": "test"}});
     assert!(a.send(&cancel).await.status().is_success());
-    until_running(&h.evaluator, 0).await;
-    long.abort();
-    let ok = b.call(3, "(+ 1 2)").await;
+    let ok = queued.await.unwrap();
     assert_eq!(
         ok["result"]["structuredContent"]["result"],
         json!(3),
         "{ok}"
     );
+    until_running(&h.evaluator, 0).await;
+    long.abort();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn per_session_limit_refuses_the_extra_eval_with_busy() {
+async fn past_the_session_limit_a_request_waits_until_its_time_is_up_then_busy() {
     let limits = EvalLimits {
         max_per_session: 1,
         program_timeout: Duration::from_secs(120),
+        queue_wait: Duration::from_millis(300),
         ..EvalLimits::default()
     };
     let h = host(HttpOptions::default(), limits).await;
@@ -430,13 +469,17 @@ async fn per_session_limit_refuses_the_extra_eval_with_busy() {
     let a2 = a.clone();
     let long = tokio::spawn(async move { a2.call(1, LONG).await });
     until_running(&h.evaluator, 1).await;
+    let started = std::time::Instant::now();
     let refused = a.call(2, "(+ 1 2)").await;
-    assert_eq!(reason(&refused), "busy", "{refused}");
     assert!(
-        refused["result"]["structuredContent"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("this session already runs 1 evaluations")
+        started.elapsed() >= Duration::from_millis(300),
+        "it waited its time"
+    );
+    assert_eq!(reason(&refused), "busy", "{refused}");
+    assert_eq!(
+        message(&refused),
+        "the server is busy (this session already runs 1 evaluations, its limit, and no turn \
+         came within 300 ms); retry shortly, or run fewer evaluations at once"
     );
     // Another session is not limited by this one.
     let b = Session::open(&h.url, None).await;
@@ -454,37 +497,56 @@ async fn per_session_limit_refuses_the_extra_eval_with_busy() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn memory_budget_refuses_with_busy_when_committed() {
+async fn past_the_memory_budget_a_request_waits_for_memory_and_with_no_queue_is_busy() {
     // Two slots, but memory for one eval only.
-    let limits = EvalLimits {
+    let limits = |max_queue| EvalLimits {
         max_concurrent: 2,
+        max_queue,
         memory_bytes: 8 << 20,
         memory_budget_bytes: (8 << 20) + (8 << 20) - 1,
         program_timeout: Duration::from_secs(120),
+        queue_wait: Duration::from_secs(120),
         ..EvalLimits::default()
     };
-    let h = host(HttpOptions::default(), limits).await;
-    let a = Arc::new(Session::open(&h.url, None).await);
-    let b = Session::open(&h.url, None).await;
-    let a2 = a.clone();
-    let long = tokio::spawn(async move { a2.call(1, LONG).await });
-    until_running(&h.evaluator, 1).await;
-    let refused = b.call(2, "(+ 1 2)").await;
-    assert_eq!(reason(&refused), "busy", "{refused}");
-    assert!(
-        refused["result"]["structuredContent"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("global memory budget")
-    );
-    a.send(
-        &json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}),
-    )
-    .await;
-    until_running(&h.evaluator, 0).await;
-    long.abort();
-    let ok = b.call(3, "(+ 1 2)").await;
-    assert_eq!(ok["result"]["structuredContent"]["result"], json!(3));
+    for max_queue in [0, 1] {
+        let h = host(HttpOptions::default(), limits(max_queue)).await;
+        let a = Arc::new(Session::open(&h.url, None).await);
+        let b = Arc::new(Session::open(&h.url, None).await);
+        let a2 = a.clone();
+        let long = tokio::spawn(async move { a2.call(1, LONG).await });
+        until_running(&h.evaluator, 1).await;
+        let b2 = b.clone();
+        let mut second = Some(tokio::spawn(async move { b2.call(2, "(+ 1 2)").await }));
+        if max_queue == 0 {
+            let refused = second.take().unwrap().await.unwrap();
+            assert_eq!(reason(&refused), "busy", "{refused}");
+            assert!(
+                message(&refused).contains(
+                    "the global memory budget of 16777215 bytes is committed to programs in flight"
+                ),
+                "{refused}"
+            );
+        } else {
+            until_waiting(&h.evaluator, 1).await;
+        }
+        a.send(
+            &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": 1}}),
+        )
+        .await;
+        if let Some(second) = second {
+            let ok = second.await.unwrap();
+            assert_eq!(
+                ok["result"]["structuredContent"]["result"],
+                json!(3),
+                "{ok}"
+            );
+        }
+        until_running(&h.evaluator, 0).await;
+        long.abort();
+        let ok = b.call(3, "(+ 1 2)").await;
+        assert_eq!(ok["result"]["structuredContent"]["result"], json!(3));
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -620,4 +682,220 @@ async fn both_protocol_eras_are_served() {
     assert_eq!(call.status(), 200);
     let c = message_with_id(&call.text().await.unwrap(), 2).unwrap();
     assert_eq!(c["result"]["structuredContent"]["result"], json!(42), "{c}");
+}
+
+/// The Observatory test bed answering every request after `latency_ms`, and the upstreams of the
+/// fixture config pointed at it.
+struct SlowBed {
+    server: Option<observatory_server::ServerHandle>,
+    token_file: std::path::PathBuf,
+    up: Arc<Upstreams>,
+}
+
+impl SlowBed {
+    async fn start(name: &str, latency_ms: u64) -> SlowBed {
+        use observatory_server::{Faults, ServerConfig, TokenSource, TokenSpec};
+        const SECRET: &str = "obs_waiting_6b1d2e9f";
+        let mut config = ServerConfig::new(TokenSource::Inline(vec![TokenSpec::full_access(
+            "tok", SECRET,
+        )]));
+        config.faults =
+            Faults::parse_over(&Faults::default(), &format!("latency_ms={latency_ms}")).unwrap();
+        let (addr, server) = observatory_server::start(config).await.unwrap();
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../fixtures/observatory/upstreams.json");
+        let mut loaded = ptc_plan::load(&path).unwrap_or_else(|d| panic!("{d}"));
+        let token_file =
+            std::env::temp_dir().join(format!("ptc-waiting-{name}-{}.token", std::process::id()));
+        std::fs::write(&token_file, SECRET).unwrap();
+        for c in &mut loaded.plan.credentials {
+            c.source = ptc_plan::CredentialSource::File {
+                path: token_file.to_string_lossy().into(),
+            };
+        }
+        for u in &mut loaded.plan.upstreams {
+            if let ptc_plan::Transport::Openapi(api) = &mut u.transport {
+                api.base_url = format!("http://{addr}");
+            }
+        }
+        let up = Upstreams::start(loaded.plan, loaded.secrets, StartOptions::default())
+            .await
+            .unwrap();
+        SlowBed {
+            server: Some(server),
+            token_file,
+            up: Arc::new(up),
+        }
+    }
+
+    async fn stop(mut self) {
+        if let Some(s) = self.server.take() {
+            s.shutdown().await;
+        }
+        let _ = std::fs::remove_file(&self.token_file);
+    }
+}
+
+/// One upstream call, answering `true` when it succeeded.
+const ONE_CALL: &str = "(:ok (tool/call 'observatory/list-traces {:org-id \"org_acme\" :limit 1}))";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sixty_four_sessions_waiting_on_a_slow_upstream_are_in_flight_at_once_and_all_answered() {
+    // Long enough that every call starts before the first answer comes.
+    let bed = SlowBed::start("sixty-four", 3_000).await;
+    let limits = EvalLimits {
+        eval_threads: 2,
+        ..EvalLimits::default()
+    };
+    let h = host_over(bed.up.clone(), HttpOptions::default(), limits).await;
+    let mut sessions = Vec::new();
+    for _ in 0..64 {
+        sessions.push(Session::open(&h.url, None).await);
+    }
+    let mut calls = Vec::new();
+    for (i, s) in sessions.into_iter().enumerate() {
+        calls.push(tokio::spawn(async move { s.call(i as i64, ONE_CALL).await }));
+    }
+    // Sixty-four programs wait on the upstream at once, on two evaluation threads.
+    until_running(&h.evaluator, 64).await;
+    for c in calls {
+        let reply = c.await.unwrap();
+        assert_eq!(
+            reply["result"]["structuredContent"]["result"],
+            json!(true),
+            "{reply}"
+        );
+    }
+    bed.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_session_sending_sixteen_calls_at_once_gets_sixteen_answers() {
+    let bed = SlowBed::start("sixteen", 100).await;
+    let h = host_over(
+        bed.up.clone(),
+        HttpOptions::default(),
+        EvalLimits::default(),
+    )
+    .await;
+    let session = Arc::new(Session::open(&h.url, None).await);
+    let mut calls = Vec::new();
+    for i in 0..16 {
+        let s = session.clone();
+        calls.push(tokio::spawn(async move { s.call(i, ONE_CALL).await }));
+    }
+    // Four run (the session's limit) and the rest wait their turn: none is refused.
+    for c in calls {
+        let reply = c.await.unwrap();
+        assert_eq!(
+            reply["result"]["structuredContent"]["result"],
+            json!(true),
+            "{reply}"
+        );
+    }
+    bed.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_program_waiting_on_an_upstream_is_cancelled_mid_call_and_releases_its_slot() {
+    let bed = SlowBed::start("cancelled", 600_000).await;
+    let limits = EvalLimits {
+        max_concurrent: 1,
+        max_queue: 0,
+        program_timeout: Duration::from_secs(600),
+        ..EvalLimits::default()
+    };
+    let h = host_over(bed.up.clone(), HttpOptions::default(), limits).await;
+    let a = Arc::new(Session::open(&h.url, None).await);
+    let a2 = a.clone();
+    let waiting = tokio::spawn(async move { a2.call(1, ONE_CALL).await });
+    until_running(&h.evaluator, 1).await;
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 1}});
+    assert!(a.send(&cancel).await.status().is_success());
+    until_running(&h.evaluator, 0).await;
+    waiting.abort();
+    // The slot is free again.
+    let ok = a.call(2, "(+ 1 2)").await;
+    assert_eq!(
+        ok["result"]["structuredContent"]["result"],
+        json!(3),
+        "{ok}"
+    );
+    bed.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_program_whose_upstream_never_answers_ends_at_its_deadline() {
+    let bed = SlowBed::start("never", 600_000).await;
+    let limits = EvalLimits {
+        program_timeout: Duration::from_millis(700),
+        ..EvalLimits::default()
+    };
+    let h = host_over(bed.up.clone(), HttpOptions::default(), limits).await;
+    let s = Session::open(&h.url, None).await;
+    let started = std::time::Instant::now();
+    let reply = s.call(1, ONE_CALL).await;
+    assert!(started.elapsed() >= Duration::from_millis(700));
+    assert_eq!(reason(&reply), "timeout", "{reply}");
+    assert_eq!(
+        message(&reply),
+        "program exceeded its 700 ms deadline",
+        "{reply}"
+    );
+    until_running(&h.evaluator, 0).await;
+    bed.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_with_a_thousand_programs_waiting_answers_each_or_says_why() {
+    let bed = SlowBed::start("shutdown", 5_000).await;
+    let limits = EvalLimits {
+        eval_threads: 2,
+        // Small enough that memory never limits the 256 in flight.
+        memory_bytes: 1 << 20,
+        ..EvalLimits::default()
+    };
+    let ev = Evaluator::new(bed.up.clone(), tokio::runtime::Handle::current(), limits).unwrap();
+    let mut evals = Vec::new();
+    for _ in 0..1000 {
+        let ev = ev.clone();
+        evals.push(tokio::spawn(async move {
+            let req = ptc_core::server::EvalRequest {
+                program: ONE_CALL.into(),
+                ..Default::default()
+            };
+            ev.eval(req, Default::default()).await
+        }));
+    }
+    // The first 256 (the default limit) wait on the upstream, the rest in the queue.
+    until_running(&ev, 256).await;
+    until_waiting(&ev, 744).await;
+    ev.stop_accepting();
+    ev.drain().await;
+    let (mut answered, mut told) = (0, 0);
+    for e in evals {
+        match e.await.unwrap().result {
+            Ok(v) => {
+                assert_eq!(v.text, "true");
+                answered += 1;
+            }
+            Err(e) => {
+                assert_eq!(
+                    (e.reason.as_str(), e.message.as_str()),
+                    (
+                        "busy",
+                        "the server is shutting down; retry on another replica"
+                    )
+                );
+                told += 1;
+            }
+        }
+    }
+    assert_eq!(
+        (answered, told),
+        (256, 744),
+        "in flight answered, queued told why"
+    );
+    bed.stop().await;
 }

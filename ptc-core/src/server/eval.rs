@@ -9,12 +9,13 @@ use std::time::{Duration, Instant};
 
 use ptc_lisp::{Interpreter, LispError, Value};
 use serde_json::{Map, Value as Json};
-use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{Notify, OwnedSemaphorePermit};
 use tokio_util::sync::CancellationToken;
 
 use crate::executor::Upstreams;
 use crate::host::ProgramHost;
 use crate::records::RunRecords;
+use crate::server::admission::{Queue, Turned};
 use crate::server::options::EvalLimits;
 use crate::server::outcome::{EvalError, EvalOutcome, EvalRequest, EvalValue};
 use crate::server::workers::Workers;
@@ -43,11 +44,13 @@ pub struct Evaluator {
     runtime: tokio::runtime::Handle,
     workers: Workers,
     limits: EvalLimits,
-    slots: Arc<Semaphore>,
-    memory: Arc<Semaphore>,
+    slots: Queue,
+    memory: Queue,
     memory_units: u32,
     in_flight: Arc<InFlight>,
     accepting: AtomicBool,
+    /// Cancelled when the server stops accepting: requests waiting in the queue are told so.
+    closing: CancellationToken,
     patterns: Patterns,
 }
 
@@ -75,12 +78,13 @@ impl Evaluator {
             upstreams,
             runtime,
             workers,
-            slots: Arc::new(Semaphore::new(limits.max_concurrent)),
-            memory: Arc::new(Semaphore::new(budget.min(Semaphore::MAX_PERMITS))),
+            slots: Queue::new(limits.max_concurrent, limits.max_queue),
+            memory: Queue::new(budget, limits.max_queue),
             memory_units: units(limits.memory_bytes),
             limits,
             in_flight: Arc::default(),
             accepting: AtomicBool::new(true),
+            closing: CancellationToken::new(),
             patterns: Patterns::default(),
         }))
     }
@@ -95,9 +99,11 @@ impl Evaluator {
         &self.limits
     }
 
-    /// Stops admitting new evaluations (they get `busy`); running ones continue.
+    /// Stops admitting new evaluations: they, and the requests waiting for their turn, get
+    /// `busy`; running ones continue.
     pub fn stop_accepting(&self) {
         self.accepting.store(false, Ordering::Release);
+        self.closing.cancel();
     }
 
     /// Whether new evaluations are admitted (`/ready`).
@@ -108,6 +114,16 @@ impl Evaluator {
     /// Evaluations running now.
     pub fn running(&self) -> usize {
         self.in_flight.count.load(Ordering::Acquire)
+    }
+
+    /// Requests waiting for their turn now (for a slot, or for memory).
+    pub fn waiting(&self) -> usize {
+        self.slots.waiting() + self.memory.waiting()
+    }
+
+    /// Until when a request arriving now may wait for its turn (`queue_wait` from now).
+    pub fn wait_until(&self) -> tokio::time::Instant {
+        tokio::time::Instant::now() + self.limits.queue_wait
     }
 
     /// Waits until no evaluation is running.
@@ -121,39 +137,76 @@ impl Evaluator {
         }
     }
 
-    fn busy(&self, what: &str) -> EvalError {
+    /// A request that did not get its turn: `busy` naming what was full, or `cancelled`.
+    pub(crate) fn turned_away(&self, turned: Turned, what: &str) -> EvalError {
+        let why = match turned {
+            Turned::QueueFull => format!(
+                "{what}, and {} requests wait already, the queue's limit",
+                self.limits.max_queue
+            ),
+            Turned::TimedOut => format!(
+                "{what}, and no turn came within {} ms",
+                self.limits.queue_wait.as_millis()
+            ),
+            Turned::Cancelled => {
+                return EvalError::host(
+                    "cancelled",
+                    "the request was cancelled while it waited for its turn",
+                );
+            }
+        };
         EvalError::host(
             "busy",
-            format!("the server is busy ({what}); retry shortly, or run fewer evaluations at once"),
+            format!("the server is busy ({why}); retry shortly, or run fewer evaluations at once"),
         )
     }
 
-    /// Admits the request against the global limits: a slot and its memory, or `busy` now
-    /// (never a queue that grows without bound).
-    fn admit(&self) -> Result<(OwnedSemaphorePermit, OwnedSemaphorePermit), EvalError> {
-        if !self.is_accepting() {
-            return Err(EvalError::host(
+    /// Admits the request against the global limits: a slot and its memory, now or in turn
+    /// until `until`; `busy` when the queue is full or the turn does not come in time.
+    async fn admit(
+        &self,
+        until: tokio::time::Instant,
+        cancel: &CancellationToken,
+    ) -> Result<(OwnedSemaphorePermit, OwnedSemaphorePermit), EvalError> {
+        let shutting_down = || {
+            EvalError::host(
                 "busy",
                 "the server is shutting down; retry on another replica",
-            ));
+            )
+        };
+        if !self.is_accepting() {
+            return Err(shutting_down());
         }
-        let slot = self.slots.clone().try_acquire_owned().map_err(|_| {
-            self.busy(&format!(
-                "{} evaluations are running, the limit",
-                self.limits.max_concurrent
-            ))
-        })?;
-        let memory = self
-            .memory
-            .clone()
-            .try_acquire_many_owned(self.memory_units)
-            .map_err(|_| {
-                self.busy(&format!(
-                    "the global memory budget of {} bytes is committed to running evaluations",
-                    self.limits.memory_budget_bytes
-                ))
+        let turns = async {
+            let slot = self.slots.enter(1, until, cancel).await;
+            let slot = slot.map_err(|t| {
+                self.turned_away(
+                    t,
+                    &format!(
+                        "{} programs are in flight, the limit",
+                        self.limits.max_concurrent
+                    ),
+                )
             })?;
-        Ok((slot, memory))
+            let memory = self
+                .memory
+                .enter(self.memory_units, until, cancel)
+                .await
+                .map_err(|t| {
+                    self.turned_away(
+                    t,
+                    &format!(
+                        "the global memory budget of {} bytes is committed to programs in flight",
+                        self.limits.memory_budget_bytes
+                    ),
+                )
+                })?;
+            Ok((slot, memory))
+        };
+        tokio::select! {
+            admitted = turns => admitted,
+            () = self.closing.cancelled() => Err(shutting_down()),
+        }
     }
 
     fn check_request(&self, req: &EvalRequest) -> Result<Option<Value>, EvalError> {
@@ -203,10 +256,22 @@ impl Evaluator {
     }
 
     /// Runs one request. `cancel` stops the program at its next check (the client's
-    /// `notifications/cancelled`, or a closed session).
+    /// `notifications/cancelled`, or a closed session). It waits for its turn until
+    /// [`Evaluator::wait_until`].
     pub async fn eval(&self, req: EvalRequest, cancel: CancellationToken) -> EvalOutcome {
+        self.eval_within(req, cancel, self.wait_until()).await
+    }
+
+    /// [`Evaluator::eval`] for a request that may wait for its turn until `until` (a session
+    /// that queued it already spent part of its wait).
+    pub async fn eval_within(
+        &self,
+        req: EvalRequest,
+        cancel: CancellationToken,
+        until: tokio::time::Instant,
+    ) -> EvalOutcome {
         let started = Instant::now();
-        let outcome = self.eval_inner(&req, cancel).await;
+        let outcome = self.eval_inner(&req, cancel, until).await;
         let outcome = EvalOutcome {
             duration: started.elapsed(),
             ..outcome
@@ -215,12 +280,17 @@ impl Evaluator {
         outcome
     }
 
-    async fn eval_inner(&self, req: &EvalRequest, cancel: CancellationToken) -> EvalOutcome {
+    async fn eval_inner(
+        &self,
+        req: &EvalRequest,
+        cancel: CancellationToken,
+        until: tokio::time::Instant,
+    ) -> EvalOutcome {
         let context = match self.check_request(req) {
             Ok(c) => c,
             Err(e) => return EvalOutcome::refused(e),
         };
-        let permits = match self.admit() {
+        let permits = match self.admit(until, &cancel).await {
             Ok(p) => p,
             Err(e) => return EvalOutcome::refused(e),
         };

@@ -1,5 +1,6 @@
 //! The rmcp server handler: `tools/list` answers `lisp_eval`; `tools/call` runs the program
-//! through the shared [`Evaluator`], with this session's in-flight limit and its cancellation.
+//! through the shared [`Evaluator`], with this session's in-flight limit (a queue) and its
+//! cancellation.
 
 use std::sync::Arc;
 
@@ -10,8 +11,8 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Map, Value};
-use tokio::sync::Semaphore;
 
+use crate::server::admission::Queue;
 use crate::server::envelope;
 use crate::server::eval::Evaluator;
 use crate::server::outcome::{EvalError, EvalOutcome, EvalRequest};
@@ -21,7 +22,7 @@ use crate::server::tool;
 #[derive(Clone)]
 pub struct PtcServer {
     evaluator: Arc<Evaluator>,
-    session_slots: Arc<Semaphore>,
+    session_slots: Arc<Queue>,
     tool: Tool,
 }
 
@@ -30,7 +31,10 @@ impl PtcServer {
     pub fn new(evaluator: Arc<Evaluator>) -> Self {
         let tool = tool::definition(evaluator.upstreams().catalog());
         PtcServer {
-            session_slots: Arc::new(Semaphore::new(evaluator.limits().max_per_session)),
+            session_slots: Arc::new(Queue::new(
+                evaluator.limits().max_per_session,
+                evaluator.limits().max_queue,
+            )),
             evaluator,
             tool,
         }
@@ -108,16 +112,23 @@ impl ServerHandler for PtcServer {
                 .into());
             }
         };
-        let Ok(_slot) = self.session_slots.clone().try_acquire_owned() else {
-            let m = format!(
-                "this session already runs {} evaluations, its limit; wait for one to finish",
-                self.evaluator.limits().max_per_session
-            );
-            return Ok(
-                envelope::to_result(&EvalOutcome::refused(EvalError::host("busy", m)), max).into(),
-            );
+        // One wait for the whole admission: the session's turn, then the host's.
+        let until = self.evaluator.wait_until();
+        let _slot = match self.session_slots.enter(1, until, &context.ct).await {
+            Ok(slot) => slot,
+            Err(turned) => {
+                let what = format!(
+                    "this session already runs {} evaluations, its limit",
+                    self.evaluator.limits().max_per_session
+                );
+                let e = self.evaluator.turned_away(turned, &what);
+                return Ok(envelope::to_result(&EvalOutcome::refused(e), max).into());
+            }
         };
-        let outcome = self.evaluator.eval(req, context.ct.clone()).await;
+        let outcome = self
+            .evaluator
+            .eval_within(req, context.ct.clone(), until)
+            .await;
         Ok(envelope::to_result(&outcome, max).into())
     }
 }

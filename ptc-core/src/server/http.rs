@@ -109,9 +109,16 @@ async fn health() -> &'static str {
     "ok\n"
 }
 
+/// `ready` and the load behind it: programs in flight, requests waiting for their turn.
 async fn ready(State(state): State<AppState>) -> Response {
-    if state.evaluator.is_accepting() {
-        (StatusCode::OK, "ready\n").into_response()
+    let ev = &state.evaluator;
+    if ev.is_accepting() {
+        let body = format!(
+            "ready\nrunning {}\nwaiting {}\n",
+            ev.running(),
+            ev.waiting()
+        );
+        (StatusCode::OK, body).into_response()
     } else {
         (StatusCode::SERVICE_UNAVAILABLE, "shutting down\n").into_response()
     }

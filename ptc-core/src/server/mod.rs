@@ -6,6 +6,7 @@
 //! ([`envelope`]). Both `ptc serve` (config loaded at run time) and `generated-example serve`
 //! (compiled-in plan) call [`serve_stdio`] or [`http::serve`].
 
+pub mod admission;
 pub mod audit;
 pub mod envelope;
 pub mod eval;

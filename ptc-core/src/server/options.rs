@@ -13,13 +13,22 @@ pub struct EvalLimits {
     pub program_timeout: Duration,
     /// Memory one program may allocate.
     pub memory_bytes: u64,
-    /// Memory all running programs together may hold; an eval that would pass it is refused
-    /// with `busy` (never an out-of-memory kill).
+    /// Memory all programs in flight together may hold; an eval that would pass it waits in the
+    /// queue (never an out-of-memory kill).
     pub memory_budget_bytes: u64,
-    /// Evaluations running at once, across every client; past it, `busy`.
+    /// Programs in flight at once (computing or waiting on upstreams), across every client; past
+    /// it, a request waits in the queue.
     pub max_concurrent: usize,
-    /// Evaluations running at once for one MCP session (one client); past it, `busy`.
+    /// Programs in flight at once for one MCP session (one client); past it, the session's
+    /// requests wait in its queue.
     pub max_per_session: usize,
+    /// Requests that may wait for their turn (in the host's queue, and in each session's); one
+    /// more is refused with `busy`.
+    pub max_queue: usize,
+    /// How long a request waits for its turn before `busy`.
+    pub queue_wait: Duration,
+    /// Threads programs compute on (a program waiting on an upstream holds none).
+    pub eval_threads: usize,
     /// Upstream calls per program.
     pub max_calls: u64,
     /// Bytes fetched from upstreams per program.
@@ -35,15 +44,18 @@ pub struct EvalLimits {
 impl Default for EvalLimits {
     fn default() -> Self {
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-        let max_concurrent = (cores * 2).clamp(2, 16);
+        let max_concurrent = 256;
         let memory_bytes = 64 << 20;
+        let program_timeout = Duration::from_secs(10);
         EvalLimits {
-            program_timeout: Duration::from_secs(10),
+            program_timeout,
             memory_bytes,
-            // Sized so every concurrent eval can use its full budget.
-            memory_budget_bytes: memory_bytes * max_concurrent as u64,
+            memory_budget_bytes: default_memory_budget(memory_bytes, max_concurrent),
             max_concurrent,
             max_per_session: 4,
+            max_queue: 1024,
+            queue_wait: program_timeout,
+            eval_threads: cores,
             max_calls: 50,
             max_upstream_bytes: 64 << 20,
             max_program_bytes: 64 << 10,
@@ -51,6 +63,30 @@ impl Default for EvalLimits {
             max_context_bytes: 4 << 20,
         }
     }
+}
+
+/// Enough for every program in flight to use its whole `memory_bytes`, but never more than half
+/// of the machine's memory: past that, programs wait for memory in the queue.
+pub fn default_memory_budget(memory_bytes: u64, max_concurrent: usize) -> u64 {
+    let wanted = memory_bytes.saturating_mul(max_concurrent as u64);
+    match physical_memory() {
+        Some(total) => wanted.min((total / 2).max(memory_bytes)),
+        None => wanted,
+    }
+}
+
+/// The machine's memory (`MemTotal` of /proc/meminfo), where the platform says.
+fn physical_memory() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kib = info
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))?
+        .trim()
+        .strip_suffix("kB")?
+        .trim()
+        .parse::<u64>()
+        .ok()?;
+    kib.checked_mul(1024)
 }
 
 impl EvalLimits {
@@ -81,6 +117,9 @@ impl EvalLimits {
         if self.max_per_session == 0 {
             return Err("--max-per-session must be at least 1".into());
         }
+        if self.eval_threads == 0 {
+            return Err("--eval-threads must be at least 1".into());
+        }
         if self.memory_bytes == 0 {
             return Err("--memory-bytes must be at least 1".into());
         }
@@ -97,6 +136,31 @@ impl EvalLimits {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_default_memory_budget_is_every_program_at_full_use_within_half_the_machine() {
+        let half = physical_memory().expect("/proc/meminfo has MemTotal") / 2;
+        assert_eq!(
+            default_memory_budget(1 << 20, 4),
+            4 << 20,
+            "small: all of it"
+        );
+        assert_eq!(
+            default_memory_budget(half, 2),
+            half,
+            "large: half the machine"
+        );
+        assert_eq!(
+            default_memory_budget(half + 1, 1),
+            half + 1,
+            "never below one program's share"
+        );
+        assert_eq!(
+            default_memory_budget(half - 1, 1),
+            half - 1,
+            "below half, what the programs need"
+        );
+    }
 
     #[test]
     fn each_limit_reaches_the_interpreter_or_the_budgets() {
@@ -135,7 +199,7 @@ mod tests {
         assert_eq!(d.validate(), Ok(()));
         assert_eq!(
             d.memory_budget_bytes,
-            d.memory_bytes * d.max_concurrent as u64
+            default_memory_budget(d.memory_bytes, d.max_concurrent)
         );
         let with = |f: fn(&mut EvalLimits)| {
             let mut l = EvalLimits::default();
@@ -152,6 +216,11 @@ mod tests {
             Err("--max-per-session must be at least 1".into())
         );
         assert_eq!(with(|l| l.max_per_session = 1), Ok(()));
+        assert_eq!(
+            with(|l| l.eval_threads = 0),
+            Err("--eval-threads must be at least 1".into())
+        );
+        assert_eq!(with(|l| l.eval_threads = 1), Ok(()));
         assert_eq!(
             with(|l| l.memory_bytes = 0),
             Err("--memory-bytes must be at least 1".into())
