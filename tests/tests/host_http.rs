@@ -754,7 +754,9 @@ async fn sixty_four_sessions_waiting_on_a_slow_upstream_are_in_flight_at_once_an
     }
     let mut calls = Vec::new();
     for (i, s) in sessions.into_iter().enumerate() {
-        calls.push(tokio::spawn(async move { s.call(i as i64, ONE_CALL).await }));
+        calls.push(tokio::spawn(
+            async move { s.call(i as i64, ONE_CALL).await },
+        ));
     }
     // Sixty-four programs wait on the upstream at once, on two evaluation threads.
     until_running(&h.evaluator, 64).await;
