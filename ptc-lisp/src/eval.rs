@@ -8,13 +8,14 @@ use std::time::Instant;
 use crate::ast::{Arity, BinOp, Bind, CapSrc, ForClause, Node};
 use crate::destructure;
 use crate::error::{Ctl, LispError, Pos, R, Reason, err};
+use crate::footprint;
 use crate::function::{Builtin, Closure, Function, arity_error, closure_arity_error};
 use crate::host::{CallContext, Host, HostValue};
 use crate::limits::Limits;
 use crate::printer::short;
 use crate::suspend::Suspender;
 use crate::value::access::{get_flex, get_in_place, map_get_flex, seq_items};
-use crate::value::{MapData, SetData, Value};
+use crate::value::{Items, MapData, SetData, Value};
 
 pub(crate) struct Frame<'a> {
     pub base: usize,
@@ -264,6 +265,71 @@ impl<'a> Ctx<'a> {
             );
         }
         Ok(())
+    }
+
+    /// The elements of a vector that `extra` more will be added to, charged before anything is
+    /// allocated: a shared vector is copied with room for them (the copy is charged), an own one
+    /// that lacks the room grows (its new room is charged).
+    pub(crate) fn grow_vector<'v>(
+        &self,
+        items: &'v mut Arc<Items>,
+        extra: usize,
+    ) -> R<&'v mut Vec<Value>> {
+        let need = items.len().saturating_add(extra);
+        if Arc::get_mut(items).is_none() {
+            self.charge(footprint::vector(need))?;
+            let mut copy = Vec::with_capacity(need);
+            copy.extend_from_slice(items);
+            *items = Arc::new(Items(copy));
+        } else if items.capacity() < need {
+            let room = need.max(items.capacity().saturating_mul(2));
+            self.charge(footprint::vector(room))?;
+            let own = Arc::make_mut(items);
+            let len = own.len();
+            own.reserve_exact(room - len);
+        }
+        Ok(&mut Arc::make_mut(items).0)
+    }
+
+    /// A map that `extra` more entries will be added to, charged first as [`Ctx::grow_vector`]
+    /// charges a vector.
+    pub(crate) fn grow_map<'m>(&self, m: &'m mut Arc<MapData>, extra: usize) -> R<&'m mut MapData> {
+        let need = m.len().saturating_add(extra);
+        if Arc::get_mut(m).is_none() {
+            self.charge(footprint::map(need))?;
+            let mut copy = MapData::with_capacity(need);
+            for (k, v) in m.iter() {
+                copy.insert(k.clone(), v.clone());
+            }
+            *m = Arc::new(copy);
+        } else if let MapData::Large(own) = Arc::make_mut(m)
+            && own.capacity() < need
+        {
+            let room = need.max(own.capacity().saturating_mul(2));
+            self.charge(footprint::map(room))?;
+            let len = own.len();
+            own.reserve(room - len);
+        }
+        Ok(Arc::make_mut(m))
+    }
+
+    /// A set that `extra` more elements will be added to, charged first as [`Ctx::grow_vector`]
+    /// charges a vector.
+    pub(crate) fn grow_set<'s>(&self, s: &'s mut Arc<SetData>, extra: usize) -> R<&'s mut SetData> {
+        let need = s.0.len().saturating_add(extra);
+        if Arc::get_mut(s).is_none() {
+            self.charge(footprint::set(need))?;
+            let mut copy = indexmap::IndexSet::with_capacity_and_hasher(need, Default::default());
+            copy.extend(s.0.iter().cloned());
+            *s = Arc::new(SetData(copy));
+        } else if s.0.capacity() < need {
+            let room = need.max(s.0.capacity().saturating_mul(2));
+            self.charge(footprint::set(room))?;
+            let own = Arc::make_mut(s);
+            let len = own.0.len();
+            own.0.reserve(room - len);
+        }
+        Ok(Arc::make_mut(s))
     }
 
     /// Bytes left in the memory budget (a bound for text a builtin may build).

@@ -26,6 +26,7 @@ mod destructure;
 mod error;
 mod eval;
 mod eval_stack;
+mod footprint;
 mod function;
 pub mod host;
 mod interp;

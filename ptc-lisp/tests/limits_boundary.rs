@@ -141,6 +141,63 @@ fn memory_budget_holds_at_exactly_what_a_program_uses() {
     );
 }
 
+/// Bytes `prog` is charged beyond `base` (the same program without the growth).
+fn charged(base: &str, prog: &str) -> u64 {
+    let used = |src: &str| {
+        let mut interp = Interpreter::new(Limits::default());
+        interp.eval_str(src).unwrap();
+        interp.last_memory_bytes()
+    };
+    used(prog) - used(base)
+}
+
+/// Growing a collection is charged at what it really allocates, before it allocates: the
+/// element (a value is 24 bytes), a map entry (hash, key, value, index slots: 80), a set element
+/// (56), a string built and then copied into its shared form (twice its length), each with a
+/// 48-byte header. A shared collection is copied whole with room for what is added (the vector
+/// here); an own one that lacks the room doubles it (the map and the set, whose
+/// last use hands them over).
+#[test]
+fn growth_is_charged_at_its_real_size_and_at_exactly_the_budget_it_fits() {
+    let cases = [
+        // (into v v): v is shared (the binding holds it), so the copy has room for both.
+        (
+            "(let [v (vec (range 1000))] (count v))",
+            "(let [v (vec (range 1000))] (count (into v v)))",
+            48 + 2000 * 24,
+        ),
+        (
+            "(let [s (apply str (repeat 1000 \"x\"))] (count s))",
+            "(let [s (apply str (repeat 1000 \"x\"))] (count (str s s)))",
+            48 + 2 * 2000,
+        ),
+        (
+            "(let [m (zipmap (range 100) (range 100))] (count m))",
+            "(let [m (zipmap (range 100) (range 100))] (count (merge m {1000 1})))",
+            48 + 200 * 80,
+        ),
+        (
+            "(let [s (set (range 100))] (count s))",
+            "(let [s (set (range 100))] (count (into s [1000])))",
+            48 + 200 * 56,
+        ),
+    ];
+    for (base, prog, footprint) in cases {
+        assert_eq!(charged(base, prog), footprint, "{prog}");
+        // The growth fails before it allocates: at exactly the budget the program uses it runs,
+        // one byte less and the growth is refused.
+        let mut interp = Interpreter::new(Limits::default());
+        interp.eval_str(prog).unwrap();
+        let used = interp.last_memory_bytes();
+        let with = |max: u64| Limits {
+            max_memory_bytes: max,
+            ..Limits::default()
+        };
+        assert!(ok(with(used), prog).parse::<u64>().is_ok(), "{prog}");
+        assert_eq!(fails(with(used - 1), prog).0, "memory_exceeded", "{prog}");
+    }
+}
+
 #[test]
 fn output_holds_exactly_max_bytes_then_is_truncated() {
     let with = |max: usize| {

@@ -375,36 +375,39 @@ fn into(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     }
     let from_idx = a.len() - 1;
     let mut to = take(a, 0);
-    let from = take(a, from_idx);
-    let items = match &from {
-        // A map merged into a map keeps its entries without building pairs.
-        Value::Map(m) if matches!(to, Value::Map(_)) => {
-            let mm = match &mut to {
-                Value::Map(t) => Arc::make_mut(t),
-                _ => return Ok(to),
-            };
-            ctx.charge_items(m.len() * 2)?;
-            for (k, v) in m.iter() {
-                mm.insert(k.clone(), v.clone());
-            }
-            return Ok(to);
-        }
-        _ => into_items(from)?,
-    };
-    let items = if a.len() == 3 {
+    let mut from = take(a, from_idx);
+    if a.len() == 3 {
         // (into to xform from): the transducer transforms the whole collection.
         let f = take(a, 1);
-        into_items(ctx.apply(&f, &mut [Value::vector(items)])?)?
-    } else {
-        items
-    };
-    ctx.charge_items(items.len())?;
-    if let Value::Vector(v) = &mut to {
-        Arc::make_mut(v).extend(items);
+        let items = into_items(from)?;
+        from = ctx.apply(&f, &mut [Value::vector(items)])?;
+    }
+    // The target grows (or is copied, when shared) with room for every new element, charged
+    // before anything is allocated.
+    if let (Value::Map(t), Value::Map(m)) = (&mut to, &from) {
+        // A map merged into a map keeps its entries without building pairs.
+        let t = ctx.grow_map(t, m.len())?;
+        for (k, v) in m.iter() {
+            t.insert(k.clone(), v.clone());
+        }
         return Ok(to);
     }
-    for x in items {
-        conj1(&mut to, x)?;
+    let items = seq_items(&from)?;
+    match &mut to {
+        Value::Vector(v) => {
+            ctx.grow_vector(v, items.len())?.extend_from_slice(&items);
+            return Ok(to);
+        }
+        Value::Set(s) => {
+            ctx.grow_set(s, items.len())?;
+        }
+        Value::Map(m) => {
+            ctx.grow_map(m, items.len())?;
+        }
+        _ => ctx.charge_items(items.len())?,
+    }
+    for x in items.iter() {
+        conj1(&mut to, x.clone())?;
     }
     Ok(to)
 }

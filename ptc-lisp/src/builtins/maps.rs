@@ -361,9 +361,8 @@ fn merge(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
                     acc = Value::Map(other);
                     continue;
                 }
-                ctx.charge_items(other.len() * 2)?;
                 if let Value::Map(t) = &mut acc {
-                    let t = Arc::make_mut(t);
+                    let t = ctx.grow_map(t, other.len())?;
                     for (k, v) in other.iter() {
                         t.insert(k.clone(), v.clone());
                     }

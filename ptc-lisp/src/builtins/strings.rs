@@ -6,6 +6,7 @@ use std::sync::Arc;
 use super::{Builtin, VARIADIC, b, int_arg, into_items, str_arg, take, type_err};
 use crate::error::{R, Reason, err};
 use crate::eval::Ctx;
+use crate::footprint;
 use crate::printer::Style;
 use crate::value::Value;
 
@@ -417,6 +418,23 @@ fn str_fn(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
         && let Value::Str(_) = &a[0]
     {
         return Ok(take(a, 0));
+    }
+    // Text joined from strings is charged before it is built, at its full size.
+    if a.iter().all(|v| matches!(v, Value::Str(_))) {
+        let len = a.iter().map(|v| match v {
+            Value::Str(s) => s.len(),
+            _ => 0,
+        });
+        let len = len.fold(0usize, usize::saturating_add);
+        check_text(ctx, len)?;
+        ctx.charge(footprint::built_string(len))?;
+        let mut s = String::with_capacity(len);
+        for v in a.iter() {
+            if let Value::Str(part) = v {
+                s.push_str(part);
+            }
+        }
+        return Ok(Value::Str(Arc::from(s)));
     }
     let mut s = String::new();
     for v in a.iter() {
