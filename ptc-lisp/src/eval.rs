@@ -2,7 +2,7 @@
 //! and enforces the limits (steps, deadline, memory, loop iterations, call depth, native stack).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use crate::ast::{Arity, BinOp, Bind, CapSrc, ForClause, Node};
@@ -12,6 +12,7 @@ use crate::footprint;
 use crate::function::{Builtin, Closure, Function, arity_error, closure_arity_error};
 use crate::host::{CallContext, Host, HostValue};
 use crate::limits::Limits;
+use crate::meter::Meter;
 use crate::printer::short;
 use crate::suspend::Suspender;
 use crate::value::access::{get_flex, get_in_place, map_get_flex, seq_items};
@@ -27,7 +28,7 @@ pub(crate) struct Frame<'a> {
 pub(crate) struct Shared<'a> {
     pub limits: &'a Limits,
     pub deadline: Option<Instant>,
-    pub mem_used: AtomicU64,
+    pub meter: Meter<'a>,
     pub cancel: &'a AtomicBool,
     pub host: Option<&'a dyn Host>,
     pub data: &'a Value,
@@ -254,17 +255,10 @@ impl<'a> Ctx<'a> {
     /// Charges `bytes` against the memory budget.
     #[inline]
     pub(crate) fn charge(&self, bytes: u64) -> R<()> {
-        let used = self.shared.mem_used.fetch_add(bytes, Ordering::Relaxed) + bytes;
-        if used > self.shared.limits.max_memory_bytes {
-            return err(
-                Reason::MemoryExceeded,
-                format!(
-                    "program allocated more than {} bytes",
-                    self.shared.limits.max_memory_bytes
-                ),
-            );
-        }
-        Ok(())
+        self.shared
+            .meter
+            .charge(bytes)
+            .or_else(|message| err(Reason::MemoryExceeded, message))
     }
 
     /// The elements of a vector that `extra` more will be added to, charged before anything is
@@ -334,9 +328,7 @@ impl<'a> Ctx<'a> {
 
     /// Bytes left in the memory budget (a bound for text a builtin may build).
     pub(crate) fn remaining_memory(&self) -> usize {
-        let used = self.shared.mem_used.load(Ordering::Relaxed);
-        usize::try_from(self.shared.limits.max_memory_bytes.saturating_sub(used))
-            .unwrap_or(usize::MAX)
+        usize::try_from(self.shared.meter.left()).unwrap_or(usize::MAX)
     }
 
     /// The longest string a builtin may build: the remaining memory budget, and never more than
@@ -374,8 +366,7 @@ impl<'a> Ctx<'a> {
     /// Checks that a collection of `n` elements could be charged, before building it.
     pub(crate) fn precheck_items(&self, n: u64) -> R<()> {
         let bytes = n.saturating_mul(std::mem::size_of::<Value>() as u64);
-        let used = self.shared.mem_used.load(Ordering::Relaxed);
-        if used.saturating_add(bytes) > self.shared.limits.max_memory_bytes {
+        if bytes > self.shared.meter.left() {
             return err(
                 Reason::MemoryExceeded,
                 format!(
@@ -1105,7 +1096,11 @@ impl<'a> Ctx<'a> {
     fn call_host(&mut self, ns: &str, name: &str, args: &mut [Value]) -> R<Value> {
         self.tick()?;
         self.check_deadline()?;
-        match self.with_host(|host, cx| host.call(cx, ns, name, args)) {
+        let answer = self.with_host(|host, cx| host.call(cx, ns, name, args));
+        // A host call that ran past the deadline (a slow upstream) ends the program there, as a
+        // step would, whatever it answered.
+        self.check_deadline()?;
+        match answer {
             None => err(Reason::UnboundVar, format!("no host provides {ns}/{name}")),
             Some(Ok(HostValue::Value(v))) => {
                 // Host-built values count against the budget like decoded ones.
@@ -1128,7 +1123,7 @@ impl<'a> Ctx<'a> {
             self.shared.limits,
             self.shared.deadline,
             &mut self.output,
-            &self.shared.mem_used,
+            &self.shared.meter,
             self.suspend,
         );
         Some(f(host, &mut cx))
@@ -1136,8 +1131,7 @@ impl<'a> Ctx<'a> {
 
     /// Decodes JSON bytes into values, charging the memory budget.
     pub(crate) fn decode_json(&mut self, bytes: &[u8]) -> R<Value> {
-        let used = self.shared.mem_used.load(Ordering::Relaxed);
-        let budget = self.shared.limits.max_memory_bytes.saturating_sub(used);
+        let budget = self.shared.meter.left();
         let (v, charged) = crate::json::decode(
             bytes,
             self.shared.limits.max_json_depth,

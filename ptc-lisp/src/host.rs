@@ -7,11 +7,11 @@
 //! [`Interpreter::eval_async`]: crate::Interpreter::eval_async
 
 use std::future::Future;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::error::Reason;
 use crate::limits::Limits;
+use crate::meter::Meter;
 use crate::suspend::{Output, Pending, Resume, Suspender, block_on};
 use crate::value::Value;
 
@@ -65,10 +65,19 @@ impl std::error::Error for HostError {}
 
 /// Where the memory a host call decodes is charged.
 enum Budget<'a> {
-    /// The running program's budget, shared with its `pmap` workers.
-    Program(&'a AtomicU64),
-    /// A context outside an evaluation: its own counter.
-    Own(u64),
+    /// The running program's meter, shared with its `pmap` workers.
+    Program(&'a Meter<'a>),
+    /// A context outside an evaluation: a meter of its own.
+    Own(Meter<'static>),
+}
+
+impl Budget<'_> {
+    fn meter(&self) -> &Meter<'_> {
+        match self {
+            Budget::Program(m) => m,
+            Budget::Own(m) => m,
+        }
+    }
 }
 
 /// Context handed to every host call.
@@ -79,7 +88,6 @@ pub struct CallContext<'a> {
     output: &'a mut String,
     max_output: usize,
     max_json_depth: usize,
-    max_memory: u64,
     budget: Budget<'a>,
 }
 
@@ -95,8 +103,7 @@ impl<'a> CallContext<'a> {
             output,
             max_output: limits.max_output_bytes,
             max_json_depth: limits.max_json_depth,
-            max_memory: limits.max_memory_bytes,
-            budget: Budget::Own(0),
+            budget: Budget::Own(Meter::new(limits.max_memory_bytes, None)),
         }
     }
 
@@ -106,7 +113,7 @@ impl<'a> CallContext<'a> {
         limits: &Limits,
         deadline: Option<Instant>,
         output: &'a mut String,
-        mem_used: &'a AtomicU64,
+        meter: &'a Meter<'a>,
         suspend: Option<&'a Suspender>,
     ) -> Self {
         CallContext {
@@ -116,8 +123,7 @@ impl<'a> CallContext<'a> {
             output,
             max_output: limits.max_output_bytes,
             max_json_depth: limits.max_json_depth,
-            max_memory: limits.max_memory_bytes,
-            budget: Budget::Program(mem_used),
+            budget: Budget::Program(meter),
         }
     }
 
@@ -126,26 +132,13 @@ impl<'a> CallContext<'a> {
     /// result). Invalid JSON is a `parse_error`, too deep `depth_exceeded`, too big
     /// `memory_exceeded`; a host returning the error ends the program with that reason.
     pub fn decode_json(&mut self, bytes: &[u8]) -> Result<Value, HostError> {
-        let used = match &self.budget {
-            Budget::Program(m) => m.load(Ordering::Relaxed),
-            Budget::Own(n) => *n,
-        };
-        let left = self.max_memory.saturating_sub(used);
-        let (v, charged) = crate::json::decode(bytes, self.max_json_depth, left, self.deadline)
-            .map_err(|e| HostError::new(e.reason(), e.message()))?;
-        let total = match &mut self.budget {
-            Budget::Program(m) => m.fetch_add(charged, Ordering::Relaxed) + charged,
-            Budget::Own(n) => {
-                *n += charged;
-                *n
-            }
-        };
-        if total > self.max_memory {
-            return Err(HostError::new(
-                Reason::MemoryExceeded,
-                format!("program allocated more than {} bytes", self.max_memory),
-            ));
-        }
+        let meter = self.budget.meter();
+        let (v, charged) =
+            crate::json::decode(bytes, self.max_json_depth, meter.left(), self.deadline)
+                .map_err(|e| HostError::new(e.reason(), e.message()))?;
+        meter
+            .charge(charged)
+            .map_err(|message| HostError::new(Reason::MemoryExceeded, message))?;
         Ok(v)
     }
 

@@ -6,7 +6,7 @@
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
 use corosensei::{Coroutine, CoroutineResult};
@@ -17,6 +17,7 @@ use crate::eval::{Ctx, Shared};
 use crate::eval_stack;
 use crate::host::Host;
 use crate::limits::Limits;
+use crate::meter::{MemoryPool, Meter};
 use crate::reader::Reader;
 use crate::suspend::{Resume, Suspender, block_on, wait_or_stop};
 use crate::value::Value;
@@ -30,6 +31,7 @@ pub struct Interpreter {
     output: String,
     last_memory: u64,
     cancel: Arc<AtomicBool>,
+    pool: Option<Arc<dyn MemoryPool>>,
 }
 
 impl Interpreter {
@@ -43,6 +45,7 @@ impl Interpreter {
             output: String::new(),
             last_memory: 0,
             cancel: Arc::new(AtomicBool::new(false)),
+            pool: None,
         };
         for name in ["*1", "*2", "*3"] {
             i.define(name, Value::Nil);
@@ -55,6 +58,12 @@ impl Interpreter {
         let mut i = Interpreter::new(limits);
         i.host = Some(host);
         i
+    }
+
+    /// Shares a host-wide memory budget: each evaluation reserves from `pool` what it is
+    /// charged, a chunk at a time, and gives it all back when it ends (see [`MemoryPool`]).
+    pub fn set_memory_pool(&mut self, pool: Arc<dyn MemoryPool>) {
+        self.pool = Some(pool);
     }
 
     /// Sets the request context read by `data/<key>` (a map).
@@ -138,6 +147,7 @@ impl Interpreter {
             host: self.host.clone(),
             data: self.data.clone(),
             cancel: self.cancel.clone(),
+            pool: self.pool.clone(),
             globals: std::mem::take(&mut self.globals),
         };
         let mut program = Coroutine::with_stack(stack, move |suspender: &Suspender, _: Resume| {
@@ -203,6 +213,7 @@ struct Job {
     host: Option<Arc<dyn Host>>,
     data: Value,
     cancel: Arc<AtomicBool>,
+    pool: Option<Arc<dyn MemoryPool>>,
     globals: Globals,
 }
 
@@ -221,6 +232,7 @@ fn run(job: &mut Job, suspender: &Suspender) -> (Ran, usize) {
         host,
         data,
         cancel,
+        pool,
         globals,
     } = job;
     let limits = &*limits;
@@ -230,7 +242,7 @@ fn run(job: &mut Job, suspender: &Suspender) -> (Ran, usize) {
     let shared = Shared {
         limits,
         deadline: limits.timeout.map(|t| Instant::now() + t),
-        mem_used: AtomicU64::new(0),
+        meter: Meter::new(limits.max_memory_bytes, pool.as_deref()),
         cancel,
         host,
         data,
@@ -278,7 +290,7 @@ fn run(job: &mut Job, suspender: &Suspender) -> (Ran, usize) {
     let ran = Ran {
         result,
         printed,
-        memory: shared.mem_used.load(std::sync::atomic::Ordering::Relaxed),
+        memory: shared.meter.used(),
     };
     (ran, stack_used)
 }

@@ -498,12 +498,13 @@ async fn past_the_session_limit_a_request_waits_until_its_time_is_up_then_busy()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn past_the_memory_budget_a_request_waits_for_memory_and_with_no_queue_is_busy() {
-    // Two slots, but memory for one eval only.
+    // Two slots, but memory for one eval only: a program in flight holds a chunk of the budget
+    // from its admission on (and reserves more as it grows).
     let limits = |max_queue| EvalLimits {
         max_concurrent: 2,
         max_queue,
-        memory_bytes: 8 << 20,
-        memory_budget_bytes: (8 << 20) + (8 << 20) - 1,
+        memory_bytes: 1 << 20,
+        memory_budget_bytes: 2 * ptc_lisp::RESERVE_CHUNK - 1,
         program_timeout: Duration::from_secs(120),
         queue_wait: Duration::from_secs(120),
         ..EvalLimits::default()
@@ -522,7 +523,7 @@ async fn past_the_memory_budget_a_request_waits_for_memory_and_with_no_queue_is_
             assert_eq!(reason(&refused), "busy", "{refused}");
             assert!(
                 message(&refused).contains(
-                    "the global memory budget of 16777215 bytes is committed to programs in flight"
+                    "the global memory budget of 2097151 bytes is in use by programs in flight"
                 ),
                 "{refused}"
             );

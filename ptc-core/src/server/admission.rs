@@ -26,6 +26,7 @@ pub enum Turned {
 /// A counted limit with a queue in front of it.
 pub struct Queue {
     slots: Arc<Semaphore>,
+    total: usize,
     waiting: AtomicUsize,
     max_waiting: usize,
 }
@@ -42,8 +43,10 @@ impl Drop for Waiter<'_> {
 impl Queue {
     /// `units` to hand out, and at most `max_waiting` requests waiting for them.
     pub fn new(units: usize, max_waiting: usize) -> Self {
+        let total = units.min(Semaphore::MAX_PERMITS);
         Queue {
-            slots: Arc::new(Semaphore::new(units.min(Semaphore::MAX_PERMITS))),
+            slots: Arc::new(Semaphore::new(total)),
+            total,
             waiting: AtomicUsize::new(0),
             max_waiting,
         }
@@ -85,6 +88,33 @@ impl Queue {
             () = tokio::time::sleep_until(until) => Err(Turned::TimedOut),
             () = cancel.cancelled() => Err(Turned::Cancelled),
         }
+    }
+}
+
+/// The memory budget's queue, counted in bytes, is also the pool programs in flight reserve
+/// from as they grow: a running program takes what is free at once, ahead of the queue (it needs
+/// the memory to finish and give it back).
+impl ptc_lisp::MemoryPool for Queue {
+    fn reserve(&self, bytes: u64) -> bool {
+        let Ok(units) = u32::try_from(bytes) else {
+            return false;
+        };
+        match self.slots.try_acquire_many(units) {
+            Ok(permit) => {
+                permit.forget();
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    fn release(&self, bytes: u64) {
+        self.slots
+            .add_permits(usize::try_from(bytes).unwrap_or(usize::MAX).min(self.total));
+    }
+
+    fn budget(&self) -> u64 {
+        self.total as u64
     }
 }
 
@@ -155,6 +185,23 @@ mod tests {
             Turned::Cancelled
         );
         assert_eq!(q.waiting(), 0);
+    }
+
+    #[test]
+    fn as_a_memory_pool_it_gives_what_is_free_and_takes_it_back() {
+        use ptc_lisp::MemoryPool;
+        let q = Queue::new(100, 0);
+        assert!(q.reserve(60));
+        assert!(!q.reserve(41), "40 are free");
+        assert!(q.reserve(40));
+        assert_eq!(q.free(), 0);
+        q.release(100);
+        assert_eq!(q.free(), 100);
+        assert_eq!(q.budget(), 100);
+        assert!(
+            !q.reserve(u64::from(u32::MAX) + 1),
+            "more than one request can ask"
+        );
     }
 
     #[tokio::test]

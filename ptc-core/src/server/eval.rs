@@ -45,17 +45,13 @@ pub struct Evaluator {
     workers: Workers,
     limits: EvalLimits,
     slots: Queue,
-    memory: Queue,
-    memory_units: u32,
+    memory: Arc<Queue>,
     in_flight: Arc<InFlight>,
     accepting: AtomicBool,
     /// Cancelled when the server stops accepting: requests waiting in the queue are told so.
     closing: CancellationToken,
     patterns: Patterns,
 }
-
-/// The memory budget is counted in KiB so that large budgets fit a semaphore's permits.
-const MEMORY_UNIT: u64 = 1024;
 
 impl Evaluator {
     /// An evaluator over `upstreams`, whose I/O runs on `runtime`; programs run on one
@@ -66,21 +62,16 @@ impl Evaluator {
         limits: EvalLimits,
     ) -> Result<Arc<Self>, String> {
         limits.validate()?;
-        let units = |bytes: u64| -> u32 {
-            u32::try_from(bytes.div_ceil(MEMORY_UNIT).max(1)).unwrap_or(u32::MAX)
-        };
-        // The budget rounds down and each eval's share up, so the budget is never overrun.
-        let budget = (limits.memory_budget_bytes / MEMORY_UNIT) as usize;
-        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-        let workers =
-            Workers::new(cores).map_err(|e| format!("cannot start the evaluation threads: {e}"))?;
+        let workers = Workers::new(limits.eval_threads)
+            .map_err(|e| format!("cannot start the evaluation threads: {e}"))?;
+        // Counted in bytes: programs reserve from it as they grow (see `ptc_lisp::MemoryPool`).
+        let budget = usize::try_from(limits.memory_budget_bytes).unwrap_or(usize::MAX);
         Ok(Arc::new(Evaluator {
             upstreams,
             runtime,
             workers,
             slots: Queue::new(limits.max_concurrent, limits.max_queue),
-            memory: Queue::new(budget, limits.max_queue),
-            memory_units: units(limits.memory_bytes),
+            memory: Arc::new(Queue::new(budget, limits.max_queue)),
             limits,
             in_flight: Arc::default(),
             accepting: AtomicBool::new(true),
@@ -161,8 +152,9 @@ impl Evaluator {
         )
     }
 
-    /// Admits the request against the global limits: a slot and its memory, now or in turn
-    /// until `until`; `busy` when the queue is full or the turn does not come in time.
+    /// Admits the request against the global limits, now or in turn until `until`: a slot, and
+    /// one chunk of the memory budget (held until the program ends; it reserves what it uses
+    /// beyond as it grows). `busy` when the queue is full or the turn does not come in time.
     async fn admit(
         &self,
         until: tokio::time::Instant,
@@ -188,18 +180,19 @@ impl Evaluator {
                     ),
                 )
             })?;
+            // A program reserves memory as it grows; to start it needs one chunk free.
             let memory = self
                 .memory
-                .enter(self.memory_units, until, cancel)
+                .enter(ptc_lisp::RESERVE_CHUNK as u32, until, cancel)
                 .await
                 .map_err(|t| {
                     self.turned_away(
-                    t,
-                    &format!(
-                        "the global memory budget of {} bytes is committed to programs in flight",
-                        self.limits.memory_budget_bytes
-                    ),
-                )
+                        t,
+                        &format!(
+                            "the global memory budget of {} bytes is in use by programs in flight",
+                            self.limits.memory_budget_bytes
+                        ),
+                    )
                 })?;
             Ok((slot, memory))
         };
@@ -305,6 +298,7 @@ impl Evaluator {
             self.limits.budgets(),
         ));
         let mut interp = Interpreter::with_host(self.limits.lisp_limits(), host.clone());
+        interp.set_memory_pool(self.memory.clone());
         let flag = interp.cancel_handle();
         if let Some(c) = context {
             interp.set_context(c);
