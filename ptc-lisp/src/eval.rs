@@ -14,7 +14,7 @@ use crate::host::{CallContext, Host, HostValue};
 use crate::limits::Limits;
 use crate::meter::Meter;
 use crate::printer::short;
-use crate::suspend::Suspender;
+use crate::suspend::{Resume, Suspender};
 use crate::value::access::{get_flex, get_in_place, map_get_flex, seq_items};
 use crate::value::{Items, MapData, SetData, Value};
 
@@ -53,7 +53,13 @@ pub struct Ctx<'a> {
     /// Where host waits suspend the program; `None` on a `pmap` branch's own thread, whose
     /// waits block that thread.
     suspend: Option<&'a Suspender>,
+    /// When the program last let other programs on its thread run (see [`TIME_SLICE`]).
+    slice_start: Instant,
 }
+
+/// A program that computes this long lets the other programs of its thread run before it goes
+/// on (it suspends with nothing to wait for), so a long computation does not hold up short ones.
+pub(crate) const TIME_SLICE: std::time::Duration = std::time::Duration::from_millis(2);
 
 /// What a parallel worker starts from: a snapshot of its parent context, shareable between the
 /// worker threads. Each worker calls [`Fork::start`] on its own thread.
@@ -128,6 +134,7 @@ impl<'a> Ctx<'a> {
             in_parallel: false,
             par_depth: 0,
             suspend: None,
+            slice_start: Instant::now(),
         }
     }
 
@@ -229,6 +236,14 @@ impl<'a> Ctx<'a> {
                 Reason::Timeout,
                 format!("step budget of {max} evaluation steps exhausted"),
             );
+        }
+        if let Some(suspender) = self.suspend
+            && self.slice_start.elapsed() >= TIME_SLICE
+        {
+            if let Resume::Stopped(reason) = suspender.suspend(crate::suspend::yield_now()) {
+                return err(reason, self.shared.limits.stop_message(reason));
+            }
+            self.slice_start = Instant::now();
         }
         self.check_deadline()
     }

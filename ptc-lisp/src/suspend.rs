@@ -38,6 +38,20 @@ pub(crate) enum Resume {
 /// The handle a running program suspends through.
 pub(crate) type Suspender = corosensei::Yielder<Resume, Pending>;
 
+/// A wait for nothing: ready the second time it is polled, having asked to be polled again, so
+/// the executor runs whatever else is ready first (how a long computation lets others run).
+pub(crate) fn yield_now() -> Pending {
+    let mut yielded = false;
+    Box::pin(std::future::poll_fn(move |cx| {
+        if yielded {
+            return Poll::Ready(Box::new(()) as Output);
+        }
+        yielded = true;
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    }))
+}
+
 /// Waits for `fut` on this thread (a `pmap` branch, or a host called outside an evaluation).
 pub(crate) fn block_on<F: Future>(fut: F) -> F::Output {
     struct Unpark(std::thread::Thread);

@@ -227,3 +227,27 @@ fn a_host_that_panics_ends_the_program_with_an_internal_error() {
     assert_eq!(e.message(), "the evaluator stopped unexpectedly");
     assert_eq!(interp.eval_str("(* 6 7)").unwrap(), Value::Int(42));
 }
+
+#[test]
+fn a_long_computation_lets_others_run_every_time_slice_and_a_short_one_does_not_stop() {
+    let gates = Arc::new(Gates::default());
+    let mut interp = interpreter(&gates);
+    let mut short = Box::pin(interp.eval_async("(+ 1 2)", std::future::pending()));
+    assert!(matches!(
+        poll_once(short.as_mut()),
+        Poll::Ready(Ok(Value::Int(3)))
+    ));
+    drop(short);
+    // Seconds of work: it gives its thread back after each slice, then goes on where it was.
+    let src = "(reduce + (for [j (range 50)] (loop [i 0] (if (< i 20000) (recur (inc i)) i))))";
+    let mut long = Box::pin(interp.eval_async(src, std::future::pending()));
+    let mut pending = 0;
+    let answer = loop {
+        match poll_once(long.as_mut()) {
+            Poll::Pending => pending += 1,
+            Poll::Ready(r) => break r.unwrap(),
+        }
+    };
+    assert_eq!(answer, Value::Int(1_000_000));
+    assert!(pending >= 2, "it yielded {pending} times");
+}
