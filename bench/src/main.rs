@@ -5,6 +5,8 @@
 
 mod alloc;
 mod data;
+mod load_client;
+mod mcp_session;
 mod measure;
 mod report;
 mod suites;
@@ -29,6 +31,9 @@ fn main() -> ExitCode {
         && flag == "--worker"
     {
         return suites::lisp::worker(file);
+    }
+    if args.first().map(String::as_str) == Some("--load-client") {
+        return load_client::main(&args[1..]);
     }
     let quick = args.iter().any(|a| a == "--quick");
     let wanted: Vec<&str> = args
@@ -65,6 +70,9 @@ fn main() -> ExitCode {
     }
     if enabled("host") {
         rows.extend(suites::host::run(budget));
+    }
+    if enabled("load") {
+        rows.extend(suites::load::run(budget));
     }
     println!("{}", report::markdown(&rows));
     let json_path = data::dir().with_file_name("bench-results.json");

@@ -20,7 +20,7 @@ pub struct LimitArgs {
     #[arg(long, value_name = "BYTES")]
     pub memory_budget_bytes: Option<u64>,
     /// Programs in flight at once across all clients (computing, or waiting on upstreams, which
-    /// holds no thread); past it requests wait in the queue [default: 256].
+    /// holds no thread); past it requests wait in the queue [default: 1024].
     #[arg(long, value_name = "N")]
     pub max_concurrent: Option<usize>,
     /// Programs in flight at once in one MCP session; past it the session's requests wait.

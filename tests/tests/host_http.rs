@@ -855,6 +855,7 @@ async fn shutdown_with_a_thousand_programs_waiting_answers_each_or_says_why() {
     let bed = SlowBed::start("shutdown", 5_000).await;
     let limits = EvalLimits {
         eval_threads: 2,
+        max_concurrent: 256,
         // Small enough that memory never limits the 256 in flight.
         memory_bytes: 1 << 20,
         ..EvalLimits::default()
@@ -871,7 +872,7 @@ async fn shutdown_with_a_thousand_programs_waiting_answers_each_or_says_why() {
             ev.eval(req, Default::default()).await
         }));
     }
-    // The first 256 (the default limit) wait on the upstream, the rest in the queue.
+    // The first 256 (the limit) wait on the upstream, the rest in the queue.
     until_running(&ev, 256).await;
     until_waiting(&ev, 744).await;
     ev.stop_accepting();

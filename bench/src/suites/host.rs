@@ -11,76 +11,14 @@ use std::time::{Duration, Instant};
 
 use ptc_core::server::{EvalLimits, EvalRequest, Evaluator, HttpOptions, serve_http};
 use ptc_core::{StartOptions, Upstreams};
-use serde_json::{Value, json};
 
+use crate::mcp_session::Session;
 use crate::measure::Budget;
 use crate::report::Row;
 
 fn p50(mut v: Vec<Duration>) -> Duration {
     v.sort();
     v[v.len() / 2]
-}
-
-struct Session {
-    client: reqwest::Client,
-    url: String,
-    id: String,
-}
-
-impl Session {
-    async fn open(url: &str) -> Session {
-        let client = ptc_core::http_client::builder()
-            .build()
-            .expect("an HTTP client");
-        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "ptc-bench", "version": "1"}}});
-        let r = client
-            .post(url)
-            .header("accept", "application/json, text/event-stream")
-            .header("content-type", "application/json")
-            .body(init.to_string())
-            .send()
-            .await
-            .expect("initialize");
-        let id = r.headers()["mcp-session-id"].to_str().unwrap().to_string();
-        let _ = r.text().await;
-        let s = Session {
-            client,
-            url: url.to_string(),
-            id,
-        };
-        s.post(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
-            .await;
-        s
-    }
-
-    async fn post(&self, msg: &Value) -> String {
-        self.client
-            .post(&self.url)
-            .header("accept", "application/json, text/event-stream")
-            .header("content-type", "application/json")
-            .header("mcp-protocol-version", "2025-11-25")
-            .header("mcp-session-id", &self.id)
-            .body(msg.to_string())
-            .send()
-            .await
-            .expect("post")
-            .text()
-            .await
-            .expect("body")
-    }
-
-    /// One `lisp_eval` of `(+ 1 2)`; panics unless the answer is 3.
-    async fn eval(&self, id: u64) -> Duration {
-        let msg = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-            "params": {"name": "lisp_eval", "arguments": {"program": "(+ 1 2)"}}});
-        let t = Instant::now();
-        let body = self.post(&msg).await;
-        let took = t.elapsed();
-        assert!(body.contains("\"result\":3"), "unexpected reply: {body}");
-        took
-    }
 }
 
 /// p50 latency and evals/s with `clients` sessions each evaluating in a loop for `time`.

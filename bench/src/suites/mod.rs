@@ -4,5 +4,6 @@ pub mod baselines;
 pub mod codegen;
 pub mod host;
 pub mod lisp;
+pub mod load;
 pub mod plan_compile;
 pub mod tool_call;

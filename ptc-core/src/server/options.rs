@@ -44,7 +44,7 @@ pub struct EvalLimits {
 impl Default for EvalLimits {
     fn default() -> Self {
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-        let max_concurrent = 256;
+        let max_concurrent = 1024;
         let memory_bytes = 64 << 20;
         let program_timeout = Duration::from_secs(10);
         EvalLimits {

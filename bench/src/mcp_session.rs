@@ -1,0 +1,80 @@
+//! An MCP client session over Streamable HTTP, kept alive: what the host benchmarks (in-process
+//! and the load client) call `lisp_eval` with.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+/// One session.
+pub struct Session {
+    client: reqwest::Client,
+    url: String,
+    id: String,
+}
+
+impl Session {
+    pub async fn open(url: &str) -> Session {
+        let client = ptc_core::http_client::builder()
+            .build()
+            .expect("an HTTP client");
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "ptc-bench", "version": "1"}}});
+        let r = client
+            .post(url)
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .body(init.to_string())
+            .send()
+            .await
+            .expect("initialize");
+        let id = r.headers()["mcp-session-id"].to_str().unwrap().to_string();
+        let _ = r.text().await;
+        let s = Session {
+            client,
+            url: url.to_string(),
+            id,
+        };
+        s.post(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .await;
+        s
+    }
+
+    pub async fn post(&self, msg: &Value) -> String {
+        self.client
+            .post(&self.url)
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .header("mcp-protocol-version", "2025-11-25")
+            .header("mcp-session-id", &self.id)
+            .body(msg.to_string())
+            .send()
+            .await
+            .expect("post")
+            .text()
+            .await
+            .expect("body")
+    }
+
+    /// One `lisp_eval` of `(+ 1 2)`; panics unless the answer is 3.
+    pub async fn eval(&self, id: u64) -> Duration {
+        let msg = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "lisp_eval", "arguments": {"program": "(+ 1 2)"}}});
+        let t = Instant::now();
+        let body = self.post(&msg).await;
+        let took = t.elapsed();
+        assert!(body.contains("\"result\":3"), "unexpected reply: {body}");
+        took
+    }
+}
+
+impl Session {
+    /// One `lisp_eval` of `program`: its latency and whether it answered without an error.
+    pub async fn call(&self, id: u64, program: &str) -> (Duration, bool) {
+        let msg = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "lisp_eval", "arguments": {"program": program}}});
+        let t = Instant::now();
+        let body = self.post(&msg).await;
+        (t.elapsed(), !body.contains("\"isError\":true"))
+    }
+}
