@@ -90,8 +90,10 @@ impl Workers {
         let (tx, rx) = oneshot::channel();
         let job: Job = Box::new(move || {
             Box::pin(async move {
-                let _count = count;
-                let _ = tx.send(make().await);
+                let out = make().await;
+                // Uncounted before the answer goes: whoever has it sees the worker's load without it.
+                drop(count);
+                let _ = tx.send(out);
             })
         });
         worker.jobs.send(job).ok()?;
