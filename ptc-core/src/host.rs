@@ -100,8 +100,9 @@ struct RunState {
 }
 
 /// A task on the I/O runtime that a program waits on; aborted when the program stops waiting
-/// (cancelled, out of time), so nothing it started outlives it.
-struct Spawned<T>(tokio::task::JoinHandle<T>);
+/// (cancelled, out of time), so nothing it started outlives it. What a program's evaluation
+/// thread polls needs no runtime of its own: this handle is how it waits on the main one.
+pub(crate) struct Spawned<T>(pub(crate) tokio::task::JoinHandle<T>);
 
 impl<T> Future for Spawned<T> {
     type Output = Result<T, tokio::task::JoinError>;

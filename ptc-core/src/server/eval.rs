@@ -13,7 +13,7 @@ use tokio::sync::{Notify, OwnedSemaphorePermit};
 use tokio_util::sync::CancellationToken;
 
 use crate::executor::Upstreams;
-use crate::host::ProgramHost;
+use crate::host::{ProgramHost, Spawned};
 use crate::records::RunRecords;
 use crate::server::admission::{Queue, Turned};
 use crate::server::options::EvalLimits;
@@ -307,14 +307,18 @@ impl Evaluator {
         let program = req.program.clone();
         let deadline = tokio::time::Instant::now() + self.limits.program_timeout;
         let stop_on = cancel.clone();
+        let io = self.runtime.clone();
         let job = self.workers.run(move || async move {
             let _held = (permits, guard);
             // While the program waits on its host, these end the wait; while it computes, it
-            // notices the deadline and the cancel flag itself.
+            // notices the deadline and the cancel flag itself. The timer runs on the I/O runtime
+            // (the evaluation thread has none), started only if the program ever waits.
             let stop = async move {
+                let timer =
+                    Spawned(io.spawn(async move { tokio::time::sleep_until(deadline).await }));
                 tokio::select! {
                     () = stop_on.cancelled() => ptc_lisp::Reason::Cancelled,
-                    () = tokio::time::sleep_until(deadline) => ptc_lisp::Reason::Timeout,
+                    _ = timer => ptc_lisp::Reason::Timeout,
                 }
             };
             run(&upstreams, &host, interp, &program, stop).await

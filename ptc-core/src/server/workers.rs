@@ -1,24 +1,114 @@
 //! The threads programs run on: about one per core, off the async runtime's workers.
 //!
 //! A program is a coroutine tied to the thread it started on (its stack holds the interpreter's
-//! frames), so each worker thread runs its programs as tasks of a runtime of its own: a program
+//! frames), so each worker thread runs its programs as tasks of an executor of its own: a program
 //! that waits on an upstream is a parked task, and the thread computes the others meanwhile.
-//! Upstream I/O itself runs on the host's main runtime. A new program goes to the worker with the
-//! fewest programs.
+//! Upstream I/O and timers run on the host's main runtime; what a worker polls needs none. A new
+//! program goes to the worker with the fewest programs.
+//!
+//! The executor is a channel and a table of tasks rather than a tokio runtime with a `LocalSet`,
+//! so that an idle worker can look for work a little before it sleeps: on a 2-vCPU virtual
+//! machine, waking a sleeping thread (its vCPU halted) made handing a `(+ 1 2)` evaluation to a
+//! worker and back take about 100 µs at the median, with the spin 12 µs.
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::task::{Context, Wake, Waker};
 
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
 /// A program to start on a worker: called there, it makes the future the worker runs.
 type Job = Box<dyn FnOnce() -> Pin<Box<dyn Future<Output = ()>>> + Send>;
 
+/// What a worker thread is told: start a job, or poll task `n` again.
+enum Message {
+    Start(Job),
+    Wake(usize),
+}
+
 struct Worker {
-    jobs: mpsc::UnboundedSender<Job>,
+    inbox: mpsc::Sender<Message>,
     programs: Arc<AtomicUsize>,
+}
+
+/// Wakes task `task` of a worker by telling the worker.
+struct TaskWaker {
+    task: usize,
+    inbox: mpsc::Sender<Message>,
+}
+
+impl Wake for TaskWaker {
+    fn wake(self: Arc<Self>) {
+        let _ = self.inbox.send(Message::Wake(self.task));
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        let _ = self.inbox.send(Message::Wake(self.task));
+    }
+}
+
+/// How long an idle worker looks for work before it sleeps: waking a sleeping thread on a
+/// virtual machine costs tens of microseconds, more than a small evaluation.
+const SPIN: std::time::Duration = std::time::Duration::from_micros(50);
+
+/// The next message, spinning a little before sleeping; `None` when the host is gone.
+fn next(inbox: &mpsc::Receiver<Message>) -> Option<Message> {
+    let start = std::time::Instant::now();
+    loop {
+        match inbox.try_recv() {
+            Ok(m) => return Some(m),
+            Err(mpsc::TryRecvError::Disconnected) => return None,
+            Err(mpsc::TryRecvError::Empty) if start.elapsed() < SPIN => std::hint::spin_loop(),
+            Err(mpsc::TryRecvError::Empty) => return inbox.recv().ok(),
+        }
+    }
+}
+
+/// A worker thread's loop: its tasks, each polled when it starts and whenever woken, until the
+/// host drops its side of the channel.
+fn work(inbox: mpsc::Receiver<Message>, to_self: mpsc::Sender<Message>) {
+    let mut tasks: Vec<Option<Pin<Box<dyn Future<Output = ()>>>>> = Vec::new();
+    let mut free: Vec<usize> = Vec::new();
+    while let Some(message) = next(&inbox) {
+        let n = match message {
+            Message::Start(job) => {
+                let task = job();
+                match free.pop() {
+                    Some(n) => {
+                        tasks[n] = Some(task);
+                        n
+                    }
+                    None => {
+                        tasks.push(Some(task));
+                        tasks.len() - 1
+                    }
+                }
+            }
+            Message::Wake(n) => n,
+        };
+        // A wake for a task that finished (or for an earlier task of a reused slot) polls
+        // nothing or polls once more than needed, which a future allows.
+        let Some(Some(task)) = tasks.get_mut(n) else {
+            continue;
+        };
+        let waker = Waker::from(Arc::new(TaskWaker {
+            task: n,
+            inbox: to_self.clone(),
+        }));
+        let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            task.as_mut()
+                .poll(&mut Context::from_waker(&waker))
+                .is_ready()
+        }))
+        .unwrap_or(true);
+        if done {
+            tasks[n] = None;
+            free.push(n);
+        }
+    }
 }
 
 /// The evaluation threads.
@@ -40,24 +130,13 @@ impl Workers {
     pub fn new(n: usize) -> std::io::Result<Self> {
         let mut workers = Vec::new();
         for i in 0..n.max(1) {
-            let (jobs, mut rx) = mpsc::unbounded_channel::<Job>();
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_time()
-                .build()?;
+            let (inbox, rx) = mpsc::channel::<Message>();
+            let to_self = inbox.clone();
             std::thread::Builder::new()
                 .name(format!("ptc-eval-{i}"))
-                .spawn(move || {
-                    let local = tokio::task::LocalSet::new();
-                    local.block_on(&runtime, async move {
-                        while let Some(job) = rx.recv().await {
-                            tokio::task::spawn_local(job());
-                        }
-                    });
-                    // The senders are gone (the host is shutting down): finish what runs.
-                    runtime.block_on(local);
-                })?;
+                .spawn(move || work(rx, to_self))?;
             workers.push(Worker {
-                jobs,
+                inbox,
                 programs: Arc::default(),
             });
         }
@@ -96,7 +175,7 @@ impl Workers {
                 let _ = tx.send(out);
             })
         });
-        worker.jobs.send(job).ok()?;
+        worker.inbox.send(Message::Start(job)).ok()?;
         rx.await.ok()
     }
 }
