@@ -1140,6 +1140,9 @@ mod tests {
             run(&root, json!({"x": 1})).unwrap_err(),
             ["the arguments cannot be checked: the tool's input schema has a `$ref` cycle: A -> A"]
         );
+        // At the top too, only a cycle is reported: a name nothing defines passes.
+        let gone = json!({"$ref": "#/$defs/Gone", "$defs": {}});
+        assert_eq!(run(&gone, json!({"x": 1})).unwrap(), json!({"x": 1}));
     }
 
     #[test]
