@@ -127,6 +127,17 @@ mod tests {
         Instant::now() + Duration::from_secs(3600)
     }
 
+    /// Yields until `n` requests wait; fails (never hangs) if they never do.
+    async fn until_waiting(q: &Queue, n: usize) {
+        for _ in 0..100_000 {
+            if q.waiting() == n {
+                return;
+            }
+            tokio::task::yield_now().await;
+        }
+        panic!("never {n} waiting (now {})", q.waiting());
+    }
+
     #[tokio::test]
     async fn a_request_past_the_limit_waits_for_a_unit_to_come_free() {
         let q = Arc::new(Queue::new(1, 10));
@@ -135,9 +146,7 @@ mod tests {
         let q2 = q.clone();
         let second =
             tokio::spawn(async move { q2.enter(1, far(), &CancellationToken::new()).await });
-        while q.waiting() == 0 {
-            tokio::task::yield_now().await;
-        }
+        until_waiting(&q, 1).await;
         assert!(!second.is_finished());
         drop(first);
         assert!(second.await.unwrap().is_ok());
@@ -156,9 +165,7 @@ mod tests {
                 q2.enter(1, far(), &CancellationToken::new()).await
             }));
         }
-        while q.waiting() < 2 {
-            tokio::task::yield_now().await;
-        }
+        until_waiting(&q, 2).await;
         assert_eq!(q.enter(1, far(), &ct).await.unwrap_err(), Turned::QueueFull);
         assert_eq!(
             q.waiting(),
