@@ -59,7 +59,10 @@ TIMEOUT=${MUTANTS_TIMEOUT:-180}
 OUT=${MUTANTS_OUT:-.}
 # --in-place (CI) runs one mutant at a time, and cargo-mutants refuses --jobs beside it.
 IN_PLACE=(--timeout "$TIMEOUT" --build-timeout 600 --output "$OUT" --cargo-test-arg=--all-targets)
-COMMON=(--jobs "$JOBS" "${IN_PLACE[@]}")
+# The copy takes the gitignored interop peers too (fixtures/*/node_modules, .venv): without them
+# the interop tests skip in the copy, and every mutant they guard survives.
+COPY=(--gitignore=false)
+COMMON=(--jobs "$JOBS" "${COPY[@]}" "${IN_PLACE[@]}")
 # MUTANTS_LIST=1: list the mutants that would be tested, test nothing.
 [ -n "${MUTANTS_LIST:-}" ] && COMMON=(--list) && IN_PLACE=(--list)
 
@@ -180,7 +183,7 @@ elif [[ " ${areas[*]} " == *" host "* ]]; then
   # the same tests run here on the unmutated tree instead.
   # shellcheck disable=SC2046
   cargo test --locked $(printf -- '-p %s ' ${HOST_PACKAGES//,/ }) "${HOST_TARGETS[@]}"
-  exec cargo mutants --jobs "$JOBS" --timeout "$TIMEOUT" --build-timeout 600 --output "$OUT" \
+  exec cargo mutants --jobs "$JOBS" "${COPY[@]}" --timeout "$TIMEOUT" --build-timeout 600 --output "$OUT" \
     --baseline skip --test-package "$HOST_PACKAGES" "${HOST_TARGETS[@]/#/--cargo-arg=}" \
     "${args[@]}" "${extra[@]}"
 elif [[ " ${areas[*]} " == *" observatory "* ]]; then
