@@ -1205,6 +1205,35 @@ async fn a_call_that_never_reached_the_server_is_retried_max_retries_times() {
     }
 }
 
+/// A retry is made only if the reconnection may start before the call's deadline: with a backoff
+/// longer than the time left, a call whose request never reached the server fails at once,
+/// untried again (the session was dropped and its reconnection put off by the backoff).
+#[tokio::test]
+async fn no_retry_is_made_that_the_backoff_would_put_past_the_deadline() {
+    let Some(peer) = python_http(&[]).await else {
+        return;
+    };
+    let mut plan = http_plan(&peer.url());
+    plan.http.backoff = Backoff {
+        max_retries: 2,
+        initial_ms: 60_000,
+        max_ms: 60_000,
+    };
+    let c = McpClient::connect_http("py", &plan, &[], &Secrets::default(), Redactor::new())
+        .await
+        .unwrap();
+    assert!(call(&c, "echo", json!({"message": "up"})).await.is_ok());
+    peer.stop().await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let e = c
+        .call_tool("echo", args(json!({"message": "down"})), Some(deadline))
+        .await
+        .unwrap_err();
+    assert_eq!(e.reason, Reason::UpstreamUnavailable, "{e}");
+    assert!(!e.message.contains("retr"), "no retry was made: {e}");
+    c.shutdown().await;
+}
+
 #[tokio::test]
 async fn http_connection_failures_are_upstream_unavailable() {
     // Nothing listens on a port just released.
