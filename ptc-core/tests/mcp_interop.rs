@@ -1234,6 +1234,39 @@ async fn no_retry_is_made_that_the_backoff_would_put_past_the_deadline() {
     c.shutdown().await;
 }
 
+/// Each try of a call that never reached the server counts, the one whose request was refused and
+/// each reconnection after it: with one retry, two failures, as the next call's refusal says.
+#[tokio::test]
+async fn each_try_of_a_call_that_never_reached_the_server_counts_once() {
+    let Some(peer) = python_http(&[]).await else {
+        return;
+    };
+    let mut plan = http_plan(&peer.url());
+    plan.http.backoff = Backoff {
+        max_retries: 1,
+        initial_ms: 200,
+        max_ms: 200,
+    };
+    let c = McpClient::connect_http("py", &plan, &[], &Secrets::default(), Redactor::new())
+        .await
+        .unwrap();
+    assert!(call(&c, "echo", json!({"message": "up"})).await.is_ok());
+    peer.stop().await;
+    let e = call(&c, "echo", json!({"message": "down"}))
+        .await
+        .unwrap_err();
+    assert!(e.message.ends_with(" (after 1 retry)"), "{e}");
+    // The next reconnection is put off by the backoff, past this call's deadline: its refusal
+    // counts the failures so far.
+    let soon = std::time::Instant::now() + std::time::Duration::from_millis(50);
+    let e = c
+        .call_tool("echo", args(json!({"message": "later"})), Some(soon))
+        .await
+        .unwrap_err();
+    assert!(e.message.contains("reconnecting after 2 failure(s)"), "{e}");
+    c.shutdown().await;
+}
+
 #[tokio::test]
 async fn http_connection_failures_are_upstream_unavailable() {
     // Nothing listens on a port just released.
