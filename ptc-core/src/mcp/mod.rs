@@ -733,6 +733,21 @@ fn init_error(subject: &Subject, error: rmcp::service::ClientInitializeError) ->
 #[cfg(test)]
 mod tests {
 
+    /// A ticket whose call ended without asking (a timeout, a cancel) takes its refusal with it
+    /// when it drops, so the book never keeps one.
+    #[test]
+    fn a_dropped_ticket_takes_its_refusal_with_it() {
+        let refusals = super::stdio::Refusals::default();
+        let id = rmcp::model::RequestId::Number(7);
+        refusals.sent(id.clone(), 3);
+        refusals.refuse(&id, 100);
+        drop(super::Ticket {
+            n: 3,
+            refusals: &refusals,
+        });
+        assert_eq!(refusals.take(3), None);
+    }
+
     #[test]
     fn a_server_is_summarised_by_its_description_title_or_name() {
         let mut info = rmcp::model::Implementation::new("peer", "1.2.3");

@@ -56,12 +56,12 @@ impl Refusals {
     }
 
     /// Request `id` carries `ticket`.
-    fn sent(&self, id: RequestId, ticket: u64) {
+    pub(super) fn sent(&self, id: RequestId, ticket: u64) {
         self.book().tickets.insert(id, ticket);
     }
 
     /// The answer to request `id` exceeded `limit` and was refused.
-    fn refuse(&self, id: &RequestId, limit: usize) {
+    pub(super) fn refuse(&self, id: &RequestId, limit: usize) {
         let mut book = self.book();
         if let Some(ticket) = book.tickets.remove(id) {
             book.refused.insert(ticket, limit);
