@@ -84,7 +84,6 @@ fn err_map(reason: Reason, message: &str) -> Value {
 
 /// The host of one program run.
 pub struct ProgramHost {
-    upstreams: Arc<Upstreams>,
     runtime: tokio::runtime::Handle,
     run: Arc<RunState>,
 }
@@ -123,6 +122,10 @@ type CallOutcome =
     Result<(crate::executor::Executed, (String, String)), (ToolError, Option<(String, String)>)>;
 
 impl ProgramHost {
+    fn upstreams(&self) -> &Arc<Upstreams> {
+        &self.run.upstreams
+    }
+
     /// A host for one program run.
     pub fn new(
         upstreams: Arc<Upstreams>,
@@ -130,7 +133,6 @@ impl ProgramHost {
         budgets: Budgets,
     ) -> Self {
         ProgramHost {
-            upstreams: upstreams.clone(),
             runtime,
             run: Arc::new(RunState {
                 upstreams,
@@ -235,7 +237,7 @@ impl ProgramHost {
                                 "{server}/{tool}: the response is not usable JSON: {}",
                                 e.message
                             );
-                            let msg = self.upstreams.redactor().redact(&msg).into_owned();
+                            let msg = self.upstreams().redactor().redact(&msg).into_owned();
                             return Ok(err_map(reason, &msg));
                         }
                     },
@@ -273,7 +275,7 @@ impl ProgramHost {
     }
 
     fn redact(&self, text: &str) -> String {
-        self.upstreams.redactor().redact(text).into_owned()
+        self.upstreams().redactor().redact(text).into_owned()
     }
 
     fn servers(&self) -> Result<Value, HostError> {
@@ -281,7 +283,7 @@ impl ProgramHost {
             return Ok(v);
         }
         let list = self
-            .upstreams
+            .upstreams()
             .catalog()
             .servers()
             .iter()
@@ -306,14 +308,14 @@ impl ProgramHost {
         cx: &mut CallContext<'_>,
         name: &str,
     ) -> Result<Option<Result<&ServerEntry, ToolError>>, HostError> {
-        let Ok(i) = self.upstreams.catalog().index_of(name) else {
+        let Ok(i) = self.upstreams().catalog().index_of(name) else {
             return Ok(None);
         };
         // Loading an MCP upstream's tools is I/O, the first time: the program waits for it.
-        let up = self.upstreams.clone();
+        let up = self.upstreams().clone();
         let loaded = self.wait_io(cx, async move { up.load(i).await.map(|_| ()) })?;
         Ok(Some(
-            loaded.map(|()| &self.upstreams.catalog().servers()[i]),
+            loaded.map(|()| &self.upstreams().catalog().servers()[i]),
         ))
     }
 
@@ -417,7 +419,7 @@ impl ProgramHost {
             },
             _ => 20,
         };
-        let lines = apropos(self.upstreams.catalog(), &query, limit)
+        let lines = apropos(self.upstreams().catalog(), &query, limit)
             .into_iter()
             .map(|t| Value::str(&self.redact(&listing(t))))
             .collect();
@@ -525,7 +527,7 @@ impl Host for ProgramHost {
     }
 
     fn upstreams(&self) -> Vec<String> {
-        self.upstreams
+        self.upstreams()
             .catalog()
             .servers()
             .iter()
