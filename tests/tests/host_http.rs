@@ -146,16 +146,21 @@ impl Session {
     }
 }
 
-/// Waits (yielding, bounded) until `n` evaluations are running.
-async fn until_running(ev: &Evaluator, n: usize) {
+/// Waits (yielding, bounded) until `count(ev)` is `n`; `what` names the count in the failure.
+async fn until(ev: &Evaluator, what: &str, count: fn(&Evaluator) -> usize, n: usize) {
     for _ in 0..20_000 {
-        if ev.running() == n {
+        if count(ev) == n {
             return;
         }
         tokio::task::yield_now().await;
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
-    panic!("never saw {n} running evaluations (now {})", ev.running());
+    panic!("never saw {n} {what} (now {})", count(ev));
+}
+
+/// Waits until `n` evaluations are running.
+async fn until_running(ev: &Evaluator, n: usize) {
+    until(ev, "running evaluations", Evaluator::running, n).await;
 }
 
 fn reason(reply: &Value) -> &str {
@@ -390,16 +395,9 @@ async fn request_body_limit_holds_at_its_boundary() {
     );
 }
 
-/// Polls until `n` requests wait for their turn.
+/// Waits until `n` requests wait for their turn.
 async fn until_waiting(ev: &Evaluator, n: usize) {
-    for _ in 0..20_000 {
-        if ev.waiting() == n {
-            return;
-        }
-        tokio::task::yield_now().await;
-        tokio::time::sleep(Duration::from_millis(1)).await;
-    }
-    panic!("never saw {n} waiting requests (now {})", ev.waiting());
+    until(ev, "waiting requests", Evaluator::waiting, n).await;
 }
 
 fn message(reply: &Value) -> &str {
