@@ -53,17 +53,13 @@ async fn io(sessions: Vec<Arc<Session>>, program: Arc<String>) -> (Vec<Duration>
         .into_iter()
         .map(|s| {
             let program = program.clone();
-            tokio::spawn(async move { s.call(1, &program).await })
+            tokio::spawn(async move {
+                let (took, ok) = s.call(1, &program).await;
+                (vec![took], usize::from(!ok))
+            })
         })
         .collect();
-    let mut lat = Vec::new();
-    let mut errors = 0;
-    for t in tasks {
-        let (took, ok) = t.await.expect("a call task");
-        lat.push(took);
-        errors += usize::from(!ok);
-    }
-    (lat, errors)
+    joined(tasks).await
 }
 
 /// `total` evaluations of `(+ 1 2)` shared by the sessions; latencies and errors.
@@ -85,14 +81,7 @@ async fn light(sessions: Vec<Arc<Session>>, total: usize) -> (Vec<Duration>, usi
             })
         })
         .collect();
-    let mut lat = Vec::new();
-    let mut errors = 0;
-    for t in tasks {
-        let (l, e) = t.await.expect("a session task");
-        lat.extend(l);
-        errors += e;
-    }
-    (lat, errors)
+    joined(tasks).await
 }
 
 /// `clients` tasks sharing `total` GETs of `url` (each with `calls` sequential GETs when
@@ -142,6 +131,13 @@ async fn gets(
             })
         })
         .collect();
+    joined(tasks).await
+}
+
+/// Every task's latencies and errors, together.
+async fn joined(
+    tasks: Vec<tokio::task::JoinHandle<(Vec<Duration>, usize)>>,
+) -> (Vec<Duration>, usize) {
     let mut lat = Vec::new();
     let mut errors = 0;
     for t in tasks {
