@@ -8,6 +8,8 @@
 //!   sending its next when its last is answered.
 //! - `mixed SESSIONS TOTAL WAITERS CALLS`: `light` while `WAITERS` more sessions each run one
 //!   `io` program of `CALLS` calls; the percentiles are the light evaluations'.
+//! - `ping SESSIONS TOTAL`: the baseline of `light` through the MCP layer, `TOTAL` MCP `ping`
+//!   requests shared the same way: what a request costs before any evaluation.
 //! - `direct CLIENTS CALLS` (URL is the upstream's list-traces URL, the bearer token in
 //!   `PTC_BENCH_TOKEN`): the baseline of `io`, the same calls straight to the upstream.
 //! - `health CLIENTS TOTAL` (URL is the host's `/health`): the baseline of `light`, an HTTP round
@@ -64,6 +66,16 @@ async fn io(sessions: Vec<Arc<Session>>, program: Arc<String>) -> (Vec<Duration>
 
 /// `total` evaluations of `(+ 1 2)` shared by the sessions; latencies and errors.
 async fn light(sessions: Vec<Arc<Session>>, total: usize) -> (Vec<Duration>, usize) {
+    shared(sessions, total, Some("(+ 1 2)")).await
+}
+
+/// `total` requests shared by the sessions, each sending its next when its last is answered:
+/// `lisp_eval` of `program`, or an MCP `ping` when there is none.
+async fn shared(
+    sessions: Vec<Arc<Session>>,
+    total: usize,
+    program: Option<&'static str>,
+) -> (Vec<Duration>, usize) {
     let next = Arc::new(AtomicUsize::new(0));
     let tasks: Vec<_> = sessions
         .into_iter()
@@ -73,7 +85,11 @@ async fn light(sessions: Vec<Arc<Session>>, total: usize) -> (Vec<Duration>, usi
                 let mut lat = Vec::new();
                 let mut errors = 0;
                 while next.fetch_add(1, Ordering::Relaxed) < total {
-                    let (took, ok) = s.call(2 + lat.len() as u64, "(+ 1 2)").await;
+                    let id = 2 + lat.len() as u64;
+                    let (took, ok) = match program {
+                        Some(p) => s.call(id, p).await,
+                        None => s.ping(id).await,
+                    };
                     lat.push(took);
                     errors += usize::from(!ok);
                 }
@@ -171,6 +187,12 @@ pub fn main(args: &[String]) -> ExitCode {
                 let s = sessions(url, n).await;
                 let start = Instant::now();
                 let (lat, errors) = light(s, total).await;
+                Some((start.elapsed(), lat, errors))
+            }
+            ("ping", Some(n), Some(total)) => {
+                let s = sessions(url, n).await;
+                let start = Instant::now();
+                let (lat, errors) = shared(s, total, None).await;
                 Some((start.elapsed(), lat, errors))
             }
             ("mixed", Some(n), Some(total)) => {

@@ -9,7 +9,8 @@ use serde_json::{Value, json};
 pub struct Session {
     client: reqwest::Client,
     url: String,
-    id: String,
+    /// None when the host is stateless.
+    id: Option<String>,
 }
 
 impl Session {
@@ -28,7 +29,10 @@ impl Session {
             .send()
             .await
             .expect("initialize");
-        let id = r.headers()["mcp-session-id"].to_str().unwrap().to_string();
+        let id = r
+            .headers()
+            .get("mcp-session-id")
+            .map(|v| v.to_str().unwrap().to_string());
         let _ = r.text().await;
         let s = Session {
             client,
@@ -41,13 +45,16 @@ impl Session {
     }
 
     pub async fn post(&self, msg: &Value) -> String {
-        self.client
+        let mut req = self
+            .client
             .post(&self.url)
             .header("accept", "application/json, text/event-stream")
             .header("content-type", "application/json")
-            .header("mcp-protocol-version", "2025-11-25")
-            .header("mcp-session-id", &self.id)
-            .body(msg.to_string())
+            .header("mcp-protocol-version", "2025-11-25");
+        if let Some(id) = &self.id {
+            req = req.header("mcp-session-id", id);
+        }
+        req.body(msg.to_string())
             .send()
             .await
             .expect("post")
@@ -69,6 +76,14 @@ impl Session {
 }
 
 impl Session {
+    /// One MCP `ping`: its latency and whether it was answered.
+    pub async fn ping(&self, id: u64) -> (Duration, bool) {
+        let msg = json!({"jsonrpc": "2.0", "id": id, "method": "ping"});
+        let t = Instant::now();
+        let body = self.post(&msg).await;
+        (t.elapsed(), body.contains("\"result\""))
+    }
+
     /// One `lisp_eval` of `program`: its latency and whether it answered without an error.
     pub async fn call(&self, id: u64, program: &str) -> (Duration, bool) {
         let msg = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",

@@ -4,8 +4,8 @@
 //! A [`ProgramHost`] serves one program run: its counters are the run's budgets and its records
 //! are the run's `upstream_calls`. Upstream I/O runs as a task on the tokio runtime it was given,
 //! and the program waits for it through [`CallContext::wait`]: driven by `eval_async`, a program
-//! waiting on an upstream is suspended and holds no thread. `pmap` branches call from several
-//! threads at once, so their calls overlap.
+//! waiting on an upstream is suspended and holds no thread. `pmap` branches suspend together,
+//! so their calls overlap.
 
 use std::future::Future;
 use std::pin::Pin;

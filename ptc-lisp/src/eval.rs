@@ -24,7 +24,7 @@ pub(crate) struct Frame<'a> {
     pub this: Option<&'a Value>,
 }
 
-/// State shared by the main evaluation and its `pmap` workers.
+/// State shared by the main evaluation and its `pmap` branches.
 pub(crate) struct Shared<'a> {
     pub limits: &'a Limits,
     pub deadline: Option<Instant>,
@@ -35,7 +35,7 @@ pub(crate) struct Shared<'a> {
 }
 
 /// Per-thread evaluation context. Builtins reach it through methods only: charge the budget,
-/// apply functions, print, reach the host, fork and join parallel workers.
+/// apply functions, print, reach the host, fork and join parallel branches.
 pub struct Ctx<'a> {
     shared: &'a Shared<'a>,
     steps: u64,
@@ -50,8 +50,8 @@ pub struct Ctx<'a> {
     in_parallel: bool,
     /// How many parallel regions (`pmap`/`pcalls`) enclose this context.
     par_depth: usize,
-    /// Where host waits suspend the program; `None` on a `pmap` branch's own thread, whose
-    /// waits block that thread.
+    /// Where host waits suspend the program (a `pmap` branch suspends through its own
+    /// coroutine); `None` outside a coroutine, where waits block the thread.
     suspend: Option<&'a Suspender>,
     /// When the program last let other programs on its thread run (see [`TIME_SLICE`]).
     slice_start: Instant,
@@ -61,8 +61,8 @@ pub struct Ctx<'a> {
 /// on (it suspends with nothing to wait for), so a long computation does not hold up short ones.
 pub(crate) const TIME_SLICE: std::time::Duration = std::time::Duration::from_millis(2);
 
-/// What a parallel worker starts from: a snapshot of its parent context, shareable between the
-/// worker threads. Each worker calls [`Fork::start`] on its own thread.
+/// What a parallel branch starts from: a snapshot of its parent context. Each branch calls
+/// [`Fork::start`] on its own stack.
 pub(crate) struct Fork<'a> {
     shared: &'a Shared<'a>,
     globals: &'a [Option<Value>],
@@ -72,7 +72,7 @@ pub(crate) struct Fork<'a> {
 }
 
 impl<'a> Fork<'a> {
-    /// A worker context, created on the worker's own thread (it measures that thread's stack).
+    /// A branch context, created on the branch's own stack (it measures that stack).
     pub(crate) fn start(&self) -> Ctx<'a> {
         let mut w = Ctx::new(self.shared, self.globals.to_vec());
         w.in_parallel = true;
@@ -82,7 +82,7 @@ impl<'a> Fork<'a> {
         w
     }
 
-    /// Steps a worker has taken since the fork.
+    /// Steps a branch has taken since the fork.
     pub(crate) fn steps_taken(&self, worker: &Ctx<'_>) -> u64 {
         worker.steps - self.steps
     }
@@ -142,6 +142,16 @@ impl<'a> Ctx<'a> {
     pub(crate) fn suspending(mut self, suspender: &'a Suspender) -> Self {
         self.suspend = Some(suspender);
         self
+    }
+
+    /// Where host waits suspend the program (`None` outside an evaluation's coroutine).
+    pub(crate) fn suspender(&self) -> Option<&'a Suspender> {
+        self.suspend
+    }
+
+    /// The most native stack this context has found in use.
+    pub(crate) fn stack_used(&self) -> usize {
+        self.stack_peak
     }
 
     /// The limits in force.

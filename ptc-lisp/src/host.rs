@@ -65,7 +65,7 @@ impl std::error::Error for HostError {}
 
 /// Where the memory a host call decodes is charged.
 enum Budget<'a> {
-    /// The running program's meter, shared with its `pmap` workers.
+    /// The running program's meter, shared with its `pmap` branches.
     Program(&'a Meter<'a>),
     /// A context outside an evaluation: a meter of its own.
     Own(Meter<'static>),
@@ -189,8 +189,8 @@ impl<'a> CallContext<'a> {
     }
 }
 
-/// A host that provides namespaced functions to programs. Must be `Send + Sync`: `pmap` calls it
-/// from several worker threads at once.
+/// A host that provides namespaced functions to programs. Must be `Send + Sync`: one host may
+/// serve evaluations running on several threads.
 pub trait Host: Send + Sync {
     /// The namespaces this host serves, e.g. `["tool"]`. `ns/name` symbols in these namespaces
     /// resolve to host functions (first-class values, so `(pmap tool/call reqs)` works).

@@ -24,7 +24,7 @@ pub struct Limits {
     pub max_program_bytes: usize,
     /// Bytes of captured `println` output; beyond it output is truncated.
     pub max_output_bytes: usize,
-    /// Worker threads for `pmap`/`pcalls`.
+    /// Branches of one `pmap`/`pcalls` in flight at once (each on a stack of its own).
     pub max_workers: usize,
     /// Stack reserved for the evaluation thread; deep recursion errors before using it up.
     /// Values below 8 MiB are raised to 8 MiB.

@@ -6,7 +6,8 @@
 //! executor polls the evaluation and resumes the program with the output, so a thousand programs
 //! waiting on upstreams are a thousand parked stacks, not a thousand threads.
 //! [`Interpreter::eval_str`] drives the same coroutine and blocks its thread while it waits.
-//! A wait outside the coroutine (a `pmap` branch runs on a thread of its own) blocks that thread.
+//! A `pmap` branch is a coroutine nested in its program's: its waits are gathered and the
+//! program suspends once for all of them. A wait outside any coroutine blocks its thread.
 //!
 //! [`Interpreter::eval_async`]: crate::Interpreter::eval_async
 //! [`Interpreter::eval_str`]: crate::Interpreter::eval_str
@@ -52,7 +53,7 @@ pub(crate) fn yield_now() -> Pending {
     }))
 }
 
-/// Waits for `fut` on this thread (a `pmap` branch, or a host called outside an evaluation).
+/// Waits for `fut` on this thread (`eval_str`'s driver, or a host called outside a coroutine).
 pub(crate) fn block_on<F: Future>(fut: F) -> F::Output {
     struct Unpark(std::thread::Thread);
     impl Wake for Unpark {

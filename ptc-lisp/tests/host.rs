@@ -1,8 +1,8 @@
 //! The host interface: namespaced functions, first-class `tool/call`, parallel host calls,
 //! JSON results decoded by the runtime, typed host errors and discovery.
 
-use std::sync::{Arc, Condvar, Mutex};
-use std::time::Duration;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use ptc_lisp::{
     CallContext, Discovery, Host, HostError, HostValue, Interpreter, Limits, Reason, Value,
@@ -13,8 +13,7 @@ use ptc_lisp::{
 struct Fake {
     calls: Mutex<Vec<String>>,
     rendezvous: usize,
-    in_flight: Mutex<usize>,
-    all_arrived: Condvar,
+    arrived: Arc<AtomicUsize>,
 }
 
 impl Fake {
@@ -22,22 +21,20 @@ impl Fake {
         Arc::new(Fake {
             calls: Mutex::new(Vec::new()),
             rendezvous,
-            in_flight: Mutex::new(0),
-            all_arrived: Condvar::new(),
+            arrived: Arc::default(),
         })
     }
 
-    /// Waits until `rendezvous` calls have arrived; false if they never do (no overlap).
-    fn meet(&self) -> bool {
-        let mut n = self.in_flight.lock().unwrap();
-        *n += 1;
-        self.all_arrived.notify_all();
-        let (n, res) = self
-            .all_arrived
-            .wait_timeout_while(n, Duration::from_secs(10), |n| *n < self.rendezvous)
-            .unwrap();
-        drop(n);
-        !res.timed_out()
+    /// Arrives, then waits through the runtime; whether all `rendezvous` calls had arrived by
+    /// the time the wait was first polled. Overlapping branches all arrive before any of their
+    /// waits is polled; branches run one after another would find only themselves.
+    fn meet(&self, cx: &mut CallContext<'_>) -> bool {
+        self.arrived.fetch_add(1, Ordering::SeqCst);
+        let (arrived, want) = (self.arrived.clone(), self.rendezvous);
+        cx.wait(std::future::poll_fn(move |_| {
+            std::task::Poll::Ready(arrived.load(Ordering::SeqCst) >= want)
+        }))
+        .unwrap_or(false)
     }
 }
 
@@ -61,7 +58,7 @@ impl Host for Fake {
             .push(format!("{ns}/{name} {}", rendered.join(" ")));
         match name {
             "call" => {
-                if self.rendezvous > 1 && !self.meet() {
+                if self.rendezvous > 1 && !self.meet(cx) {
                     return Err(HostError::new(
                         Reason::RuntimeError,
                         "calls did not overlap",

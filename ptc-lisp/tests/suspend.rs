@@ -17,6 +17,7 @@ use ptc_lisp::{CallContext, Host, HostError, HostValue, Interpreter, Limits, Rea
 struct Gates {
     open: Mutex<Vec<i64>>,
     wakers: Mutex<Vec<Waker>>,
+    made: AtomicUsize,
     dropped: AtomicUsize,
 }
 
@@ -70,6 +71,7 @@ impl Host for Waiting {
     ) -> Result<HostValue, HostError> {
         match (name, args) {
             ("wait", [Value::Int(key)]) => {
+                self.0.made.fetch_add(1, Ordering::SeqCst);
                 let gate = Gate {
                     gates: self.0.clone(),
                     key: *key,
@@ -206,16 +208,85 @@ fn eval_str_blocks_its_thread_until_the_wait_is_over() {
     opener.join().unwrap();
 }
 
+/// Waits made so far and not yet dropped.
+fn in_flight(gates: &Gates) -> usize {
+    gates.made.load(Ordering::SeqCst) - gates.dropped.load(Ordering::SeqCst)
+}
+
 #[test]
-fn a_wait_in_a_pmap_branch_blocks_that_branch_and_every_branch_answers() {
+fn pmap_branches_wait_together_and_resume_as_their_waits_end() {
     let gates = Arc::new(Gates::default());
-    for k in 0..8 {
+    let mut interp = interpreter(&gates);
+    // 20 branches, at most `max_workers` (8) waiting at once, all on this thread.
+    let mut eval = Box::pin(interp.eval_async(
+        "(pmap (fn [k] (t/wait k)) (range 20))",
+        std::future::pending(),
+    ));
+    assert!(poll_once(eval.as_mut()).is_pending());
+    assert_eq!(in_flight(&gates), 8, "max_workers branches wait at once");
+    // Opened last to first: each branch resumes when its own gate opens, and takes the next key.
+    for k in (0..20).rev() {
         gates.open(k);
+        if let Poll::Ready(r) = poll_once(eval.as_mut()) {
+            assert_eq!(k, 0, "it finished before the last gate opened");
+            let want: Vec<String> = (0..20).map(|k| (k * 10).to_string()).collect();
+            assert_eq!(r.unwrap().to_string(), format!("[{}]", want.join(" ")));
+            assert_eq!(in_flight(&gates), 0);
+            return;
+        }
+        assert!(in_flight(&gates) <= 8);
     }
-    let v = interpreter(&gates)
-        .eval_str("(pmap (fn [k] (t/wait k)) (range 8))")
-        .unwrap();
-    assert_eq!(v.to_string(), "[0 10 20 30 40 50 60 70]");
+    panic!("the pmap never finished");
+}
+
+#[test]
+fn a_stop_reaches_every_waiting_branch_and_drops_their_waits() {
+    let gates = Arc::new(Gates::default());
+    gates.open(3);
+    let mut interp = interpreter(&gates);
+    let stopped = Arc::new(Mutex::new(false));
+    let stop = {
+        let stopped = stopped.clone();
+        std::future::poll_fn(move |_| {
+            if *stopped.lock().unwrap() {
+                Poll::Ready(Reason::Cancelled)
+            } else {
+                Poll::Pending
+            }
+        })
+    };
+    let mut eval = Box::pin(interp.eval_async("(pmap (fn [k] (t/wait k)) (range 6))", stop));
+    assert!(poll_once(eval.as_mut()).is_pending());
+    assert_eq!(in_flight(&gates), 5, "the open gate answered; five wait");
+    *stopped.lock().unwrap() = true;
+    let e = match poll_once(eval.as_mut()) {
+        Poll::Ready(Err(e)) => e,
+        other => panic!("{:?}", other.map(|r| r.map(|v| v.to_string()))),
+    };
+    assert_eq!(e.reason(), Reason::Cancelled);
+    assert_eq!(
+        e.message(),
+        "parallel branch 0 failed: the evaluation was cancelled by the host"
+    );
+    assert_eq!(in_flight(&gates), 0, "every wait was dropped");
+    drop(eval);
+    assert_eq!(interp.eval_str("(+ 1 2)").unwrap(), Value::Int(3));
+}
+
+#[test]
+fn a_dropped_evaluation_unwinds_its_waiting_branches() {
+    let gates = Arc::new(Gates::default());
+    let mut interp = interpreter(&gates);
+    {
+        let mut eval = Box::pin(interp.eval_async(
+            "(pcalls #(t/wait 1) #(t/wait 2) #(pmap (fn [k] (t/wait k)) [3 4]))",
+            std::future::pending(),
+        ));
+        assert!(poll_once(eval.as_mut()).is_pending());
+        assert_eq!(in_flight(&gates), 4, "nested branches wait too");
+    }
+    assert_eq!(in_flight(&gates), 0);
+    assert_eq!(interp.eval_str("(* 6 7)").unwrap(), Value::Int(42));
 }
 
 #[test]
