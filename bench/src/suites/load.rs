@@ -5,7 +5,8 @@
 //! - I/O-bound: 1,000 sessions at once, each program making 1 (then 10 sequential) upstream
 //!   calls, beside the same calls made straight to the upstream by the same client.
 //! - Light: 10,000 `(+ 1 2)` evaluations from 64 sessions, beside as many `GET /health` round
-//!   trips to the same host.
+//!   trips to the same host, and beside as many MCP `ping`s through the same sessions (what the
+//!   MCP layer costs without a tool).
 //! - Mixed: the light evaluations' p99 while 1,000 programs wait on the upstream, beside their
 //!   p99 alone.
 //!
@@ -213,6 +214,24 @@ fn rows(host: &HostProcess, upstream: &str) -> Vec<Row> {
             note(
                 light,
                 &format!("; {rate:.0} evals/s; target: 0 refused, >= 15,000 evals/s"),
+            ),
+        ));
+    }
+    // The floor the MCP layer sets: an MCP `ping` is a request through the same sessions and
+    // transport that runs no tool.
+    let ping = client(&args(&[&mcp, "ping", "64", "10000"]), false);
+    if let (Some(light), Some(ping)) = (&light, ping) {
+        let rate = ping.count as f64 / ping.wall.as_secs_f64();
+        rows.push(Row::time(
+            "load",
+            "10,000 (+ 1 2) evaluations from 64 sessions: wall (MCP floor)",
+            light.wall,
+            "10,000 MCP pings through the same sessions",
+            ping.wall,
+            None,
+            note(
+                light,
+                &format!("; pings: {rate:.0}/s, p99 {:.1} ms", ping.p99_ms),
             ),
         ));
     }
