@@ -32,17 +32,17 @@ declare -A AREA_FILES=(
   [core]="ptc-core/src/*.rs ptc-core/src/mcp/*.rs"
   [host]="ptc-core/src/server/*.rs ptc-app/src/overrides.rs"
   [observatory]="fixtures/observatory-server/src/tokens.rs fixtures/observatory-server/src/api/mod.rs fixtures/observatory-server/src/api/handlers/mod.rs"
-  [lisp]="ptc-lisp/src/limits.rs ptc-lisp/src/eval.rs ptc-lisp/src/json/decode.rs ptc-lisp/src/reader.rs ptc-lisp/src/printer.rs ptc-lisp/src/interp.rs ptc-lisp/src/host.rs ptc-lisp/src/meter.rs ptc-lisp/src/footprint.rs"
+  [lisp]="ptc-lisp/src/limits.rs ptc-lisp/src/eval.rs ptc-lisp/src/json/decode.rs ptc-lisp/src/reader.rs ptc-lisp/src/printer.rs ptc-lisp/src/interp.rs ptc-lisp/src/host.rs ptc-lisp/src/meter.rs ptc-lisp/src/footprint.rs ptc-lisp/src/builtins/parallel.rs"
 )
 # In the language only the functions that hold a limit are in scope (the rest is covered by the
 # conformance corpus, and a full run takes hours): the evaluator's steps, deadline, memory and
 # depth; the JSON decoder's depth, memory and deadline; the reader's depth; the output cap; the
 # program size; the memory meter, what values are charged (footprint) and the growth of
-# collections; a tool result's decode against the program's budget (inside an evaluation and
-# outside one).
+# collections; pmap's nesting limit, its branches' steps and how a stop reaches them; a tool
+# result's decode against the program's budget (inside an evaluation and outside one).
 # A function's mutants are named `... in NAME` (an operator inside it) or `replace NAME ...`
 # (its whole body replaced, e.g. a check that always passes): both are in scope.
-LISP_RE="limits.rs|meter.rs|footprint.rs|(in |replace )(Ctx<'a>::(tick|check_slow|check_deadline|charge|charge_items|precheck_items|grow_vector|grow_map|grow_set|enter|decode_json)|Decoder<S>::(charge|tick|value)|Reader<'a>::read_form|append_output|Interpreter::eval_str|CallContext<'a>::decode_json)( |$)"
+LISP_RE="limits.rs|meter.rs|footprint.rs|(in |replace )(par_run|drive|<impl Future for AnyReady>::poll|Ctx<'a>::(tick|check_slow|check_deadline|charge|charge_items|precheck_items|grow_vector|grow_map|grow_set|enter|decode_json)|Decoder<S>::(charge|tick|value)|Reader<'a>::read_form|append_output|Interpreter::eval_str|CallContext<'a>::decode_json)( |$)"
 # In the Observatory's handlers only the shared authorisation helpers are in scope.
 OBS_RE="tokens.rs|api/mod.rs|handlers/mod.rs:.* (in |replace )(visible|env_param|find_trace)( |$)"
 # Fixed small list: what CI tests, and --changed when a change touches none of the modules (the

@@ -47,12 +47,10 @@ pub struct Ctx<'a> {
     recur_buf: Vec<Value>,
     globals: Vec<Option<Value>>,
     output: String,
-    in_parallel: bool,
     /// How many parallel regions (`pmap`/`pcalls`) enclose this context.
     par_depth: usize,
-    /// Where host waits suspend the program (a `pmap` branch suspends through its own
-    /// coroutine); `None` outside a coroutine, where waits block the thread.
-    suspend: Option<&'a Suspender>,
+    /// Where host waits suspend the program: its coroutine's (a `pmap` branch's own).
+    suspend: &'a Suspender,
     /// When the program last let other programs on its thread run (see [`TIME_SLICE`]).
     slice_start: Instant,
 }
@@ -72,10 +70,10 @@ pub(crate) struct Fork<'a> {
 }
 
 impl<'a> Fork<'a> {
-    /// A branch context, created on the branch's own stack (it measures that stack).
-    pub(crate) fn start(&self) -> Ctx<'a> {
-        let mut w = Ctx::new(self.shared, self.globals.to_vec());
-        w.in_parallel = true;
+    /// A branch context, created on the branch's own stack (it measures that stack), whose
+    /// waits suspend through the branch's coroutine.
+    pub(crate) fn start(&self, suspend: &'a Suspender) -> Ctx<'a> {
+        let mut w = Ctx::new(self.shared, self.globals.to_vec(), suspend);
         w.par_depth = self.par_depth + 1;
         w.steps = self.steps;
         w.depth = self.depth;
@@ -120,7 +118,12 @@ fn int_binop(op: BinOp, x: &Value, y: &Value) -> Option<Value> {
 const STACK_RESERVE: usize = 1 << 20;
 
 impl<'a> Ctx<'a> {
-    pub(crate) fn new(shared: &'a Shared<'a>, globals: Vec<Option<Value>>) -> Self {
+    /// The context of an evaluation's coroutine: host waits suspend it through `suspend`.
+    pub(crate) fn new(
+        shared: &'a Shared<'a>,
+        globals: Vec<Option<Value>>,
+        suspend: &'a Suspender,
+    ) -> Self {
         Ctx {
             shared,
             steps: 0,
@@ -131,21 +134,14 @@ impl<'a> Ctx<'a> {
             recur_buf: Vec::new(),
             globals,
             output: String::new(),
-            in_parallel: false,
             par_depth: 0,
-            suspend: None,
+            suspend,
             slice_start: Instant::now(),
         }
     }
 
-    /// The context of an evaluation's coroutine: host waits suspend it through `suspender`.
-    pub(crate) fn suspending(mut self, suspender: &'a Suspender) -> Self {
-        self.suspend = Some(suspender);
-        self
-    }
-
-    /// Where host waits suspend the program (`None` outside an evaluation's coroutine).
-    pub(crate) fn suspender(&self) -> Option<&'a Suspender> {
+    /// Where host waits suspend the program.
+    pub(crate) fn suspender(&self) -> &'a Suspender {
         self.suspend
     }
 
@@ -247,10 +243,8 @@ impl<'a> Ctx<'a> {
                 format!("step budget of {max} evaluation steps exhausted"),
             );
         }
-        if let Some(suspender) = self.suspend
-            && self.slice_start.elapsed() >= TIME_SLICE
-        {
-            if let Resume::Stopped(reason) = suspender.suspend(crate::suspend::yield_now()) {
+        if self.slice_start.elapsed() >= TIME_SLICE {
+            if let Resume::Stopped(reason) = self.suspend.suspend(crate::suspend::yield_now()) {
                 return err(reason, self.shared.limits.stop_message(reason));
             }
             self.slice_start = Instant::now();
@@ -780,7 +774,7 @@ impl<'a> Ctx<'a> {
             }
             Node::Return(v) => {
                 let v = self.eval(v, fr)?;
-                if self.in_parallel {
+                if self.par_depth > 0 {
                     return err(
                         Reason::InvalidForm,
                         "return is not allowed inside pmap/pcalls",
@@ -790,7 +784,7 @@ impl<'a> Ctx<'a> {
             }
             Node::Fail(v, pos) => {
                 let v = self.eval(v, fr)?;
-                if self.in_parallel {
+                if self.par_depth > 0 {
                     return err(
                         Reason::InvalidForm,
                         "fail is not allowed inside pmap/pcalls",
@@ -1149,7 +1143,7 @@ impl<'a> Ctx<'a> {
             self.shared.deadline,
             &mut self.output,
             &self.shared.meter,
-            self.suspend,
+            Some(self.suspend),
         );
         Some(f(host, &mut cx))
     }

@@ -258,7 +258,7 @@ fn run(job: &mut Job, suspender: &Suspender) -> (Ran, usize) {
             return (ran, 0);
         }
     };
-    let mut ctx = Ctx::new(&shared, std::mem::take(&mut globals.values)).suspending(suspender);
+    let mut ctx = Ctx::new(&shared, std::mem::take(&mut globals.values), suspender);
     let result = (|| {
         let mut last = Value::Nil;
         for form in &forms {

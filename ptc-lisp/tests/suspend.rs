@@ -5,7 +5,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
@@ -92,6 +92,31 @@ fn poll_once<F: Future + ?Sized>(fut: Pin<&mut F>) -> Poll<F::Output> {
     fut.poll(&mut Context::from_waker(Waker::noop()))
 }
 
+/// A stop future that ends with `reason` once the switch is set, and the switch.
+fn stop_switch(reason: Reason) -> (Arc<AtomicBool>, impl Future<Output = Reason>) {
+    let switch = Arc::new(AtomicBool::new(false));
+    let set = switch.clone();
+    let stop = std::future::poll_fn(move |_| {
+        if set.load(Ordering::SeqCst) {
+            Poll::Ready(reason)
+        } else {
+            Poll::Pending
+        }
+    });
+    (switch, stop)
+}
+
+/// The error an evaluation ended with when polled once more.
+fn ended_with_error<F>(eval: Pin<&mut F>) -> ptc_lisp::LispError
+where
+    F: Future<Output = Result<Value, ptc_lisp::LispError>> + ?Sized,
+{
+    match poll_once(eval) {
+        Poll::Ready(Err(e)) => e,
+        other => panic!("{:?}", other.map(|r| r.map(|v| v.to_string()))),
+    }
+}
+
 type Eval<'a> = Pin<Box<dyn Future<Output = Result<Value, ptc_lisp::LispError>> + 'a>>;
 
 #[test]
@@ -141,25 +166,12 @@ fn stop_ends_a_wait_with_its_reason_and_drops_what_was_awaited() {
             },
             Arc::new(Waiting(gates.clone())),
         );
-        let stopped = Arc::new(Mutex::new(false));
-        let stop = {
-            let stopped = stopped.clone();
-            std::future::poll_fn(move |_| {
-                if *stopped.lock().unwrap() {
-                    Poll::Ready(reason)
-                } else {
-                    Poll::Pending
-                }
-            })
-        };
+        let (stopped, stop) = stop_switch(reason);
         // The program goes on after the first wait ends: the later wait ends at once.
         let mut eval = Box::pin(interp.eval_async("(t/wait 1)", stop));
         assert!(poll_once(eval.as_mut()).is_pending());
-        *stopped.lock().unwrap() = true;
-        let e = match poll_once(eval.as_mut()) {
-            Poll::Ready(Err(e)) => e,
-            other => panic!("{:?}", other.map(|r| r.map(|v| v.to_string()))),
-        };
+        stopped.store(true, Ordering::SeqCst);
+        let e = ended_with_error(eval.as_mut());
         assert_eq!(e.reason(), reason);
         let expected = match reason {
             Reason::Timeout => "program exceeded its 1500 ms deadline",
@@ -244,25 +256,12 @@ fn a_stop_reaches_every_waiting_branch_and_drops_their_waits() {
     let gates = Arc::new(Gates::default());
     gates.open(3);
     let mut interp = interpreter(&gates);
-    let stopped = Arc::new(Mutex::new(false));
-    let stop = {
-        let stopped = stopped.clone();
-        std::future::poll_fn(move |_| {
-            if *stopped.lock().unwrap() {
-                Poll::Ready(Reason::Cancelled)
-            } else {
-                Poll::Pending
-            }
-        })
-    };
+    let (stopped, stop) = stop_switch(Reason::Cancelled);
     let mut eval = Box::pin(interp.eval_async("(pmap (fn [k] (t/wait k)) (range 6))", stop));
     assert!(poll_once(eval.as_mut()).is_pending());
     assert_eq!(in_flight(&gates), 5, "the open gate answered; five wait");
-    *stopped.lock().unwrap() = true;
-    let e = match poll_once(eval.as_mut()) {
-        Poll::Ready(Err(e)) => e,
-        other => panic!("{:?}", other.map(|r| r.map(|v| v.to_string()))),
-    };
+    stopped.store(true, Ordering::SeqCst);
+    let e = ended_with_error(eval.as_mut());
     assert_eq!(e.reason(), Reason::Cancelled);
     assert_eq!(
         e.message(),
@@ -271,6 +270,71 @@ fn a_stop_reaches_every_waiting_branch_and_drops_their_waits() {
     assert_eq!(in_flight(&gates), 0, "every wait was dropped");
     drop(eval);
     assert_eq!(interp.eval_str("(+ 1 2)").unwrap(), Value::Int(3));
+}
+
+#[test]
+fn parallel_regions_nested_past_two_run_their_branches_one_at_a_time() {
+    let gates = Arc::new(Gates::default());
+    let mut interp = interpreter(&gates);
+    let mut eval = Box::pin(interp.eval_async(
+        "(pmap (fn [a] (pmap (fn [b] (pmap (fn [c] (t/wait (+ (* 100 a) (* 10 b) c))) [1 2])) \
+         [1 2])) [1 2])",
+        std::future::pending(),
+    ));
+    assert!(poll_once(eval.as_mut()).is_pending());
+    assert_eq!(
+        in_flight(&gates),
+        4,
+        "2 x 2 branches, the third level's one at a time"
+    );
+    for k in [111, 112, 121, 122, 211, 212, 221, 222] {
+        gates.open(k);
+    }
+    match poll_once(eval.as_mut()) {
+        Poll::Ready(Ok(v)) => assert_eq!(
+            v.to_string(),
+            "[[[1110 1120] [1210 1220]] [[2110 2120] [2210 2220]]]"
+        ),
+        other => panic!("{:?}", other.map(|r| r.map(|v| v.to_string()))),
+    }
+}
+
+#[test]
+fn the_steps_of_parallel_branches_count_together() {
+    // Each branch waits first, so each takes one item; each starts from the program's count, and
+    // at the join the program is charged them all. The budget that one branch and the rest of
+    // the program need is exhausted by four branches, after the join.
+    let gates = Arc::new(Gates::default());
+    for k in 0..4 {
+        gates.open(k);
+    }
+    let run = |max: u64, branches: usize| {
+        let limits = Limits {
+            max_steps: Some(max),
+            ..Limits::default()
+        };
+        Interpreter::with_host(limits, Arc::new(Waiting(gates.clone()))).eval_str(&format!(
+            "(do (pmap (fn [k] (t/wait k) (loop [i 0] (if (< i 3000) (recur (inc i)) i))) \
+             (range {branches})) (loop [i 0] (if (< i 3000) (recur (inc i)) i)))"
+        ))
+    };
+    let (mut one, mut hi) = (0u64, 1_000_000u64);
+    assert!(run(hi, 1).is_ok());
+    while one < hi {
+        let mid = (one + hi) / 2;
+        if run(mid, 1).is_ok() {
+            hi = mid;
+        } else {
+            one = mid + 1;
+        }
+    }
+    let e = run(one, 4).unwrap_err();
+    assert_eq!(e.reason(), Reason::Timeout);
+    assert_eq!(
+        e.message(),
+        format!("step budget of {one} evaluation steps exhausted")
+    );
+    assert_eq!(run(4 * one, 4).unwrap(), Value::Int(3000));
 }
 
 #[test]

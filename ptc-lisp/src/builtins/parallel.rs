@@ -56,8 +56,7 @@ fn par_run(
     // Parallel regions nested deeper than this run their branches one after another, so
     // recursion through pmap cannot multiply branches without bound.
     const MAX_PARALLEL_NESTING: usize = 2;
-    let suspender = ctx.suspender();
-    let (Some(suspender), true) = (suspender, ctx.parallel_depth() < MAX_PARALLEL_NESTING) else {
+    if ctx.parallel_depth() >= MAX_PARALLEL_NESTING {
         let mut out = Vec::with_capacity(n);
         for i in 0..n {
             out.push(job(ctx, i)?);
@@ -66,7 +65,7 @@ fn par_run(
     };
     let stack_bytes = ctx.limits().thread_stack();
     let fork = ctx.fork();
-    let ran = interleave(&fork, suspender, workers, n, job, stack_bytes);
+    let ran = interleave(&fork, ctx.suspender(), workers, n, job, stack_bytes);
     let (results, steps_used) = match ran {
         Ok(r) => r,
         Err(e) => {
@@ -99,9 +98,6 @@ fn par_run(
             }
         }
     }
-    if out.len() < n {
-        return err(Reason::Cancelled, "parallel call did not complete");
-    }
     Ok(out)
 }
 
@@ -124,7 +120,7 @@ fn interleave(
     let body = || {
         let (next, failed) = (&next, &failed);
         move |yielder: &Suspender, _: Resume| -> Branch {
-            let mut wctx = fork.start().suspending(yielder);
+            let mut wctx = fork.start(yielder);
             let mut local: Vec<ItemResult> = Vec::new();
             while !failed.load(Ordering::Relaxed) {
                 let i = next.fetch_add(1, Ordering::Relaxed);
