@@ -5,10 +5,10 @@
 //! discarded; `return`/`fail` inside a branch are errors; the first failing branch (by position)
 //! fails the whole call.
 
+use std::cell::Cell;
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 
 use corosensei::stack::DefaultStack;
@@ -47,7 +47,7 @@ type Branch = (Vec<ItemResult>, u64, usize);
 fn par_run(
     ctx: &mut Ctx<'_>,
     n: usize,
-    job: &(dyn Fn(&mut Ctx<'_>, usize) -> R<Value> + Sync),
+    job: &dyn Fn(&mut Ctx<'_>, usize) -> R<Value>,
 ) -> R<Vec<Value>> {
     let workers = ctx.limits().max_workers.max(1).min(n);
     if n == 0 {
@@ -62,7 +62,7 @@ fn par_run(
             out.push(job(ctx, i)?);
         }
         return Ok(out);
-    };
+    }
     let stack_bytes = ctx.limits().thread_stack();
     let fork = ctx.fork();
     let ran = interleave(&fork, ctx.suspender(), workers, n, job, stack_bytes);
@@ -112,24 +112,24 @@ fn interleave(
     suspender: &Suspender,
     workers: usize,
     n: usize,
-    job: &(dyn Fn(&mut Ctx<'_>, usize) -> R<Value> + Sync),
+    job: &dyn Fn(&mut Ctx<'_>, usize) -> R<Value>,
     stack_bytes: usize,
 ) -> Result<(Vec<ItemResult>, u64), String> {
-    let next = AtomicUsize::new(0);
-    let failed = AtomicBool::new(false);
+    let next = Cell::new(0);
+    let failed = Cell::new(false);
     let body = || {
         let (next, failed) = (&next, &failed);
         move |yielder: &Suspender, _: Resume| -> Branch {
             let mut wctx = fork.start(yielder);
             let mut local: Vec<ItemResult> = Vec::new();
-            while !failed.load(Ordering::Relaxed) {
-                let i = next.fetch_add(1, Ordering::Relaxed);
+            while !failed.get() {
+                let i = next.replace(next.get() + 1);
                 if i >= n {
                     break;
                 }
                 let r = job(&mut wctx, i);
                 if r.is_err() {
-                    failed.store(true, Ordering::Relaxed);
+                    failed.set(true);
                 }
                 let out = wctx.take_output();
                 local.push((i, r, out));
