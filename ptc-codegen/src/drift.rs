@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+use ptc_plan::pins::{PinChange, ToolList};
 use ptc_plan::{Plan, ToolPlan, Transport};
 use serde_json::Value;
 
@@ -301,6 +302,162 @@ fn differences(a: &Value, b: &Value, at: &str, out: &mut Vec<String>) {
             }
         }
         _ => out.push(format!("#{at}")),
+    }
+}
+
+/// How one tool of an MCP upstream's vendored list differs from the live server's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolChange {
+    /// The server lists a tool the vendored list does not have (never exposed until vendored).
+    Added,
+    /// The server no longer lists a vendored tool.
+    Removed,
+    /// The live tool differs from its pin.
+    Changed {
+        /// Old and new description, when it changed.
+        description: Option<(String, String)>,
+        /// JSON pointers where the input schemas differ (first few).
+        input: Vec<String>,
+        /// JSON pointers where the output schemas differ (first few).
+        output: Vec<String>,
+        /// The annotations changed.
+        annotations: bool,
+    },
+}
+
+/// One difference between an MCP upstream's vendored tool list and its live server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolDrift {
+    /// The upstream.
+    pub upstream: String,
+    /// The tool's name.
+    pub tool: String,
+    /// The config exposes it (so the change breaks the build or the call).
+    pub included: bool,
+    /// What changed.
+    pub change: ToolChange,
+}
+
+/// How `live` differs from `vendored`, tool by tool, sorted by tool name; `included` says
+/// which tools the config exposes.
+pub fn compare_tools(
+    vendored: &ToolList,
+    live: &ToolList,
+    included: impl Fn(&str) -> bool,
+) -> Vec<ToolDrift> {
+    let mut out = Vec::new();
+    let drift = |tool: &str, change| ToolDrift {
+        upstream: vendored.upstream.clone(),
+        tool: tool.to_string(),
+        included: included(tool),
+        change,
+    };
+    for pin in &vendored.tools {
+        let Some(now) = live.tool(&pin.name) else {
+            out.push(drift(&pin.name, ToolChange::Removed));
+            continue;
+        };
+        let changes = pin.changes(now);
+        if changes.is_empty() {
+            continue;
+        }
+        let diff = |a: &Option<Value>, b: &Option<Value>| {
+            let mut at = Vec::new();
+            differences(
+                &a.clone().unwrap_or(Value::Null),
+                &b.clone().unwrap_or(Value::Null),
+                "",
+                &mut at,
+            );
+            at
+        };
+        out.push(drift(
+            &pin.name,
+            ToolChange::Changed {
+                description: changes
+                    .contains(&PinChange::Description)
+                    .then(|| (pin.description.clone(), now.description.clone())),
+                input: diff(
+                    &Some(pin.input_schema.clone()),
+                    &Some(now.input_schema.clone()),
+                ),
+                output: diff(&pin.output_schema, &now.output_schema),
+                annotations: changes.contains(&PinChange::Annotations),
+            },
+        ));
+    }
+    for t in &live.tools {
+        if vendored.tool(&t.name).is_none() {
+            out.push(drift(&t.name, ToolChange::Added));
+        }
+    }
+    out.sort_by(|a, b| a.tool.cmp(&b.tool));
+    out
+}
+
+impl fmt::Display for ToolDrift {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (upstream, tool) = (&self.upstream, &self.tool);
+        write!(f, "upstream '{upstream}', tool '{tool}': ")?;
+        let args = format!("{}::{}Args", snake(upstream), pascal(tool));
+        let response = format!("{}::{}Response", snake(upstream), pascal(tool));
+        match &self.change {
+            ToolChange::Added => {
+                return write!(
+                    f,
+                    "added on the server; not exposed until it is vendored (and listed in include_tools, if the config has one)"
+                );
+            }
+            ToolChange::Removed => write!(f, "removed from the server")?,
+            ToolChange::Changed {
+                description,
+                input,
+                output,
+                annotations,
+            } => {
+                let mut parts = Vec::new();
+                if description.is_some() {
+                    parts.push("description changed".to_string());
+                }
+                if !input.is_empty() {
+                    parts.push(format!("inputSchema changed at {}", input.join(", ")));
+                }
+                if !output.is_empty() {
+                    parts.push(format!("outputSchema changed at {}", output.join(", ")));
+                }
+                if *annotations {
+                    parts.push("annotations changed".into());
+                }
+                write!(f, "{}", parts.join("; "))?;
+                if let Some((old, new)) = description {
+                    write!(f, "\n  - {}\n  + {}", one_line(old), one_line(new))?;
+                }
+            }
+        }
+        if !self.included {
+            return write!(f, "\n  = not included by the config: nothing breaks");
+        }
+        let consequence = match &self.change {
+            ToolChange::Removed => format!(
+                "once vendored, the build fails: remove `{tool}` from include_tools (code using `{args}` fails with E0412); \
+                 until then calls answer not_found"
+            ),
+            ToolChange::Changed { input, output, .. } if !input.is_empty() || !output.is_empty() => format!(
+                "`{args}` and `{response}` follow the new schemas once vendored: code using a changed field fails with E0063, E0308 or E0609; \
+                 until then calls answer tool_changed (pin_policy refuse)"
+            ),
+            _ => "no Rust type changes; until it is vendored calls answer tool_changed (pin_policy refuse)".into(),
+        };
+        write!(f, "\n  = {consequence}")
+    }
+}
+
+/// `text` on one line, cut at 200 characters.
+fn one_line(text: &str) -> String {
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    match flat.char_indices().nth(200) {
+        Some((i, _)) => format!("{}...", &flat[..i]),
+        None => flat,
     }
 }
 

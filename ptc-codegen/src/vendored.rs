@@ -6,8 +6,7 @@ use std::path::{Path, PathBuf};
 
 use ptc_plan::{DocumentRequest, DocumentSource, FileSource, SchemaLocation};
 
-/// The folder, next to the config, that holds vendored documents.
-pub const FOLDER: &str = "vendored";
+pub use ptc_plan::pins::FOLDER;
 
 /// Where the vendored document of `upstream` lives for the config at `config`.
 pub fn path(config: &Path, upstream: &str) -> PathBuf {

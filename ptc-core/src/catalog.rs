@@ -2,11 +2,12 @@
 //! (with "did you mean"), validation and discovery. OpenAPI tools come from the plan; MCP tools
 //! from the server's `tools/list`, at start-up or on first use.
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use serde_json::{Value, json};
 
 use crate::outcome::{Reason, ToolError};
+use crate::pinning::PinCell;
 use crate::validate::{Definitions, Schema};
 use ptc_suggest::did_you_mean;
 
@@ -31,6 +32,8 @@ pub struct ToolEntry {
     /// `_ptc` provenance shown by `meta` (transport, operationId, method, path, default args);
     /// never credentials.
     pub provenance: Value,
+    /// The pinned tool's comparison verdict (pinned MCP tools only).
+    pub pin: Option<Arc<PinCell>>,
     /// Index of the tool in its transport's own list.
     pub(crate) index: usize,
 }
@@ -41,7 +44,14 @@ impl ToolEntry {
         format!("{}/{}", self.server, self.name)
     }
 
-    /// The tool entry as JSON, in the MCP tool shape plus `server` and `_ptc`.
+    /// What discovery adds to the tool's description: why a pinned tool is not callable, or
+    /// that it changed (`None` when there is nothing to say).
+    pub fn pin_note(&self) -> Option<String> {
+        self.pin.as_ref().and_then(|p| p.note())
+    }
+
+    /// The tool entry as JSON, in the MCP tool shape plus `server` and `_ptc` (which says, for
+    /// a pinned tool that changed, what and whether it is callable).
     pub fn to_json(&self) -> Value {
         let mut m = serde_json::Map::new();
         m.insert("server".into(), json!(self.server));
@@ -54,7 +64,11 @@ impl ToolEntry {
         if let Some(ro) = self.read_only {
             m.insert("annotations".into(), json!({"readOnlyHint": ro}));
         }
-        m.insert("_ptc".into(), self.provenance.clone());
+        let mut provenance = self.provenance.clone();
+        if let (Some(note), Value::Object(p)) = (self.pin_note(), &mut provenance) {
+            p.insert("pin".into(), json!(note));
+        }
+        m.insert("_ptc".into(), provenance);
         Value::Object(m)
     }
 }
@@ -223,6 +237,7 @@ pub(crate) fn openapi_tools(server: &str, tools: &[ptc_plan::ToolPlan]) -> Vec<T
                 read_only: Some(t.annotations.read_only_hint),
                 max_response_bytes: t.ptc.max_response_bytes,
                 provenance,
+                pin: None,
                 index,
             }
         })

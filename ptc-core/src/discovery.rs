@@ -11,9 +11,17 @@ pub fn summary(description: &str) -> &str {
     description.lines().next().unwrap_or("").trim()
 }
 
-/// `server/tool - summary`: one line of `dir` and `apropos`.
+/// `server/tool - summary`: one line of `dir` and `apropos` (with, for a pinned tool that
+/// changed on the server, what and whether it is callable).
 pub fn listing(tool: &ToolEntry) -> String {
-    format!("{} - {}", tool.qualified(), summary(&tool.description))
+    match tool.pin_note() {
+        Some(note) => format!(
+            "{} - {} [{note}]",
+            tool.qualified(),
+            summary(&tool.description)
+        ),
+        None => format!("{} - {}", tool.qualified(), summary(&tool.description)),
+    }
 }
 
 /// A placeholder argument value of the right shape for an example call.
@@ -113,6 +121,9 @@ fn shape(schema: Schema<'_>, s: &Value, depth: usize) -> String {
 pub fn doc_text(server: &ServerEntry, tool: &ToolEntry) -> String {
     let schema = server.schema(tool);
     let mut out = format!("-------------------------\n{}\n", tool.qualified());
+    if let Some(note) = tool.pin_note() {
+        out.push_str(&format!("  [{note}]\n"));
+    }
     for line in tool.description.lines() {
         if line.trim().is_empty() {
             out.push('\n');
@@ -303,6 +314,7 @@ mod tests {
             read_only: Some(true),
             max_response_bytes: 1 << 20,
             provenance: json!({"operationId": "list_traces", "defaultArgs": {"mode": "summary"}}),
+            pin: None,
             index: 0,
         }
     }

@@ -206,12 +206,16 @@ impl Upstreams {
                     let Some(link) = McpLink::new(&up.name, other) else {
                         return Err(fail(format!("unsupported transport {}", other.tag())));
                     };
-                    servers.push(ServerEntry::new(
+                    let entry = ServerEntry::new(
                         &up.name,
                         &up.description,
                         other.tag(),
                         Default::default(),
-                    ));
+                    );
+                    if let Some(pinned) = link.pinned_entries() {
+                        entry.set_tools(pinned);
+                    }
+                    servers.push(entry);
                     links.push(Link::Mcp(Box::new(link)));
                 }
             }
@@ -256,30 +260,36 @@ impl Upstreams {
         &self.patterns
     }
 
-    /// Makes sure upstream `i`'s tools are in the catalog.
+    /// Makes sure upstream `i`'s catalog entry is up to date: an MCP upstream's tools listed,
+    /// or its pins compared with the current listing.
     pub(crate) async fn load(&self, i: usize) -> Result<&ServerEntry, ToolError> {
         let entry = &self.catalog.servers[i];
-        if entry.tools().is_some() {
+        let Link::Mcp(link) = &self.links[i] else {
+            return Ok(entry);
+        };
+        if link.is_current(entry) {
             return Ok(entry);
         }
         let _guard = self.loading[i].lock().await;
-        if entry.tools().is_some() {
-            return Ok(entry);
-        }
-        match &self.links[i] {
-            Link::OpenApi(_) => {}
-            Link::Mcp(link) => {
-                let tools = link
-                    .list_tools(&self.call_env())
-                    .await
-                    .map_err(|e| self.redact_error(e))?;
-                entry.set_tools(tools);
-                if let Some(summary) = link.server_summary() {
-                    entry.set_server_description(summary);
-                }
-            }
+        if !link.is_current(entry) {
+            link.load(entry, &self.call_env())
+                .await
+                .map_err(|e| self.redact_error(e))?;
         }
         Ok(entry)
+    }
+
+    /// The pin events of every pinned MCP upstream, by upstream name.
+    pub fn pin_counts(&self) -> Vec<(&str, &crate::pinning::PinCounts)> {
+        self.catalog
+            .servers
+            .iter()
+            .zip(&self.links)
+            .filter_map(|(s, l)| match l {
+                Link::Mcp(m) => m.pin_counts().map(|c| (s.name.as_str(), c)),
+                Link::OpenApi(_) => None,
+            })
+            .collect()
     }
 
     /// Upstream `server`, its tools loaded.
@@ -298,6 +308,9 @@ impl Upstreams {
     ) -> Result<Prepared<'_>, ToolError> {
         let (i, entry) = self.server(server).await?;
         let t = entry.tool(tool)?;
+        if let Some(refused) = t.pin.as_ref().and_then(|p| p.refusal(&t.qualified())) {
+            return Err(refused);
+        }
         let args = check_args(entry.schema(t), &self.patterns, args).map_err(|problems| {
             let call = t.qualified();
             ToolError {

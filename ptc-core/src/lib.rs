@@ -18,6 +18,7 @@ pub mod mcp;
 mod mcp_link;
 mod openapi;
 pub mod outcome;
+pub mod pinning;
 pub mod precheck;
 pub mod records;
 pub mod redact;
@@ -26,5 +27,6 @@ pub mod validate;
 
 pub use executor::{CallOptions, CatalogLoad, Operation, StartError, StartOptions, Upstreams};
 pub use host::{Budgets, ProgramHost, ProgramRun, run_program};
+pub use mcp_link::list_live_tools;
 pub use outcome::{Reason, ToolError, ToolOutput};
 pub use records::{Metrics, RunRecords, UpstreamCall};

@@ -2,15 +2,22 @@
 //! `mcp_http` upstream, connected at start-up or on first use, its tools mapped into catalog
 //! entries. The client itself (handshake, both protocol eras, pagination, result unwrapping,
 //! reconnection) lives in [`crate::mcp`].
+//!
+//! An upstream with a vendored tool list exposes its pinned tools from the start (the catalog
+//! holds the pins, as reviewed) and compares the live listing with them whenever the session or
+//! the server's tool list changed ([`crate::pinning`]). One without exposes what the server lists
+//! on first use, narrowed by `include_tools`.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use serde_json::{Map, Value, json};
 
-use crate::catalog::ToolEntry;
+use crate::catalog::{ServerEntry, ToolEntry};
 use crate::credentials::CallEnv;
-use crate::mcp::McpClient;
+use crate::mcp::{McpClient, McpTool};
 use crate::outcome::{ToolError, ToolOutput};
+use crate::pinning::{PinBoard, PinCell};
 
 /// How the upstream is reached.
 enum Connect {
@@ -26,16 +33,24 @@ pub(crate) struct McpLink {
     max_response_bytes: u64,
     connect: Connect,
     client: tokio::sync::OnceCell<McpClient>,
+    /// Which tools are exposed when nothing is pinned (`None`: all).
+    include: Option<Vec<String>>,
+    /// The pins, when a tool list was vendored.
+    pins: Option<PinBoard>,
 }
 
 impl McpLink {
     /// The link for an `mcp_stdio` or `mcp_http` upstream (`None` for any other transport).
     pub(crate) fn new(name: &str, transport: &ptc_plan::Transport) -> Option<Self> {
-        let (connect, max_response_bytes) = match transport {
-            ptc_plan::Transport::McpStdio(p) => (Connect::Stdio(p.clone()), p.max_response_bytes),
-            ptc_plan::Transport::McpHttp(p) => {
-                (Connect::Http(p.clone()), p.http.max_response_bytes)
+        let (connect, max_response_bytes, tools) = match transport {
+            ptc_plan::Transport::McpStdio(p) => {
+                (Connect::Stdio(p.clone()), p.max_response_bytes, &p.tools)
             }
+            ptc_plan::Transport::McpHttp(p) => (
+                Connect::Http(p.clone()),
+                p.http.max_response_bytes,
+                &p.tools,
+            ),
             ptc_plan::Transport::Openapi(_) => return None,
         };
         Some(McpLink {
@@ -44,7 +59,99 @@ impl McpLink {
             max_response_bytes,
             connect,
             client: tokio::sync::OnceCell::new(),
+            include: tools.include.clone(),
+            pins: tools
+                .pinned
+                .as_deref()
+                .map(|pins| PinBoard::new(name, tools.policy, pins)),
         })
+    }
+
+    /// The catalog entries of the pinned tools, as reviewed (`None` when nothing is pinned:
+    /// the tools are known once the server is listed).
+    pub(crate) fn pinned_entries(&self) -> Option<Vec<ToolEntry>> {
+        let board = self.pins.as_ref()?;
+        Some(
+            board
+                .pins()
+                .enumerate()
+                .map(|(index, (pin, cell))| {
+                    let tool = McpTool {
+                        name: pin.name.clone(),
+                        description: pin.description.clone(),
+                        input_schema: pin.input_schema.clone(),
+                        output_schema: pin.output_schema.clone(),
+                        annotations: pin.annotations.clone(),
+                    };
+                    self.entry(index, tool, Some(cell.clone()))
+                })
+                .collect(),
+        )
+    }
+
+    fn entry(&self, index: usize, t: McpTool, pin: Option<Arc<PinCell>>) -> ToolEntry {
+        let mut provenance = json!({"transport": self.transport, "name": t.name});
+        if pin.is_some() {
+            provenance["pinned"] = json!(true);
+        }
+        ToolEntry {
+            server: self.name.clone(),
+            provenance,
+            read_only: t.read_only(),
+            name: t.name,
+            description: t.description,
+            input_schema: t.input_schema,
+            output_schema: t.output_schema,
+            max_response_bytes: self.max_response_bytes,
+            pin,
+            index,
+        }
+    }
+
+    /// Whether the catalog entry is up to date: listed (unpinned), or the pins compared with the
+    /// listing of the current session and tool-list generation.
+    pub(crate) fn is_current(&self, entry: &ServerEntry) -> bool {
+        match (&self.pins, self.client.get()) {
+            (None, _) => entry.tools().is_some(),
+            (Some(board), Some(client)) => board.is_current(client.tools_generation()),
+            (Some(_), None) => false,
+        }
+    }
+
+    /// Brings the catalog entry up to date: lists the tools (unpinned, first use), or compares
+    /// the live listing with the pins (pinned, whenever the session or the server's tool list
+    /// changed since the last comparison).
+    pub(crate) async fn load(
+        &self,
+        entry: &ServerEntry,
+        env: &CallEnv<'_>,
+    ) -> Result<(), ToolError> {
+        let client = self.client(env).await?;
+        match &self.pins {
+            None => {
+                let tools = client
+                    .list_tools()
+                    .await?
+                    .into_iter()
+                    .filter(|t| self.include.as_ref().is_none_or(|i| i.contains(&t.name)))
+                    .enumerate()
+                    .map(|(index, t)| self.entry(index, t, None))
+                    .collect();
+                entry.set_tools(tools);
+            }
+            Some(board) => {
+                self.compare(client, board).await?;
+            }
+        }
+        if let Some(summary) = client.server_summary() {
+            entry.set_server_description(summary);
+        }
+        Ok(())
+    }
+
+    /// The pin events counted so far (`None` when nothing is pinned).
+    pub(crate) fn pin_counts(&self) -> Option<&crate::pinning::PinCounts> {
+        self.pins.as_ref().map(|b| &b.counts)
     }
 
     /// The connected client, connecting now if this is the first use.
@@ -71,27 +178,9 @@ impl McpLink {
             .await
     }
 
-    /// The upstream's tools as catalog entries (every page).
-    pub(crate) async fn list_tools(&self, env: &CallEnv<'_>) -> Result<Vec<ToolEntry>, ToolError> {
-        let tools = self.client(env).await?.list_tools().await?;
-        Ok(tools
-            .into_iter()
-            .enumerate()
-            .map(|(index, t)| ToolEntry {
-                server: self.name.clone(),
-                provenance: json!({"transport": self.transport, "name": t.name}),
-                name: t.name,
-                description: t.description,
-                input_schema: t.input_schema,
-                output_schema: t.output_schema,
-                read_only: t.read_only,
-                max_response_bytes: self.max_response_bytes,
-                index,
-            })
-            .collect())
-    }
-
-    /// Calls tool `name` with validated arguments.
+    /// Calls tool `name` with validated arguments. A pinned tool is sent only while the listing
+    /// it was compared at is current: after a reconnection or a `tools/list_changed` the listing
+    /// is compared again first, so a server restarted with a changed tool never runs it unchecked.
     pub(crate) async fn call(
         &self,
         env: &CallEnv<'_>,
@@ -99,15 +188,44 @@ impl McpLink {
         args: Map<String, Value>,
         deadline: Option<Instant>,
     ) -> Result<ToolOutput, ToolError> {
-        self.client(env)
-            .await?
-            .call_tool(name, args, deadline)
-            .await
+        let client = self.client(env).await?;
+        let Some(board) = &self.pins else {
+            return client.call_tool(name, args, deadline).await;
+        };
+        // Twice at most: a listing that moves again between the comparison and the send
+        // (a notification storm, a flapping server) is reported rather than chased.
+        for _ in 0..2 {
+            let generation = self.compare(client, board).await?;
+            if let Some(refused) = board.refusal(name, &format!("{}/{name}", self.name)) {
+                return Err(refused);
+            }
+            if let Ok(done) = client
+                .call_tool_listed(name, args.clone(), deadline, generation)
+                .await
+            {
+                return done;
+            }
+        }
+        Err(ToolError {
+            reason: crate::outcome::Reason::UpstreamUnavailable,
+            message: format!(
+                "{}/{name}: the server's tool list changed twice while the call was being sent; \
+                 it was not sent",
+                self.name
+            ),
+        })
     }
 
-    /// How the server describes itself, once connected.
-    pub(crate) fn server_summary(&self) -> Option<String> {
-        self.client.get().and_then(McpClient::server_summary)
+    /// Compares the live listing with the pins unless the current session's listing already
+    /// was; the generation compared.
+    async fn compare(&self, client: &McpClient, board: &PinBoard) -> Result<u64, ToolError> {
+        let _one_at_a_time = board.comparing.lock().await;
+        let generation = client.connected_generation().await?;
+        if !board.is_current(generation) {
+            let live = client.list_tools().await?;
+            board.compare(generation, &live);
+        }
+        Ok(generation)
     }
 
     /// Stops the upstream (closes the session, kills a child process).
@@ -116,4 +234,32 @@ impl McpLink {
             c.shutdown().await;
         }
     }
+}
+
+/// Every tool MCP upstream `upstream` of `plan` lists now, unfiltered and unpinned: what
+/// `ptc vendor` pins. Connects with the configured command or URL and credentials, then closes
+/// the session. Messages have passed `redactor`.
+pub async fn list_live_tools(
+    plan: &ptc_plan::Plan,
+    secrets: &ptc_plan::Secrets,
+    upstream: &str,
+    redactor: &crate::redact::Redactor,
+) -> Result<Vec<McpTool>, ToolError> {
+    let unknown = || ToolError {
+        reason: crate::outcome::Reason::UnknownServer,
+        message: format!("no MCP upstream `{upstream}` in the config"),
+    };
+    let up = plan.upstream(upstream).ok_or_else(unknown)?;
+    let link = McpLink::new(upstream, &up.transport).ok_or_else(unknown)?;
+    let env = CallEnv {
+        credentials: &plan.credentials,
+        secrets,
+        redactor,
+    };
+    let listed = match link.client(&env).await {
+        Ok(client) => client.list_tools().await,
+        Err(e) => Err(e),
+    };
+    link.shutdown().await;
+    listed
 }

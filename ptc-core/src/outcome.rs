@@ -26,6 +26,9 @@ pub enum Reason {
     NotFound,
     /// 429 (the message carries Retry-After).
     RateLimited,
+    /// A pinned MCP tool changed on the server since it was vendored, and the pin policy
+    /// refuses it until the change is reviewed.
+    ToolChanged,
     /// The call's deadline passed.
     Timeout,
     /// The body exceeded the response cap.
@@ -42,7 +45,7 @@ pub enum Reason {
 
 impl Reason {
     /// Every reason, in documentation order.
-    pub const ALL: [Reason; 13] = [
+    pub const ALL: [Reason; 14] = [
         Reason::UpstreamUnavailable,
         Reason::UpstreamError,
         Reason::ToolError,
@@ -50,6 +53,7 @@ impl Reason {
         Reason::Forbidden,
         Reason::NotFound,
         Reason::RateLimited,
+        Reason::ToolChanged,
         Reason::Timeout,
         Reason::ResponseTooLarge,
         Reason::CapExhausted,
@@ -68,6 +72,7 @@ impl Reason {
             Reason::Forbidden => "forbidden",
             Reason::NotFound => "not_found",
             Reason::RateLimited => "rate_limited",
+            Reason::ToolChanged => "tool_changed",
             Reason::Timeout => "timeout",
             Reason::ResponseTooLarge => "response_too_large",
             Reason::CapExhausted => "cap_exhausted",

@@ -76,6 +76,7 @@ fn stdio_plan(command: &str, args: &[&str]) -> McpStdioPlan {
         handshake_timeout_ms: 30_000,
         request_timeout_ms: 30_000,
         max_response_bytes: 1 << 20,
+        tools: Default::default(),
     }
 }
 
@@ -98,6 +99,7 @@ fn http_plan(url: &str) -> McpHttpPlan {
                 max_ms: 1_000,
             },
         },
+        tools: Default::default(),
     }
 }
 
@@ -291,7 +293,7 @@ async fn check_everything(c: &McpClient) {
         .find(|t| t.name == "get-structured-content")
         .unwrap();
     assert!(structured.output_schema.is_some());
-    assert_eq!(structured.read_only, Some(true));
+    assert_eq!(structured.read_only(), Some(true));
     assert_eq!(
         structured.input_schema["properties"]["location"]["type"],
         "string"

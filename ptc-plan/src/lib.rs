@@ -26,6 +26,7 @@ mod locate;
 mod names;
 mod openapi;
 mod paths;
+pub mod pins;
 pub mod plan;
 #[cfg(test)]
 mod rules_boundaries;
@@ -34,5 +35,7 @@ mod suggest;
 
 pub use config::{Secrets, UrlOptIns, UrlProblem, check_base_url, check_upstream_url};
 pub use diagnostic::{Diagnostic, Diagnostics};
-pub use load::{DocumentRequest, DocumentSource, FileSource, Loaded, load, load_str, load_with};
+pub use load::{
+    DocumentRequest, DocumentSource, FileSource, Loaded, load, load_str, load_unpinned, load_with,
+};
 pub use plan::*;

@@ -84,12 +84,21 @@ pub fn load(path: &Path) -> Result<Loaded, Diagnostics> {
 
 /// Loads and compiles the config at `path`, getting documents through `source`.
 pub fn load_with(path: &Path, source: &dyn DocumentSource) -> Result<Loaded, Diagnostics> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
+    load_str(&read_config(path)?, path, source)
+}
+
+/// Loads the config at `path` the way [`load_with`] does, but reads no vendored MCP tool list:
+/// what `ptc vendor` is about to replace (a stale or damaged list must not stop it).
+pub fn load_unpinned(path: &Path, source: &dyn DocumentSource) -> Result<Loaded, Diagnostics> {
+    compile(&read_config(path)?, path, source, false)
+}
+
+fn read_config(path: &Path) -> Result<String, Diagnostics> {
+    std::fs::read_to_string(path).map_err(|e| {
         Diagnostics(vec![
             Diagnostic::new(path, "", format!("cannot read config: {e}")).help("check the path"),
         ])
-    })?;
-    load_str(&text, path, source)
+    })
 }
 
 /// Compiles config `text` that was read from `path`, fetching documents through `source`.
@@ -101,6 +110,15 @@ pub fn load_str(
     text: &str,
     path: &Path,
     source: &dyn DocumentSource,
+) -> Result<Loaded, Diagnostics> {
+    compile(text, path, source, true)
+}
+
+fn compile(
+    text: &str,
+    path: &Path,
+    source: &dyn DocumentSource,
+    pinned: bool,
 ) -> Result<Loaded, Diagnostics> {
     let base_dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
@@ -118,8 +136,32 @@ pub fn load_str(
     for up in config.upstreams {
         let mut description = up.description;
         let transport = match up.kind {
-            UpstreamKind::McpStdio(p) => Transport::McpStdio(p),
-            UpstreamKind::McpHttp(p) => Transport::McpHttp(p),
+            UpstreamKind::McpStdio(mut p) => {
+                if pinned {
+                    crate::pins::attach(
+                        path,
+                        &up.name,
+                        &up.pointer,
+                        &mut p.tools,
+                        &mut diags,
+                        &mut files,
+                    );
+                }
+                Transport::McpStdio(p)
+            }
+            UpstreamKind::McpHttp(mut p) => {
+                if pinned {
+                    crate::pins::attach(
+                        path,
+                        &up.name,
+                        &up.pointer,
+                        &mut p.tools,
+                        &mut diags,
+                        &mut files,
+                    );
+                }
+                Transport::McpHttp(p)
+            }
             UpstreamKind::Openapi(cfg) => {
                 let upstream = Upstream {
                     name: &up.name,

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+pub use crate::pins::{PinPolicy, PinnedTool};
 use crate::schema::SchemaError;
 
 /// Everything a host needs to run a deployment's upstreams.
@@ -253,6 +254,9 @@ pub struct McpStdioPlan {
     pub request_timeout_ms: u64,
     /// Largest response accepted.
     pub max_response_bytes: u64,
+    /// Which of its tools are exposed, and their pins.
+    #[serde(default)]
+    pub tools: McpTools,
 }
 
 /// An MCP server over Streamable HTTP.
@@ -264,6 +268,35 @@ pub struct McpHttpPlan {
     pub handshake_timeout_ms: u64,
     /// Transport settings.
     pub http: HttpSettings,
+    /// Which of its tools are exposed, and their pins.
+    #[serde(default)]
+    pub tools: McpTools,
+}
+
+/// Which tools of an MCP upstream are exposed, and what they were pinned to.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct McpTools {
+    /// `include_tools` as written: the tools to expose (`None`: every pinned tool, or every
+    /// listed tool when nothing is pinned).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub include: Option<Vec<String>>,
+    /// `pin_policy`: what a changed pinned tool does.
+    #[serde(default)]
+    pub policy: PinPolicy,
+    /// The vendored pins of the exposed tools, sorted by name, when a tool list was vendored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pinned: Option<Vec<PinnedTool>>,
+}
+
+impl McpTools {
+    /// Whether the tool called `name` on the server is exposed (before pins are compared).
+    pub fn includes(&self, name: &str) -> bool {
+        match (&self.pinned, &self.include) {
+            (Some(pins), _) => pins.iter().any(|p| p.name == name),
+            (None, Some(include)) => include.iter().any(|i| i == name),
+            (None, None) => true,
+        }
+    }
 }
 
 /// One tool in the normalised catalog shape shared with MCP tool metadata.

@@ -18,6 +18,7 @@ mod stdio;
 
 use std::sync::Arc;
 use std::sync::Mutex as StdMutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use ptc_plan::{Backoff, CredentialBinding, McpHttpPlan, McpStdioPlan, Secrets};
@@ -64,9 +65,33 @@ pub struct McpTool {
     pub input_schema: Value,
     /// JSON Schema of its structured result, if declared.
     pub output_schema: Option<Value>,
-    /// The `readOnlyHint` annotation, if given (a hint, not a guarantee).
-    pub read_only: Option<bool>,
+    /// Its annotations (`readOnlyHint`, `destructiveHint`, ...: hints, not guarantees).
+    pub annotations: Map<String, Value>,
 }
+
+impl McpTool {
+    /// The `readOnlyHint` annotation, if given.
+    pub fn read_only(&self) -> Option<bool> {
+        self.annotations
+            .get("readOnlyHint")
+            .and_then(Value::as_bool)
+    }
+
+    /// The tool as a pin: what `ptc vendor` writes and the host compares.
+    pub fn pin(&self) -> ptc_plan::PinnedTool {
+        ptc_plan::PinnedTool::new(
+            &self.name,
+            &self.description,
+            self.input_schema.clone(),
+            self.output_schema.clone(),
+            self.annotations.clone(),
+        )
+    }
+}
+
+/// A call not sent because the tool listing changed since the generation it was checked at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ListingMoved;
 
 /// A connection to one MCP upstream. `Send + Sync`; clones share the connection.
 ///
@@ -93,6 +118,9 @@ struct Inner {
     refusals: stdio::Refusals,
     /// The last ticket given to a request.
     tickets: std::sync::atomic::AtomicU64,
+    /// Bumped on every new session and every `notifications/tools/list_changed`: a listing
+    /// taken at an older value may be stale.
+    tools_generation: Arc<AtomicU64>,
 }
 
 enum Connector {
@@ -119,9 +147,13 @@ struct Live {
 }
 
 /// Our side of the session: identifies ptc and offers no client capabilities (no sampling, no
-/// roots, no elicitation).
+/// roots, no elicitation). A `tools/list_changed` notification from a server of the older era
+/// (a newer one delivers it to the subscription [`McpClient::watch_tools`] opens) marks the
+/// listing stale.
 #[derive(Clone)]
-struct Handler;
+struct Handler {
+    tools_generation: Arc<AtomicU64>,
+}
 
 impl ClientHandler for Handler {
     fn get_info(&self) -> ClientConfig {
@@ -129,6 +161,14 @@ impl ClientHandler for Handler {
             ClientCapabilities::default(),
             Implementation::new("ptc", env!("CARGO_PKG_VERSION")),
         )
+    }
+
+    fn on_tool_list_changed(
+        &self,
+        _context: rmcp::service::NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        self.tools_generation.fetch_add(1, Ordering::AcqRel);
+        std::future::ready(())
     }
 }
 
@@ -208,6 +248,7 @@ impl McpClient {
                 server_summary: StdMutex::new(None),
                 refusals: stdio::Refusals::default(),
                 tickets: std::sync::atomic::AtomicU64::new(0),
+                tools_generation: Arc::new(AtomicU64::new(0)),
             }),
         }
     }
@@ -220,6 +261,62 @@ impl McpClient {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
+    }
+
+    /// The generation of the tool listing: it changes with every new session and every
+    /// `tools/list_changed` the server sends, so a listing taken at an older one may be stale.
+    pub fn tools_generation(&self) -> u64 {
+        self.inner.tools_generation.load(Ordering::Acquire)
+    }
+
+    /// Makes sure a session is live (reconnecting after the backoff when it closed) and returns
+    /// [`McpClient::tools_generation`] as of that session.
+    pub async fn connected_generation(&self) -> Result<u64, ToolError> {
+        let subject = self.subject(None);
+        let deadline = Instant::now() + self.inner.handshake_timeout;
+        self.peer_by(&subject, deadline).await?;
+        Ok(self.tools_generation())
+    }
+
+    /// Opens a `subscriptions/listen` stream for `tools/list_changed` on a session of the newer
+    /// protocol era, which marks the listing stale at every notification until the session ends.
+    /// A server that does not offer it (the older era, or no `listChanged` capability) is left
+    /// alone: the older era's notifications reach [`Handler`].
+    fn watch_tools(&self, peer: &Peer<RoleClient>) {
+        let info = peer.peer_info();
+        let offers = info
+            .as_ref()
+            .and_then(|i| i.capabilities.tools.as_ref())
+            .is_some_and(|t| t.list_changed == Some(true));
+        let newer = info
+            .as_ref()
+            .is_some_and(|i| i.protocol_version >= ProtocolVersion::V_2026_07_28);
+        if !(offers && newer) {
+            return;
+        }
+        let peer = peer.clone();
+        let generation = self.inner.tools_generation.clone();
+        let upstream = self.inner.upstream.clone();
+        tokio::spawn(async move {
+            let filter = rmcp::model::SubscriptionFilter::builder()
+                .tools_list_changed()
+                .build();
+            let mut subscription = match peer.listen(filter).await {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::debug!(%upstream, error = %e, "no tools/list_changed subscription");
+                    return;
+                }
+            };
+            while let Ok(Some(notification)) = subscription.next().await {
+                if matches!(
+                    notification,
+                    rmcp::model::ServerNotification::ToolListChangedNotification(_)
+                ) {
+                    generation.fetch_add(1, Ordering::AcqRel);
+                }
+            }
+        });
     }
 
     /// A new request's ticket (see [`stdio::Refusals`]).
@@ -301,6 +398,36 @@ impl McpClient {
         args: Map<String, Value>,
         deadline: Option<Instant>,
     ) -> Result<ToolOutput, ToolError> {
+        match self.call_tool_in(tool, args, deadline, None).await {
+            Ok(done) => done,
+            Err(ListingMoved) => Err(self
+                .subject(Some(tool))
+                .error(Reason::UpstreamUnavailable, "the tool listing changed")),
+        }
+    }
+
+    /// [`McpClient::call_tool`], sent only while the tool listing is still at `generation`
+    /// ([`McpClient::tools_generation`]): a call that would go to a new session, or after a
+    /// `tools/list_changed`, is not sent ([`ListingMoved`]), so the caller can compare the
+    /// listing with its pins first.
+    pub async fn call_tool_listed(
+        &self,
+        tool: &str,
+        args: Map<String, Value>,
+        deadline: Option<Instant>,
+        generation: u64,
+    ) -> Result<Result<ToolOutput, ToolError>, ListingMoved> {
+        self.call_tool_in(tool, args, deadline, Some(generation))
+            .await
+    }
+
+    async fn call_tool_in(
+        &self,
+        tool: &str,
+        args: Map<String, Value>,
+        deadline: Option<Instant>,
+        generation: Option<u64>,
+    ) -> Result<Result<ToolOutput, ToolError>, ListingMoved> {
         let subject = self.subject(Some(tool));
         let limit = Instant::now() + self.inner.request_timeout;
         let deadline = deadline.map_or(limit, |d| d.min(limit));
@@ -322,11 +449,14 @@ impl McpClient {
                     retries += 1;
                     continue;
                 }
-                Err(e) => return Err(with_retries(e, retries)),
+                Err(e) => return Ok(Err(with_retries(e, retries))),
             };
+            if generation.is_some_and(|g| g != self.tools_generation()) {
+                return Err(ListingMoved);
+            }
             let outcome =
                 tokio::time::timeout_at(deadline.into(), peer.call_tool(params.clone())).await;
-            return match outcome {
+            return Ok(match outcome {
                 Err(_) => Err(subject.error(
                     Reason::Timeout,
                     "no answer before the call's deadline (the request timeout or the program's \
@@ -356,7 +486,7 @@ impl McpClient {
                     }
                     Err(with_retries(error, retries))
                 }
-            };
+            });
         }
     }
 
@@ -389,7 +519,13 @@ impl McpClient {
                 .into_owned(),
             input_schema: object(&t.input_schema),
             output_schema: t.output_schema.as_deref().map(object),
-            read_only: t.annotations.and_then(|a| a.read_only_hint),
+            annotations: match t.annotations.map(serde_json::to_value) {
+                Some(Ok(v)) => match result::redact_value(r, v) {
+                    Value::Object(m) => m,
+                    _ => Map::new(),
+                },
+                _ => Map::new(),
+            },
         }
     }
 
@@ -503,6 +639,8 @@ impl McpClient {
                     .unwrap_or_else(|e| e.into_inner()) = version;
                 state.live = Some(live);
                 state.not_before = None;
+                self.inner.tools_generation.fetch_add(1, Ordering::AcqRel);
+                self.watch_tools(&peer);
                 Ok(peer)
             }
             Err(e) => {
@@ -538,7 +676,7 @@ impl McpClient {
                         format!("cannot start `{}`: {e}", plan.command),
                     )
                 })?;
-                let serve = Handler.serve_with_lifecycle(transport, lifecycle);
+                let serve = self.handler().serve_with_lifecycle(transport, lifecycle);
                 match tokio::time::timeout_at(deadline.into(), serve).await {
                     Err(_) => Err(with_stderr(timed_out, &tail, &self.inner.redactor)),
                     Ok(Err(e)) => Err(with_stderr(
@@ -556,7 +694,9 @@ impl McpClient {
                 }
             }
             Connector::Http(setup) => {
-                let serve = Handler.serve_with_lifecycle(setup.transport(), lifecycle);
+                let serve = self
+                    .handler()
+                    .serve_with_lifecycle(setup.transport(), lifecycle);
                 match tokio::time::timeout_at(deadline.into(), serve).await {
                     Err(_) => Err(timed_out),
                     Ok(Err(e)) => Err(init_error(subject, e)),
@@ -566,6 +706,12 @@ impl McpClient {
                     }),
                 }
             }
+        }
+    }
+
+    fn handler(&self) -> Handler {
+        Handler {
+            tools_generation: self.inner.tools_generation.clone(),
         }
     }
 
@@ -813,7 +959,10 @@ mod tests {
     #[test]
     fn the_client_names_itself_and_offers_no_capabilities() {
         use rmcp::ClientHandler;
-        let info = super::Handler.get_info();
+        let info = super::Handler {
+            tools_generation: Default::default(),
+        }
+        .get_info();
         assert_eq!(info.client_info.name, "ptc");
         assert_eq!(info.client_info.version, env!("CARGO_PKG_VERSION"));
         assert_eq!(

@@ -144,6 +144,7 @@ mod tests {
             read_only,
             max_response_bytes: 1 << 20,
             provenance: json!({}),
+            pin: None,
             index: n,
         }
     }

@@ -9,7 +9,9 @@ use super::fields::{Cx, Fields};
 use super::http::{self, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_REQUEST_TIMEOUT_MS};
 use super::{OpenApiConfig, OperationOverride, UpstreamConfig, UpstreamKind};
 use crate::diagnostic::pointer_join;
-use crate::plan::{CredentialBinding, McpHttpPlan, McpStdioPlan, SchemaLocation};
+use crate::plan::{
+    CredentialBinding, McpHttpPlan, McpStdioPlan, McpTools, PinPolicy, SchemaLocation,
+};
 use crate::suggest::did_you_mean;
 
 const TRANSPORTS: [&str; 3] = ["openapi", "mcp_stdio", "mcp_http"];
@@ -331,6 +333,7 @@ fn parse_stdio(cx: &mut Cx, f: &mut Fields, base_dir: &Path) -> Option<McpStdioP
     let handshake_timeout_ms = f.positive(cx, "handshake_timeout_ms", DEFAULT_HANDSHAKE_TIMEOUT_MS);
     let request_timeout_ms = f.positive(cx, "request_timeout_ms", DEFAULT_REQUEST_TIMEOUT_MS);
     let max_response_bytes = f.positive(cx, "max_response_bytes", DEFAULT_MAX_RESPONSE_BYTES);
+    let tools = parse_mcp_tools(cx, f);
     let command = command?;
     // A relative path with a slash is a file next to the config; a bare name is looked up on PATH.
     let command = if command.contains('/') {
@@ -346,6 +349,7 @@ fn parse_stdio(cx: &mut Cx, f: &mut Fields, base_dir: &Path) -> Option<McpStdioP
         handshake_timeout_ms,
         request_timeout_ms,
         max_response_bytes,
+        tools,
     })
 }
 
@@ -356,6 +360,7 @@ fn parse_mcp_http(
 ) -> Option<McpHttpPlan> {
     let http = http::parse_settings(cx, f, credentials);
     let handshake_timeout_ms = f.positive(cx, "handshake_timeout_ms", DEFAULT_HANDSHAKE_TIMEOUT_MS);
+    let tools = parse_mcp_tools(cx, f);
     let url = f.required_string(
         cx,
         "url",
@@ -365,5 +370,57 @@ fn parse_mcp_http(
         url: url.to_string(),
         handshake_timeout_ms,
         http,
+        tools,
     })
+}
+
+/// `include_tools` and `pin_policy` of an MCP upstream (the pins themselves are read by the
+/// loader, from the vendored tool list).
+fn parse_mcp_tools(cx: &mut Cx, f: &mut Fields) -> McpTools {
+    let at = f.at("include_tools");
+    let include = f.string_list(cx, "include_tools").map(|list| {
+        let mut out: Vec<String> = Vec::with_capacity(list.len());
+        for (i, name) in list.iter().enumerate() {
+            let here = pointer_join(&at, &i.to_string());
+            if name.trim().is_empty() {
+                cx.error(&here, "a tool name must not be empty", None);
+            } else if out.iter().any(|o| o == name) {
+                cx.error(
+                    &here,
+                    format!("tool `{name}` is listed twice"),
+                    Some("remove the duplicate".into()),
+                );
+            } else {
+                out.push(name.to_string());
+            }
+        }
+        if list.is_empty() {
+            cx.error(
+                &at,
+                "`include_tools` is empty, which would expose no tool",
+                Some("list the tools to expose, or leave the field out to expose every vendored tool".into()),
+            );
+        }
+        out
+    });
+    let policy = match f.string(cx, "pin_policy") {
+        None | Some("refuse") => PinPolicy::Refuse,
+        Some("warn") => PinPolicy::Warn,
+        Some(other) => {
+            cx.error(
+                &f.at("pin_policy"),
+                format!(
+                    "unknown pin_policy `{other}`{}",
+                    did_you_mean(other, ["refuse", "warn"])
+                ),
+                Some("use \"refuse\" (a changed tool is not callable; the default) or \"warn\" (it stays callable and the change is logged)".into()),
+            );
+            PinPolicy::Refuse
+        }
+    };
+    McpTools {
+        include,
+        policy,
+        pinned: None,
+    }
 }
