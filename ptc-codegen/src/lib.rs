@@ -26,7 +26,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
 
 use proc_macro2::TokenStream;
-use ptc_plan::{CredentialSource, Diagnostic, OpenApiPlan, Plan, Transport, UpstreamPlan};
+use ptc_plan::{CredentialSource, Diagnostic, Plan, Transport, UpstreamPlan};
 use quote::quote;
 
 use crate::idents::{ident, snake};
@@ -107,9 +107,30 @@ fn upstream(
         (!up.description.is_empty()).then(|| up.description.clone()),
     ]);
     let items = match &up.transport {
-        Transport::Openapi(api) => openapi_items(name, api, config)?,
-        // MCP tools are listed at run time: the plan carries the connection spec only.
-        Transport::McpStdio(_) | Transport::McpHttp(_) => Vec::new(),
+        Transport::Openapi(api) => {
+            let specs = api
+                .tools
+                .iter()
+                .map(|t| {
+                    (
+                        operation::OpSpec::openapi(name, t),
+                        t.ptc.operation_id.as_str(),
+                    )
+                })
+                .collect();
+            tool_items(name, &api.definitions, specs, config)?
+        }
+        Transport::McpStdio(ptc_plan::McpStdioPlan { tools, .. })
+        | Transport::McpHttp(ptc_plan::McpHttpPlan { tools, .. }) => {
+            let Some(pinned) = &tools.pinned else {
+                return Err(Box::new(unpinned(name, config)));
+            };
+            let specs = pinned
+                .iter()
+                .map(|t| (operation::OpSpec::mcp(name, t), t.name.as_str()))
+                .collect();
+            tool_items(name, &NO_DEFINITIONS, specs, config)?
+        }
     };
     let serde_import = paths::serde_import();
     Ok(quote! {
@@ -124,20 +145,42 @@ fn upstream(
     })
 }
 
-fn openapi_items(
+/// MCP tool schemas carry their own `$defs`; only OpenAPI upstreams share definitions.
+static NO_DEFINITIONS: BTreeMap<String, serde_json::Value> = BTreeMap::new();
+
+/// Why an MCP upstream without a vendored tool list cannot be built.
+fn unpinned(upstream: &str, config: &Path) -> Diagnostic {
+    Diagnostic::new(
+        config,
+        ptc_plan::diagnostic::pointer_join("/upstreams", upstream),
+        format!(
+            "MCP upstream `{upstream}` has no vendored tool list at `{}`: a compiled deployment types and pins its MCP tools at build time",
+            ptc_plan::pins::path(config, upstream).display()
+        ),
+    )
+    .upstream(upstream)
+    .help(format!(
+        "run `ptc vendor {}`: it connects to the server, writes the list, and the build reads it (review it and commit it)",
+        config.display()
+    ))
+}
+
+/// The items of an upstream's tools, each named by `what` (its operationId or MCP name) if the
+/// generator fails on it.
+fn tool_items<'v>(
     upstream: &str,
-    api: &OpenApiPlan,
+    definitions: &'v BTreeMap<String, serde_json::Value>,
+    specs: Vec<(operation::OpSpec<'v>, &str)>,
     config: &Path,
 ) -> Result<Vec<TokenStream>, Box<Diagnostic>> {
-    let mut types = TypeGen::new(&api.definitions);
-    let names: Vec<operation::OpNames> = api
-        .tools
+    let mut types = TypeGen::new(definitions);
+    let names: Vec<operation::OpNames> = specs
         .iter()
-        .map(|t| operation::OpNames::claim(t, &mut types.names))
+        .map(|(t, _)| operation::OpNames::claim(t.name, &mut types.names))
         .collect();
     types.declare_definitions();
     let mut out = Vec::new();
-    for (tool, op_names) in api.tools.iter().zip(&names) {
+    for ((tool, what), op_names) in specs.iter().zip(&names) {
         // The backstop: a bug in the generator becomes a compile error naming the operation,
         // never a proc-macro panic.
         let result = catch_unwind(AssertUnwindSafe(|| {
@@ -160,7 +203,7 @@ fn openapi_items(
                         format!("internal error while generating code for this operation: {why}"),
                     )
                     .upstream(upstream)
-                    .operation(&tool.ptc.operation_id)
+                    .operation(what)
                     .help(
                         "this is a ptc-codegen bug; please report it with the operation's schema",
                     ),

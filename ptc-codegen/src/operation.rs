@@ -1,10 +1,11 @@
-//! One included operation: its arguments struct (the typed call's [`ptc_core::Operation`]) and
-//! its response type.
+//! One included operation or pinned MCP tool: its arguments struct (the typed call's
+//! [`ptc_core::Operation`]) and its response type. Both transports come here as an [`OpSpec`],
+//! so they share the naming rules and the type generator.
 
 use proc_macro2::TokenStream;
-use ptc_plan::ToolPlan;
+use ptc_plan::{PinnedTool, ToolPlan};
 use quote::quote;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::idents::{Names, ident, pascal, snake};
 use crate::types::{
@@ -21,10 +22,60 @@ pub struct OpNames {
     pub response: String,
 }
 
+/// What the generator needs of one tool, whatever its transport.
+pub struct OpSpec<'v> {
+    /// Exposed (catalog) name.
+    pub name: &'v str,
+    /// Description.
+    pub description: &'v str,
+    /// JSON Schema of the arguments.
+    pub input_schema: &'v Value,
+    /// JSON Schema of a successful result (`None`: the tool declares none).
+    pub output_schema: Option<&'v Value>,
+    /// Arguments the runtime fills in when the caller leaves them out.
+    pub default_args: Option<&'v Map<String, Value>>,
+    /// Where the call goes, for doc comments: "`GET /x` on upstream `u` (...)."
+    pub route: String,
+}
+
+impl<'v> OpSpec<'v> {
+    /// An OpenAPI operation of `upstream`.
+    pub fn openapi(upstream: &str, tool: &'v ToolPlan) -> Self {
+        OpSpec {
+            name: &tool.name,
+            description: &tool.description,
+            input_schema: &tool.input_schema,
+            output_schema: Some(&tool.output_schema),
+            default_args: Some(&tool.ptc.default_args),
+            route: format!(
+                "`{} {}` on upstream `{upstream}` (operationId `{}`, tool `{upstream}/{}`).",
+                tool.ptc.method, tool.ptc.path, tool.ptc.operation_id, tool.name
+            ),
+        }
+    }
+
+    /// A pinned tool of MCP upstream `upstream`.
+    pub fn mcp(upstream: &str, tool: &'v PinnedTool) -> Self {
+        OpSpec {
+            name: &tool.name,
+            description: &tool.description,
+            input_schema: &tool.input_schema,
+            output_schema: tool.output_schema.as_ref(),
+            default_args: None,
+            route: format!(
+                "MCP tool `{}` of upstream `{upstream}` (tool `{upstream}/{}`, pinned at sha256 `{}`).",
+                tool.name,
+                tool.name,
+                tool.sha256.chars().take(12).collect::<String>()
+            ),
+        }
+    }
+}
+
 impl OpNames {
-    /// Claims the names for `tool` in `names`.
-    pub fn claim(tool: &ToolPlan, names: &mut Names) -> Self {
-        let base = pascal(&tool.name);
+    /// Claims the names for the tool called `tool` in `names`.
+    pub fn claim(tool: &str, names: &mut Names) -> Self {
+        let base = pascal(tool);
         OpNames {
             args: names.claim(&[format!("{base}Args")]),
             response: names.claim(&[format!("{base}Response")]),
@@ -36,19 +87,29 @@ impl OpNames {
 pub fn generate<'v>(
     types: &mut TypeGen<'v>,
     upstream: &str,
-    tool: &'v ToolPlan,
+    tool: &OpSpec<'v>,
     names: &OpNames,
     out: &mut Vec<TokenStream>,
 ) {
-    let route = format!(
-        "`{} {}` on upstream `{upstream}` (operationId `{}`, tool `{upstream}/{}`).",
-        tool.ptc.method, tool.ptc.path, tool.ptc.operation_id, tool.name
-    );
-    out.push(args(types, upstream, tool, names, &route));
-    let root = types.root(&tool.output_schema);
-    let response = types.ty(&tool.output_schema, &Hint::fixed(&names.response), root, 0);
+    let route = &tool.route;
+    out.push(args(types, upstream, tool, names, route));
+    let id = ident(&names.response);
+    let Some(output) = tool.output_schema else {
+        let value = crate::paths::json_value();
+        let doc = doc_lines(&[
+            Some(format!("Successful result of {route}")),
+            Some("The tool declares no `outputSchema`, so its result is untyped: the JSON it answers (`structuredContent` or JSON text), or a JSON string for other text.".into()),
+        ]);
+        out.push(quote! {
+            #doc
+            pub type #id = #value;
+        });
+        out.extend(types.take_items());
+        return;
+    };
+    let root = types.root(output);
+    let response = types.ty(output, &Hint::fixed(&names.response), root, 0);
     if response.named.as_deref() != Some(names.response.as_str()) {
-        let id = ident(&names.response);
         let target = crate::types::optional(&response);
         let doc = doc_lines(&[
             Some(format!("Successful result of {route}")),
@@ -67,11 +128,12 @@ pub fn generate<'v>(
 fn args<'v>(
     types: &mut TypeGen<'v>,
     upstream: &str,
-    tool: &'v ToolPlan,
+    tool: &OpSpec<'v>,
     names: &OpNames,
     route: &str,
 ) -> TokenStream {
-    let schema = &tool.input_schema;
+    let schema = tool.input_schema;
+    let no_defaults = Map::new();
     let root = types.root(schema);
     let required: Vec<&str> = schema
         .get("required")
@@ -80,7 +142,7 @@ fn args<'v>(
         .flatten()
         .filter_map(Value::as_str)
         .collect();
-    let defaults = &tool.ptc.default_args;
+    let defaults = tool.default_args.unwrap_or(&no_defaults);
     let mut fields = Vec::new();
     let props = schema.get("properties").and_then(Value::as_object);
     for (wire, prop) in props.into_iter().flatten() {

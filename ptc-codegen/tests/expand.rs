@@ -141,7 +141,7 @@ fn only_included_operations_are_generated() {
 
 #[test]
 fn a_literal_credential_is_a_compile_error() {
-    let config = workspace().join("fixtures/configs/valid/mixed.json");
+    let config = workspace().join("fixtures/configs/valid/literal_credential.json");
     let Err(diags) = ptc_codegen::expansion::expand(&config) else {
         panic!("a literal credential compiled");
     };
@@ -210,31 +210,86 @@ fn the_macro_reports_exactly_what_the_plan_compiler_reports() {
     }
 }
 
+/// Pinned MCP tools of both real peers get the same kind of items as OpenAPI operations: an
+/// arguments struct that is an `Operation`, and a response type from `outputSchema` (or an
+/// untyped `Value` when there is none).
 #[test]
-fn mcp_upstreams_are_connection_specs_only() {
-    let code = expanded("ptc-codegen/tests/fixtures/shapes.json");
-    let files = code
-        .split("pub mod files {")
-        .nth(1)
-        .and_then(|rest| rest.split("\n}\n").next())
-        .expect("the files module");
-    assert_eq!(
-        files.trim(),
-        "#[allow(unused_imports)]\n    use ::ptc::__private::serde::{Deserialize, Serialize};\n    /// The upstream's name: the namespace of its tools.\n    pub const UPSTREAM: &str = \"files\";"
-    );
-    let plan: Plan = serde_json::from_str(
-        code.split("pub const PLAN_JSON: &str = ")
+fn pinned_mcp_tools_are_typed_like_operations() {
+    let code = expanded("fixtures/configs/peers/upstreams.json");
+    for (module, tools) in [
+        (
+            "everything",
+            &["echo", "get-sum", "get-structured-content"][..],
+        ),
+        (
+            "py",
+            &[
+                "echo",
+                "get-sum",
+                "get-structured-content",
+                "json-text",
+                "nothing",
+                "change-tools",
+            ][..],
+        ),
+    ] {
+        let body = code
+            .split(&format!("pub mod {module} {{"))
             .nth(1)
-            .and_then(|r| r.split(";\n").next())
-            .map(|lit| serde_json::from_str::<String>(lit).expect("a JSON-compatible literal"))
-            .as_deref()
-            .expect("PLAN_JSON"),
+            .expect("the module");
+        for tool in tools {
+            let name = heck_pascal(tool);
+            assert!(
+                body.contains(&format!("impl ::ptc::Operation for {name}Args {{\n        const TOOL: &'static str = \"{module}/{tool}\";")),
+                "{module}/{tool}: {body}"
+            );
+        }
+    }
+    assert!(
+        code.contains("pub struct GetSumArgs {\n        pub a: f64,\n        pub b: f64,\n    }"),
+        "{code}"
+    );
+    // The Python peer declares an outputSchema for get-structured-content: a struct.
+    assert!(code.contains("pub temperature: f64"), "{code}");
+    // echo declares none: untyped, with a line saying why.
+    assert!(
+        code.contains("pub type EchoResponse = ::ptc::serde_json::Value;"),
+        "{code}"
+    );
+    assert!(
+        code.contains("The tool declares no `outputSchema`"),
+        "{code}"
+    );
+    // Tools the config does not include are not generated.
+    assert!(!code.contains("GetTinyImageArgs"), "{code}");
+    insta::assert_snapshot!("peers", code);
+}
+
+#[test]
+fn an_mcp_upstream_without_a_vendored_tool_list_does_not_build() {
+    let dir = std::env::temp_dir().join(format!("ptc-unpinned-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("scratch");
+    let config = dir.join("upstreams.json");
+    std::fs::write(
+        &config,
+        r#"{"upstreams": {"files": {"transport": "mcp_stdio", "command": "npx"}}}"#,
     )
-    .expect("PLAN_JSON is a plan");
-    assert!(matches!(
-        plan.upstream("files").map(|u| &u.transport),
-        Some(Transport::McpStdio(_))
-    ));
+    .expect("config");
+    let Err(diags) = ptc_codegen::expansion::expand(&config) else {
+        panic!("an unpinned MCP upstream built");
+    };
+    assert_eq!(diags.len(), 1);
+    let text = diags[0].to_string();
+    assert!(
+        text.contains("MCP upstream `files` has no vendored tool list at")
+            && text.contains("vendored/files.tools.json")
+            && text.contains("run `ptc vendor"),
+        "{text}"
+    );
+    assert_eq!(diags[0].pointer, "/upstreams/files");
+    // The run-time path (`ptc`) takes it: pins are optional there.
+    assert!(ptc_plan::load(&config).is_ok());
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The shapes fixture's plan with `edit` applied to its `shapes` upstream, generated and printed.

@@ -32,27 +32,28 @@ pub struct CallOptions {
 
 /// Decodes a typed call's output: the typed path's half of the executor interface.
 ///
-/// Empty output decodes as JSON `null` (so `()`/`Option` responses work); text is an
-/// `upstream_error` because typed operations are JSON operations.
+/// Empty output decodes as JSON `null` (so `()`/`Option` responses work). Text decodes as a JSON
+/// string: an MCP tool without an `outputSchema` answers text, and its response type is
+/// `serde_json::Value`; a typed response that expected JSON gets an `upstream_error`.
 pub fn decode_typed<R: DeserializeOwned>(
     server: &str,
     tool: &str,
     output: ToolOutput,
 ) -> Result<R, ToolError> {
-    let bytes: &[u8] = match &output {
-        ToolOutput::Json(bytes) => bytes,
-        ToolOutput::Empty => b"null",
-        ToolOutput::Text(_) => {
-            return Err(ToolError {
-                reason: Reason::UpstreamError,
-                message: format!("{server}/{tool} answered with text where JSON was expected"),
-            });
-        }
-    };
-    serde_json::from_slice(bytes).map_err(|e| ToolError {
+    let mismatch = |e: serde_json::Error| ToolError {
         reason: Reason::UpstreamError,
         message: format!("{server}/{tool}: the response does not match its documented schema: {e}"),
-    })
+    };
+    match output {
+        ToolOutput::Json(bytes) => serde_json::from_slice(&bytes).map_err(mismatch),
+        ToolOutput::Empty => serde_json::from_slice(b"null").map_err(mismatch),
+        ToolOutput::Text(text) => {
+            serde_json::from_value(Value::String(text)).map_err(|_| ToolError {
+                reason: Reason::UpstreamError,
+                message: format!("{server}/{tool} answered with text where JSON was expected"),
+            })
+        }
+    }
 }
 
 /// A generated operation's arguments: the tool they call and what its success decodes to.

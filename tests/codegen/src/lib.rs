@@ -93,4 +93,76 @@ mod tests {
             "{f:?}"
         );
     }
+
+    /// The peers' Python venv and npm packages, which `.ci/run` installs; without them the test
+    /// says it was skipped (and fails under CI).
+    fn peers_installed() -> bool {
+        let mcp = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/mcp");
+        let ok = mcp.join(".venv/bin/python").exists()
+            && mcp
+                .join("node_modules/@modelcontextprotocol/server-everything")
+                .exists();
+        if !ok {
+            ptc_tests::skip(
+                "the MCP peers are missing (run the install lines of .ci/run: npm ci and the fixtures/mcp venv)",
+            );
+        }
+        ok
+    }
+
+    /// A pinned MCP tool is called exactly like an OpenAPI operation: typed arguments in, typed
+    /// response out, through the one validator, against both real peers.
+    #[test]
+    fn typed_calls_reach_both_real_mcp_peers() {
+        use super::peers_snapshot::{everything, plan, py};
+        if !peers_installed() {
+            return;
+        }
+        let runtime = ptc::__private::tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        runtime.block_on(async {
+            // The snapshot wrote the checkout's path as `$WORKSPACE` (so it is portable); the
+            // peers' command and folder need the real one.
+            let workspace = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../..")
+                .canonicalize()
+                .expect("the workspace");
+            let text = ptc::serde_json::to_string(&plan().expect("the plan"))
+                .expect("serialises")
+                .replace("$WORKSPACE", &workspace.display().to_string());
+            let upstreams = ptc::Upstreams::start(
+                ptc::serde_json::from_str(&text).expect("the plan"),
+                ptc::Secrets::default(),
+                ptc::StartOptions::default(),
+            )
+            .await
+            .expect("both peers start and match their pins");
+            let sum: py::GetSumResponse = upstreams
+                .run(py::GetSumArgs::new(1.5, 2.0))
+                .await
+                .expect("py/get-sum");
+            assert_eq!(sum.result, 3.5);
+            let weather = upstreams
+                .run(py::GetStructuredContentArgs::new("Oslo".into()))
+                .await
+                .expect("py/get-structured-content");
+            assert_eq!(weather.location, "Oslo");
+            assert_eq!(weather.temperature, 22.5);
+            let echoed: everything::EchoResponse = upstreams
+                .run(everything::EchoArgs::new("hi".into()))
+                .await
+                .expect("everything/echo");
+            assert_eq!(echoed, ptc::serde_json::json!("Echo: hi"));
+            let structured = upstreams
+                .run(everything::GetStructuredContentArgs::new(
+                    everything::Location::NewYork,
+                ))
+                .await
+                .expect("everything/get-structured-content");
+            assert!(!structured.conditions.is_empty(), "{structured:?}");
+            upstreams.shutdown().await;
+        });
+    }
 }

@@ -1,4 +1,4 @@
 // A literal credential cannot be compiled into a deployment.
-ptc::upstreams!("../../../fixtures/configs/valid/mixed.json");
+ptc::upstreams!("../../../fixtures/configs/valid/literal_credential.json");
 
 fn main() {}
