@@ -195,3 +195,166 @@ fn ptc_codegen_expands(config: &Path) -> bool {
                     .contains("impl ::ptc::Operation for GetWidgetArgs")
         })
 }
+
+// ---------------------------------------------------------------- MCP tool lists
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .canonicalize()
+        .expect("the workspace")
+}
+
+/// The peers `.ci/run` installs; without them the test says it was skipped.
+fn peers_installed() -> bool {
+    let mcp = workspace().join("fixtures/mcp");
+    let ok = mcp.join(".venv/bin/python").exists()
+        && mcp
+            .join("node_modules/@modelcontextprotocol/server-everything/dist/index.js")
+            .exists();
+    if !ok {
+        ptc_tests::skip(
+            "the MCP peers are missing (run the install lines of .ci/run: npm ci --prefix fixtures/mcp and the fixtures/mcp venv)",
+        );
+    }
+    ok
+}
+
+/// `fixtures/configs/peers/upstreams.json` with its relative paths made absolute, so it works
+/// from a scratch folder, and `edit` applied to each upstream.
+fn peers_config(edit: impl Fn(&str, &mut serde_json::Value)) -> serde_json::Value {
+    let dir = workspace().join("fixtures/configs/peers");
+    let text = std::fs::read_to_string(dir.join("upstreams.json")).expect("the peers config");
+    let mut config: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    for (name, up) in config["upstreams"]
+        .as_object_mut()
+        .expect("upstreams")
+        .iter_mut()
+    {
+        for key in ["command", "cwd"] {
+            if let Some(p) = up[key].as_str().filter(|p| p.contains('/')) {
+                up[key] = dir.join(p).display().to_string().into();
+            }
+        }
+        edit(name, up);
+    }
+    config
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vendoring_both_peers_writes_exactly_the_committed_tool_lists() {
+    if !peers_installed() {
+        return;
+    }
+    let dir = scratch("peers");
+    let config = dir.join("upstreams.json");
+    std::fs::write(&config, peers_config(|_, _| {}).to_string()).expect("config");
+    let out = ptc(vec!["vendor".into(), config.display().to_string()]).await;
+    assert!(out.status.success(), "{}", text(&out));
+    for upstream in ["everything", "py"] {
+        let written = std::fs::read_to_string(dir.join(format!("vendored/{upstream}.tools.json")))
+            .expect("written");
+        let committed = std::fs::read_to_string(workspace().join(format!(
+            "fixtures/configs/peers/vendored/{upstream}.tools.json"
+        )))
+        .expect("committed");
+        assert_eq!(
+            written, committed,
+            "`ptc vendor` is deterministic and the fixture is what the peer says"
+        );
+        assert!(
+            text(&out).contains(&format!("vendored `{upstream}`'s ")),
+            "{}",
+            text(&out)
+        );
+    }
+    let checked = ptc(vec![
+        "vendor".into(),
+        "--check".into(),
+        config.display().to_string(),
+    ])
+    .await;
+    assert!(checked.status.success(), "{}", text(&checked));
+    assert!(
+        text(&checked).contains("`py`: the vendored tool list matches the server"),
+        "{}",
+        text(&checked)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_reports_each_mcp_tool_change_and_fails_only_for_included_ones() {
+    if !peers_installed() {
+        return;
+    }
+    let dir = scratch("mcp-check");
+    let config = dir.join("upstreams.json");
+    std::fs::create_dir_all(dir.join("vendored")).expect("vendored/");
+    for upstream in ["everything", "py"] {
+        std::fs::copy(
+            workspace().join(format!(
+                "fixtures/configs/peers/vendored/{upstream}.tools.json"
+            )),
+            dir.join(format!("vendored/{upstream}.tools.json")),
+        )
+        .expect("the committed list");
+    }
+    let variant = |v: serde_json::Value| {
+        peers_config(move |name, up| {
+            if name == "py" {
+                up["env"] = serde_json::json!({"PTC_TOOLS_VARIANT": v.to_string()});
+            }
+        })
+    };
+    // A change to a tool the config leaves out: reported, nothing fails.
+    std::fs::write(
+        &config,
+        variant(serde_json::json!({"describe": {"big": "Now bigger"}})).to_string(),
+    )
+    .expect("config");
+    let out = ptc(vec![
+        "vendor".into(),
+        "--check".into(),
+        config.display().to_string(),
+    ])
+    .await;
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.contains("drift: upstream 'py', tool 'big': description changed\n  - Text of exactly n bytes\n  + Now bigger\n  = not included by the config: nothing breaks"),
+        "{said}"
+    );
+    // The rug pull: every kind of change to included tools, and a new tool.
+    std::fs::write(
+        &config,
+        variant(serde_json::json!({
+            "describe": {"echo": "Echoes the input, and mails it to someone"},
+            "input": {"get-sum": {"type": "object", "properties": {"a": {"type": "string"}}}},
+            "remove": ["json-text"],
+            "extra": ["exfiltrate"],
+        }))
+        .to_string(),
+    )
+    .expect("config");
+    let out = ptc(vec![
+        "vendor".into(),
+        "--check".into(),
+        config.display().to_string(),
+    ])
+    .await;
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    for expected in [
+        "`everything`: the vendored tool list matches the server",
+        "drift: upstream 'py', tool 'echo': description changed\n  - Echoes back the input string\n  + Echoes the input, and mails it to someone\n  = no Rust type changes; until it is vendored calls answer tool_changed",
+        "drift: upstream 'py', tool 'get-sum': inputSchema changed at #/properties/a/title (removed), #/properties/a/type, #/properties/b (removed), #/required (removed), #/title (removed)",
+        "`py::GetSumArgs` and `py::GetSumResponse` follow the new schemas once vendored",
+        "drift: upstream 'py', tool 'json-text': removed from the server\n  = once vendored, the build fails: remove `json-text` from include_tools",
+        "drift: upstream 'py', tool 'exfiltrate': added on the server; not exposed until it is vendored",
+        "drift found: review it, then run `ptc vendor` and rebuild",
+    ] {
+        assert!(said.contains(expected), "missing {expected:?} in:\n{said}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

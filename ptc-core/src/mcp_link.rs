@@ -63,7 +63,7 @@ impl McpLink {
             pins: tools
                 .pinned
                 .as_deref()
-                .map(|pins| PinBoard::new(name, tools.policy, pins)),
+                .map(|pins| PinBoard::new(name, tools.policy, pins, &tools.left_out)),
         })
     }
 

@@ -111,6 +111,8 @@ pub struct PinCounts {
 pub(crate) struct PinBoard {
     upstream: String,
     pins: Vec<(PinnedTool, Arc<PinCell>)>,
+    /// Vendored tools the config leaves out (not news when listed).
+    left_out: Vec<String>,
     /// Unpinned tools already reported.
     unpinned: Mutex<BTreeSet<String>>,
     /// One past the client generation last compared (0: never compared).
@@ -121,9 +123,15 @@ pub(crate) struct PinBoard {
 }
 
 impl PinBoard {
-    pub(crate) fn new(upstream: &str, policy: PinPolicy, pins: &[PinnedTool]) -> Self {
+    pub(crate) fn new(
+        upstream: &str,
+        policy: PinPolicy,
+        pins: &[PinnedTool],
+        left_out: &[String],
+    ) -> Self {
         PinBoard {
             upstream: upstream.to_string(),
+            left_out: left_out.to_vec(),
             pins: pins
                 .iter()
                 .map(|p| {
@@ -208,7 +216,9 @@ impl PinBoard {
         }
         let mut seen = self.unpinned.lock().unwrap_or_else(|e| e.into_inner());
         for t in live {
-            if !self.pins.iter().any(|(p, _)| p.name == t.name) && seen.insert(t.name.clone()) {
+            let known =
+                self.pins.iter().any(|(p, _)| p.name == t.name) || self.left_out.contains(&t.name);
+            if !known && seen.insert(t.name.clone()) {
                 self.counts.unpinned.fetch_add(1, Ordering::Relaxed);
                 tracing::warn!(
                     upstream = %self.upstream,
@@ -241,7 +251,7 @@ mod tests {
             .iter()
             .map(|n| live(n, "reviewed").pin())
             .collect();
-        PinBoard::new("peer", policy, &pins)
+        PinBoard::new("peer", policy, &pins, &["left-out".into()])
     }
 
     fn cell<'a>(b: &'a PinBoard, name: &str) -> &'a PinCell {
@@ -253,7 +263,11 @@ mod tests {
         let b = board(PinPolicy::Refuse);
         assert!(!b.is_current(0));
         assert!(cell(&b, "echo").refusal("peer/echo").is_none(), "unchecked");
-        let listing = [live("echo", "rewritten"), live("extra", "new")];
+        let listing = [
+            live("echo", "rewritten"),
+            live("extra", "new"),
+            live("left-out", "x"),
+        ];
         b.compare(0, &listing);
         assert!(b.is_current(0) && !b.is_current(1));
         let refused = cell(&b, "echo").refusal("peer/echo").unwrap();

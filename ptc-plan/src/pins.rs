@@ -259,7 +259,6 @@ pub(crate) fn attach(
                     ),
                 )
                 .upstream(upstream)
-                .operation(&tool.name)
                 .help(format!(
                     "a pin records what the server said; {revendor} from the server"
                 )),
@@ -293,7 +292,6 @@ pub(crate) fn attach(
                                 ),
                             )
                             .upstream(upstream)
-                            .operation(name)
                             .help(format!(
                                 "the server no longer lists it (remove it from include_tools), or the list is stale ({revendor})"
                             )),
@@ -306,6 +304,12 @@ pub(crate) fn attach(
         }
     };
     if ok {
+        tools.left_out = list
+            .tools
+            .iter()
+            .filter(|t| !pinned.iter().any(|p| p.name == t.name))
+            .map(|t| t.name.clone())
+            .collect();
         tools.pinned = Some(pinned);
     }
 }

@@ -286,6 +286,10 @@ pub struct McpTools {
     /// The vendored pins of the exposed tools, sorted by name, when a tool list was vendored.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pinned: Option<Vec<PinnedTool>>,
+    /// Vendored tools the config leaves out: reviewed, never exposed, and not news when the
+    /// server lists them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<String>,
 }
 
 impl McpTools {

@@ -421,6 +421,6 @@ fn parse_mcp_tools(cx: &mut Cx, f: &mut Fields) -> McpTools {
     McpTools {
         include,
         policy,
-        pinned: None,
+        ..McpTools::default()
     }
 }

@@ -1,0 +1,12 @@
+// get-sum gained a required argument `c`.
+ptc::upstreams!("drift/mcp/required_arg/upstreams.json");
+
+fn temperature(w: &peer::GetStructuredContentResponse) -> f64 {
+    w.temperature
+}
+
+fn main() {
+    let literal = peer::GetSumArgs { a: 1.0, b: 2.0 };
+    let built = peer::GetSumArgs::new(1.0, 2.0);
+    let _ = (literal, built, temperature);
+}
