@@ -100,7 +100,11 @@ fn invalid_configs_exit_1_with_every_expected_line() {
         let stderr = String::from_utf8(out.stderr).unwrap();
         let text = std::fs::read_to_string(path.with_extension("expect")).unwrap();
         let expected = config_expect::parse(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
-        let (printed, locations, count_line) = printed_problems(&stderr);
+        let (mut printed, locations, count_line) = printed_problems(&stderr);
+        for p in &mut printed {
+            p.message = config_expect::portable(&p.message, path);
+            p.help = p.help.as_deref().map(|h| config_expect::portable(h, path));
+        }
         assert_eq!(printed.len(), expected.len(), "{name}: {stderr}");
         for ((want, got), location) in expected.iter().zip(&printed).zip(&locations) {
             assert_eq!(got.message, want.message, "{name}: {stderr}");

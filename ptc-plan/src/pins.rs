@@ -266,7 +266,15 @@ pub(crate) fn attach(
         }
         if list.tools[..i].iter().any(|t| t.name == tool.name) {
             ok = false;
-            diags.push(problem(format!("tool `{}` is listed twice", tool.name)));
+            diags.push(
+                Diagnostic::new(
+                    &file,
+                    format!("/tools/{i}/name"),
+                    format!("tool `{}` is listed twice", tool.name),
+                )
+                .upstream(upstream)
+                .help(revendor.clone()),
+            );
         }
     }
     let pinned = match &tools.include {
@@ -415,6 +423,29 @@ mod tests {
             describe_changes(&[PinChange::Description, PinChange::InputSchema]),
             "description and inputSchema"
         );
+    }
+
+    #[test]
+    fn a_tool_list_is_read_up_to_its_size_cap() {
+        let dir = std::env::temp_dir().join(format!("ptc-pins-cap-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("x.tools.json");
+        let text = ToolList::new("x", vec![]).render();
+        let padded = |extra: u64| {
+            let pad = MAX_BYTES + extra - text.len() as u64;
+            format!("{}{text}", " ".repeat(pad as usize))
+        };
+        std::fs::write(&file, padded(0)).unwrap();
+        assert_eq!(read(&file).unwrap().upstream, "x", "at the cap it is read");
+        std::fs::write(&file, padded(1)).unwrap();
+        assert_eq!(
+            read(&file).unwrap_err(),
+            format!(
+                "the vendored tool list is {} bytes, over the {MAX_BYTES}-byte cap",
+                MAX_BYTES + 1
+            )
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

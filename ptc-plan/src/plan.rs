@@ -292,17 +292,6 @@ pub struct McpTools {
     pub left_out: Vec<String>,
 }
 
-impl McpTools {
-    /// Whether the tool called `name` on the server is exposed (before pins are compared).
-    pub fn includes(&self, name: &str) -> bool {
-        match (&self.pinned, &self.include) {
-            (Some(pins), _) => pins.iter().any(|p| p.name == name),
-            (None, Some(include)) => include.iter().any(|i| i == name),
-            (None, None) => true,
-        }
-    }
-}
-
 /// One tool in the normalised catalog shape shared with MCP tool metadata.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolPlan {

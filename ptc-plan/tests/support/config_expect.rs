@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 
 /// Exactly how many invalid-config fixtures there are: adding one means raising this, so a
 /// fixture that goes missing is noticed.
-pub const FIXTURE_COUNT: usize = 93;
+pub const FIXTURE_COUNT: usize = 102;
 
 /// One expected problem.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -140,26 +140,42 @@ pub fn headline(d: &ptc_plan::Diagnostic) -> String {
     first.strip_prefix("error: ").unwrap_or(first).to_string()
 }
 
+/// `text` with the fixture folder of `config` written as `$DIR`.
+pub fn portable(text: &str, config: &Path) -> String {
+    let dir = config
+        .parent()
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    text.replace(&dir, "$DIR")
+}
+
 /// What a load of `config` reported, in the `.expect` vocabulary.
 pub fn actual(config: &Path) -> Result<Vec<Problem>, String> {
     match ptc_plan::load(config) {
         Ok(_) => Err("loaded, but must fail".into()),
-        Err(diags) => Ok(diags
-            .iter()
-            .map(|d| Problem {
-                file: if d.file == config {
-                    String::new()
-                } else {
-                    d.file
-                        .file_name()
-                        .map(|n| n.to_string_lossy().into_owned())
-                        .unwrap_or_default()
-                },
-                pointer: d.pointer.clone(),
-                message: headline(d),
-                help: d.help.clone(),
-            })
-            .collect()),
+        Err(diags) => {
+            let dir = config
+                .parent()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default();
+            let portable = |text: String| text.replace(&dir, "$DIR");
+            Ok(diags
+                .iter()
+                .map(|d| Problem {
+                    file: if d.file == config {
+                        String::new()
+                    } else {
+                        d.file
+                            .file_name()
+                            .map(|n| n.to_string_lossy().into_owned())
+                            .unwrap_or_default()
+                    },
+                    pointer: d.pointer.clone(),
+                    message: portable(headline(d)),
+                    help: d.help.clone().map(portable),
+                })
+                .collect())
+        }
     }
 }
 
