@@ -110,6 +110,35 @@ mod tests {
         ok
     }
 
+    /// The workspace's path, and `plan` with the snapshot's `$WORKSPACE` replaced by it (the
+    /// snapshot writes the checkout's path that way so it is portable).
+    fn located(plan: ptc::Plan) -> (std::path::PathBuf, ptc::Plan) {
+        let workspace = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../..")
+            .canonicalize()
+            .expect("the workspace");
+        let text = ptc::serde_json::to_string(&plan)
+            .expect("serialises")
+            .replace("$WORKSPACE", &workspace.display().to_string());
+        let plan = ptc::serde_json::from_str(&text).expect("the plan");
+        (workspace, plan)
+    }
+
+    /// The MCP pins the macro compiled in are what the run-time loader reads from the same
+    /// config: one compiler for both paths.
+    #[test]
+    fn the_compiled_pins_are_the_runtime_load_of_the_same_config() {
+        let (workspace, compiled) = located(super::peers_snapshot::plan().expect("the plan"));
+        let loaded = ptc::plan::load(&workspace.join("fixtures/configs/peers/upstreams.json"))
+            .unwrap_or_else(|d| panic!("{d}"));
+        assert_eq!(compiled, loaded.plan);
+        let pinned = |name: &str| match &compiled.upstream(name).expect("upstream").transport {
+            ptc::plan::Transport::McpStdio(p) => p.tools.pinned.as_ref().map(Vec::len),
+            other => panic!("{name} is {}", other.tag()),
+        };
+        assert_eq!((pinned("everything"), pinned("py")), (Some(3), Some(6)));
+    }
+
     /// A pinned MCP tool is called exactly like an OpenAPI operation: typed arguments in, typed
     /// response out, through the one validator, against both real peers.
     #[test]
@@ -123,22 +152,12 @@ mod tests {
             .build()
             .expect("a runtime");
         runtime.block_on(async {
-            // The snapshot wrote the checkout's path as `$WORKSPACE` (so it is portable); the
-            // peers' command and folder need the real one.
-            let workspace = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("../..")
-                .canonicalize()
-                .expect("the workspace");
-            let text = ptc::serde_json::to_string(&plan().expect("the plan"))
-                .expect("serialises")
-                .replace("$WORKSPACE", &workspace.display().to_string());
-            let upstreams = ptc::Upstreams::start(
-                ptc::serde_json::from_str(&text).expect("the plan"),
-                ptc::Secrets::default(),
-                ptc::StartOptions::default(),
-            )
-            .await
-            .expect("both peers start and match their pins");
+            // The peers' command and folder need the checkout's real path.
+            let (_, plan) = located(plan().expect("the plan"));
+            let upstreams =
+                ptc::Upstreams::start(plan, ptc::Secrets::default(), ptc::StartOptions::default())
+                    .await
+                    .expect("both peers start and match their pins");
             let sum: py::GetSumResponse = upstreams
                 .run(py::GetSumArgs::new(1.5, 2.0))
                 .await
