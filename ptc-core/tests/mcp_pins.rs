@@ -339,3 +339,54 @@ fn without_a_tool_list_include_tools_narrows_what_the_server_lists() {
     );
     rt.block_on(up.shutdown());
 }
+
+#[test]
+fn ready_counts_the_pin_events_of_each_pinned_upstream() {
+    use ptc_core::server::{EvalLimits, Evaluator, HttpOptions, serve_http};
+    let Some(python) = python() else { return };
+    let rt = runtime();
+    let d = Deployment::new("ready", python);
+    d.write_config(json!({}));
+    d.vendor(&rt);
+    d.write_config(json!({"env": {"PTC_TOOLS_VARIANT": rug_pull().to_string()}}));
+    // Starting compares the listing with the pins (the catalog loads at start).
+    let up = d.start(&rt);
+    let body = rt.block_on(async {
+        let evaluator = Evaluator::new(
+            up.clone(),
+            tokio::runtime::Handle::current(),
+            EvalLimits::default(),
+        )
+        .expect("evaluator");
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let running = serve_http(
+            evaluator,
+            HttpOptions {
+                addr: "127.0.0.1:0".parse().expect("addr"),
+                ..HttpOptions::default()
+            },
+            async {
+                let _ = stopped.await;
+            },
+        )
+        .await
+        .expect("serves");
+        let client = ptc_core::http_client::builder().build().expect("client");
+        let body = client
+            .get(format!("http://{}/ready", running.addr))
+            .send()
+            .await
+            .expect("GET /ready")
+            .text()
+            .await
+            .expect("body");
+        let _ = stop.send(());
+        let _ = running.done.await;
+        body
+    });
+    assert_eq!(
+        body,
+        "ready\nrunning 0\nwaiting 0\npins peer changed 2 removed 1 unpinned 1\n"
+    );
+    rt.block_on(up.shutdown());
+}

@@ -109,15 +109,25 @@ async fn health() -> &'static str {
     "ok\n"
 }
 
-/// `ready` and the load behind it: programs in flight, requests waiting for their turn.
+/// `ready` and the load behind it: programs in flight, requests waiting for their turn, and per
+/// pinned MCP upstream the pin events seen (changed, removed, unpinned tools).
 async fn ready(State(state): State<AppState>) -> Response {
     let ev = &state.evaluator;
     if ev.is_accepting() {
-        let body = format!(
+        let mut body = format!(
             "ready\nrunning {}\nwaiting {}\n",
             ev.running(),
             ev.waiting()
         );
+        for (upstream, c) in ev.upstreams().pin_counts() {
+            let n = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
+            body.push_str(&format!(
+                "pins {upstream} changed {} removed {} unpinned {}\n",
+                n(&c.changed),
+                n(&c.removed),
+                n(&c.unpinned)
+            ));
+        }
         (StatusCode::OK, body).into_response()
     } else {
         (StatusCode::SERVICE_UNAVAILABLE, "shutting down\n").into_response()
