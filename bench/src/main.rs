@@ -74,6 +74,9 @@ fn main() -> ExitCode {
     if enabled("load") {
         rows.extend(suites::load::run(budget));
     }
+    if enabled("pins") {
+        rows.extend(suites::pins::run(budget));
+    }
     println!("{}", report::markdown(&rows));
     let json_path = data::dir().with_file_name("bench-results.json");
     match serde_json::to_string_pretty(&rows) {

@@ -5,5 +5,6 @@ pub mod codegen;
 pub mod host;
 pub mod lisp;
 pub mod load;
+pub mod pins;
 pub mod plan_compile;
 pub mod tool_call;
