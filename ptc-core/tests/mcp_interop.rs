@@ -378,16 +378,16 @@ async fn everything_over_streamable_http_with_a_session_renewed_after_a_server_r
 
 async fn check_python(c: &McpClient) {
     assert_eq!(c.protocol_version().as_deref(), Some("2026-07-28"));
-    // 29 tools in pages of 5: six pages, all followed.
+    // 30 tools in pages of 5: six pages, all followed.
     let tools = c.list_tools().await.unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
-    assert_eq!(tools.len(), 29, "{names:?}");
+    assert_eq!(tools.len(), 30, "{names:?}");
     assert_eq!(names.first(), Some(&"echo"));
     assert_eq!(names.last(), Some(&"filler-11"));
     let mut unique = names.clone();
     unique.sort();
     unique.dedup();
-    assert_eq!(unique.len(), 29);
+    assert_eq!(unique.len(), 30);
 
     assert_eq!(
         call(c, "echo", json!({"message": "hi"})).await.unwrap(),
