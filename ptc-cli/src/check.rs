@@ -100,21 +100,16 @@ pub fn render_catalog(plan: &Plan) -> String {
                 }
             }
             Transport::McpStdio(p) => {
-                let _ = writeln!(
-                    out,
-                    "{} (mcp_stdio) {}{}{}  [tools are listed when it starts]",
-                    up.name,
+                let spec = format!(
+                    "{}{}{}",
                     p.command,
                     if p.args.is_empty() { "" } else { " " },
                     p.args.join(" ")
                 );
+                tools += mcp_tools(&mut out, &up.name, "mcp_stdio", &spec, &p.tools, "starts");
             }
             Transport::McpHttp(p) => {
-                let _ = writeln!(
-                    out,
-                    "{} (mcp_http) {}  [tools are listed when it connects]",
-                    up.name, p.url
-                );
+                tools += mcp_tools(&mut out, &up.name, "mcp_http", &p.url, &p.tools, "connects");
             }
         }
     }
@@ -126,4 +121,54 @@ pub fn render_catalog(plan: &Plan) -> String {
         if tools == 1 { "" } else { "s" }
     );
     out
+}
+
+/// An MCP upstream's lines: its pinned tools (name, pin, required arguments), or that its tools
+/// are listed at run time. The number of pinned tools.
+fn mcp_tools(
+    out: &mut String,
+    name: &str,
+    transport: &str,
+    spec: &str,
+    tools: &ptc_plan::McpTools,
+    when: &str,
+) -> usize {
+    let Some(pinned) = &tools.pinned else {
+        let _ = writeln!(
+            out,
+            "{name} ({transport}) {spec}  [tools are listed when it {when}; not pinned: `ptc vendor` pins them]"
+        );
+        return 0;
+    };
+    let _ = writeln!(
+        out,
+        "{name} ({transport}, {} pinned tool{}, pin_policy {}) {spec}  [compared with the server's listing when it {when}]",
+        pinned.len(),
+        if pinned.len() == 1 { "" } else { "s" },
+        tools.policy.as_str()
+    );
+    let width = pinned
+        .iter()
+        .map(|t| name.len() + 1 + t.name.len())
+        .max()
+        .unwrap_or(0);
+    for t in pinned {
+        let symbol = format!("{name}/{}", t.name);
+        let required: Vec<&str> = t
+            .input_schema
+            .get("required")
+            .and_then(serde_json::Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(serde_json::Value::as_str)
+            .collect();
+        let required = if required.is_empty() {
+            "-".to_string()
+        } else {
+            required.join(", ")
+        };
+        let pin: String = t.sha256.chars().take(12).collect();
+        let _ = writeln!(out, "  {symbol:width$}  sha256 {pin}  required: {required}");
+    }
+    pinned.len()
 }

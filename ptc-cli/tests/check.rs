@@ -18,6 +18,50 @@ fn ptc(args: &[&str]) -> std::process::Output {
 }
 
 #[test]
+fn prints_pinned_mcp_tools_with_their_pins_and_says_when_nothing_is_pinned() {
+    let config = fixtures().join("configs/peers/upstreams.json");
+    let out = ptc(&["check", config.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        stdout.starts_with("everything (mcp_stdio, 3 pinned tools, pin_policy refuse) node "),
+        "{stdout}"
+    );
+    let pins: ptc_plan::pins::ToolList = serde_json::from_str(
+        &std::fs::read_to_string(fixtures().join("configs/peers/vendored/py.tools.json")).unwrap(),
+    )
+    .unwrap();
+    let sum = pins.tool("get-sum").unwrap();
+    assert!(
+        stdout.contains(&format!(
+            "  py/get-sum                 sha256 {}  required: a, b\n",
+            &sum.sha256[..12]
+        )),
+        "{stdout}"
+    );
+    assert!(
+        stdout.ends_with("ok: 2 upstreams, 9 compiled tools\n"),
+        "{stdout}"
+    );
+    let unpinned = ptc(&[
+        "check",
+        fixtures()
+            .join("configs/valid/mixed.json")
+            .to_str()
+            .unwrap(),
+    ]);
+    let stdout = String::from_utf8(unpinned.stdout).unwrap();
+    assert!(
+        stdout.contains("tickets (mcp_http) https://tickets.example/mcp  [tools are listed when it connects; not pinned: `ptc vendor` pins them]"),
+        "{stdout}"
+    );
+}
+
+#[test]
 fn prints_the_observatory_catalog() {
     let config = fixtures().join("observatory/upstreams.json");
     let out = ptc(&["check", config.to_str().unwrap()]);
