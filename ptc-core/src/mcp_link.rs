@@ -219,6 +219,12 @@ impl McpLink {
     /// Compares the live listing with the pins unless the current session's listing already
     /// was; the generation compared.
     async fn compare(&self, client: &McpClient, board: &PinBoard) -> Result<u64, ToolError> {
+        // The common case takes no lock: a session that closed since is reconnected inside the
+        // call, which then finds the generation moved and is not sent (`ListingMoved`).
+        let generation = client.tools_generation();
+        if board.is_current(generation) {
+            return Ok(generation);
+        }
         let _one_at_a_time = board.comparing.lock().await;
         let generation = client.connected_generation().await?;
         if !board.is_current(generation) {

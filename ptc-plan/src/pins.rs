@@ -203,13 +203,6 @@ impl PinnedTool {
         }
         out
     }
-
-    /// The `readOnlyHint` annotation, when given as a boolean.
-    pub fn read_only(&self) -> Option<bool> {
-        self.annotations
-            .get("readOnlyHint")
-            .and_then(Value::as_bool)
-    }
 }
 
 /// Reads the vendored tool list of MCP upstream `upstream` (configured at `pointer` in
@@ -418,10 +411,21 @@ mod tests {
             .insert("readOnlyHint".into(), json!(true));
         hinted.sha256 = hinted.digest();
         assert_eq!(a.changes(&hinted), vec![PinChange::Annotations]);
-        assert_eq!(hinted.read_only(), Some(true));
         assert_eq!(
             describe_changes(&[PinChange::Description, PinChange::InputSchema]),
             "description and inputSchema"
+        );
+    }
+
+    #[test]
+    fn the_policies_read_as_the_config_writes_them_and_the_cap_is_16_mib() {
+        assert_eq!(PinPolicy::Refuse.as_str(), "refuse");
+        assert_eq!(PinPolicy::Warn.as_str(), "warn");
+        assert_eq!(PinPolicy::default(), PinPolicy::Refuse);
+        assert_eq!(
+            MAX_BYTES,
+            16 * 1024 * 1024,
+            "the cap docs/configuration.md states"
         );
     }
 

@@ -288,6 +288,69 @@ fn seed_003_get_health_compiles() {
     assert!(health.description.starts_with("Liveness check"));
 }
 
+/// The vendored tool list pins the included tools (sorted by name); the rest of the list is
+/// known as left out, so the host does not take them for new ones.
+#[test]
+fn mcp_tools_are_pinned_from_the_vendored_list_and_the_rest_is_left_out() {
+    let loaded = load("configs/peers/upstreams.json");
+    let Transport::McpStdio(py) = &loaded.plan.upstream("py").unwrap().transport else {
+        panic!("py is mcp_stdio")
+    };
+    let pinned: Vec<&str> = py
+        .tools
+        .pinned
+        .as_ref()
+        .unwrap()
+        .iter()
+        .map(|t| t.name.as_str())
+        .collect();
+    assert_eq!(
+        pinned,
+        [
+            "change-tools",
+            "echo",
+            "get-structured-content",
+            "get-sum",
+            "json-text",
+            "nothing"
+        ]
+    );
+    assert_eq!(py.tools.policy, ptc_plan::PinPolicy::Refuse);
+    assert_eq!(py.tools.left_out.len(), 24, "{:?}", py.tools.left_out);
+    assert!(py.tools.left_out.iter().any(|t| t == "big"));
+    assert!(!py.tools.left_out.iter().any(|t| t == "echo"));
+    assert!(
+        loaded
+            .files
+            .iter()
+            .any(|f| f.ends_with("vendored/py.tools.json")),
+        "the build reruns when the list changes"
+    );
+}
+
+#[test]
+fn without_a_vendored_list_mcp_tools_are_not_pinned_and_the_policy_is_kept() {
+    let dir = std::env::temp_dir().join(format!("ptc-unpinned-plan-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("upstreams.json");
+    std::fs::write(
+        &config,
+        r#"{"upstreams": {"peer": {"transport": "mcp_stdio", "command": "python3", "include_tools": ["echo"], "pin_policy": "warn"}}}"#,
+    )
+    .unwrap();
+    let plan = ptc_plan::load(&config).unwrap().plan;
+    let Transport::McpStdio(peer) = &plan.upstream("peer").unwrap().transport else {
+        panic!()
+    };
+    assert_eq!(peer.tools.policy, ptc_plan::PinPolicy::Warn);
+    assert_eq!(
+        peer.tools.include.as_deref(),
+        Some(&["echo".to_string()][..])
+    );
+    assert!(peer.tools.pinned.is_none() && peer.tools.left_out.is_empty());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn mcp_upstreams_and_credentials_are_carried_without_secrets() {
     let loaded = load("configs/valid/mixed.json");
