@@ -303,6 +303,67 @@ mod tests {
         assert_eq!(cell(&b, "add").note(), None);
     }
 
+    /// The log lines `compare` writes for upstream `peer`. The subscriber is the process's
+    /// default (installed once): a thread-scoped one misses callsites another test thread reached
+    /// first, whose interest tracing has cached.
+    fn logged(b: &PinBoard, listings: &[&[McpTool]]) -> Vec<String> {
+        #[derive(Clone)]
+        struct Lines(Arc<Mutex<Vec<u8>>>);
+        impl std::io::Write for Lines {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(buf);
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        static LINES: std::sync::OnceLock<Lines> = std::sync::OnceLock::new();
+        let lines = LINES.get_or_init(|| {
+            let lines = Lines(Arc::default());
+            let writer = lines.clone();
+            let subscriber = tracing_subscriber::fmt()
+                .with_ansi(false)
+                .without_time()
+                .with_max_level(tracing::Level::INFO)
+                .with_writer(move || writer.clone())
+                .finish();
+            tracing::subscriber::set_global_default(subscriber).expect("one subscriber");
+            lines
+        });
+        for (generation, live) in listings.iter().enumerate() {
+            b.compare(generation as u64, live);
+        }
+        let text = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
+        text.lines()
+            .filter(|l| l.contains(&format!("upstream={}", b.upstream)))
+            .map(str::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn each_change_is_logged_once_when_first_seen_and_a_return_to_the_pin_too() {
+        let mut b = board(PinPolicy::Refuse);
+        b.upstream = "logged".into();
+        let reviewed = [live("echo", "reviewed"), live("add", "reviewed")];
+        let pulled = [live("echo", "rewritten"), live("extra", "new")];
+        let lines = logged(&b, &[&reviewed, &pulled, &pulled, &reviewed, &reviewed]);
+        let has = |text: &str| lines.iter().filter(|l| l.contains(text)).count();
+        assert_eq!(lines.len(), 5, "{lines:#?}");
+        assert_eq!(has("a pinned tool changed on the server"), 1, "{lines:#?}");
+        assert!(
+            lines.iter().any(|l| l.contains("WARN")
+                && l.contains("tool=echo")
+                && l.contains("changed=description")
+                && l.contains("policy=\"refuse\"")),
+            "{lines:#?}"
+        );
+        assert_eq!(has("a pinned tool is no longer listed by the server"), 1);
+        assert_eq!(has("the server lists a tool that is not pinned"), 1);
+        // Back to the pins: said once for each tool, and nothing for the first clean listing.
+        assert_eq!(has("a pinned tool matches its pin again"), 2, "{lines:#?}");
+    }
+
     #[test]
     fn under_warn_a_changed_tool_stays_callable_and_discovery_says_why() {
         let b = board(PinPolicy::Warn);

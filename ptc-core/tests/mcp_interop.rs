@@ -294,6 +294,16 @@ async fn check_everything(c: &McpClient) {
         .unwrap();
     assert!(structured.output_schema.is_some());
     assert_eq!(structured.read_only(), Some(true));
+    // Every annotation is kept as the server gave it (the pins hash them all).
+    let toggle = tools
+        .iter()
+        .find(|t| t.name == "toggle-simulated-logging")
+        .unwrap();
+    assert_eq!(toggle.read_only(), Some(false));
+    assert_eq!(
+        Value::Object(toggle.annotations.clone()),
+        json!({"destructiveHint": false, "idempotentHint": false, "openWorldHint": false, "readOnlyHint": false})
+    );
     assert_eq!(
         structured.input_schema["properties"]["location"]["type"],
         "string"
@@ -388,6 +398,8 @@ async fn check_python(c: &McpClient) {
     unique.sort();
     unique.dedup();
     assert_eq!(unique.len(), 30);
+    // The Python peer gives no annotations: no read-only hint either way.
+    assert_eq!(tools[0].read_only(), None);
 
     assert_eq!(
         call(c, "echo", json!({"message": "hi"})).await.unwrap(),

@@ -272,26 +272,20 @@ impl McpClient {
     /// Makes sure a session is live (reconnecting after the backoff when it closed) and returns
     /// [`McpClient::tools_generation`] as of that session.
     pub async fn connected_generation(&self) -> Result<u64, ToolError> {
-        let subject = self.subject(None);
-        let deadline = Instant::now() + self.inner.handshake_timeout;
-        self.peer_by(&subject, deadline).await?;
+        // A reconnection here ends at the handshake timeout, as every reconnection does.
+        self.peer(&self.subject(None), None).await?;
         Ok(self.tools_generation())
     }
 
     /// Opens a `subscriptions/listen` stream for `tools/list_changed` on a session of the newer
     /// protocol era, which marks the listing stale at every notification until the session ends.
-    /// A server that does not offer it (the older era, or no `listChanged` capability) is left
-    /// alone: the older era's notifications reach [`Handler`].
+    /// The older era has no such request: its notifications reach [`Handler`]. (A server that
+    /// will never send one acknowledges the subscription, or refuses it, and that is all.)
     fn watch_tools(&self, peer: &Peer<RoleClient>) {
-        let info = peer.peer_info();
-        let offers = info
-            .as_ref()
-            .and_then(|i| i.capabilities.tools.as_ref())
-            .is_some_and(|t| t.list_changed == Some(true));
-        let newer = info
-            .as_ref()
+        let newer = peer
+            .peer_info()
             .is_some_and(|i| i.protocol_version >= ProtocolVersion::V_2026_07_28);
-        if !(offers && newer) {
+        if !newer {
             return;
         }
         let peer = peer.clone();
