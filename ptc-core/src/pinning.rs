@@ -360,8 +360,15 @@ mod tests {
         );
         assert_eq!(has("a pinned tool is no longer listed by the server"), 1);
         assert_eq!(has("the server lists a tool that is not pinned"), 1);
-        // Back to the pins: said once for each tool, and nothing for the first clean listing.
+        // Back to the pins: said once for each tool, after the changes (the first clean listing
+        // says nothing).
         assert_eq!(has("a pinned tool matches its pin again"), 2, "{lines:#?}");
+        assert!(
+            lines[3..]
+                .iter()
+                .all(|l| l.contains("matches its pin again")),
+            "{lines:#?}"
+        );
     }
 
     #[test]
