@@ -1311,3 +1311,53 @@ async fn http_connection_failures_are_upstream_unavailable() {
     assert_eq!(e.reason, Reason::UpstreamUnavailable, "{e}");
     assert!(e.message.contains("URL scheme is not allowed"), "{e}");
 }
+
+/// What `ptc vendor` does for an `mcp_http` upstream: it connects with the configured
+/// credentials and lists every tool; a wrong credential is `auth_failed`, naming no secret.
+#[tokio::test]
+async fn vendoring_over_http_lists_every_tool_with_the_configured_credentials() {
+    let Some(peer) = python_http(&[("PTC_REQUIRED_TOKEN", "right-token-1234".into())]).await else {
+        return;
+    };
+    let config = |token: &str| {
+        json!({
+            "credentials": {"py-token": {"source": "literal", "value": token, "scheme_hint": "bearer"}},
+            "upstreams": {"py": {
+                "transport": "mcp_http",
+                "url": peer.url(),
+                "allow_insecure_http": true,
+                "allow_insecure_auth": true,
+                "auth": [{"scheme": "bearer", "binding": "py-token"}],
+            }}
+        })
+        .to_string()
+    };
+    let list = |token: &str| {
+        let loaded = ptc_plan::load_str(
+            &config(token),
+            Path::new("/vendor-test/upstreams.json"),
+            &ptc_plan::FileSource,
+        )
+        .unwrap_or_else(|d| panic!("{d}"));
+        async move {
+            let redactor = Redactor::default();
+            ptc_core::list_live_tools(&loaded.plan, &loaded.secrets, "py", &redactor).await
+        }
+    };
+    let tools = list("right-token-1234").await.expect("listed");
+    assert_eq!(tools.len(), 30);
+    // The same server over HTTP pins each tool exactly as the committed stdio list does.
+    let committed: ptc_plan::pins::ToolList = serde_json::from_str(
+        &std::fs::read_to_string(fixtures().join("../configs/peers/vendored/py.tools.json"))
+            .expect("the committed list"),
+    )
+    .expect("a tool list");
+    for name in ["echo", "get-sum", "get-structured-content"] {
+        let live = tools.iter().find(|t| t.name == name).expect("listed").pin();
+        assert_eq!(Some(&live), committed.tool(name), "{name}");
+    }
+    let refused = list("wrong-token-5678").await.unwrap_err();
+    assert_eq!(refused.reason, Reason::AuthFailed, "{refused}");
+    assert!(!refused.message.contains("wrong-token-5678"), "{refused}");
+    peer.stop().await;
+}
