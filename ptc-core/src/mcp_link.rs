@@ -35,8 +35,9 @@ pub(crate) struct McpLink {
     client: tokio::sync::OnceCell<McpClient>,
     /// Which tools are exposed when nothing is pinned (`None`: all).
     include: Option<Vec<String>>,
-    /// The pins, when a tool list was vendored.
-    pins: Option<PinBoard>,
+    /// The pins, when a tool list was vendored (shared with the task that compares them when
+    /// the listing changes).
+    pins: Option<Arc<PinBoard>>,
 }
 
 impl McpLink {
@@ -63,7 +64,7 @@ impl McpLink {
             pins: tools
                 .pinned
                 .as_deref()
-                .map(|pins| PinBoard::new(name, tools.policy, pins, &tools.left_out)),
+                .map(|pins| Arc::new(PinBoard::new(name, tools.policy, pins, &tools.left_out))),
         })
     }
 
@@ -140,7 +141,7 @@ impl McpLink {
                 entry.set_tools(tools);
             }
             Some(board) => {
-                self.compare(client, board).await?;
+                compare(client, board).await?;
             }
         }
         if let Some(summary) = client.server_summary() {
@@ -154,11 +155,14 @@ impl McpLink {
         self.pins.as_ref().map(|b| &b.counts)
     }
 
-    /// The connected client, connecting now if this is the first use.
+    /// The connected client, connecting now if this is the first use. A pinned upstream's
+    /// first connection also starts the task that compares the listing with the pins as soon as
+    /// it changes (a new session, a `tools/list_changed`), so a change is logged and counted when
+    /// it happens; a call checks the generation itself before it is sent.
     async fn client(&self, env: &CallEnv<'_>) -> Result<&McpClient, ToolError> {
         self.client
             .get_or_try_init(|| async {
-                match &self.connect {
+                let client = match &self.connect {
                     Connect::Stdio(plan) => {
                         McpClient::connect_stdio(&self.name, plan, Vec::new(), env.redactor.clone())
                             .await
@@ -173,7 +177,11 @@ impl McpLink {
                         )
                         .await
                     }
+                }?;
+                if let Some(board) = &self.pins {
+                    watch(&client, board.clone());
                 }
+                Ok(client)
             })
             .await
     }
@@ -195,7 +203,7 @@ impl McpLink {
         // Twice at most: a listing that moves again between the comparison and the send
         // (a notification storm, a flapping server) is reported rather than chased.
         for _ in 0..2 {
-            let generation = self.compare(client, board).await?;
+            let generation = compare(client, board).await?;
             if let Some(refused) = board.refusal(name, &format!("{}/{name}", self.name)) {
                 return Err(refused);
             }
@@ -214,24 +222,6 @@ impl McpLink {
                 self.name
             ),
         })
-    }
-
-    /// Compares the live listing with the pins unless the current session's listing already
-    /// was; the generation compared.
-    async fn compare(&self, client: &McpClient, board: &PinBoard) -> Result<u64, ToolError> {
-        // The common case takes no lock: a session that closed since is reconnected inside the
-        // call, which then finds the generation moved and is not sent (`ListingMoved`).
-        let generation = client.tools_generation();
-        if board.is_current(generation) {
-            return Ok(generation);
-        }
-        let _one_at_a_time = board.comparing.lock().await;
-        let generation = client.connected_generation().await?;
-        if !board.is_current(generation) {
-            let live = client.list_tools().await?;
-            board.compare(generation, &live);
-        }
-        Ok(generation)
     }
 
     /// Stops the upstream (closes the session, kills a child process).
@@ -268,4 +258,35 @@ pub async fn list_live_tools(
     };
     link.shutdown().await;
     listed
+}
+
+/// Compares the live listing with the pins unless the current session's listing already
+/// was; the generation compared.
+async fn compare(client: &McpClient, board: &PinBoard) -> Result<u64, ToolError> {
+    // The common case takes no lock: a session that closed since is reconnected inside the
+    // call, which then finds the generation moved and is not sent (`ListingMoved`).
+    let generation = client.tools_generation();
+    if board.is_current(generation) {
+        return Ok(generation);
+    }
+    let _one_at_a_time = board.comparing.lock().await;
+    let generation = client.connected_generation().await?;
+    if !board.is_current(generation) {
+        let live = client.list_tools().await?;
+        board.compare(generation, &live);
+    }
+    Ok(generation)
+}
+
+/// Compares `client`'s listing with `board`'s pins each time it changes, until the client is
+/// gone (the task holds no strong reference to it while it waits).
+fn watch(client: &McpClient, board: Arc<PinBoard>) {
+    let watch = client.watch_listing();
+    tokio::spawn(async move {
+        while let Some(client) = watch.changed().await {
+            if let Err(e) = compare(&client, &board).await {
+                tracing::debug!(error = %e, "the changed tool listing is compared at the next call");
+            }
+        }
+    });
 }

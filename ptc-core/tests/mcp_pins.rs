@@ -390,3 +390,35 @@ fn ready_counts_the_pin_events_of_each_pinned_upstream() {
     );
     rt.block_on(up.shutdown());
 }
+
+#[test]
+fn a_tools_list_changed_is_compared_when_it_arrives_not_only_at_the_next_call() {
+    let Some(python) = python() else { return };
+    let rt = runtime();
+    let d = Deployment::new("eager", python);
+    d.write_config(json!({}));
+    d.vendor(&rt);
+    let up = d.start(&rt);
+    assert_eq!(counts(&up), (0, 0, 0));
+    let variant = serde_json::to_string(&rug_pull().to_string()).expect("a string literal");
+    assert_eq!(
+        value(
+            &rt,
+            &up,
+            &format!("(:ok (tool/call 'peer/change-tools {{:variant {variant}}}))")
+        ),
+        "true"
+    );
+    // No further call: the host compares on the notification itself. The event is the
+    // observable; it is polled, bounded.
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while counts(&up) != (2, 1, 1) {
+        assert!(
+            std::time::Instant::now() < until,
+            "the change was not compared on its own: {:?}",
+            counts(&up)
+        );
+        std::thread::yield_now();
+    }
+    rt.block_on(up.shutdown());
+}

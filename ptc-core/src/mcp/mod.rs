@@ -118,9 +118,46 @@ struct Inner {
     refusals: stdio::Refusals,
     /// The last ticket given to a request.
     tickets: std::sync::atomic::AtomicU64,
-    /// Bumped on every new session and every `notifications/tools/list_changed`: a listing
-    /// taken at an older value may be stale.
-    tools_generation: Arc<AtomicU64>,
+    /// The tool listing's generation and its wake-up (see [`Listing`]).
+    listing: Arc<Listing>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // A [`ListingWatch`] waiting on this client learns it is gone.
+        self.listing.changed.notify_one();
+    }
+}
+
+/// The generation of an MCP client's tool listing, bumped on every new session and every
+/// `notifications/tools/list_changed` (a listing taken at an older one may be stale), and a
+/// wake-up for whoever compares it.
+#[derive(Default)]
+struct Listing {
+    generation: AtomicU64,
+    changed: tokio::sync::Notify,
+}
+
+impl Listing {
+    fn bump(&self) {
+        self.generation.fetch_add(1, Ordering::AcqRel);
+        // A permit is kept when nobody waits, so a change during a comparison is not lost.
+        self.changed.notify_one();
+    }
+}
+
+/// Waits for changes of a client's tool listing without keeping the client alive.
+pub struct ListingWatch {
+    client: std::sync::Weak<Inner>,
+    listing: Arc<Listing>,
+}
+
+impl ListingWatch {
+    /// The client, once its listing changed again; `None` once the client is gone.
+    pub async fn changed(&self) -> Option<McpClient> {
+        self.listing.changed.notified().await;
+        self.client.upgrade().map(|inner| McpClient { inner })
+    }
 }
 
 enum Connector {
@@ -152,7 +189,7 @@ struct Live {
 /// listing stale.
 #[derive(Clone)]
 struct Handler {
-    tools_generation: Arc<AtomicU64>,
+    listing: Arc<Listing>,
 }
 
 impl ClientHandler for Handler {
@@ -167,7 +204,7 @@ impl ClientHandler for Handler {
         &self,
         _context: rmcp::service::NotificationContext<RoleClient>,
     ) -> impl Future<Output = ()> + Send + '_ {
-        self.tools_generation.fetch_add(1, Ordering::AcqRel);
+        self.listing.bump();
         std::future::ready(())
     }
 }
@@ -248,7 +285,7 @@ impl McpClient {
                 server_summary: StdMutex::new(None),
                 refusals: stdio::Refusals::default(),
                 tickets: std::sync::atomic::AtomicU64::new(0),
-                tools_generation: Arc::new(AtomicU64::new(0)),
+                listing: Arc::new(Listing::default()),
             }),
         }
     }
@@ -266,7 +303,15 @@ impl McpClient {
     /// The generation of the tool listing: it changes with every new session and every
     /// `tools/list_changed` the server sends, so a listing taken at an older one may be stale.
     pub fn tools_generation(&self) -> u64 {
-        self.inner.tools_generation.load(Ordering::Acquire)
+        self.inner.listing.generation.load(Ordering::Acquire)
+    }
+
+    /// A watch on this client's tool listing (see [`ListingWatch`]).
+    pub fn watch_listing(&self) -> ListingWatch {
+        ListingWatch {
+            client: Arc::downgrade(&self.inner),
+            listing: self.inner.listing.clone(),
+        }
     }
 
     /// Makes sure a session is live (reconnecting after the backoff when it closed) and returns
@@ -289,7 +334,7 @@ impl McpClient {
             return;
         }
         let peer = peer.clone();
-        let generation = self.inner.tools_generation.clone();
+        let listing = self.inner.listing.clone();
         let upstream = self.inner.upstream.clone();
         tokio::spawn(async move {
             let filter = rmcp::model::SubscriptionFilter::builder()
@@ -307,7 +352,7 @@ impl McpClient {
                     notification,
                     rmcp::model::ServerNotification::ToolListChangedNotification(_)
                 ) {
-                    generation.fetch_add(1, Ordering::AcqRel);
+                    listing.bump();
                 }
             }
         });
@@ -633,7 +678,7 @@ impl McpClient {
                     .unwrap_or_else(|e| e.into_inner()) = version;
                 state.live = Some(live);
                 state.not_before = None;
-                self.inner.tools_generation.fetch_add(1, Ordering::AcqRel);
+                self.inner.listing.bump();
                 self.watch_tools(&peer);
                 Ok(peer)
             }
@@ -705,7 +750,7 @@ impl McpClient {
 
     fn handler(&self) -> Handler {
         Handler {
-            tools_generation: self.inner.tools_generation.clone(),
+            listing: self.inner.listing.clone(),
         }
     }
 
@@ -954,7 +999,7 @@ mod tests {
     fn the_client_names_itself_and_offers_no_capabilities() {
         use rmcp::ClientHandler;
         let info = super::Handler {
-            tools_generation: Default::default(),
+            listing: Default::default(),
         }
         .get_info();
         assert_eq!(info.client_info.name, "ptc");
