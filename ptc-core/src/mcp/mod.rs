@@ -918,6 +918,49 @@ fn init_error(subject: &Subject, error: rmcp::service::ClientInitializeError) ->
 #[cfg(test)]
 mod tests {
 
+    fn unconnected() -> super::McpClient {
+        let plan = ptc_plan::McpStdioPlan {
+            command: "never-started".into(),
+            args: vec![],
+            env: vec![],
+            cwd: None,
+            handshake_timeout_ms: 1,
+            request_timeout_ms: 1,
+            max_response_bytes: 1,
+            tools: Default::default(),
+        };
+        super::McpClient::new(
+            "peer",
+            crate::redact::Redactor::default(),
+            super::Connector::Stdio { plan, env: vec![] },
+            1,
+            1,
+            super::STDIO_BACKOFF,
+        )
+    }
+
+    /// A listing watch wakes at each change with its client, keeps no change that happened
+    /// while nobody waited from being seen, and ends when the client is gone (so the task that
+    /// compares pins never outlives it).
+    #[tokio::test]
+    async fn a_listing_watch_wakes_at_each_change_and_ends_with_its_client() {
+        use std::time::Duration;
+        let client = unconnected();
+        let watch = client.watch_listing();
+        let before = client.tools_generation();
+        client.inner.listing.bump();
+        assert_eq!(client.tools_generation(), before + 1);
+        let woke = tokio::time::timeout(Duration::from_secs(5), watch.changed())
+            .await
+            .expect("a change wakes the watch");
+        assert!(woke.is_some_and(|c| std::sync::Arc::ptr_eq(&c.inner, &client.inner)));
+        drop(client);
+        let ended = tokio::time::timeout(Duration::from_secs(5), watch.changed())
+            .await
+            .expect("the client's end wakes the watch");
+        assert!(ended.is_none());
+    }
+
     /// A ticket whose call ended without asking (a timeout, a cancel) takes its refusal with it
     /// when it drops, so the book never keeps one.
     #[test]
