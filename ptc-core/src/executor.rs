@@ -348,7 +348,7 @@ impl Upstreams {
                     })
             }
             Link::Mcp(link) => link
-                .call(&env, &call.tool.name, call.args, options.deadline)
+                .call(&env, call.tool, call.args, options.deadline)
                 .await
                 .and_then(|output| {
                     let bytes = match &output {

@@ -76,16 +76,7 @@ impl McpLink {
             board
                 .pins()
                 .enumerate()
-                .map(|(index, (pin, cell))| {
-                    let tool = McpTool {
-                        name: pin.name.clone(),
-                        description: pin.description.clone(),
-                        input_schema: pin.input_schema.clone(),
-                        output_schema: pin.output_schema.clone(),
-                        annotations: pin.annotations.clone(),
-                    };
-                    self.entry(index, tool, Some(cell.clone()))
-                })
+                .map(|(index, (pin, cell))| self.entry(index, pin.into(), Some(cell.clone())))
                 .collect(),
         )
     }
@@ -192,19 +183,20 @@ impl McpLink {
     pub(crate) async fn call(
         &self,
         env: &CallEnv<'_>,
-        name: &str,
+        tool: &ToolEntry,
         args: Map<String, Value>,
         deadline: Option<Instant>,
     ) -> Result<ToolOutput, ToolError> {
+        let name = tool.name.as_str();
         let client = self.client(env).await?;
-        let Some(board) = &self.pins else {
+        let (Some(board), Some(pin)) = (&self.pins, &tool.pin) else {
             return client.call_tool(name, args, deadline).await;
         };
         // Twice at most: a listing that moves again between the comparison and the send
         // (a notification storm, a flapping server) is reported rather than chased.
         for _ in 0..2 {
             let generation = compare(client, board).await?;
-            if let Some(refused) = board.refusal(name, &format!("{}/{name}", self.name)) {
+            if let Some(refused) = pin.refusal(&tool.qualified()) {
                 return Err(refused);
             }
             if let Ok(done) = client

@@ -154,15 +154,6 @@ impl PinBoard {
         self.pins.iter().map(|(p, c)| (p, c))
     }
 
-    /// Why the pinned tool `name` must not be called now, if it must not (see
-    /// [`PinCell::refusal`]).
-    pub(crate) fn refusal(&self, name: &str, qualified: &str) -> Option<ToolError> {
-        self.pins
-            .iter()
-            .find(|(p, _)| p.name == name)
-            .and_then(|(_, cell)| cell.refusal(qualified))
-    }
-
     /// Whether the listing of client generation `generation` has been compared.
     pub(crate) fn is_current(&self, generation: u64) -> bool {
         self.compared.load(Ordering::Acquire) == generation + 1
@@ -175,11 +166,14 @@ impl PinBoard {
             let now = match live.iter().find(|t| t.name == pin.name) {
                 None => Verdict::Removed,
                 Some(t) => {
-                    let changes = pin.changes(&t.pin());
-                    if changes.is_empty() {
+                    // The pins' digests were checked against their content when the plan was
+                    // loaded, so equal digests are equal tools: fields are compared only when a
+                    // change has to be named.
+                    let now = t.pin();
+                    if now.sha256 == pin.sha256 {
                         Verdict::Matches
                     } else {
-                        Verdict::Changed(changes)
+                        Verdict::Changed(pin.changes(&now))
                     }
                 }
             };

@@ -109,6 +109,17 @@ impl Drop for Deployment {
     }
 }
 
+/// A deployment of the peer whose tool list was vendored from the unchanged server (`None`,
+/// said, when the peer is missing).
+fn vendored(name: &str) -> Option<(tokio::runtime::Runtime, Deployment, ToolList)> {
+    let python = python()?;
+    let rt = runtime();
+    let d = Deployment::new(name, python);
+    d.write_config(json!({}));
+    let pinned = d.vendor(&rt);
+    Some((rt, d, pinned))
+}
+
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -161,11 +172,9 @@ fn rug_pull() -> Value {
 
 #[test]
 fn a_server_restarted_with_changed_tools_has_them_refused_and_new_ones_hidden() {
-    let Some(python) = python() else { return };
-    let rt = runtime();
-    let d = Deployment::new("restart", python);
-    d.write_config(json!({}));
-    let pinned = d.vendor(&rt);
+    let Some((rt, d, pinned)) = vendored("restart") else {
+        return;
+    };
     assert!(pinned.tool("echo").is_some() && pinned.tool("filler-00").is_some());
     // The same upstream, restarted with its tools changed.
     d.write_config(json!({"env": {"PTC_TOOLS_VARIANT": rug_pull().to_string()}}));
@@ -233,11 +242,9 @@ fn a_server_restarted_with_changed_tools_has_them_refused_and_new_ones_hidden() 
 
 #[test]
 fn a_tools_list_changed_notification_is_compared_before_the_next_call() {
-    let Some(python) = python() else { return };
-    let rt = runtime();
-    let d = Deployment::new("list-changed", python);
-    d.write_config(json!({}));
-    d.vendor(&rt);
+    let Some((rt, d, _)) = vendored("list-changed") else {
+        return;
+    };
     let up = d.start(&rt);
     let variant = serde_json::to_string(&rug_pull().to_string()).expect("a string literal");
     let program = format!(
@@ -255,12 +262,11 @@ fn a_tools_list_changed_notification_is_compared_before_the_next_call() {
 
 #[test]
 fn a_server_that_restarts_mid_session_is_compared_before_the_next_call_reaches_it() {
-    let Some(python) = python() else { return };
-    let rt = runtime();
-    let d = Deployment::new("crash", python);
+    let Some((rt, d, _)) = vendored("crash") else {
+        return;
+    };
     let variant_file = d.dir.join("variant.json");
     d.write_config(json!({"env": {"PTC_TOOLS_VARIANT_FILE": variant_file}}));
-    d.vendor(&rt);
     let up = d.start(&rt);
     assert_eq!(
         value(&rt, &up, "(:ok (tool/call 'peer/echo {:message \"hi\"}))"),
@@ -283,11 +289,9 @@ fn a_server_that_restarts_mid_session_is_compared_before_the_next_call_reaches_i
 
 #[test]
 fn under_the_warn_policy_a_changed_tool_stays_callable_and_says_so() {
-    let Some(python) = python() else { return };
-    let rt = runtime();
-    let d = Deployment::new("warn", python);
-    d.write_config(json!({}));
-    d.vendor(&rt);
+    let Some((rt, d, _)) = vendored("warn") else {
+        return;
+    };
     d.write_config(json!({
         "pin_policy": "warn",
         "env": {"PTC_TOOLS_VARIANT": rug_pull().to_string()},
@@ -343,11 +347,9 @@ fn without_a_tool_list_include_tools_narrows_what_the_server_lists() {
 #[test]
 fn ready_counts_the_pin_events_of_each_pinned_upstream() {
     use ptc_core::server::{EvalLimits, Evaluator, HttpOptions, serve_http};
-    let Some(python) = python() else { return };
-    let rt = runtime();
-    let d = Deployment::new("ready", python);
-    d.write_config(json!({}));
-    d.vendor(&rt);
+    let Some((rt, d, _)) = vendored("ready") else {
+        return;
+    };
     d.write_config(json!({"env": {"PTC_TOOLS_VARIANT": rug_pull().to_string()}}));
     // Starting compares the listing with the pins (the catalog loads at start).
     let up = d.start(&rt);
@@ -393,11 +395,9 @@ fn ready_counts_the_pin_events_of_each_pinned_upstream() {
 
 #[test]
 fn a_tools_list_changed_is_compared_when_it_arrives_not_only_at_the_next_call() {
-    let Some(python) = python() else { return };
-    let rt = runtime();
-    let d = Deployment::new("eager", python);
-    d.write_config(json!({}));
-    d.vendor(&rt);
+    let Some((rt, d, _)) = vendored("eager") else {
+        return;
+    };
     let up = d.start(&rt);
     assert_eq!(counts(&up), (0, 0, 0));
     let variant = serde_json::to_string(&rug_pull().to_string()).expect("a string literal");

@@ -89,6 +89,19 @@ impl McpTool {
     }
 }
 
+impl From<&ptc_plan::PinnedTool> for McpTool {
+    /// The tool as it was pinned (the other way round from [`McpTool::pin`]).
+    fn from(pin: &ptc_plan::PinnedTool) -> Self {
+        McpTool {
+            name: pin.name.clone(),
+            description: pin.description.clone(),
+            input_schema: pin.input_schema.clone(),
+            output_schema: pin.output_schema.clone(),
+            annotations: pin.annotations.clone(),
+        }
+    }
+}
+
 /// A call not sent because the tool listing changed since the generation it was checked at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ListingMoved;
@@ -439,6 +452,7 @@ impl McpClient {
     ) -> Result<ToolOutput, ToolError> {
         match self.call_tool_in(tool, args, deadline, None).await {
             Ok(done) => done,
+            // Without a generation to hold, the listing cannot be said to have moved.
             Err(ListingMoved) => Err(self
                 .subject(Some(tool))
                 .error(Reason::UpstreamUnavailable, "the tool listing changed")),
