@@ -20,6 +20,7 @@
 
 mod config;
 pub mod diagnostic;
+pub mod effects;
 mod headers;
 mod load;
 mod locate;
@@ -35,6 +36,7 @@ mod suggest;
 
 pub use config::{Secrets, UrlOptIns, UrlProblem, check_base_url, check_upstream_url};
 pub use diagnostic::{Diagnostic, Diagnostics};
+pub use effects::{Approval, Effect};
 pub use load::{
     DocumentRequest, DocumentSource, FileSource, Loaded, load, load_str, load_unpinned, load_with,
 };

@@ -284,6 +284,7 @@ fn compile_openapi(
         schema_max_bytes: cfg.schema_max_bytes,
         http: cfg.http,
         tools: compiled.tools,
+        idempotency_header: cfg.idempotency_header,
         definitions: compiled.definitions,
     };
     Some((plan, title))

@@ -304,6 +304,7 @@ pub(crate) fn attach(
             out
         }
     };
+    ok &= check_writes(config, upstream, pointer, tools, &list, &pinned, diags);
     if ok {
         tools.left_out = list
             .tools
@@ -313,6 +314,88 @@ pub(crate) fn attach(
             .collect();
         tools.pinned = Some(pinned);
     }
+}
+
+/// The `allow_writes` grants against the pinned tools' effects: a grant names a vendored tool
+/// that is not a read, and every tool `include_tools` names explicitly is a read or granted.
+/// Tools exposed without being named are left for the run time, which shows an ungranted write
+/// as disabled. False when something was reported.
+fn check_writes(
+    config: &Path,
+    upstream: &str,
+    pointer: &str,
+    tools: &McpTools,
+    list: &ToolList,
+    pinned: &[PinnedTool],
+    diags: &mut Diagnostics,
+) -> bool {
+    use crate::effects::{Refusal, classify, mcp_effect};
+    let before = diags.len();
+    let grants_at = pointer_join(pointer, "allow_writes");
+    for (name, grant) in &tools.writes {
+        let Some(tool) = list.tool(name) else {
+            // A name outside `include_tools` was reported when the config was read.
+            if tools.include.is_none() {
+                diags.push(
+                    Diagnostic::new(
+                        config,
+                        pointer_join(&grants_at, name),
+                        format!(
+                            "allow_writes names `{name}`, which is not in the vendored tool list{}",
+                            crate::suggest::did_you_mean(
+                                name,
+                                list.tools.iter().map(|t| t.name.as_str())
+                            )
+                        ),
+                    )
+                    .upstream(upstream)
+                    .help("fix the name, or remove it from allow_writes"),
+                );
+            }
+            continue;
+        };
+        let natural = mcp_effect(Some(&Value::Object(tool.annotations.clone())));
+        if classify(natural, Some(grant), true) == Err(Refusal::ReadGranted) {
+            diags.push(
+                Diagnostic::new(
+                    config,
+                    pointer_join(&grants_at, name),
+                    format!(
+                        "allow_writes names `{name}`, which the server annotates readOnlyHint: \
+                         true, a read; the config cannot change a tool's effect"
+                    ),
+                )
+                .upstream(upstream)
+                .help("remove it from allow_writes"),
+            );
+        }
+    }
+    if let Some(include) = &tools.include {
+        for (i, name) in include.iter().enumerate() {
+            let Some(tool) = pinned.iter().find(|t| &t.name == name) else {
+                continue;
+            };
+            let natural = mcp_effect(Some(&Value::Object(tool.annotations.clone())));
+            if classify(natural, tools.writes.get(name), true) == Err(Refusal::NotAllowListed) {
+                diags.push(
+                    Diagnostic::new(
+                        config,
+                        pointer_join(&pointer_join(pointer, "include_tools"), &i.to_string()),
+                        format!(
+                            "tool `{name}` is a write (its annotations do not say readOnlyHint: \
+                             true); writes are exposed only when allow_writes lists them"
+                        ),
+                    )
+                    .upstream(upstream)
+                    .help(format!(
+                        "add \"allow_writes\": {{\"{name}\": {{}}}} to the upstream (calls then need \
+                         the write gate and a person's approval), or remove it from include_tools"
+                    )),
+                );
+            }
+        }
+    }
+    diags.len() == before
 }
 
 /// Reads and parses a tool list, its size checked first.

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+pub use crate::effects::{Classified, WriteGrant};
 pub use crate::pins::{PinPolicy, PinnedTool};
 use crate::schema::SchemaError;
 
@@ -211,6 +212,9 @@ pub struct OpenApiPlan {
     pub http: HttpSettings,
     /// The included operations, compiled, in `include_operations` order.
     pub tools: Vec<ToolPlan>,
+    /// `idempotency_header`: the request header a write's idempotency key goes in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotency_header: Option<String>,
     /// The component schemas the tools reach, each kept once under its name; tool schemas and
     /// definitions refer to them as `{"$ref": "#/$defs/<Name>"}` (see [`crate::schema`]).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -290,6 +294,9 @@ pub struct McpTools {
     /// server lists them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub left_out: Vec<String>,
+    /// `allow_writes`: the tools that are not reads the operator allows, by tool name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub writes: BTreeMap<String, WriteGrant>,
 }
 
 /// One tool in the normalised catalog shape shared with MCP tool metadata.
@@ -309,6 +316,9 @@ pub struct ToolPlan {
     pub output_schema: Value,
     /// MCP-style hints.
     pub annotations: Annotations,
+    /// What calling it does to the world, and whether a person approves each call.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub classified: Classified,
     /// Provenance and execution hints; shown by `meta`, never sent upstream.
     #[serde(rename = "_ptc")]
     pub ptc: OperationBinding,
@@ -339,6 +349,9 @@ pub struct OperationBinding {
     pub base_url: Option<String>,
     /// Parameters, path ones first, in declaration order.
     pub params: Vec<Param>,
+    /// The JSON request body, taken from the `body` argument (write methods only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<RequestBody>,
     /// Arguments applied when the caller omits them.
     #[serde(rename = "defaultArgs")]
     pub default_args: Map<String, Value>,
@@ -367,6 +380,20 @@ pub struct OperationBinding {
     /// Schema constructs kept as metadata but not validated in v1 (`oneOf at /properties/x`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unvalidated: Vec<String>,
+}
+
+/// An operation's JSON request body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequestBody {
+    /// The caller must give `body`.
+    pub required: bool,
+}
+
+/// The argument a request body is given in.
+pub const BODY_ARG: &str = "body";
+
+fn is_default<T: Default + PartialEq>(v: &T) -> bool {
+    *v == T::default()
 }
 
 /// Where a parameter goes in the request.

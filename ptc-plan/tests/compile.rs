@@ -316,7 +316,15 @@ fn mcp_tools_are_pinned_from_the_vendored_list_and_the_rest_is_left_out() {
         ]
     );
     assert_eq!(py.tools.policy, ptc_plan::PinPolicy::Refuse);
-    assert_eq!(py.tools.left_out.len(), 24, "{:?}", py.tools.left_out);
+    assert_eq!(py.tools.left_out.len(), 26, "{:?}", py.tools.left_out);
+    assert_eq!(
+        py.tools.writes.get("change-tools"),
+        Some(&ptc_plan::WriteGrant {
+            effect: ptc_plan::Effect::Write,
+            approval: ptc_plan::Approval::None
+        }),
+        "the allow-list is in the plan, for the run time"
+    );
     assert!(py.tools.left_out.iter().any(|t| t == "big"));
     assert!(!py.tools.left_out.iter().any(|t| t == "echo"));
     assert!(

@@ -7,6 +7,7 @@ mod credentials;
 mod fields;
 mod http;
 mod upstreams;
+mod writes;
 
 pub use http::{UrlOptIns, UrlProblem, check_base_url, check_upstream_url};
 
@@ -17,6 +18,7 @@ use std::path::Path;
 use serde_json::{Map, Value};
 
 use crate::diagnostic::{Diagnostics, Reporter};
+use crate::effects::WriteGrant;
 use crate::plan::{CredentialBinding, HttpSettings, McpHttpPlan, McpStdioPlan, SchemaLocation};
 use fields::{Cx, Fields};
 
@@ -68,6 +70,10 @@ pub struct OpenApiConfig {
     pub include_operations: Vec<String>,
     /// Operator patches by operationId.
     pub overrides: BTreeMap<String, OperationOverride>,
+    /// `allow_writes`: the operations that are not reads the operator allows, by operationId.
+    pub writes: BTreeMap<String, WriteGrant>,
+    /// `idempotency_header`: the header a write's idempotency key goes in.
+    pub idempotency_header: Option<String>,
 }
 
 /// Operator patches for one operation; they may narrow or rename, never widen.

@@ -199,6 +199,14 @@ fn parse_openapi(
         ),
         None => BTreeMap::new(),
     };
+    let writes = super::writes::parse_allow_writes(
+        cx,
+        f,
+        include_operations.as_deref(),
+        "include_operations",
+    );
+    let idempotency_header =
+        super::writes::parse_idempotency_header(cx, f, &http.auth, &http.static_headers);
     Some(OpenApiConfig {
         base_url: base_url
             .filter(|_| base_ok)?
@@ -209,6 +217,8 @@ fn parse_openapi(
         http,
         include_operations: include_operations?,
         overrides,
+        writes,
+        idempotency_header,
     })
 }
 
@@ -418,9 +428,11 @@ fn parse_mcp_tools(cx: &mut Cx, f: &mut Fields) -> McpTools {
             PinPolicy::Refuse
         }
     };
+    let writes = super::writes::parse_allow_writes(cx, f, include.as_deref(), "include_tools");
     McpTools {
         include,
         policy,
+        writes,
         ..McpTools::default()
     }
 }

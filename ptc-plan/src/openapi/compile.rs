@@ -10,8 +10,11 @@ use super::extensions::{self, Extensions};
 use super::resolve::{RefError, Resolver, Store};
 use crate::config::{OpenApiConfig, OperationOverride};
 use crate::diagnostic::{Reporter, pointer_join};
+use crate::effects::{self, Classified, Refusal};
 use crate::names;
-use crate::plan::{Annotations, OperationBinding, Param, ParamLocation, ToolPlan};
+use crate::plan::{
+    Annotations, BODY_ARG, OperationBinding, Param, ParamLocation, RequestBody, ToolPlan,
+};
 use crate::suggest::did_you_mean;
 
 const METHODS: [&str; 8] = [
@@ -229,25 +232,7 @@ impl OpCompiler<'_, '_> {
             );
         }
         let method = self.found.method.to_uppercase();
-        if method != "GET" {
-            let also = if ext.read_only == Some(true) {
-                " (x-ptc-read-only does not enable write methods)"
-            } else {
-                ""
-            };
-            self.error(
-                &at,
-                format!("uses method {method}; v1 supports GET only{also}"),
-                remove,
-            );
-        }
-        if ext.read_only == Some(false) {
-            self.error(
-                &pointer_join(&at, "x-ptc-read-only"),
-                "is marked x-ptc-read-only: false; v1 exposes read-only operations only",
-                remove,
-            );
-        }
+        let classified = self.classify(&at, &method, &ext);
         if op.get("deprecated") == Some(&Value::Bool(true)) && !self.overrides.allow_deprecated {
             self.error(
                 &pointer_join(&at, "deprecated"),
@@ -258,19 +243,23 @@ impl OpCompiler<'_, '_> {
                 ),
             );
         }
-        if op.contains_key("requestBody") {
-            self.error(
-                &pointer_join(&at, "requestBody"),
-                "has a requestBody; v1 GET operations cannot send bodies",
-                remove,
-            );
-        }
+        let body = self.request_body(&at, &method);
         let base_url = self.operation_server(&at);
         let params = self.parameters(&at);
         let name = self.name(&ext);
-        let input_schema = self.input_schema(&params, &ext);
+        if body.is_some() && params.iter().any(|p| p.name == BODY_ARG) {
+            self.error(
+                &at,
+                format!("has both a request body and a parameter named `{BODY_ARG}`; programs give the body as the `{BODY_ARG}` argument"),
+                "remove it from include_operations",
+            );
+        }
+        let input_schema = self.input_schema(&params, body.as_ref(), &ext);
         let mut unvalidated = Vec::new();
         let output_schema = self.output_schema(&at, &mut unvalidated);
+        if let Some((_, _, notes)) = &body {
+            unvalidated.extend(notes.iter().map(|note| format!("{BODY_ARG}: {note}")));
+        }
         for p in &params {
             unvalidated.extend(
                 p.unvalidated
@@ -320,8 +309,9 @@ impl OpCompiler<'_, '_> {
             input_schema,
             output_schema,
             annotations: Annotations {
-                read_only_hint: true,
+                read_only_hint: classified.effect.is_read(),
             },
+            classified,
             ptc: OperationBinding {
                 transport: "openapi".into(),
                 operation_id: self.id.to_string(),
@@ -337,6 +327,7 @@ impl OpCompiler<'_, '_> {
                         repeated: d.repeated,
                     })
                     .collect(),
+                body: body.map(|(b, _, _)| b),
                 default_args,
                 request_timeout_ms,
                 connect_timeout_ms: http.connect_timeout_ms.min(request_timeout_ms),
@@ -347,6 +338,124 @@ impl OpCompiler<'_, '_> {
                 unvalidated,
             },
         })
+    }
+
+    /// The operation's effect from its method (and `x-ptc-read-only: false`), with the
+    /// operator's `allow_writes` grant applied; a refusal is reported where it can be fixed.
+    fn classify(&mut self, at: &str, method: &str, ext: &Extensions) -> Classified {
+        let natural = effects::openapi_effect(method, ext.read_only);
+        let grant = self.cfg.writes.get(self.id);
+        let refusal = match effects::classify(natural, grant, method == "POST") {
+            Ok(c) => return c,
+            Err(r) => r,
+        };
+        let grant_at = pointer_join(
+            &pointer_join(self.origin.config_pointer, "allow_writes"),
+            self.id,
+        );
+        let (file, pointer, message, help) = match refusal {
+            Refusal::NotAllowListed => {
+                let why = if method == "GET" || method == "HEAD" {
+                    "is marked x-ptc-read-only: false, so it is a write".to_string()
+                } else if ext.read_only == Some(true) {
+                    format!(
+                        "uses method {method}, a write (x-ptc-read-only does not make it a read)"
+                    )
+                } else {
+                    format!("uses method {method}, a write")
+                };
+                (
+                    self.origin.doc_file,
+                    at.to_string(),
+                    format!("{why}; writes are exposed only when allow_writes lists them"),
+                    format!(
+                        "add \"allow_writes\": {{\"{}\": {{}}}} to the upstream (calls then need \
+                         the write gate and a person's approval), or remove it from \
+                         include_operations",
+                        self.id
+                    ),
+                )
+            }
+            Refusal::ReadGranted => (
+                self.origin.config_file,
+                grant_at,
+                format!(
+                    "allow_writes names `{}`, a {method} and so a read; the config cannot change \
+                     an operation's effect",
+                    self.id
+                ),
+                "remove it from allow_writes".to_string(),
+            ),
+            Refusal::SafeQueryNotPost => (
+                self.origin.config_file,
+                pointer_join(&grant_at, "effect"),
+                format!(
+                    "`{}` uses method {method}; only a POST can be a safe_query",
+                    self.id
+                ),
+                "make it \"effect\": \"write\" (or leave effect out)".to_string(),
+            ),
+        };
+        self.report.error(file, &pointer, message, Some(help));
+        Classified::default()
+    }
+
+    /// The JSON request body of a write method, with its (stored) schema; `None` when the
+    /// operation has none. A body on a read method, or one that is not JSON, is refused.
+    fn request_body(
+        &mut self,
+        at: &str,
+        method: &str,
+    ) -> Option<(RequestBody, Value, Vec<String>)> {
+        let raw = self.found.op.get("requestBody")?;
+        let body_at = pointer_join(at, "requestBody");
+        if method == "GET" || method == "HEAD" {
+            self.error(
+                &body_at,
+                format!(
+                    "has a requestBody on a {method}; ptc sends bodies with write methods only"
+                ),
+                "remove it from include_operations",
+            );
+            return None;
+        }
+        let (body, body_at) = match self.resolver.follow(raw, &body_at) {
+            Ok(x) => x,
+            Err(e) => {
+                self.ref_error(e);
+                return None;
+            }
+        };
+        let required = body.get("required") == Some(&Value::Bool(true));
+        let content = body.get("content").and_then(Value::as_object);
+        let json_entry = content.and_then(|c| c.iter().find(|(media, _)| is_json_media(media)));
+        let Some((media, entry)) = json_entry else {
+            let kinds = content
+                .map(|c| c.keys().cloned().collect::<Vec<_>>().join(", "))
+                .unwrap_or_default();
+            self.error(
+                &body_at,
+                format!("the request body is not JSON ({kinds}); ptc sends JSON bodies only"),
+                "remove it from include_operations",
+            );
+            return None;
+        };
+        let schema_at = pointer_join(
+            &pointer_join(&pointer_join(&body_at, "content"), media),
+            "schema",
+        );
+        let mut notes = Vec::new();
+        let schema = match entry.get("schema") {
+            None => json!({}),
+            Some(s) => match self.store.schema(self.resolver, s, &schema_at, &mut notes) {
+                Ok(s) => s,
+                Err(e) => {
+                    self.ref_error(e);
+                    return None;
+                }
+            },
+        };
+        Some((RequestBody { required }, schema, notes))
     }
 
     fn name(&mut self, ext: &Extensions) -> String {
@@ -711,7 +820,12 @@ impl OpCompiler<'_, '_> {
         out
     }
 
-    fn input_schema(&mut self, params: &[Declared], ext: &Extensions) -> Value {
+    fn input_schema(
+        &mut self,
+        params: &[Declared],
+        body: Option<&(RequestBody, Value, Vec<String>)>,
+        ext: &Extensions,
+    ) -> Value {
         let defaults = self
             .overrides
             .default_args
@@ -731,6 +845,12 @@ impl OpCompiler<'_, '_> {
                 required.push(json!(p.name));
             }
             properties.insert(p.name.clone(), schema);
+        }
+        if let Some((b, schema, _)) = body {
+            properties.insert(BODY_ARG.into(), schema.clone());
+            if b.required {
+                required.push(json!(BODY_ARG));
+            }
         }
         json!({
             "type": "object",

@@ -7,7 +7,7 @@
 //! # comment
 //! #/upstreams/api/base_url: `base_url` embeds credentials in the URL
 //!   help: remove user:password@ from the URL and use `auth` with a credential binding
-//! rules.openapi.json#/paths/~1items/post: uses method POST; v1 supports GET only
+//! rules.openapi.json#/paths/~1items/post: uses method POST, a write; writes are exposed only when allow_writes lists them
 //! ```
 //!
 //! A problem line is `[file]#<JSON pointer>: <headline>`, the headline being what `ptc check`
