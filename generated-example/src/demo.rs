@@ -185,6 +185,7 @@ fn run_inner(source: PlanSource) -> Result<(), String> {
         let overrides = OverrideArgs {
             upstream_urls: vec![format!("observatory=http://{addr}")],
             credential_files: vec![format!("observatory-token={}", token_file.display())],
+            allow_writes: true,
         };
         let upstreams = ptc::app::start::upstreams(&source, &overrides).await?;
         let evaluator = Evaluator::new(

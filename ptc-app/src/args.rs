@@ -43,6 +43,10 @@ pub struct LimitArgs {
     /// Bytes of result text in a reply (beyond it, a truncation marker).
     #[arg(long, value_name = "BYTES", default_value_t = 64 * 1024)]
     pub max_output_bytes: usize,
+    /// How long a person has to approve one write, in milliseconds (the program's timeout
+    /// bounds it too: raise --timeout-ms for programs that wait for approval).
+    #[arg(long, value_name = "MS", default_value_t = 120_000)]
+    pub approval_timeout_ms: u64,
 }
 
 impl LimitArgs {
@@ -55,6 +59,7 @@ impl LimitArgs {
             queue_wait: Duration::from_millis(self.queue_wait_ms.unwrap_or(self.timeout_ms)),
             max_calls: self.max_calls,
             max_output_bytes: self.max_output_bytes,
+            approval_timeout: Duration::from_millis(self.approval_timeout_ms),
             ..EvalLimits::default()
         };
         if let Some(m) = self.memory_bytes {
@@ -94,6 +99,10 @@ pub struct OverrideArgs {
         value_delimiter = ','
     )]
     pub credential_files: Vec<String>,
+    /// Let allow-listed writes run (the process's write gate; env PTC_ALLOW_WRITES=1 too). Off
+    /// by default: every write is listed as disabled and answers `write_disabled`.
+    #[arg(long)]
+    pub allow_writes: bool,
 }
 
 /// Log output.

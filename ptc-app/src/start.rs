@@ -55,7 +55,11 @@ pub async fn upstreams(
     overrides: &OverrideArgs,
 ) -> Result<Arc<Upstreams>, String> {
     let (plan, secrets) = source.load(overrides)?;
-    Upstreams::start(plan, secrets, StartOptions::default())
+    let options = StartOptions {
+        writes: ptc_core::WriteGate::from_flag_and_env(overrides.allow_writes)?,
+        ..StartOptions::default()
+    };
+    Upstreams::start(plan, secrets, options)
         .await
         .map(Arc::new)
         .map_err(|e| format!("cannot start the upstreams: {e}"))

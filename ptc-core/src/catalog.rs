@@ -9,6 +9,8 @@ use serde_json::{Value, json};
 use crate::outcome::{Reason, ToolError};
 use crate::pinning::PinCell;
 use crate::validate::{Definitions, Schema};
+use crate::writes::WriteGate;
+use ptc_plan::effects::Classified;
 use ptc_suggest::did_you_mean;
 
 /// One tool as discovery shows it and the executor routes it.
@@ -24,8 +26,11 @@ pub struct ToolEntry {
     pub input_schema: Value,
     /// JSON Schema of a successful result, when known.
     pub output_schema: Option<Value>,
-    /// The tool does not change the world (`None`: unknown).
-    pub read_only: Option<bool>,
+    /// What it does to the world and whether a person approves each call.
+    pub classified: Classified,
+    /// Why it cannot be called in this process (a write the config does not allow-list, or
+    /// the write gate is closed); `None` when it can.
+    pub disabled: Option<String>,
     /// The largest answer its upstream accepts, in bytes (the config's `max_response_bytes`,
     /// narrowed per operation for OpenAPI): a larger one fails with `response_too_large`.
     pub max_response_bytes: u64,
@@ -61,12 +66,22 @@ impl ToolEntry {
         if let Some(o) = &self.output_schema {
             m.insert("outputSchema".into(), o.clone());
         }
-        if let Some(ro) = self.read_only {
-            m.insert("annotations".into(), json!({"readOnlyHint": ro}));
-        }
+        m.insert(
+            "annotations".into(),
+            json!({"readOnlyHint": self.classified.effect.is_read()}),
+        );
         let mut provenance = self.provenance.clone();
-        if let (Some(note), Value::Object(p)) = (self.pin_note(), &mut provenance) {
-            p.insert("pin".into(), json!(note));
+        if let Value::Object(p) = &mut provenance {
+            if let Some(note) = self.pin_note() {
+                p.insert("pin".into(), json!(note));
+            }
+            p.insert("effect".into(), json!(self.classified.effect.as_str()));
+            if !self.classified.effect.is_read() {
+                p.insert("approval".into(), json!(self.classified.approval.as_str()));
+            }
+            if let Some(why) = &self.disabled {
+                p.insert("disabled".into(), json!(why));
+            }
         }
         m.insert("_ptc".into(), provenance);
         Value::Object(m)
@@ -217,8 +232,12 @@ impl Catalog {
     }
 }
 
-/// The catalog entries of an OpenAPI upstream's compiled tools.
-pub(crate) fn openapi_tools(server: &str, tools: &[ptc_plan::ToolPlan]) -> Vec<ToolEntry> {
+/// The catalog entries of an OpenAPI upstream's compiled tools, callable as `gate` allows.
+pub(crate) fn openapi_tools(
+    server: &str,
+    tools: &[ptc_plan::ToolPlan],
+    gate: WriteGate,
+) -> Vec<ToolEntry> {
     tools
         .iter()
         .enumerate()
@@ -227,6 +246,7 @@ pub(crate) fn openapi_tools(server: &str, tools: &[ptc_plan::ToolPlan]) -> Vec<T
             // Execution knobs stay out of the agent's view; provenance and hints stay in.
             if let Value::Object(m) = &mut provenance {
                 m.remove("params");
+                m.remove("body");
             }
             ToolEntry {
                 server: server.to_string(),
@@ -234,7 +254,9 @@ pub(crate) fn openapi_tools(server: &str, tools: &[ptc_plan::ToolPlan]) -> Vec<T
                 description: t.description.clone(),
                 input_schema: t.input_schema.clone(),
                 output_schema: Some(t.output_schema.clone()),
-                read_only: Some(t.annotations.read_only_hint),
+                classified: t.classified,
+                // The compiler refused every write the config does not allow-list.
+                disabled: crate::writes::disabled_reason(&Ok(t.classified), gate),
                 max_response_bytes: t.ptc.max_response_bytes,
                 provenance,
                 pin: None,

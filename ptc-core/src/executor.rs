@@ -14,6 +14,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 use tokio::sync::Mutex;
 
+use crate::approval::ApprovalRequest;
 use crate::catalog::{self, Catalog, ServerEntry, ToolEntry};
 use crate::credentials::CallEnv;
 use crate::mcp_link::McpLink;
@@ -21,6 +22,7 @@ use crate::openapi::OpenApiUpstream;
 use crate::outcome::{Reason, ToolError, ToolOutput};
 use crate::redact::Redactor;
 use crate::validate::{Patterns, check_args};
+use crate::writes::{IdempotencyKey, WriteGate};
 
 /// Per-call settings from the caller.
 #[derive(Clone, Copy, Debug, Default)]
@@ -28,6 +30,8 @@ pub struct CallOptions {
     /// The caller's deadline (a program's remaining time); the executor's own timeouts are capped
     /// by it.
     pub deadline: Option<Instant>,
+    /// The idempotency key a write carries (in the upstream's `idempotency_header`).
+    pub idempotency_key: Option<IdempotencyKey>,
 }
 
 /// Decodes a typed call's output: the typed path's half of the executor interface.
@@ -110,6 +114,8 @@ pub struct StartOptions {
     /// The redactor to register secrets with (a new one when `None`); share it with whatever
     /// else prints (logs, the MCP host).
     pub redactor: Option<Redactor>,
+    /// Whether allow-listed writes (and safe queries) may run in this process.
+    pub writes: WriteGate,
 }
 
 /// Why the upstreams could not start.
@@ -199,12 +205,16 @@ impl Upstreams {
                         "openapi",
                         api.definitions.clone(),
                     );
-                    entry.set_tools(catalog::openapi_tools(&up.name, link.tools()));
+                    entry.set_tools(catalog::openapi_tools(
+                        &up.name,
+                        link.tools(),
+                        options.writes,
+                    ));
                     servers.push(entry);
                     links.push(Link::OpenApi(Box::new(link)));
                 }
                 other => {
-                    let Some(link) = McpLink::new(&up.name, other) else {
+                    let Some(link) = McpLink::new(&up.name, other, options.writes) else {
                         return Err(fail(format!("unsupported transport {}", other.tag())));
                     };
                     let entry = ServerEntry::new(
@@ -312,6 +322,12 @@ impl Upstreams {
         if let Some(refused) = t.pin.as_ref().and_then(|p| p.refusal(&t.qualified())) {
             return Err(refused);
         }
+        if let Some(why) = &t.disabled {
+            return Err(ToolError {
+                reason: Reason::WriteDisabled,
+                message: format!("{}: not called: it is {why}", t.qualified()),
+            });
+        }
         let args = check_args(entry.schema(t), &self.patterns, args).map_err(|problems| {
             let call = t.qualified();
             ToolError {
@@ -340,7 +356,7 @@ impl Upstreams {
         let env = self.call_env();
         let result = match &self.links[call.server] {
             Link::OpenApi(api) => {
-                api.call(&env, call.tool.index, call.args, options.deadline, byte_cap)
+                api.call(&env, call.tool.index, call.args, options, byte_cap)
                     .await
                     .map(|f| Executed {
                         output: f.output,
@@ -376,6 +392,34 @@ impl Upstreams {
                 Ok(done)
             }
             Err(e) => Err(self.redact_error(e)),
+        }
+    }
+
+    /// What a person is asked when `call` needs approval: the tool, the request it makes and
+    /// its arguments, every secret redacted.
+    pub(crate) fn approval_request(&self, call: &Prepared<'_>) -> ApprovalRequest {
+        let tool = call.tool;
+        let preview = match &self.links[call.server] {
+            Link::OpenApi(api) => api.preview(tool.index, &call.args),
+            Link::Mcp(_) => format!(
+                "MCP tools/call `{}` on upstream `{}`",
+                tool.name, tool.server
+            ),
+        };
+        let args = Value::Object(call.args.clone()).to_string();
+        let args = self.redactor.redact(&args);
+        ApprovalRequest {
+            tool: tool.qualified(),
+            effect: tool.classified.effect,
+            summary: self
+                .redactor
+                .redact(crate::discovery::summary(&tool.description))
+                .into_owned(),
+            preview: self.redactor.redact(&preview).into_owned(),
+            // A secret cut out of a JSON string leaves valid JSON; if it ever did not, the text
+            // (redacted) is shown instead.
+            arguments: serde_json::from_str(&args)
+                .unwrap_or_else(|_| Value::String(args.into_owned())),
         }
     }
 

@@ -12,16 +12,20 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use ptc_lisp::{CallContext, Discovery, Host, HostError, HostValue, Interpreter, Limits, Value};
 
+use crate::approval::{Approver, Decision, Nobody};
 use crate::call_form::{self, FormError};
 use crate::catalog::{ServerEntry, ToolEntry};
 use crate::discovery::{apropos, dir_lines, doc_text, listing, server_doc_text, server_meta};
 use crate::executor::{CallOptions, Upstreams};
 use crate::outcome::{Reason, ToolError, ToolOutput};
-use crate::records::{RunRecords, UpstreamCall};
+use crate::records::{ApprovalOutcome, RunRecords, UpstreamCall, WriteRecord};
+use crate::writes::{IdempotencyKey, MutationState, RunId};
+use ptc_plan::Effect;
+use std::collections::HashSet;
 
 /// Per-program budgets.
 #[derive(Clone, Copy, Debug)]
@@ -32,6 +36,8 @@ pub struct Budgets {
     pub max_discovery: u64,
     /// Bytes fetched from upstreams per program.
     pub max_bytes: u64,
+    /// How long a person has to approve one call (within the program's own time).
+    pub approval_wait: Duration,
 }
 
 impl Default for Budgets {
@@ -40,6 +46,7 @@ impl Default for Budgets {
             max_calls: 50,
             max_discovery: 25,
             max_bytes: 64 << 20,
+            approval_wait: Duration::from_secs(120),
         }
     }
 }
@@ -64,22 +71,30 @@ fn kw(s: &str) -> Value {
     Value::keyword(s)
 }
 
-/// `{:ok true :value v :value_kind kind}`.
-fn ok_map(value: Value, kind: &str) -> Value {
-    Value::map_from(vec![
+/// `{:ok true :value v :value_kind kind}`, with `:mutation_state` for a write.
+fn ok_map(value: Value, kind: &str, mutation: Option<MutationState>) -> Value {
+    let mut entries = vec![
         (kw("ok"), Value::Bool(true)),
         (kw("value"), value),
         (kw("value_kind"), kw(kind)),
-    ])
+    ];
+    if let Some(m) = mutation {
+        entries.push((kw("mutation_state"), kw(m.as_str())));
+    }
+    Value::map_from(entries)
 }
 
-/// `{:ok false :reason reason :message message}`.
-fn err_map(reason: Reason, message: &str) -> Value {
-    Value::map_from(vec![
+/// `{:ok false :reason reason :message message}`, with `:mutation_state` for a write.
+fn err_map(reason: Reason, message: &str, mutation: Option<MutationState>) -> Value {
+    let mut entries = vec![
         (kw("ok"), Value::Bool(false)),
         (kw("reason"), kw(reason.as_str())),
         (kw("message"), Value::str(message)),
-    ])
+    ];
+    if let Some(m) = mutation {
+        entries.push((kw("mutation_state"), kw(m.as_str())));
+    }
+    Value::map_from(entries)
 }
 
 /// The host of one program run.
@@ -96,6 +111,12 @@ struct RunState {
     discovery: AtomicU64,
     bytes: AtomicU64,
     records: Mutex<Vec<UpstreamCall>>,
+    /// Who approves calls that need a person.
+    approver: Arc<dyn Approver>,
+    /// This run's identity in its writes' idempotency keys.
+    run_id: RunId,
+    /// Writes of this run whose outcome is unknown: not sent again.
+    indeterminate: Mutex<HashSet<IdempotencyKey>>,
 }
 
 /// A task on the I/O runtime that a program waits on; aborted when the program stops waiting
@@ -117,20 +138,45 @@ impl<T> Drop for Spawned<T> {
     }
 }
 
-/// The outcome of one upstream call, with the names it resolved to (when it got that far).
-type CallOutcome =
-    Result<(crate::executor::Executed, (String, String)), (ToolError, Option<(String, String)>)>;
+/// The outcome of one upstream call, with the names it resolved to (when it got that far) and,
+/// for a tool that is not a read, what the records say of it.
+struct CallOutcome {
+    result: Result<crate::executor::Executed, ToolError>,
+    names: Option<(String, String)>,
+    write: Option<WriteRecord>,
+}
+
+impl CallOutcome {
+    fn failed(e: ToolError, names: Option<(String, String)>, write: Option<WriteRecord>) -> Self {
+        CallOutcome {
+            result: Err(e),
+            names,
+            write,
+        }
+    }
+}
 
 impl ProgramHost {
     fn upstreams(&self) -> &Arc<Upstreams> {
         &self.run.upstreams
     }
 
-    /// A host for one program run.
+    /// A host for one program run that can ask nobody for approval: a call that needs it
+    /// answers `approval_unavailable`.
     pub fn new(
         upstreams: Arc<Upstreams>,
         runtime: tokio::runtime::Handle,
         budgets: Budgets,
+    ) -> Self {
+        Self::with_approver(upstreams, runtime, budgets, Arc::new(Nobody))
+    }
+
+    /// A host for one program run whose approvals go to `approver`.
+    pub fn with_approver(
+        upstreams: Arc<Upstreams>,
+        runtime: tokio::runtime::Handle,
+        budgets: Budgets,
+        approver: Arc<dyn Approver>,
     ) -> Self {
         ProgramHost {
             runtime,
@@ -141,6 +187,9 @@ impl ProgramHost {
                 discovery: AtomicU64::new(0),
                 bytes: AtomicU64::new(0),
                 records: Mutex::new(Vec::new()),
+                approver,
+                run_id: RunId::new(),
+                indeterminate: Mutex::new(HashSet::new()),
             }),
         }
     }
@@ -174,7 +223,14 @@ impl ProgramHost {
         RunRecords::new(calls, final_bytes)
     }
 
-    fn record(&self, server: &str, tool: &str, started: Instant, outcome: Result<u64, Reason>) {
+    fn record(
+        &self,
+        server: &str,
+        tool: &str,
+        started: Instant,
+        outcome: Result<u64, Reason>,
+        write: Option<WriteRecord>,
+    ) {
         let (reason, result_bytes) = match outcome {
             Ok(bytes) => (None, bytes),
             Err(r) => (Some(r), 0),
@@ -189,6 +245,7 @@ impl ProgramHost {
                 reason,
                 duration_ms: started.elapsed().as_millis() as u64,
                 result_bytes,
+                write,
             });
     }
 
@@ -207,18 +264,27 @@ impl ProgramHost {
                 // The program stopped waiting and the call ends with it. A deadline is the call's
                 // timeout too; a cancelled call has no outcome of the contract's to record.
                 if stopped.reason == ptc_lisp::Reason::Timeout {
-                    self.record(&form.server, &form.tool, started, Err(Reason::Timeout));
+                    self.record(
+                        &form.server,
+                        &form.tool,
+                        started,
+                        Err(Reason::Timeout),
+                        None,
+                    );
                 }
                 return Err(stopped);
             }
         };
-        match outcome {
-            Ok((done, (server, tool))) => {
+        let write = outcome.write;
+        let mutation = write.and_then(|w| w.mutation_state);
+        match outcome.result {
+            Ok(done) => {
+                let (server, tool) = outcome.names.unwrap_or((form.server, form.tool));
                 self.run.bytes.fetch_add(done.bytes, Ordering::Relaxed);
                 let value = match done.output {
                     // The same decoder, depth limit and memory budget as `data/` context.
                     ToolOutput::Json(bytes) => match cx.decode_json(&bytes) {
-                        Ok(v) => ok_map(v, "json"),
+                        Ok(v) => ok_map(v, "json", mutation),
                         // The program's own limits (memory, time) end the program.
                         Err(e)
                             if matches!(
@@ -226,34 +292,34 @@ impl ProgramHost {
                                 ptc_lisp::Reason::MemoryExceeded | ptc_lisp::Reason::Timeout
                             ) =>
                         {
-                            self.record(&server, &tool, started, Err(Reason::UpstreamError));
+                            self.record(&server, &tool, started, Err(Reason::UpstreamError), write);
                             return Err(e);
                         }
                         // Malformed or absurdly deep JSON is the upstream's fault: data.
                         Err(e) => {
                             let reason = Reason::UpstreamError;
-                            self.record(&server, &tool, started, Err(reason));
+                            self.record(&server, &tool, started, Err(reason), write);
                             let msg = format!(
                                 "{server}/{tool}: the response is not usable JSON: {}",
                                 e.message
                             );
                             let msg = self.upstreams().redactor().redact(&msg).into_owned();
-                            return Ok(err_map(reason, &msg));
+                            return Ok(err_map(reason, &msg, mutation));
                         }
                     },
-                    ToolOutput::Text(t) => ok_map(Value::str(&t), "text"),
-                    ToolOutput::Empty => ok_map(Value::Nil, "none"),
+                    ToolOutput::Text(t) => ok_map(Value::str(&t), "text", mutation),
+                    ToolOutput::Empty => ok_map(Value::Nil, "none", mutation),
                 };
-                self.record(&server, &tool, started, Ok(done.bytes));
+                self.record(&server, &tool, started, Ok(done.bytes), write);
                 Ok(value)
             }
-            Err((e, names)) => {
+            Err(e) => {
                 if e.reason.is_programmer_fault() {
                     return Err(raised(&e));
                 }
-                let (server, tool) = names.unwrap_or((form.server, form.tool));
-                self.record(&server, &tool, started, Err(e.reason));
-                Ok(err_map(e.reason, &e.message))
+                let (server, tool) = outcome.names.unwrap_or((form.server, form.tool));
+                self.record(&server, &tool, started, Err(e.reason), write);
+                Ok(err_map(e.reason, &e.message, mutation))
             }
         }
     }
@@ -268,6 +334,7 @@ impl ProgramHost {
                     "the program's budget of {} discovery operations is spent",
                     run.budgets.max_discovery
                 ),
+                None,
             ))
         } else {
             None
@@ -329,7 +396,7 @@ impl ProgramHost {
         }
         let server = match server {
             Ok(s) => s,
-            Err(e) => return Ok(Some(err_map(e.reason, &e.message))),
+            Err(e) => return Ok(Some(err_map(e.reason, &e.message, None))),
         };
         let lines = dir_lines(server)
             .iter()
@@ -358,7 +425,7 @@ impl ProgramHost {
         }
         let entry = match entry {
             Ok(e) => e,
-            Err(e) => return Ok(Some(Resolved::Refused(err_map(e.reason, &e.message)))),
+            Err(e) => return Ok(Some(Resolved::Refused(err_map(e.reason, &e.message, None)))),
         };
         match tool {
             None => Ok(Some(Resolved::Server(entry))),
@@ -428,8 +495,8 @@ impl ProgramHost {
 }
 
 impl RunState {
-    /// One upstream call within the run's budgets: resolve and validate, spend a call, fetch
-    /// within the bytes left.
+    /// One upstream call within the run's budgets: resolve and validate, spend a call, wait for
+    /// a person's approval where the tool needs it, fetch within the bytes left.
     async fn call(
         &self,
         server: &str,
@@ -440,9 +507,18 @@ impl RunState {
         let up = &self.upstreams;
         let prepared = match up.prepare(server, tool, req_args).await {
             Ok(p) => p,
-            Err(e) => return Err((e, None)),
+            Err(e) => {
+                // A disabled write is recorded as one: the records show every write attempt.
+                let disabled = (e.reason == Reason::WriteDisabled)
+                    .then(|| up.catalog().server(server).and_then(|s| s.tool(tool)).ok())
+                    .flatten();
+                let names = disabled.map(|t| (t.server.clone(), t.name.clone()));
+                let write = disabled.map(|t| write_record(t.classified.effect, None, None));
+                return CallOutcome::failed(e, names, write);
+            }
         };
         let names = (prepared.tool.server.clone(), prepared.tool.name.clone());
+        let classified = prepared.tool.classified;
         if self.calls.fetch_add(1, Ordering::Relaxed) >= self.budgets.max_calls {
             let e = ToolError {
                 reason: Reason::CapExhausted,
@@ -452,28 +528,134 @@ impl RunState {
                     names.0, names.1, self.budgets.max_calls
                 ),
             };
-            return Err((e, Some(names)));
+            return CallOutcome::failed(e, Some(names), None);
         }
         let used = self.bytes.load(Ordering::Relaxed);
         let left = self.budgets.max_bytes.saturating_sub(used);
         if left == 0 {
             let e = byte_budget_spent(&names, self.budgets.max_bytes);
-            return Err((e, Some(names)));
+            return CallOutcome::failed(e, Some(names), None);
+        }
+        let mut options = CallOptions {
+            deadline,
+            idempotency_key: None,
+        };
+        let mut write = None;
+        if !classified.effect.is_read() {
+            let key = IdempotencyKey::of(self.run_id, &names.0, &names.1, &prepared.args);
+            let repeat = self
+                .indeterminate
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .contains(&key);
+            if repeat {
+                let e = ToolError {
+                    reason: Reason::WriteIndeterminate,
+                    message: format!(
+                        "{}/{}: not sent again: the same write earlier in this program has an \
+                         unknown outcome (it may have happened); read the upstream's state \
+                         before writing again",
+                        names.0, names.1
+                    ),
+                };
+                let record = write_record(classified.effect, None, Some(MutationState::NotApplied));
+                return CallOutcome::failed(e, Some(names), Some(record));
+            }
+            let approval = if crate::writes::needs_approval(classified) {
+                match self.approve(&prepared, deadline).await {
+                    Ok(()) => Some(ApprovalOutcome::Approved),
+                    Err((e, outcome)) => {
+                        let record = write_record(classified.effect, Some(outcome), None);
+                        return CallOutcome::failed(e, Some(names), Some(record));
+                    }
+                }
+            } else {
+                None
+            };
+            if classified.effect == Effect::Write {
+                options.idempotency_key = Some(key);
+            }
+            write = Some((key, approval));
         }
         // A too-large answer is the program's budget's fault only when the budget, not the
         // tool's own cap, was the smaller limit.
         let budget_binds = left < prepared.tool.max_response_bytes;
-        match up
-            .execute(prepared, CallOptions { deadline }, Some(left))
-            .await
-        {
-            Ok(done) => Ok((done, names)),
-            Err(e) if e.reason == Reason::ResponseTooLarge && budget_binds => Err((
-                byte_budget_spent(&names, self.budgets.max_bytes),
-                Some(names),
-            )),
-            Err(e) => Err((e, Some(names))),
+        let result = match up.execute(prepared, options, Some(left)).await {
+            Err(e) if e.reason == Reason::ResponseTooLarge && budget_binds => {
+                Err(byte_budget_spent(&names, self.budgets.max_bytes))
+            }
+            other => other,
+        };
+        let write = write.map(|(key, approval)| {
+            let mutation = (classified.effect == Effect::Write)
+                .then(|| MutationState::of(result.as_ref().map(|_| ()).map_err(|e| e.reason)));
+            if mutation == Some(MutationState::Indeterminate) {
+                self.indeterminate
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(key);
+            }
+            write_record(classified.effect, approval, mutation)
+        });
+        CallOutcome {
+            result,
+            names: Some(names),
+            write,
         }
+    }
+
+    /// Asks a person to approve `call`, waiting (suspended) at most the approval wait and the
+    /// program's time left.
+    async fn approve(
+        &self,
+        call: &crate::executor::Prepared<'_>,
+        deadline: Option<Instant>,
+    ) -> Result<(), (ToolError, ApprovalOutcome)> {
+        let name = call.tool.qualified();
+        let request = self.upstreams.approval_request(call);
+        let mut wait = self.budgets.approval_wait;
+        if let Some(d) = deadline {
+            wait = wait.min(d.saturating_duration_since(Instant::now()));
+        }
+        match self.approver.approve(request, wait).await {
+            Decision::Approved => Ok(()),
+            Decision::Declined(why) => Err((
+                ToolError {
+                    reason: Reason::ApprovalDeclined,
+                    message: self
+                        .upstreams
+                        .redactor()
+                        .redact(&format!("{name}: not called: {why}"))
+                        .into_owned(),
+                },
+                ApprovalOutcome::Declined,
+            )),
+            Decision::Unavailable(why) => Err((
+                ToolError {
+                    reason: Reason::ApprovalUnavailable,
+                    message: self
+                        .upstreams
+                        .redactor()
+                        .redact(&format!(
+                            "{name}: not called: it needs a person's approval and {why}"
+                        ))
+                        .into_owned(),
+                },
+                ApprovalOutcome::Unavailable,
+            )),
+        }
+    }
+}
+
+fn write_record(
+    effect: Effect,
+    approval: Option<ApprovalOutcome>,
+    mutation_state: Option<MutationState>,
+) -> WriteRecord {
+    WriteRecord {
+        effect,
+        approval,
+        mutation_state,
     }
 }
 

@@ -6,6 +6,7 @@
 //! transport and maps the outcome onto the result contract ([`Reason`]). [`host`] plugs it into
 //! PTC-Lisp: `tool/call`, discovery, budgets and per-run records.
 
+pub mod approval;
 mod call_form;
 pub mod catalog;
 pub mod credentials;
@@ -24,9 +25,11 @@ pub mod records;
 pub mod redact;
 pub mod server;
 pub mod validate;
+pub mod writes;
 
 pub use executor::{CallOptions, CatalogLoad, Operation, StartError, StartOptions, Upstreams};
 pub use host::{Budgets, ProgramHost, ProgramRun, run_program};
 pub use mcp_link::list_live_tools;
 pub use outcome::{Reason, ToolError, ToolOutput};
 pub use records::{Metrics, RunRecords, UpstreamCall};
+pub use writes::WriteGate;

@@ -8,8 +8,12 @@
 //! the server's tool list changed ([`crate::pinning`]). One without exposes what the server lists
 //! on first use, narrowed by `include_tools`.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
+
+use ptc_plan::WriteGrant;
+use ptc_plan::effects::{Classified, Refusal, classify};
 
 use serde_json::{Map, Value, json};
 
@@ -18,6 +22,7 @@ use crate::credentials::CallEnv;
 use crate::mcp::{McpClient, McpTool};
 use crate::outcome::{ToolError, ToolOutput};
 use crate::pinning::{PinBoard, PinCell};
+use crate::writes::WriteGate;
 
 /// How the upstream is reached.
 enum Connect {
@@ -38,11 +43,19 @@ pub(crate) struct McpLink {
     /// The pins, when a tool list was vendored (shared with the task that compares them when
     /// the listing changes).
     pins: Option<Arc<PinBoard>>,
+    /// `allow_writes`, by tool name.
+    writes: BTreeMap<String, WriteGrant>,
+    /// Whether this process runs writes.
+    gate: WriteGate,
 }
 
 impl McpLink {
     /// The link for an `mcp_stdio` or `mcp_http` upstream (`None` for any other transport).
-    pub(crate) fn new(name: &str, transport: &ptc_plan::Transport) -> Option<Self> {
+    pub(crate) fn new(
+        name: &str,
+        transport: &ptc_plan::Transport,
+        gate: WriteGate,
+    ) -> Option<Self> {
         let (connect, max_response_bytes, tools) = match transport {
             ptc_plan::Transport::McpStdio(p) => {
                 (Connect::Stdio(p.clone()), p.max_response_bytes, &p.tools)
@@ -65,6 +78,8 @@ impl McpLink {
                 .pinned
                 .as_deref()
                 .map(|pins| Arc::new(PinBoard::new(name, tools.policy, pins, &tools.left_out))),
+            writes: tools.writes.clone(),
+            gate,
         })
     }
 
@@ -86,10 +101,28 @@ impl McpLink {
         if pin.is_some() {
             provenance["pinned"] = json!(true);
         }
+        let natural = ptc_plan::effects::mcp_effect(Some(&Value::Object(t.annotations.clone())));
+        let grant = self.writes.get(&t.name);
+        let classified = match classify(natural, grant, true) {
+            // A listed (unpinned) tool the server now calls a read but the operator granted as
+            // a write: the stricter reading wins. (Pinned tools were checked by the plan.)
+            Err(Refusal::ReadGranted) => {
+                Ok(grant.map_or_else(Classified::default, |g| Classified {
+                    effect: g.effect,
+                    approval: g.approval,
+                }))
+            }
+            other => other,
+        };
         ToolEntry {
             server: self.name.clone(),
             provenance,
-            read_only: t.read_only(),
+            disabled: crate::writes::disabled_reason(&classified, self.gate),
+            // An ungranted write is classified as what it is, and disabled.
+            classified: classified.unwrap_or(Classified {
+                effect: natural,
+                approval: ptc_plan::Approval::Always,
+            }),
             name: t.name,
             description: t.description,
             input_schema: t.input_schema,
@@ -238,7 +271,8 @@ pub async fn list_live_tools(
         message: format!("no MCP upstream `{upstream}` in the config"),
     };
     let up = plan.upstream(upstream).ok_or_else(unknown)?;
-    let link = McpLink::new(upstream, &up.transport).ok_or_else(unknown)?;
+    // Listing for `ptc vendor` calls nothing: the gate does not matter.
+    let link = McpLink::new(upstream, &up.transport, WriteGate::Closed).ok_or_else(unknown)?;
     let env = CallEnv {
         credentials: &plan.credentials,
         secrets,

@@ -6,11 +6,12 @@
 use std::time::{Duration, Instant};
 
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
-use ptc_plan::{OpenApiPlan, ParamLocation, ToolPlan};
+use ptc_plan::{BODY_ARG, Effect, OpenApiPlan, ParamLocation, ToolPlan};
 use reqwest::StatusCode;
 use serde_json::{Map, Value};
 
 use crate::credentials::{CallEnv, auth_headers};
+use crate::executor::CallOptions;
 use crate::outcome::{Reason, ToolError, ToolOutput};
 
 /// Everything but RFC 3986 unreserved characters is encoded in a path segment, so `/`, `?`, `#`
@@ -81,16 +82,32 @@ impl OpenApiUpstream {
         &self.plan.tools
     }
 
-    /// Runs tool `index` with validated `args` (wire names), defaults not yet applied.
+    /// The request a call of tool `index` with `args` makes, in a line a person can read:
+    /// `POST https://host/api/traces/tr_1/annotations` (what an approval shows).
+    pub(crate) fn preview(&self, index: usize, args: &Map<String, Value>) -> String {
+        let tool = &self.plan.tools[index];
+        let mut merged = tool.ptc.default_args.clone();
+        merged.extend(args.clone());
+        let base = tool.ptc.base_url.as_deref().unwrap_or(&self.plan.base_url);
+        match build_url(base, tool, &merged) {
+            Ok(url) => format!("{} {url}", tool.ptc.method),
+            Err(_) => format!("{} {}{}", tool.ptc.method, base, tool.ptc.path),
+        }
+    }
+
+    /// Runs tool `index` with validated `args` (wire names), defaults not yet applied. A write
+    /// is sent once, never retried, with its idempotency key when the upstream names a header.
     pub(crate) async fn call(
         &self,
         env: &CallEnv<'_>,
         index: usize,
         args: Map<String, Value>,
-        deadline: Option<Instant>,
+        options: CallOptions,
         byte_cap: Option<u64>,
     ) -> Result<Fetched, ToolError> {
+        let deadline = options.deadline;
         let tool = &self.plan.tools[index];
+        let write = tool.classified.effect == Effect::Write;
         let call = format!("{}/{}", self.name, tool.name);
         let fail = |reason, message: String| ToolError {
             reason,
@@ -98,6 +115,20 @@ impl OpenApiUpstream {
         };
         let mut merged = tool.ptc.default_args.clone();
         merged.extend(args);
+        let body = match tool.ptc.body {
+            Some(_) => merged.remove(BODY_ARG),
+            None => None,
+        };
+        let method = reqwest::Method::from_bytes(tool.ptc.method.as_bytes()).map_err(|_| {
+            fail(
+                Reason::InvalidArgs,
+                format!("method {} is not usable", tool.ptc.method),
+            )
+        })?;
+        let idempotency = match (&self.plan.idempotency_header, options.idempotency_key) {
+            (Some(header), Some(key)) if write => Some((header.as_str(), key.to_string())),
+            _ => None,
+        };
         let url = build_url(
             tool.ptc.base_url.as_deref().unwrap_or(&self.plan.base_url),
             tool,
@@ -130,11 +161,17 @@ impl OpenApiUpstream {
             };
             let mut rb = self
                 .client
-                .get(url.clone())
+                .request(method.clone(), url.clone())
                 .timeout(timeout)
                 .header("accept", "application/json");
+            if let Some(body) = &body {
+                rb = rb.json(body);
+            }
             for (name, value) in &http.static_headers {
                 rb = rb.header(name, value);
+            }
+            if let Some((header, key)) = &idempotency {
+                rb = rb.header(*header, key);
             }
             // Read per attempt: a 401 retry sees a rotated credential.
             let auth = auth_headers(&http.auth, env.credentials, env.secrets, env.redactor)
@@ -149,7 +186,8 @@ impl OpenApiUpstream {
                         return Err(fail(Reason::Timeout, timed_out(timeout, deadline)));
                     }
                     let msg = describe(&e);
-                    if retries < http.backoff.max_retries
+                    if !write
+                        && retries < http.backoff.max_retries
                         && pause(&http.backoff, retries, deadline).await
                     {
                         retries += 1;
@@ -162,11 +200,16 @@ impl OpenApiUpstream {
             if status.is_success() {
                 return self.success(resp, cap, &call, timeout, deadline).await;
             }
-            if status == StatusCode::UNAUTHORIZED && !auth_retried && !http.auth.is_empty() {
+            if status == StatusCode::UNAUTHORIZED
+                && !write
+                && !auth_retried
+                && !http.auth.is_empty()
+            {
                 auth_retried = true;
                 continue;
             }
             if matches!(status.as_u16(), 502..=504)
+                && !write
                 && retries < http.backoff.max_retries
                 && pause(&http.backoff, retries, deadline).await
             {
@@ -272,7 +315,7 @@ impl OpenApiUpstream {
         };
         let line = status_line(status);
         let (reason, message) = match code {
-            400 | 422 => (Reason::ToolError, with_detail(line)),
+            400 | 413 | 422 => (Reason::ToolError, with_detail(line)),
             401 => (
                 Reason::AuthFailed,
                 with_detail(format!(

@@ -29,6 +29,18 @@ pub enum Reason {
     /// A pinned MCP tool changed on the server since it was vendored, and the pin policy
     /// refuses it until the change is reviewed.
     ToolChanged,
+    /// A write (or safe query) this process does not run: the config does not allow-list it,
+    /// or the write gate is closed. Nothing was sent.
+    WriteDisabled,
+    /// The person asked to approve the call said no, or did not answer in time. Nothing was
+    /// sent.
+    ApprovalDeclined,
+    /// The call needs a person's approval and nobody could be asked (a client without
+    /// elicitation, no approval channel). Nothing was sent.
+    ApprovalUnavailable,
+    /// The same write earlier in this run has an unknown outcome (`mutation_state:
+    /// indeterminate`), so it is not sent again.
+    WriteIndeterminate,
     /// The call's deadline passed.
     Timeout,
     /// The body exceeded the response cap.
@@ -45,7 +57,7 @@ pub enum Reason {
 
 impl Reason {
     /// Every reason, in documentation order.
-    pub const ALL: [Reason; 14] = [
+    pub const ALL: [Reason; 18] = [
         Reason::UpstreamUnavailable,
         Reason::UpstreamError,
         Reason::ToolError,
@@ -54,6 +66,10 @@ impl Reason {
         Reason::NotFound,
         Reason::RateLimited,
         Reason::ToolChanged,
+        Reason::WriteDisabled,
+        Reason::ApprovalDeclined,
+        Reason::ApprovalUnavailable,
+        Reason::WriteIndeterminate,
         Reason::Timeout,
         Reason::ResponseTooLarge,
         Reason::CapExhausted,
@@ -73,6 +89,10 @@ impl Reason {
             Reason::NotFound => "not_found",
             Reason::RateLimited => "rate_limited",
             Reason::ToolChanged => "tool_changed",
+            Reason::WriteDisabled => "write_disabled",
+            Reason::ApprovalDeclined => "approval_declined",
+            Reason::ApprovalUnavailable => "approval_unavailable",
+            Reason::WriteIndeterminate => "write_indeterminate",
             Reason::Timeout => "timeout",
             Reason::ResponseTooLarge => "response_too_large",
             Reason::CapExhausted => "cap_exhausted",

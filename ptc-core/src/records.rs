@@ -5,6 +5,7 @@ use serde::Serialize;
 use serde::ser::SerializeStruct;
 
 use crate::outcome::Reason;
+use crate::writes::MutationState;
 
 /// One upstream call a program made.
 #[derive(Clone, Debug, PartialEq)]
@@ -19,6 +20,42 @@ pub struct UpstreamCall {
     pub duration_ms: u64,
     /// Bytes the upstream answered with (0 for failures without a body).
     pub result_bytes: u64,
+    /// For a call of a tool that is not a read: its effect, the approval and what it did.
+    pub write: Option<WriteRecord>,
+}
+
+/// What the records say of a write (or safe query) call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WriteRecord {
+    /// `write` or `safe_query`.
+    pub effect: ptc_plan::Effect,
+    /// The person's answer, when one was asked for.
+    pub approval: Option<ApprovalOutcome>,
+    /// What a write did to the world (`None` for a safe query, or a call refused before it
+    /// could be sent for a reason that says so: disabled, declined).
+    pub mutation_state: Option<MutationState>,
+}
+
+/// How the approval of one call ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ApprovalOutcome {
+    /// A person said yes.
+    Approved,
+    /// A person said no, or did not answer in time.
+    Declined,
+    /// Nobody could be asked.
+    Unavailable,
+}
+
+impl ApprovalOutcome {
+    /// `approved`, `declined`, `unavailable`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApprovalOutcome::Approved => "approved",
+            ApprovalOutcome::Declined => "declined",
+            ApprovalOutcome::Unavailable => "unavailable",
+        }
+    }
 }
 
 impl UpstreamCall {
@@ -31,7 +68,7 @@ impl UpstreamCall {
 /// The reply shape: `status` is derived from `reason`, so the two can never disagree.
 impl Serialize for UpstreamCall {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut s = serializer.serialize_struct("UpstreamCall", 6)?;
+        let mut s = serializer.serialize_struct("UpstreamCall", 9)?;
         s.serialize_field("server", &self.server)?;
         s.serialize_field("tool", &self.tool)?;
         s.serialize_field("status", self.status())?;
@@ -41,6 +78,24 @@ impl Serialize for UpstreamCall {
         }
         s.serialize_field("duration_ms", &self.duration_ms)?;
         s.serialize_field("result_bytes", &self.result_bytes)?;
+        match &self.write {
+            Some(w) => {
+                s.serialize_field("effect", w.effect.as_str())?;
+                match w.approval {
+                    Some(a) => s.serialize_field("approval", a.as_str())?,
+                    None => s.skip_field("approval")?,
+                }
+                match w.mutation_state {
+                    Some(m) => s.serialize_field("mutation_state", m.as_str())?,
+                    None => s.skip_field("mutation_state")?,
+                }
+            }
+            None => {
+                s.skip_field("effect")?;
+                s.skip_field("approval")?;
+                s.skip_field("mutation_state")?;
+            }
+        }
         s.end()
     }
 }
@@ -111,6 +166,7 @@ mod tests {
             reason: (status == "error").then_some(Reason::Timeout),
             duration_ms: 1,
             result_bytes: bytes,
+            write: None,
         }
     }
 

@@ -49,8 +49,26 @@ fn observatory_compiles_to_the_seed_shape() {
             "get-trace-step",
             "search-traces",
             "costs",
-            "list-errors"
+            "list-errors",
+            "annotate-trace"
         ]
+    );
+    // The one write: allow-listed, asking a person, its body an argument like the others.
+    let annotate = tool(&loaded, "observatory", "annotate-trace");
+    assert_eq!(annotate.classified.effect, ptc_plan::Effect::Write);
+    assert_eq!(annotate.classified.approval, ptc_plan::Approval::Always);
+    assert_eq!(annotate.ptc.method, "POST");
+    assert_eq!(
+        annotate.input_schema["required"],
+        json!(["id", "org_id", "body"])
+    );
+    assert_eq!(
+        annotate.input_schema["properties"]["body"],
+        json!({"$ref": "#/$defs/AnnotationRequest"})
+    );
+    assert_eq!(
+        api(&loaded, "observatory").idempotency_header.as_deref(),
+        Some("Idempotency-Key")
     );
     let list = tool(&loaded, "observatory", "list-traces");
     let v = serde_json::to_value(list).unwrap();

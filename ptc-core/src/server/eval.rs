@@ -12,6 +12,7 @@ use serde_json::{Map, Value as Json};
 use tokio::sync::{Notify, OwnedSemaphorePermit};
 use tokio_util::sync::CancellationToken;
 
+use crate::approval::Approver;
 use crate::executor::Upstreams;
 use crate::host::{ProgramHost, Spawned};
 use crate::records::RunRecords;
@@ -252,19 +253,21 @@ impl Evaluator {
     /// `notifications/cancelled`, or a closed session). It waits for its turn until
     /// [`Evaluator::wait_until`].
     pub async fn eval(&self, req: EvalRequest, cancel: CancellationToken) -> EvalOutcome {
-        self.eval_within(req, cancel, self.wait_until()).await
+        self.eval_within(req, cancel, self.wait_until(), None).await
     }
 
     /// [`Evaluator::eval`] for a request that may wait for its turn until `until` (a session
-    /// that queued it already spent part of its wait).
+    /// that queued it already spent part of its wait), whose calls that need approval ask
+    /// `approver` (`None`: nobody can be asked).
     pub async fn eval_within(
         &self,
         req: EvalRequest,
         cancel: CancellationToken,
         until: tokio::time::Instant,
+        approver: Option<Arc<dyn Approver>>,
     ) -> EvalOutcome {
         let started = Instant::now();
-        let outcome = self.eval_inner(&req, cancel, until).await;
+        let outcome = self.eval_inner(&req, cancel, until, approver).await;
         let outcome = EvalOutcome {
             duration: started.elapsed(),
             ..outcome
@@ -278,6 +281,7 @@ impl Evaluator {
         req: &EvalRequest,
         cancel: CancellationToken,
         until: tokio::time::Instant,
+        approver: Option<Arc<dyn Approver>>,
     ) -> EvalOutcome {
         let context = match self.check_request(req) {
             Ok(c) => c,
@@ -292,11 +296,19 @@ impl Evaluator {
 
         // The interpreter is made here so its cancel flag is at hand without a watcher task:
         // every task hand-off is a thread wake-up, tens of microseconds on a virtual machine.
-        let host = Arc::new(ProgramHost::new(
-            self.upstreams.clone(),
-            self.runtime.clone(),
-            self.limits.budgets(),
-        ));
+        let host = Arc::new(match approver {
+            Some(a) => ProgramHost::with_approver(
+                self.upstreams.clone(),
+                self.runtime.clone(),
+                self.limits.budgets(),
+                a,
+            ),
+            None => ProgramHost::new(
+                self.upstreams.clone(),
+                self.runtime.clone(),
+                self.limits.budgets(),
+            ),
+        });
         let mut interp = Interpreter::with_host(self.limits.lisp_limits(), host.clone());
         interp.set_memory_pool(self.memory.clone());
         let flag = interp.cancel_handle();

@@ -125,9 +125,10 @@ impl ServerHandler for PtcServer {
                 return Ok(envelope::to_result(&EvalOutcome::refused(e), max).into());
             }
         };
+        let approver = crate::server::elicit::approver_for(&context);
         let outcome = self
             .evaluator
-            .eval_within(req, context.ct.clone(), until)
+            .eval_within(req, context.ct.clone(), until, Some(approver))
             .await;
         Ok(envelope::to_result(&outcome, max).into())
     }

@@ -8,6 +8,7 @@
 
 pub mod admission;
 pub mod audit;
+mod elicit;
 pub mod envelope;
 pub mod eval;
 pub mod handler;

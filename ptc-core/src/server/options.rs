@@ -39,6 +39,8 @@ pub struct EvalLimits {
     pub max_output_bytes: usize,
     /// Bytes of `context` (as JSON) a request may carry.
     pub max_context_bytes: usize,
+    /// How long a person has to approve one call; the program's own timeout bounds it too.
+    pub approval_timeout: Duration,
 }
 
 impl Default for EvalLimits {
@@ -58,6 +60,7 @@ impl Default for EvalLimits {
             eval_threads: cores,
             max_calls: 50,
             max_upstream_bytes: 64 << 20,
+            approval_timeout: Duration::from_secs(120),
             max_program_bytes: 64 << 10,
             max_output_bytes: 64 << 10,
             max_context_bytes: 4 << 20,
@@ -105,6 +108,7 @@ impl EvalLimits {
         Budgets {
             max_calls: self.max_calls,
             max_bytes: self.max_upstream_bytes,
+            approval_wait: self.approval_timeout,
             ..Budgets::default()
         }
     }

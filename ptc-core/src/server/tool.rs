@@ -79,7 +79,7 @@ pub fn annotations(catalog: &Catalog) -> ToolAnnotations {
     }
     let all_read_only = servers.iter().all(|s| {
         s.tools()
-            .is_some_and(|ts| ts.iter().all(|t| t.read_only == Some(true)))
+            .is_some_and(|ts| ts.iter().all(|t| t.classified.effect.is_read()))
     });
     if all_read_only {
         ToolAnnotations::with_title("PTC-Lisp over upstream tools")

@@ -1,0 +1,159 @@
+//! Approval through the MCP client: an `elicitation/create` request to the person behind it,
+//! on the session the program was sent on (protocol eras up to 2025-11-25, where a server may
+//! send requests to its client while it works on one).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema};
+use rmcp::service::{ElicitationMode, RequestContext, ServiceError};
+use rmcp::{Peer, RoleServer};
+
+use crate::approval::{ApprovalRequest, Approver, Decision, DecisionFuture};
+
+/// The form's one field: the person's yes or no.
+const APPROVE: &str = "approve";
+
+/// Who approves the calls of a program sent in `context`'s request: the client, when it said it
+/// can ask its user (form elicitation); nobody otherwise.
+pub(crate) fn approver_for(context: &RequestContext<RoleServer>) -> Arc<dyn Approver> {
+    let elicits = context
+        .client_capabilities()
+        .and_then(|c| c.elicitation)
+        .is_some();
+    if !elicits {
+        return Arc::new(Unavailable(
+            "the MCP client did not declare elicitation support, so nobody can be asked",
+        ));
+    }
+    Arc::new(Elicitation {
+        peer: context.peer.clone(),
+    })
+}
+
+/// Nobody can be asked, for the reason it holds.
+struct Unavailable(&'static str);
+
+impl Approver for Unavailable {
+    fn approve(&self, _: ApprovalRequest, _: Duration) -> DecisionFuture {
+        Box::pin(std::future::ready(Decision::Unavailable(
+            self.0.to_string(),
+        )))
+    }
+}
+
+/// Asks the person through the client's form elicitation.
+struct Elicitation {
+    peer: Peer<RoleServer>,
+}
+
+impl Approver for Elicitation {
+    fn approve(&self, request: ApprovalRequest, wait: Duration) -> DecisionFuture {
+        let peer = self.peer.clone();
+        Box::pin(async move {
+            if !peer
+                .supported_elicitation_modes()
+                .contains(&ElicitationMode::Form)
+            {
+                return Decision::Unavailable(
+                    "the MCP client cannot show a form (it declared URL elicitation only)".into(),
+                );
+            }
+            let params = ElicitRequestParams::FormElicitationParams {
+                meta: None,
+                message: request.message(),
+                requested_schema: form(),
+            };
+            match peer
+                .create_elicitation_with_timeout(params, Some(wait))
+                .await
+            {
+                Ok(answer) => decide(answer.action, answer.content.as_ref()),
+                Err(ServiceError::Timeout { .. }) => Decision::Declined(format!(
+                    "nobody answered the approval request within {} s",
+                    wait.as_secs()
+                )),
+                Err(e) => Decision::Unavailable(format!("the MCP client could not be asked ({e})")),
+            }
+        })
+    }
+}
+
+/// `{"approve": boolean}`, required.
+fn form() -> ElicitationSchema {
+    ElicitationSchema::builder()
+        .required_bool_with(APPROVE, |b| {
+            b.title("Approve")
+                .description("Run this call now (the program continues with its result)")
+        })
+        .build()
+        // The schema is fixed and has its one required property.
+        .unwrap_or_else(|_| ElicitationSchema::new(Default::default()))
+}
+
+/// The person's answer: only an accepted form that says `approve: true` is a yes.
+pub(crate) fn decide(action: ElicitationAction, content: Option<&serde_json::Value>) -> Decision {
+    match action {
+        ElicitationAction::Accept => {
+            match content
+                .and_then(|c| c.get(APPROVE))
+                .and_then(|v| v.as_bool())
+            {
+                Some(true) => Decision::Approved,
+                Some(false) => Decision::Declined("the person answered no".into()),
+                None => Decision::Declined(
+                    "the answer did not say approve: true, so it is taken as a no".into(),
+                ),
+            }
+        }
+        ElicitationAction::Decline => Decision::Declined("the person declined".into()),
+        ElicitationAction::Cancel => Decision::Declined("the person dismissed the request".into()),
+        // An answer ptc does not know is not a yes.
+        _ => Decision::Declined("the client answered in a way ptc does not know".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn only_an_accepted_yes_approves() {
+        let yes = json!({"approve": true});
+        let no = json!({"approve": false});
+        assert_eq!(
+            decide(ElicitationAction::Accept, Some(&yes)),
+            Decision::Approved
+        );
+        assert_eq!(
+            decide(ElicitationAction::Accept, Some(&no)),
+            Decision::Declined("the person answered no".into())
+        );
+        for content in [None, Some(json!({})), Some(json!({"approve": "true"}))] {
+            assert!(
+                matches!(
+                    decide(ElicitationAction::Accept, content.as_ref()),
+                    Decision::Declined(_)
+                ),
+                "{content:?}"
+            );
+        }
+        assert_eq!(
+            decide(ElicitationAction::Decline, Some(&yes)),
+            Decision::Declined("the person declined".into())
+        );
+        assert_eq!(
+            decide(ElicitationAction::Cancel, Some(&yes)),
+            Decision::Declined("the person dismissed the request".into())
+        );
+    }
+
+    #[test]
+    fn the_form_asks_one_required_boolean() {
+        let schema = serde_json::to_value(form()).unwrap();
+        assert_eq!(schema["type"], "object");
+        assert_eq!(schema["required"], json!(["approve"]));
+        assert_eq!(schema["properties"]["approve"]["type"], "boolean");
+    }
+}
