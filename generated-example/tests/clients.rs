@@ -70,10 +70,10 @@ fn bed(name: &str) -> Bed {
         .enable_all()
         .build()
         .unwrap();
-    let config = ServerConfig::new(TokenSource::Inline(vec![TokenSpec::full_access(
-        "tok_clients",
-        TOKEN,
-    )]));
+    // The token may annotate traces too: the write the approval tests run.
+    let mut token = TokenSpec::full_access("tok_clients", TOKEN);
+    token.scopes.push("traces:write".into());
+    let config = ServerConfig::new(TokenSource::Inline(vec![token]));
     let (addr, server) = rt.block_on(observatory_server::start(config)).unwrap();
     let token_file =
         std::env::temp_dir().join(format!("ptc-clients-{name}-{}.token", std::process::id()));
@@ -195,9 +195,14 @@ impl Drop for HttpServer {
 }
 
 fn http_server(b: &Bed) -> HttpServer {
+    http_server_with(b, &[])
+}
+
+fn http_server_with(b: &Bed, extra: &[&str]) -> HttpServer {
     let mut child = Command::new(BIN)
         .args(["serve", "--http", "127.0.0.1:0"])
         .args(&b.flags)
+        .args(extra)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -286,7 +291,7 @@ fn inspector_checks(inspector: &Path, target: &[&str]) {
             "program=(count (dir 'observatory))",
         ],
     );
-    assert_eq!(dir["structuredContent"]["result"], json!(7), "{dir}");
+    assert_eq!(dir["structuredContent"]["result"], json!(8), "{dir}");
 }
 
 #[test]
@@ -304,4 +309,153 @@ fn inspector_cli_over_streamable_http() {
     let b = bed("insp-http");
     let server = http_server(&b);
     inspector_checks(&inspector, &[server.url.as_str(), "--transport", "http"]);
+}
+
+/// The write a person is asked to approve: annotate org_acme's first failing trace. The note
+/// carries the upstream's token, which the person must never see.
+fn annotate_program() -> String {
+    format!(
+        "(let [t (-> (tool/call 'observatory/list-traces {{:org-id \"org_acme\" :status \"error\" :limit 1}}) :value :traces first)
+               r (tool/call 'observatory/annotate-trace
+                   {{:id (:id t) :org-id \"org_acme\" :body {{:label \"needs-look\" :note \"seen with {TOKEN}\"}}}})]
+           [(:ok r) (:reason r) (:mutation_state r) (-> r :value :label) (:message r)])"
+    )
+}
+
+/// Flags of a server that runs writes and gives a person 2 s to answer.
+const WRITES: [&str; 4] = [
+    "--allow-writes",
+    "--approval-timeout-ms",
+    "2000",
+    "--timeout-ms",
+];
+
+/// What one client run with `answer` got: the program's result, its records, and what the
+/// person was shown.
+fn approval_run(py: &Path, target: Value, answer: Option<&str>) -> (Value, Value, Vec<Value>) {
+    let mut spec = target;
+    spec["programs"] = json!([{"program": annotate_program()}]);
+    if let Some(a) = answer {
+        spec["elicitation"] = json!(a);
+    }
+    let era = if spec["mode"] == "legacy" {
+        "2025-11-25"
+    } else {
+        "2026-07-28"
+    };
+    let out = run_python(py, spec);
+    assert_eq!(out["protocol_version"], era);
+    assert!(
+        !out.to_string().contains(TOKEN),
+        "the token never reaches the client: {out}"
+    );
+    let call = &out["calls"][0]["structured"];
+    (
+        call["result"].clone(),
+        call["upstream_calls"][1].clone(),
+        out["elicitations"].as_array().cloned().unwrap_or_default(),
+    )
+}
+
+/// Every answer a person (or a client) can give, over `target`, in both protocol eras: an
+/// `elicitation/create` request in the 2025 era, `input_required` rounds in the 2026 one.
+fn approval_answers(py: &Path, b: &Bed, target: Value) {
+    for mode in ["legacy", "auto"] {
+        let mut target = target.clone();
+        target["mode"] = json!(mode);
+        let before = b.server.as_ref().unwrap().annotations().len();
+        approval_answers_in(py, b, target, before);
+    }
+}
+
+fn approval_answers_in(py: &Path, b: &Bed, target: Value, before: usize) {
+    let annotations = || b.server.as_ref().unwrap().annotations().len() - before;
+    let (result, record, seen) = approval_run(py, target.clone(), Some("approve"));
+    assert_eq!(result, json!([true, null, "applied", "needs-look", null]));
+    assert_eq!(record["approval"], "approved", "{record}");
+    assert_eq!(record["mutation_state"], "applied");
+    assert_eq!(annotations(), 1, "the write happened once");
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    let message = seen[0]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("A program wants to call observatory/annotate-trace (write).\nAnnotate a trace\nRequest: POST http://127.0.0.1:")
+            && message.contains("/annotations?org_id=org_acme\nArguments:\n")
+            && message.contains("\"label\": \"needs-look\"")
+            && message.contains("seen with [REDACTED]"),
+        "{message}"
+    );
+    assert_eq!(seen[0]["schema"]["required"], json!(["approve"]));
+
+    for (answer, why) in [
+        ("answer-no", "the person answered no"),
+        ("decline", "the person declined"),
+        ("cancel", "the person dismissed the request"),
+        ("ignore", "nobody answered the approval request within 2 s"),
+    ] {
+        let (result, record, seen) = approval_run(py, target.clone(), Some(answer));
+        assert_eq!(
+            result,
+            json!([
+                false,
+                "approval_declined",
+                null,
+                null,
+                format!("observatory/annotate-trace: not called: {why}")
+            ]),
+            "{answer}"
+        );
+        assert_eq!(record["approval"], "declined", "{answer}");
+        assert_eq!(seen.len(), 1, "{answer}");
+    }
+    // A client without elicitation is never a silent yes.
+    let (result, record, seen) = approval_run(py, target, None);
+    assert_eq!(
+        result,
+        json!([
+            false,
+            "approval_unavailable",
+            null,
+            null,
+            "observatory/annotate-trace: not called: it needs a person's approval and the \
+                MCP client did not declare elicitation support, so nobody can be asked"
+        ])
+    );
+    assert_eq!(record["approval"], "unavailable");
+    assert!(seen.is_empty());
+    assert_eq!(annotations(), 1, "only the approved write happened");
+    let audit: Vec<_> = b
+        .server
+        .as_ref()
+        .unwrap()
+        .audit_records()
+        .into_iter()
+        .filter(|r| r.method == "POST")
+        .collect();
+    assert_eq!(audit.len(), before + 1, "{audit:?}");
+    assert!(audit[before].idempotency_key.is_some());
+}
+
+#[test]
+fn python_sdk_approves_writes_through_elicitation_over_stdio() {
+    let Some(py) = python() else { return };
+    let b = bed("py-approve-stdio");
+    let mut args = vec![json!("serve")];
+    args.extend(b.flags.iter().map(|f| json!(f)));
+    args.extend(WRITES.iter().map(|f| json!(f)));
+    args.push(json!("20000"));
+    approval_answers(
+        &py,
+        &b,
+        json!({"transport": "stdio", "command": BIN, "args": args}),
+    );
+}
+
+#[test]
+fn python_sdk_approves_writes_through_elicitation_over_http() {
+    let Some(py) = python() else { return };
+    let b = bed("py-approve-http");
+    let mut flags = WRITES.to_vec();
+    flags.push("20000");
+    let server = http_server_with(&b, &flags);
+    approval_answers(&py, &b, json!({"transport": "http", "url": server.url}));
 }

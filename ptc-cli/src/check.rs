@@ -4,6 +4,7 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use ptc_plan::effects::{Classified, Refusal, classify, mcp_effect};
 use ptc_plan::{Plan, Transport};
 
 /// Arguments of `ptc check`.
@@ -81,21 +82,11 @@ pub fn render_catalog(plan: &Plan) -> String {
                 for t in &api.tools {
                     let symbol = format!("{}/{}", up.name, t.name);
                     let route = format!("{} {}", t.ptc.method, t.ptc.path);
-                    let required: Vec<&str> = t
-                        .ptc
-                        .params
-                        .iter()
-                        .filter(|p| p.required)
-                        .map(|p| p.name.as_str())
-                        .collect();
-                    let required = if required.is_empty() {
-                        "-".to_string()
-                    } else {
-                        required.join(", ")
-                    };
+                    let required = required(&t.input_schema);
+                    let mark = effect_mark(Ok(t.classified));
                     let _ = writeln!(
                         out,
-                        "  {symbol:width$}  {route:route_width$}  required: {required}"
+                        "  {symbol:width$}  {route:route_width$}  required: {required}{mark}"
                     );
                 }
             }
@@ -154,21 +145,44 @@ fn mcp_tools(
         .unwrap_or(0);
     for t in pinned {
         let symbol = format!("{name}/{}", t.name);
-        let required: Vec<&str> = t
-            .input_schema
-            .get("required")
-            .and_then(serde_json::Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(serde_json::Value::as_str)
-            .collect();
-        let required = if required.is_empty() {
-            "-".to_string()
-        } else {
-            required.join(", ")
-        };
+        let required = required(&t.input_schema);
+        let natural = mcp_effect(Some(&serde_json::Value::Object(t.annotations.clone())));
+        let mark = effect_mark(classify(natural, tools.writes.get(&t.name), true));
         let pin: String = t.sha256.chars().take(12).collect();
-        let _ = writeln!(out, "  {symbol:width$}  sha256 {pin}  required: {required}");
+        let _ = writeln!(
+            out,
+            "  {symbol:width$}  sha256 {pin}  required: {required}{mark}"
+        );
     }
     pinned.len()
+}
+
+/// The required arguments of an input schema, listed (`-` for none).
+fn required(input_schema: &serde_json::Value) -> String {
+    let required: Vec<&str> = input_schema
+        .get("required")
+        .and_then(serde_json::Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(serde_json::Value::as_str)
+        .collect();
+    if required.is_empty() {
+        "-".to_string()
+    } else {
+        required.join(", ")
+    }
+}
+
+/// What a tool that is not a read is, as a suffix: `  [write, approval always]`, or that the
+/// config does not allow-list it (so it is disabled).
+fn effect_mark(classified: Result<Classified, Refusal>) -> String {
+    match classified {
+        Ok(c) if c.effect.is_read() => String::new(),
+        Ok(c) => format!(
+            "  [{}, approval {}]",
+            c.effect.as_str(),
+            c.approval.as_str()
+        ),
+        Err(_) => "  [write, not in allow_writes: disabled]".to_string(),
+    }
 }

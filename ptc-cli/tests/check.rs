@@ -72,7 +72,7 @@ fn prints_the_observatory_catalog() {
     );
     let stdout = String::from_utf8(out.stdout).unwrap();
     assert!(
-        stdout.starts_with("observatory (openapi, 7 tools) http://127.0.0.1:8787\n"),
+        stdout.starts_with("observatory (openapi, 8 tools) http://127.0.0.1:8787\n"),
         "{stdout}"
     );
     let line = stdout
@@ -85,8 +85,18 @@ fn prints_the_observatory_catalog() {
     );
     assert!(line.ends_with("required: id, step_id, org_id"), "{line}");
     assert!(stdout.contains("observatory/get-trace-steps"));
+    // The write shows its body argument and what it is.
+    let write = stdout
+        .lines()
+        .find(|l| l.contains("observatory/annotate-trace "))
+        .expect("annotate-trace listed");
     assert!(
-        stdout.ends_with("ok: 1 upstream, 7 compiled tools\n"),
+        write.contains("POST /api/traces/{id}/annotations")
+            && write.ends_with("required: id, org_id, body  [write, approval always]"),
+        "{write}"
+    );
+    assert!(
+        stdout.ends_with("ok: 1 upstream, 8 compiled tools\n"),
         "{stdout}"
     );
 }

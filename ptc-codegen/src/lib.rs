@@ -127,7 +127,10 @@ fn upstream(
             };
             let specs = pinned
                 .iter()
-                .map(|t| (operation::OpSpec::mcp(name, t), t.name.as_str()))
+                .map(|t| {
+                    let spec = operation::OpSpec::mcp(name, t, tools.writes.get(&t.name));
+                    (spec, t.name.as_str())
+                })
                 .collect();
             tool_items(name, &NO_DEFINITIONS, specs, config)?
         }

@@ -3,7 +3,7 @@
 //! so they share the naming rules and the type generator.
 
 use proc_macro2::TokenStream;
-use ptc_plan::{PinnedTool, ToolPlan};
+use ptc_plan::{Effect, PinnedTool, ToolPlan, WriteGrant};
 use quote::quote;
 use serde_json::{Map, Value};
 
@@ -36,6 +36,8 @@ pub struct OpSpec<'v> {
     pub default_args: Option<&'v Map<String, Value>>,
     /// Where the call goes, for doc comments: "`GET /x` on upstream `u` (...)."
     pub route: String,
+    /// What calling it does: a write's doc says it needs the write gate.
+    pub effect: Effect,
 }
 
 impl<'v> OpSpec<'v> {
@@ -51,11 +53,12 @@ impl<'v> OpSpec<'v> {
                 "`{} {}` on upstream `{upstream}` (operationId `{}`, tool `{upstream}/{}`).",
                 tool.ptc.method, tool.ptc.path, tool.ptc.operation_id, tool.name
             ),
+            effect: tool.classified.effect,
         }
     }
 
-    /// A pinned tool of MCP upstream `upstream`.
-    pub fn mcp(upstream: &str, tool: &'v PinnedTool) -> Self {
+    /// A pinned tool of MCP upstream `upstream`, allow-listed by `grant` when it writes.
+    pub fn mcp(upstream: &str, tool: &'v PinnedTool, grant: Option<&WriteGrant>) -> Self {
         OpSpec {
             name: &tool.name,
             description: &tool.description,
@@ -67,6 +70,10 @@ impl<'v> OpSpec<'v> {
                 tool.name,
                 tool.name,
                 tool.sha256.chars().take(12).collect::<String>()
+            ),
+            effect: grant.map_or_else(
+                || ptc_plan::effects::mcp_effect(Some(&Value::Object(tool.annotations.clone()))),
+                |g| g.effect,
             ),
         }
     }
@@ -181,6 +188,14 @@ fn args<'v>(
             Some(format!(
                 "Arguments of {route} {how}. Call it with `upstreams.run(args)`."
             )),
+            (!tool.effect.is_read()).then(|| {
+                format!(
+                    "A {}: it runs only when the process's write gate is open \
+                     (`--allow-writes`), never retried; a Rust caller is not asked for approval, \
+                     a program is.",
+                    tool.effect.as_str().replace('_', " ")
+                )
+            }),
         ])),
     ]);
     let item = struct_item(

@@ -125,7 +125,8 @@ fn only_included_operations_are_generated() {
             "observatory/get-trace-step",
             "observatory/search-traces",
             "observatory/costs",
-            "observatory/list-errors"
+            "observatory/list-errors",
+            "observatory/annotate-trace"
         ]
     );
     assert_eq!(
@@ -133,8 +134,12 @@ fn only_included_operations_are_generated() {
         tools.len(),
         "one Operation impl per included operation"
     );
+    // Seed 003 includes getHealth only: nothing of postMcpCall is generated.
+    let code = expanded("fixtures/configs/valid/seed003.json");
+    assert_eq!(code.matches("impl ::ptc::Operation for ").count(), 1);
+    assert!(code.contains("GetHealthArgs"), "{code}");
     assert!(
-        !code.contains("Annotation"),
+        !code.contains("McpCall"),
         "an excluded operation's schema leaked"
     );
 }

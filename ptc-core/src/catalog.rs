@@ -11,6 +11,7 @@ use crate::pinning::PinCell;
 use crate::validate::{Definitions, Schema};
 use crate::writes::WriteGate;
 use ptc_plan::effects::Classified;
+use ptc_plan::{Approval, Effect};
 use ptc_suggest::did_you_mean;
 
 /// One tool as discovery shows it and the executor routes it.
@@ -53,6 +54,34 @@ impl ToolEntry {
     /// that it changed (`None` when there is nothing to say).
     pub fn pin_note(&self) -> Option<String> {
         self.pin.as_ref().and_then(|p| p.note())
+    }
+
+    /// What discovery adds for a tool that is not a read: what it does, whether a person
+    /// approves each call, and why it cannot be called here (`None` for a read).
+    pub fn write_note(&self) -> Option<String> {
+        let c = self.classified;
+        let what = match c.effect {
+            Effect::Read => return None,
+            Effect::SafeQuery => "safe query",
+            Effect::Write => "write",
+        };
+        let mut note = match c.approval {
+            Approval::Always => format!("{what}; a person approves each call"),
+            Approval::None => what.to_string(),
+        };
+        if let Some(why) = &self.disabled {
+            note.push_str(&format!("; disabled: {why}"));
+        }
+        Some(note)
+    }
+
+    /// Everything discovery notes about the tool (its pin, its writes), `None` when nothing.
+    pub fn notes(&self) -> Option<String> {
+        let notes: Vec<String> = [self.pin_note(), self.write_note()]
+            .into_iter()
+            .flatten()
+            .collect();
+        (!notes.is_empty()).then(|| notes.join("; "))
     }
 
     /// The tool entry as JSON, in the MCP tool shape plus `server` and `_ptc` (which says, for

@@ -12,9 +12,9 @@ pub fn summary(description: &str) -> &str {
 }
 
 /// `server/tool - summary`: one line of `dir` and `apropos` (with, for a pinned tool that
-/// changed on the server, what and whether it is callable).
+/// changed on the server, what and whether it is callable, and for a write what it is).
 pub fn listing(tool: &ToolEntry) -> String {
-    match tool.pin_note() {
+    match tool.notes() {
         Some(note) => format!(
             "{} - {} [{note}]",
             tool.qualified(),
@@ -24,8 +24,9 @@ pub fn listing(tool: &ToolEntry) -> String {
     }
 }
 
-/// A placeholder argument value of the right shape for an example call.
-fn placeholder(schema: Schema<'_>, s: &Value) -> String {
+/// A placeholder argument value of the right shape for an example call (an object with its
+/// required keys filled in, two levels deep).
+fn placeholder(schema: Schema<'_>, s: &Value, depth: usize) -> String {
     let s = match s.get("$ref").and_then(Value::as_str) {
         Some(_) => schema.resolve(s).unwrap_or(s),
         None => s,
@@ -55,29 +56,40 @@ fn placeholder(schema: Schema<'_>, s: &Value) -> String {
         "number" => "1.0".into(),
         "boolean" => "true".into(),
         "array" => "[]".into(),
+        "object" if depth < 2 => format!("{{{}}}", required_args(schema, s, depth + 1)),
         "object" => "{}".into(),
         _ => "\"...\"".into(),
     }
 }
 
-/// A ready-to-edit call with the required arguments filled with placeholders.
-pub fn example_call(tool: &ToolEntry) -> String {
-    let schema = Schema {
-        root: &tool.input_schema,
-        definitions: None,
+/// `:key placeholder` for each required property of object schema `s`.
+fn required_args(schema: Schema<'_>, s: &Value, depth: usize) -> String {
+    let object = Schema {
+        root: s,
+        definitions: schema.definitions,
     };
-    let (props, required) = schema.properties();
-    let args: Vec<String> = required
+    let (props, required) = object.properties();
+    required
         .iter()
         .map(|r| {
             let v = props
                 .and_then(|p| p.get(*r))
-                .map(|s| placeholder(schema, s))
+                .map(|p| placeholder(schema, p, depth))
                 .unwrap_or_else(|| "\"...\"".into());
             format!("{} {v}", lisp_key(r))
         })
-        .collect();
-    format!("(tool/call '{} {{{}}})", tool.qualified(), args.join(" "))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A ready-to-edit call with the required arguments filled with placeholders; `schema` is the
+/// tool's input schema with its upstream's definitions.
+pub fn example_call(schema: Schema<'_>, tool: &ToolEntry) -> String {
+    format!(
+        "(tool/call '{} {{{}}})",
+        tool.qualified(),
+        required_args(schema, schema.root, 0)
+    )
 }
 
 /// The shape of a JSON Schema in Lisp notation, e.g. `{:traces [map] :next_cursor string|null}`.
@@ -121,7 +133,7 @@ fn shape(schema: Schema<'_>, s: &Value, depth: usize) -> String {
 pub fn doc_text(server: &ServerEntry, tool: &ToolEntry) -> String {
     let schema = server.schema(tool);
     let mut out = format!("-------------------------\n{}\n", tool.qualified());
-    if let Some(note) = tool.pin_note() {
+    if let Some(note) = tool.notes() {
         out.push_str(&format!("  [{note}]\n"));
     }
     for line in tool.description.lines() {
@@ -158,7 +170,7 @@ pub fn doc_text(server: &ServerEntry, tool: &ToolEntry) -> String {
         }
         _ => out.push_str("  none\n"),
     }
-    out.push_str(&format!("Call:\n  {}\n", example_call(tool)));
+    out.push_str(&format!("Call:\n  {}\n", example_call(schema, tool)));
     let value = match &tool.output_schema {
         Some(s) if s.get("type").and_then(Value::as_str) == Some("null") => {
             "{:ok true :value nil :value_kind :none}".to_string()
@@ -179,6 +191,12 @@ pub fn doc_text(server: &ServerEntry, tool: &ToolEntry) -> String {
     out.push_str(&format!(
         "Returns:\n  {value}\n  or {{:ok false :reason kw :message string}}; check :ok first\n"
     ));
+    if tool.classified.effect == ptc_plan::Effect::Write {
+        out.push_str(
+            "  A write's answer also has :mutation_state (:applied, :not_applied, or \
+             :indeterminate: it may have happened; read before writing again)\n",
+        );
+    }
     if let Some(notes) = tool.provenance.get("notes").and_then(Value::as_str) {
         out.push_str(&format!("Notes: {notes}\n"));
     }
@@ -311,7 +329,8 @@ mod tests {
             output_schema: Some(json!({"type": "object", "properties": {
                 "traces": {"type": "array", "items": {"type": "object"}},
                 "next_cursor": {"type": ["string", "null"]}}})),
-            read_only: Some(true),
+            classified: Default::default(),
+            disabled: None,
             max_response_bytes: 1 << 20,
             provenance: json!({"operationId": "list_traces", "defaultArgs": {"mode": "summary"}}),
             pin: None,
@@ -368,10 +387,32 @@ mod tests {
             "f": {"type": "object"}, "g": {"type": ["null", "boolean"]}, "h": {"type": "string"},
             "i": {}, "j": {"type": ["null"]}},
             "required": ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j"]});
+        let schema = Schema {
+            root: &t.input_schema,
+            definitions: None,
+        };
         assert_eq!(
-            example_call(&t),
+            example_call(schema, &t),
             "(tool/call 'obs/list-traces {:a 5 :b 1 :c 1.0 :d true :e [] :f {} :g true :h \"...\" \
              :i \"...\" :j \"...\"})"
+        );
+        // An object shows its required keys, two levels deep, through references.
+        let defs: crate::validate::Definitions = serde_json::from_value(json!({
+            "Body": {"type": "object", "required": ["label", "meta"], "properties": {
+                "label": {"type": "string"}, "note": {"type": "string"},
+                "meta": {"type": "object", "required": ["deep"], "properties": {
+                    "deep": {"type": "object", "required": ["x"]}}}}}
+        }))
+        .unwrap();
+        t.input_schema = json!({"type": "object", "required": ["body"],
+            "properties": {"body": {"$ref": "#/$defs/Body"}}});
+        let schema = Schema {
+            root: &t.input_schema,
+            definitions: Some(&defs),
+        };
+        assert_eq!(
+            example_call(schema, &t),
+            "(tool/call 'obs/list-traces {:body {:label \"...\" :meta {:deep {}}}})"
         );
     }
 

@@ -334,7 +334,7 @@ impl Upstreams {
                 reason: Reason::InvalidArgs,
                 message: self
                     .redactor
-                    .redact(&invalid_args_message(&call, t, &problems))
+                    .redact(&invalid_args_message(&call, entry.schema(t), t, &problems))
                     .into_owned(),
             }
         })?;
@@ -356,7 +356,14 @@ impl Upstreams {
         let env = self.call_env();
         let result = match &self.links[call.server] {
             Link::OpenApi(api) => {
-                api.call(&env, call.tool.index, call.args, options, byte_cap)
+                api.call(
+                    &env,
+                    call.tool.index,
+                    call.args,
+                    options.deadline,
+                    options.idempotency_key,
+                    byte_cap,
+                )
                     .await
                     .map(|f| Executed {
                         output: f.output,
@@ -509,11 +516,16 @@ impl Upstreams {
 
 /// The `invalid_args` message: the call, every problem, and the fix (a call with the required
 /// arguments filled in).
-pub(crate) fn invalid_args_message(call: &str, tool: &ToolEntry, problems: &[String]) -> String {
+pub(crate) fn invalid_args_message(
+    call: &str,
+    schema: crate::validate::Schema<'_>,
+    tool: &ToolEntry,
+    problems: &[String],
+) -> String {
     let mut msg = format!("{call}: invalid arguments: {}", problems.join("; "));
     msg.push_str(&format!(
         ". Fix the args map, e.g. {}; (doc '{call}) lists every argument",
-        crate::discovery::example_call(tool)
+        crate::discovery::example_call(schema, tool)
     ));
     msg
 }

@@ -11,8 +11,8 @@ use reqwest::StatusCode;
 use serde_json::{Map, Value};
 
 use crate::credentials::{CallEnv, auth_headers};
-use crate::executor::CallOptions;
 use crate::outcome::{Reason, ToolError, ToolOutput};
+use crate::writes::IdempotencyKey;
 
 /// Everything but RFC 3986 unreserved characters is encoded in a path segment, so `/`, `?`, `#`
 /// and `%` in a value stay inside its segment.
@@ -102,10 +102,10 @@ impl OpenApiUpstream {
         env: &CallEnv<'_>,
         index: usize,
         args: Map<String, Value>,
-        options: CallOptions,
+        deadline: Option<Instant>,
+        idempotency_key: Option<IdempotencyKey>,
         byte_cap: Option<u64>,
     ) -> Result<Fetched, ToolError> {
-        let deadline = options.deadline;
         let tool = &self.plan.tools[index];
         let write = tool.classified.effect == Effect::Write;
         let call = format!("{}/{}", self.name, tool.name);
@@ -125,7 +125,7 @@ impl OpenApiUpstream {
                 format!("method {} is not usable", tool.ptc.method),
             )
         })?;
-        let idempotency = match (&self.plan.idempotency_header, options.idempotency_key) {
+        let idempotency = match (&self.plan.idempotency_header, idempotency_key) {
             (Some(header), Some(key)) if write => Some((header.as_str(), key.to_string())),
             _ => None,
         };
@@ -660,6 +660,7 @@ mod tests {
             annotations: Annotations {
                 read_only_hint: true,
             },
+            classified: Default::default(),
             ptc: OperationBinding {
                 transport: "openapi".into(),
                 operation_id: "t".into(),
@@ -675,6 +676,7 @@ mod tests {
                         repeated: *rep,
                     })
                     .collect(),
+                body: None,
                 default_args: Map::new(),
                 request_timeout_ms: 1000,
                 connect_timeout_ms: 1000,

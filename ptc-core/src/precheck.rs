@@ -105,5 +105,6 @@ fn problem(upstreams: &Upstreams, args: &[LiteralArg]) -> Option<String> {
     if !complete {
         found.retain(|p| !p.starts_with("missing required"));
     }
-    (!found.is_empty()).then(|| invalid_args_message(&tool.qualified(), tool, &found))
+    (!found.is_empty())
+        .then(|| invalid_args_message(&tool.qualified(), server.schema(tool), tool, &found))
 }

@@ -155,7 +155,9 @@ fn mcp_tools_are_called_and_discovered_like_any_other() {
     assert!(r.output.contains(":a number (required)"), "{}", r.output);
     let meta = b.value("(meta 'everything/get-sum)");
     assert!(
-        meta.contains("\"_ptc\" {\"name\" \"get-sum\" \"transport\" \"mcp_stdio\"}"),
+        meta.contains(
+            "\"_ptc\" {\"effect\" \"read\" \"name\" \"get-sum\" \"transport\" \"mcp_stdio\"}"
+        ),
         "{meta}"
     );
     // Nothing transport-specific outside `_ptc` (the server's own descriptions aside).

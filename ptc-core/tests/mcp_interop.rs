@@ -293,13 +293,16 @@ async fn check_everything(c: &McpClient) {
         .find(|t| t.name == "get-structured-content")
         .unwrap();
     assert!(structured.output_schema.is_some());
-    assert_eq!(structured.read_only(), Some(true));
+    assert_eq!(
+        structured.annotations.get("readOnlyHint"),
+        Some(&json!(true))
+    );
     // Every annotation is kept as the server gave it (the pins hash them all).
     let toggle = tools
         .iter()
         .find(|t| t.name == "toggle-simulated-logging")
         .unwrap();
-    assert_eq!(toggle.read_only(), Some(false));
+    assert_eq!(toggle.annotations.get("readOnlyHint"), Some(&json!(false)));
     assert_eq!(
         Value::Object(toggle.annotations.clone()),
         json!({"destructiveHint": false, "idempotentHint": false, "openWorldHint": false, "readOnlyHint": false})
@@ -388,18 +391,20 @@ async fn everything_over_streamable_http_with_a_session_renewed_after_a_server_r
 
 async fn check_python(c: &McpClient) {
     assert_eq!(c.protocol_version().as_deref(), Some("2026-07-28"));
-    // 30 tools in pages of 5: six pages, all followed.
+    // 32 tools in pages of 5: seven pages, all followed.
     let tools = c.list_tools().await.unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
-    assert_eq!(tools.len(), 30, "{names:?}");
+    assert_eq!(tools.len(), 32, "{names:?}");
     assert_eq!(names.first(), Some(&"echo"));
     assert_eq!(names.last(), Some(&"filler-11"));
     let mut unique = names.clone();
     unique.sort();
     unique.dedup();
-    assert_eq!(unique.len(), 30);
-    // The Python peer gives no annotations: no read-only hint either way.
-    assert_eq!(tools[0].read_only(), None);
+    assert_eq!(unique.len(), 32);
+    // The Python peer annotates its reads (and its writes) as the server gave them.
+    assert_eq!(tools[0].annotations.get("readOnlyHint"), Some(&json!(true)));
+    let write = tools.iter().find(|t| t.name == "add-note").unwrap();
+    assert_eq!(write.annotations.get("readOnlyHint"), Some(&json!(false)));
 
     assert_eq!(
         call(c, "echo", json!({"message": "hi"})).await.unwrap(),
@@ -1345,7 +1350,7 @@ async fn vendoring_over_http_lists_every_tool_with_the_configured_credentials() 
         }
     };
     let tools = list("right-token-1234").await.expect("listed");
-    assert_eq!(tools.len(), 30);
+    assert_eq!(tools.len(), 32);
     // The same server over HTTP pins each tool exactly as the committed stdio list does.
     let committed: ptc_plan::pins::ToolList = serde_json::from_str(
         &std::fs::read_to_string(fixtures().join("../configs/peers/vendored/py.tools.json"))

@@ -63,6 +63,8 @@ impl Deployment {
             "args": ["py_server.py", "stdio"],
             "cwd": fixtures(),
             "include_tools": INCLUDED,
+            // The two tools that change the server run without asking anyone.
+            "allow_writes": {"change-tools": {"approval": "none"}, "crash": {"approval": "none"}},
         });
         if let (Value::Object(p), Value::Object(e)) = (&mut peer, extra) {
             p.extend(e);
@@ -96,7 +98,10 @@ impl Deployment {
             rt.block_on(Upstreams::start(
                 loaded.plan,
                 loaded.secrets,
-                StartOptions::default(),
+                StartOptions {
+                    writes: ptc_core::WriteGate::Open,
+                    ..StartOptions::default()
+                },
             ))
             .expect("starts"),
         )
@@ -329,7 +334,7 @@ fn without_a_tool_list_include_tools_narrows_what_the_server_lists() {
     let Some(python) = python() else { return };
     let rt = runtime();
     let d = Deployment::new("unpinned", python);
-    d.write_config(json!({"include_tools": ["echo"]}));
+    d.write_config(json!({"include_tools": ["echo"], "allow_writes": {}}));
     let up = d.start(&rt);
     assert_eq!(value(&rt, &up, "(count (dir 'peer))"), "1");
     assert!(up.pin_counts().is_empty(), "nothing is pinned");

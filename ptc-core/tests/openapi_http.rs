@@ -231,6 +231,7 @@ async fn slow_answers_and_slow_bodies_time_out() {
         let t0 = Instant::now();
         let opts = CallOptions {
             deadline: Some(Instant::now() + Duration::from_millis(300)),
+            ..CallOptions::default()
         };
         let e = u.call("fx", tool, Map::new(), opts).await.unwrap_err();
         assert_eq!(e.reason, Reason::Timeout, "{tool}: {}", e.message);
@@ -248,6 +249,7 @@ async fn slow_answers_and_slow_bodies_time_out() {
     }
     let past = CallOptions {
         deadline: Some(Instant::now()),
+        ..CallOptions::default()
     };
     let before = fx.seen().len();
     let e = u.call("fx", "empty", Map::new(), past).await.unwrap_err();

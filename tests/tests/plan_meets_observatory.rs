@@ -1,6 +1,7 @@
 //! The compiled Observatory plan and the Observatory service agree: every tool's request, built
-//! only from the plan (path template, parameters, default args, auth and static headers),
-//! succeeds against the running service and returns what the plan's output schema promises.
+//! only from the plan (method, path template, parameters, body, default args, auth and static
+//! headers), succeeds against the running service and returns what the plan's output schema
+//! promises.
 
 use std::path::Path;
 
@@ -59,7 +60,15 @@ fn request(
             ParamLocation::Query => query.push((p.name.clone(), text)),
         }
     }
-    let mut rb = client.get(format!("{base}{path}")).query(&query);
+    let method = reqwest::Method::from_bytes(tool.ptc.method.as_bytes()).expect("a method");
+    let mut rb = client
+        .request(method, format!("{base}{path}"))
+        .query(&query);
+    if tool.ptc.body.is_some()
+        && let Some(body) = merged.get(ptc_plan::BODY_ARG)
+    {
+        rb = rb.json(body);
+    }
     for (name, value) in &api.http.static_headers {
         rb = rb.header(name, value);
     }
@@ -119,7 +128,12 @@ async fn every_compiled_tool_works_against_the_service() {
                 .unwrap_or("")
                 .to_string();
             let body = resp.text().await.expect("body");
-            assert_eq!(status, 200, "{name}: {body}");
+            let expected = if tool(&name).ptc.body.is_some() {
+                201
+            } else {
+                200
+            };
+            assert_eq!(status, expected, "{name}: {body}");
             assert!(
                 content_type.starts_with("application/json"),
                 "{name}: {content_type}"
@@ -169,6 +183,18 @@ async fn every_compiled_tool_works_against_the_service() {
         (
             "list-errors",
             call("list-errors", args(&[("org_id", &org)])).await,
+        ),
+        (
+            "annotate-trace",
+            call(
+                "annotate-trace",
+                args(&[
+                    ("org_id", &org),
+                    ("id", &id),
+                    ("body", &json!({"label": "checked"})),
+                ]),
+            )
+            .await,
         ),
     ];
     assert_eq!(

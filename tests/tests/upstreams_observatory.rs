@@ -210,7 +210,7 @@ fn discovery_shows_the_observatory_tools_without_credentials() {
         "(do (doc 'observatory/list-traces) [(count (dir 'observatory)) (first (apropos \"cost\")) (meta 'observatory/costs)])",
     );
     let v = r.result.unwrap().to_string();
-    assert!(v.starts_with("[7 \"observatory/costs - "), "{v}");
+    assert!(v.starts_with("[8 \"observatory/costs - "), "{v}");
     assert!(v.contains("\"operationId\" \"aggregate_costs\""), "{v}");
     for secret in [FULL, SCOPED, LIMITED] {
         assert!(!v.contains(secret) && !r.output.contains(secret));

@@ -70,13 +70,6 @@ pub struct McpTool {
 }
 
 impl McpTool {
-    /// The `readOnlyHint` annotation, if given.
-    pub fn read_only(&self) -> Option<bool> {
-        self.annotations
-            .get("readOnlyHint")
-            .and_then(Value::as_bool)
-    }
-
     /// The tool as a pin: what `ptc vendor` writes and the host compares.
     pub fn pin(&self) -> ptc_plan::PinnedTool {
         ptc_plan::PinnedTool::new(

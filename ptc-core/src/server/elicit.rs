@@ -1,11 +1,12 @@
 //! Approval through the MCP client: an `elicitation/create` request to the person behind it,
 //! on the session the program was sent on (protocol eras up to 2025-11-25, where a server may
-//! send requests to its client while it works on one).
+//! send requests to its client while it works on one), or the same form in request rounds on
+//! later eras ([`crate::server::rounds`]).
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema};
+use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema, ProtocolVersion};
 use rmcp::service::{ElicitationMode, RequestContext, ServiceError};
 use rmcp::{Peer, RoleServer};
 
@@ -14,21 +15,38 @@ use crate::approval::{ApprovalRequest, Approver, Decision, DecisionFuture};
 /// The form's one field: the person's yes or no.
 const APPROVE: &str = "approve";
 
-/// Who approves the calls of a program sent in `context`'s request: the client, when it said it
-/// can ask its user (form elicitation); nobody otherwise.
-pub(crate) fn approver_for(context: &RequestContext<RoleServer>) -> Arc<dyn Approver> {
+/// How the person behind a request's client is asked.
+pub(crate) enum Channel {
+    /// Through this approver (an `elicitation/create` request, or nobody).
+    Approver(Arc<dyn Approver>),
+    /// In request rounds (`input_required`, MCP 2026-07-28 and later): see
+    /// [`crate::server::rounds`].
+    Rounds,
+}
+
+/// How the calls of a program sent in `context`'s request are approved: through the client
+/// when it said it can ask its user (form elicitation), in the way its protocol era allows;
+/// nobody otherwise.
+pub(crate) fn channel(context: &RequestContext<RoleServer>) -> Channel {
     let elicits = context
         .client_capabilities()
         .and_then(|c| c.elicitation)
         .is_some();
     if !elicits {
-        return Arc::new(Unavailable(
+        return Channel::Approver(Arc::new(Unavailable(
             "the MCP client did not declare elicitation support, so nobody can be asked",
-        ));
+        )));
     }
-    Arc::new(Elicitation {
-        peer: context.peer.clone(),
-    })
+    let modern = context
+        .protocol_version()
+        .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
+    if modern {
+        Channel::Rounds
+    } else {
+        Channel::Approver(Arc::new(Elicitation {
+            peer: context.peer.clone(),
+        }))
+    }
 }
 
 /// Nobody can be asked, for the reason it holds.
@@ -80,7 +98,7 @@ impl Approver for Elicitation {
 }
 
 /// `{"approve": boolean}`, required.
-fn form() -> ElicitationSchema {
+pub(crate) fn form() -> ElicitationSchema {
     ElicitationSchema::builder()
         .required_bool_with(APPROVE, |b| {
             b.title("Approve")

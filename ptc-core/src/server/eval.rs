@@ -19,6 +19,7 @@ use crate::records::RunRecords;
 use crate::server::admission::{Queue, Turned};
 use crate::server::options::EvalLimits;
 use crate::server::outcome::{EvalError, EvalOutcome, EvalRequest, EvalValue};
+use crate::server::rounds::Parked;
 use crate::server::workers::Workers;
 use crate::validate::{Patterns, Schema, check_args};
 
@@ -52,6 +53,8 @@ pub struct Evaluator {
     /// Cancelled when the server stops accepting: requests waiting in the queue are told so.
     closing: CancellationToken,
     patterns: Patterns,
+    /// Programs waiting for a person between request rounds (MCP 2026-07-28).
+    parked: Parked,
 }
 
 impl Evaluator {
@@ -78,6 +81,7 @@ impl Evaluator {
             accepting: AtomicBool::new(true),
             closing: CancellationToken::new(),
             patterns: Patterns::default(),
+            parked: Parked::default(),
         }))
     }
 
@@ -89,6 +93,11 @@ impl Evaluator {
     /// The limits in force.
     pub fn limits(&self) -> &EvalLimits {
         &self.limits
+    }
+
+    /// Programs waiting for a person between request rounds.
+    pub(crate) fn parked(&self) -> &Parked {
+        &self.parked
     }
 
     /// Stops admitting new evaluations: they, and the requests waiting for their turn, get

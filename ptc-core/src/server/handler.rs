@@ -17,6 +17,8 @@ use crate::server::envelope;
 use crate::server::eval::Evaluator;
 use crate::server::outcome::{EvalError, EvalOutcome, EvalRequest};
 use crate::server::tool;
+use crate::server::{elicit, rounds};
+use tokio_util::sync::CancellationToken;
 
 /// One MCP session's handler (rmcp makes one per session over HTTP; stdio has one).
 #[derive(Clone)]
@@ -102,15 +104,23 @@ impl ServerHandler for PtcServer {
             ));
         }
         let max = self.evaluator.limits().max_output_bytes;
+        let refused = |e: EvalError| -> CallToolResponse {
+            envelope::to_result(&EvalOutcome::refused(e), max).into()
+        };
+        let arguments = request.arguments.clone().unwrap_or_default();
+        if let Some(state) = &request.request_state {
+            // The next round of a program waiting for a person (MCP 2026-07-28).
+            let parked = self.evaluator.parked();
+            return Ok(
+                match parked.resume(state, &arguments, request.input_responses.as_ref()) {
+                    Ok(conversation) => self.round(conversation).await,
+                    Err(stale) => refused(EvalError::host("invalid_request", stale.to_string())),
+                },
+            );
+        }
         let req = match parse_request(request.arguments) {
             Ok(r) => r,
-            Err(m) => {
-                return Ok(envelope::to_result(
-                    &EvalOutcome::refused(EvalError::host("invalid_request", m)),
-                    max,
-                )
-                .into());
-            }
+            Err(m) => return Ok(refused(EvalError::host("invalid_request", m))),
         };
         // One wait for the whole admission: the session's turn, then the host's.
         let until = self.evaluator.wait_until();
@@ -121,11 +131,38 @@ impl ServerHandler for PtcServer {
                     "this session already runs {} evaluations, its limit",
                     self.evaluator.limits().max_per_session
                 );
-                let e = self.evaluator.turned_away(turned, &what);
-                return Ok(envelope::to_result(&EvalOutcome::refused(e), max).into());
+                return Ok(refused(self.evaluator.turned_away(turned, &what)));
             }
         };
-        let approver = crate::server::elicit::approver_for(&context);
+        let approver = match elicit::channel(&context) {
+            elicit::Channel::Approver(a) => a,
+            elicit::Channel::Rounds => {
+                // The evaluation outlives this request when it waits for a person: it runs as
+                // a task, cancelled only while this first round still waits for it.
+                let (approver, done, conversation) = rounds::start(&arguments);
+                let evaluator = self.evaluator.clone();
+                let cancel = CancellationToken::new();
+                let stop = cancel.clone();
+                tokio::spawn(async move {
+                    let outcome = evaluator
+                        .eval_within(req, stop, until, Some(approver))
+                        .await;
+                    let _ = done.send(rounds::Event::Done(Box::new(outcome)));
+                });
+                // Cancels the evaluation if this round ends before its first answer.
+                let guard = cancel.drop_guard();
+                return Ok(tokio::select! {
+                    round = self.round(conversation) => {
+                        guard.disarm();
+                        round
+                    }
+                    () = context.ct.cancelled() => refused(EvalError::host(
+                        "cancelled",
+                        "the request was cancelled",
+                    )),
+                });
+            }
+        };
         let outcome = self
             .evaluator
             .eval_within(req, context.ct.clone(), until, Some(approver))
@@ -133,3 +170,20 @@ impl ServerHandler for PtcServer {
         Ok(envelope::to_result(&outcome, max).into())
     }
 }
+
+impl PtcServer {
+    /// One request round of a conversation: the program's result, or the approval it waits for.
+    async fn round(&self, conversation: rounds::Conversation) -> CallToolResponse {
+        let keep = self.evaluator.limits().program_timeout + PARKED_GRACE;
+        match self.evaluator.parked().next(conversation, keep).await {
+            rounds::Round::Done(outcome) => {
+                envelope::to_result(&outcome, self.evaluator.limits().max_output_bytes).into()
+            }
+            rounds::Round::InputRequired(asked) => CallToolResponse::InputRequired(asked),
+        }
+    }
+}
+
+/// How long a conversation waits for its retry beyond the program's own time: a program waits
+/// no longer than that for a person, so this only keeps a late outcome for a late retry.
+const PARKED_GRACE: std::time::Duration = std::time::Duration::from_secs(60);

@@ -16,6 +16,7 @@ pub mod http;
 pub mod options;
 pub mod outcome;
 pub mod repl;
+mod rounds;
 pub mod sessions;
 pub mod tool;
 pub mod workers;

@@ -66,8 +66,8 @@ pub fn description(catalog: &Catalog) -> String {
     format!("{INTRO}\n{DISCOVERY}\n{}", catalog_text(catalog))
 }
 
-/// Read-only when every upstream tool is known to be read-only; no upstreams means a closed
-/// world.
+/// Read-only when every upstream tool that can be called here is known to be read-only (a
+/// disabled write cannot change anything); no upstreams means a closed world.
 pub fn annotations(catalog: &Catalog) -> ToolAnnotations {
     let servers = catalog.servers();
     if servers.is_empty() {
@@ -78,8 +78,10 @@ pub fn annotations(catalog: &Catalog) -> ToolAnnotations {
             .open_world(false);
     }
     let all_read_only = servers.iter().all(|s| {
-        s.tools()
-            .is_some_and(|ts| ts.iter().all(|t| t.classified.effect.is_read()))
+        s.tools().is_some_and(|ts| {
+            ts.iter()
+                .all(|t| t.classified.effect.is_read() || t.disabled.is_some())
+        })
     });
     if all_read_only {
         ToolAnnotations::with_title("PTC-Lisp over upstream tools")
@@ -133,15 +135,22 @@ pub fn definition(catalog: &Catalog) -> Tool {
 mod tests {
     use super::*;
     use crate::catalog::{ServerEntry, ToolEntry};
+    use ptc_plan::effects::Classified;
+    use ptc_plan::{Approval, Effect};
 
-    fn entry(n: usize, read_only: Option<bool>) -> ToolEntry {
+    /// Tool `n`: a read, or a write that is callable or disabled.
+    fn entry(n: usize, effect: Effect, disabled: bool) -> ToolEntry {
         ToolEntry {
             server: "obs".into(),
             name: format!("t{n}"),
             description: "Does a thing".into(),
             input_schema: json!({"type": "object"}),
             output_schema: None,
-            read_only,
+            classified: Classified {
+                effect,
+                approval: Approval::Always,
+            },
+            disabled: disabled.then(|| "writes are off".to_string()),
             max_response_bytes: 1 << 20,
             provenance: json!({}),
             pin: None,
@@ -153,7 +162,7 @@ mod tests {
     fn catalog(description: &str, tools: Option<usize>) -> Catalog {
         let server = ServerEntry::new("obs", description, "openapi", Default::default());
         if let Some(n) = tools {
-            server.set_tools((0..n).map(|i| entry(i, Some(true))).collect());
+            server.set_tools((0..n).map(|i| entry(i, Effect::Read, false)).collect());
         }
         Catalog {
             servers: vec![server],
@@ -223,10 +232,14 @@ mod tests {
         );
         // Tools not listed yet might write.
         assert_eq!(hints(&catalog("", None)), may_write);
-        for unknown in [None, Some(false)] {
+        for effect in [Effect::Write, Effect::SafeQuery] {
             let c = catalog("", None);
-            c.servers[0].set_tools(vec![entry(0, Some(true)), entry(1, unknown)]);
-            assert_eq!(hints(&c), may_write, "{unknown:?}");
+            c.servers[0].set_tools(vec![entry(0, Effect::Read, false), entry(1, effect, false)]);
+            assert_eq!(hints(&c), may_write, "{effect:?}");
+            // A write this process cannot call changes nothing.
+            let c = catalog("", None);
+            c.servers[0].set_tools(vec![entry(0, Effect::Read, false), entry(1, effect, true)]);
+            assert_eq!(hints(&c), read_only, "{effect:?}");
         }
     }
 

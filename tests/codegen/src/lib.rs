@@ -16,7 +16,7 @@ mod tests {
             }
             other => panic!("unexpected transport {}", other.tag()),
         };
-        assert_eq!(tools.len(), 7, "{tools:?}");
+        assert_eq!(tools.len(), 8, "{tools:?}");
         assert!(super::shapes_snapshot::plan().is_ok());
         assert!(super::rules_snapshot::plan().is_ok());
     }
@@ -181,6 +181,12 @@ mod tests {
                 .await
                 .expect("everything/get-structured-content");
             assert!(!structured.conditions.is_empty(), "{structured:?}");
+            // A typed write meets the write gate too (closed: nothing is sent).
+            let refused = upstreams
+                .run(py::ChangeToolsArgs::new("{}".into()))
+                .await
+                .expect_err("the gate is closed");
+            assert_eq!(refused.reason, ptc::Reason::WriteDisabled, "{refused}");
             upstreams.shutdown().await;
         });
     }

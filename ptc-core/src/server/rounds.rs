@@ -1,0 +1,361 @@
+//! Approval on MCP 2026-07-28 and later, where a server may not send its client a request while
+//! it works on one. Instead the `tools/call` answers `input_required` with the elicitation, and
+//! the program stays suspended (parked here, holding no thread) until the client retries the
+//! call with the person's answer and the `requestState` it was given; then it continues from
+//! where it waited, and nothing it already did runs again.
+//!
+//! The evaluation runs as a task that reports to a [`Conversation`]: each request round takes
+//! the conversation's next event, the program's outcome or the next approval it waits for.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rmcp::model::{
+    ElicitRequest, ElicitRequestParams, ElicitationAction, InputRequest, InputRequests,
+    InputRequiredResult, InputResponses,
+};
+use sha2::{Digest, Sha256};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::approval::{ApprovalRequest, Approver, Decision, DecisionFuture};
+use crate::server::outcome::EvalOutcome;
+
+/// The key of the one input request a round asks for.
+const APPROVAL_KEY: &str = "approval";
+
+/// What an evaluation tells the request rounds.
+pub(crate) enum Event {
+    /// A call waits for a person: ask, and send the answer.
+    Ask(ApprovalRequest, oneshot::Sender<Decision>),
+    /// The program ended.
+    Done(Box<EvalOutcome>),
+}
+
+/// One evaluation's events, and the answer it waits for, between request rounds.
+pub(crate) struct Conversation {
+    /// Which `lisp_eval` arguments it runs: a retry must send the same.
+    fingerprint: [u8; 32],
+    events: mpsc::UnboundedReceiver<Event>,
+    answer: Option<oneshot::Sender<Decision>>,
+}
+
+/// The approver of an evaluation driven in rounds: it hands each approval to the rounds and
+/// waits (suspended) for their answer.
+struct Rounds {
+    events: mpsc::UnboundedSender<Event>,
+}
+
+impl Approver for Rounds {
+    fn approve(&self, request: ApprovalRequest, wait: Duration) -> DecisionFuture {
+        let (answer, answered) = oneshot::channel();
+        let asked = self.events.send(Event::Ask(request, answer)).is_ok();
+        Box::pin(async move {
+            if !asked {
+                return Decision::Unavailable("the client's request is gone".into());
+            }
+            match tokio::time::timeout(wait, answered).await {
+                Ok(Ok(decision)) => decision,
+                Ok(Err(_)) => Decision::Declined(
+                    "the client did not come back with the person's answer".into(),
+                ),
+                Err(_) => Decision::Declined(format!(
+                    "nobody answered the approval request within {} s",
+                    wait.as_secs()
+                )),
+            }
+        })
+    }
+}
+
+/// A new conversation for the `lisp_eval` call with `arguments`: the approver its evaluation
+/// asks through, the sender it reports its outcome on, and the conversation the rounds read.
+pub(crate) fn start(
+    arguments: &serde_json::Map<String, serde_json::Value>,
+) -> (
+    Arc<dyn Approver>,
+    mpsc::UnboundedSender<Event>,
+    Conversation,
+) {
+    let (tx, events) = mpsc::unbounded_channel();
+    let conversation = Conversation {
+        fingerprint: fingerprint(arguments),
+        events,
+        answer: None,
+    };
+    (Arc::new(Rounds { events: tx.clone() }), tx, conversation)
+}
+
+fn fingerprint(arguments: &serde_json::Map<String, serde_json::Value>) -> [u8; 32] {
+    let text = serde_json::Value::Object(arguments.clone()).to_string();
+    Sha256::digest(text.as_bytes()).into()
+}
+
+/// What a round answers.
+pub(crate) enum Round {
+    /// The program's outcome.
+    Done(Box<EvalOutcome>),
+    /// Ask the person, and come back with `requestState`.
+    InputRequired(InputRequiredResult),
+}
+
+impl Conversation {
+    /// Hands the person's answer to the waiting call.
+    fn answer(&mut self, decision: Decision) {
+        if let Some(waiting) = self.answer.take() {
+            // The call may have stopped waiting (its time ran out): then the answer is too late.
+            let _ = waiting.send(decision);
+        }
+    }
+}
+
+/// Conversations waiting for the client's next round, by `requestState`.
+#[derive(Default)]
+pub(crate) struct Parked {
+    waiting: Mutex<HashMap<String, (Instant, Conversation)>>,
+}
+
+/// Why a retry cannot continue a conversation.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Stale {
+    /// No conversation has that `requestState` (it ended, expired, or lives on another replica).
+    Unknown,
+    /// The retry's arguments are not the ones the conversation runs.
+    OtherArguments,
+}
+
+impl std::fmt::Display for Stale {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Stale::Unknown => {
+                "this requestState belongs to no program waiting here (it finished, waited too \
+                 long, or runs on another replica); send the program again"
+            }
+            Stale::OtherArguments => {
+                "the retry's arguments differ from the program's that waits; a retry sends the \
+                 same program, context and output_schema"
+            }
+        })
+    }
+}
+
+impl Parked {
+    /// The next round of `conversation`: its outcome, or an approval to ask for (the
+    /// conversation is parked until the retry). `keep` is how long a parked conversation waits
+    /// for its retry before it is dropped.
+    pub(crate) async fn next(&self, mut conversation: Conversation, keep: Duration) -> Round {
+        match conversation.events.recv().await {
+            Some(Event::Done(outcome)) => Round::Done(outcome),
+            Some(Event::Ask(request, answer)) => {
+                conversation.answer = Some(answer);
+                let state = handle();
+                let mut waiting = self.waiting.lock().unwrap_or_else(|e| e.into_inner());
+                let now = Instant::now();
+                waiting.retain(|_, (parked, _)| now.duration_since(*parked) < keep);
+                waiting.insert(state.clone(), (now, conversation));
+                let mut requests = InputRequests::new();
+                requests.insert(
+                    APPROVAL_KEY.to_string(),
+                    InputRequest::Elicitation(ElicitRequest::new(
+                        ElicitRequestParams::FormElicitationParams {
+                            meta: None,
+                            message: request.message(),
+                            requested_schema: crate::server::elicit::form(),
+                        },
+                    )),
+                );
+                Round::InputRequired(InputRequiredResult::new(Some(requests), Some(state)))
+            }
+            // The evaluation task ended without a word: it was dropped (the process stops).
+            None => Round::Done(Box::new(EvalOutcome::refused(
+                crate::server::outcome::EvalError::host(
+                    "internal_error",
+                    "the evaluation stopped unexpectedly",
+                ),
+            ))),
+        }
+    }
+
+    /// The conversation a retry continues, with the person's answer handed to it.
+    pub(crate) fn resume(
+        &self,
+        state: &str,
+        arguments: &serde_json::Map<String, serde_json::Value>,
+        responses: Option<&InputResponses>,
+    ) -> Result<Conversation, Stale> {
+        let mut waiting = self.waiting.lock().unwrap_or_else(|e| e.into_inner());
+        let Some((_, conversation)) = waiting.get(state) else {
+            return Err(Stale::Unknown);
+        };
+        if conversation.fingerprint != fingerprint(arguments) {
+            return Err(Stale::OtherArguments);
+        }
+        let (_, mut conversation) = waiting.remove(state).ok_or(Stale::Unknown)?;
+        drop(waiting);
+        conversation.answer(decision(responses));
+        Ok(conversation)
+    }
+
+    /// Conversations parked now.
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.waiting.lock().unwrap().len()
+    }
+}
+
+/// The person's answer in a retry's `inputResponses`: only an accepted form that says
+/// `approve: true` is a yes.
+fn decision(responses: Option<&InputResponses>) -> Decision {
+    let Some(answer) = responses.and_then(|r| r.get(APPROVAL_KEY)) else {
+        return Decision::Declined("the client sent no answer to the approval request".into());
+    };
+    let action = answer
+        .get("action")
+        .cloned()
+        .and_then(|a| serde_json::from_value::<ElicitationAction>(a).ok());
+    match action {
+        Some(action) => crate::server::elicit::decide(action, answer.get("content")),
+        None => Decision::Declined("the client's answer was not an elicitation result".into()),
+    }
+}
+
+/// A fresh, unguessable `requestState`.
+fn handle() -> String {
+    let mut bytes = [0u8; 16];
+    if getrandom::fill(&mut bytes).is_err() {
+        // Never reached on supported platforms; a time-based handle is still unique.
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        bytes = nanos.to_le_bytes();
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn args(program: &str) -> serde_json::Map<String, serde_json::Value> {
+        json!({"program": program}).as_object().unwrap().clone()
+    }
+
+    fn request() -> ApprovalRequest {
+        ApprovalRequest {
+            tool: "obs/annotate".into(),
+            effect: ptc_plan::Effect::Write,
+            summary: String::new(),
+            preview: "POST /x".into(),
+            arguments: json!({}),
+        }
+    }
+
+    fn responses(answer: serde_json::Value) -> InputResponses {
+        InputResponses::from([(APPROVAL_KEY.to_string(), answer)])
+    }
+
+    #[tokio::test]
+    async fn an_approval_parks_the_conversation_until_the_retry_answers_it() {
+        let parked = Parked::default();
+        let (approver, done, conversation) = start(&args("(w)"));
+        let waiting = tokio::spawn(approver.approve(request(), Duration::from_secs(30)));
+        let Round::InputRequired(asked) = parked.next(conversation, Duration::from_secs(60)).await
+        else {
+            panic!("an approval round")
+        };
+        let state = asked.request_state.clone().unwrap();
+        assert_eq!(state.len(), 32);
+        let wire = serde_json::to_value(&asked).unwrap();
+        assert_eq!(wire["resultType"], "input_required");
+        assert_eq!(
+            wire["inputRequests"][APPROVAL_KEY]["method"],
+            "elicitation/create"
+        );
+        assert!(
+            wire["inputRequests"][APPROVAL_KEY]["params"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("obs/annotate")
+        );
+        assert_eq!(parked.len(), 1);
+        // Another program's retry, or an unknown state, cannot take it.
+        let yes = responses(json!({"action": "accept", "content": {"approve": true}}));
+        assert_eq!(
+            parked.resume(&state, &args("(other)"), Some(&yes)).err(),
+            Some(Stale::OtherArguments)
+        );
+        assert_eq!(
+            parked.resume("nope", &args("(w)"), Some(&yes)).err(),
+            Some(Stale::Unknown)
+        );
+        let conversation = parked.resume(&state, &args("(w)"), Some(&yes)).unwrap();
+        assert_eq!(parked.len(), 0);
+        assert_eq!(waiting.await.unwrap(), Decision::Approved);
+        done.send(Event::Done(Box::new(EvalOutcome::refused(
+            crate::server::outcome::EvalError::host("x", "finished"),
+        ))))
+        .ok()
+        .unwrap();
+        assert!(matches!(
+            parked.next(conversation, Duration::from_secs(60)).await,
+            Round::Done(_)
+        ));
+        // A state is taken once.
+        assert_eq!(
+            parked.resume(&state, &args("(w)"), Some(&yes)).err(),
+            Some(Stale::Unknown)
+        );
+    }
+
+    #[tokio::test]
+    async fn a_retry_that_never_comes_declines_and_the_conversation_is_dropped_later() {
+        let parked = Parked::default();
+        let (approver, _done, conversation) = start(&args("(w)"));
+        let waiting = tokio::spawn(approver.approve(request(), Duration::from_millis(1)));
+        let Round::InputRequired(_) = parked.next(conversation, Duration::ZERO).await else {
+            panic!("an approval round")
+        };
+        assert_eq!(
+            waiting.await.unwrap(),
+            Decision::Declined("nobody answered the approval request within 0 s".into())
+        );
+        // The next conversation parked drops the expired one.
+        let (approver, _done2, conversation) = start(&args("(v)"));
+        let _asking = tokio::spawn(approver.approve(request(), Duration::from_secs(30)));
+        let Round::InputRequired(_) = parked.next(conversation, Duration::ZERO).await else {
+            panic!("an approval round")
+        };
+        assert_eq!(parked.len(), 1);
+    }
+
+    #[test]
+    fn the_answer_in_the_retry() {
+        let d = |v| decision(Some(&responses(v)));
+        assert_eq!(
+            d(json!({"action": "accept", "content": {"approve": true}})),
+            Decision::Approved
+        );
+        assert_eq!(
+            d(json!({"action": "accept", "content": {"approve": false}})),
+            Decision::Declined("the person answered no".into())
+        );
+        assert_eq!(
+            d(json!({"action": "decline"})),
+            Decision::Declined("the person declined".into())
+        );
+        assert_eq!(
+            d(json!({"action": "shrug"})),
+            Decision::Declined("the client's answer was not an elicitation result".into())
+        );
+        assert_eq!(
+            decision(None),
+            Decision::Declined("the client sent no answer to the approval request".into())
+        );
+        assert_eq!(
+            decision(Some(&InputResponses::new())),
+            Decision::Declined("the client sent no answer to the approval request".into())
+        );
+    }
+}
