@@ -2,15 +2,19 @@
 //! on loopback with a freshly generated token (written to a private file the upstream's
 //! credential is pointed at), then answers representative agent questions with PTC-Lisp
 //! programs through the same evaluator MCP clients use, printing each program, its answer, the
-//! upstream calls and the payload reduction.
+//! upstream calls and the payload reduction. The last question writes: the process runs with
+//! its write gate open, a person approves the call, and the audit trail shows what happened.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
 
 use observatory_server::{ServerConfig, TokenSource, TokenSpec};
 use ptc::PlanSource;
 use ptc::app::args::OverrideArgs;
+use ptc::core::approval::{ApprovalRequest, Approver, Decision, DecisionFuture};
 use ptc::core::server::{EvalLimits, EvalRequest, Evaluator, envelope};
 use ptc::serde_json::{Map, Value};
 
@@ -109,7 +113,50 @@ pub const QUESTIONS: &[Question] = &[
        (into [])))"#,
         context: no_context,
     },
+    Question {
+        title: "Flag org_acme's newest failed run for review (a write: a person approves it)",
+        program: r#"(let [t (first (:traces (:value (tool/call 'observatory/list-traces
+                                              {:org-id "org_acme" :status "error" :limit 1}))))
+      w (tool/call 'observatory/annotate-trace
+                   {:org-id "org_acme" :id (:id t)
+                    :body {:label "needs-review" :note (str "failed with " (:error_class t))}})
+      after (tool/call 'observatory/get-trace {:org-id "org_acme" :id (:id t)})]
+  {:trace (:id t)
+   :write (select-keys w [:ok :reason :mutation_state])
+   :labels-now (into [] (map :label (:annotations (:value after))))})"#,
+        context: no_context,
+    },
 ];
+
+/// The person the demo asks: shows what they would see in their MCP client, then answers yes
+/// (asked on the terminal when there is one).
+struct DemoPerson;
+
+impl Approver for DemoPerson {
+    fn approve(&self, request: ApprovalRequest, wait: Duration) -> DecisionFuture {
+        Box::pin(async move {
+            println!("approval asked (an MCP client shows this to its user, who has {} s):", wait.as_secs());
+            for line in request.message().lines() {
+                println!("  | {line}");
+            }
+            if !std::io::stdin().is_terminal() {
+                println!("  -> approved (the demo answers yes when it has no terminal)");
+                return Decision::Approved;
+            }
+            print!("  approve? [y/N] ");
+            let _ = std::io::stdout().flush();
+            let line = tokio::task::spawn_blocking(|| {
+                let mut line = String::new();
+                std::io::stdin().read_line(&mut line).map(|_| line)
+            })
+            .await;
+            match line {
+                Ok(Ok(l)) if l.trim().eq_ignore_ascii_case("y") => Decision::Approved,
+                _ => Decision::Declined("the person answered no".into()),
+            }
+        })
+    }
+}
 
 /// A random 32-byte hex token from the OS-seeded hasher state (no extra dependency).
 fn generate_token() -> String {
@@ -172,9 +219,10 @@ fn run_inner(source: PlanSource) -> Result<(), String> {
     let token = generate_token();
     let token_file = write_token_file(&token)?;
     let result = rt.block_on(async {
-        let config = ServerConfig::new(TokenSource::Inline(vec![TokenSpec::full_access(
-            "tok_demo", &token,
-        )]));
+        // The demo's token may read everything and annotate traces (the one write).
+        let mut spec = TokenSpec::full_access("tok_demo", &token);
+        spec.scopes.push("traces:write".into());
+        let config = ServerConfig::new(TokenSource::Inline(vec![spec]));
         let (addr, observatory) = observatory_server::start(config)
             .await
             .map_err(|e| format!("cannot start the Observatory test bed: {e}"))?;
@@ -188,12 +236,18 @@ fn run_inner(source: PlanSource) -> Result<(), String> {
             allow_writes: true,
         };
         let upstreams = ptc::app::start::upstreams(&source, &overrides).await?;
+        // Time for a person at the terminal to read and answer the approval.
+        let limits = EvalLimits {
+            program_timeout: Duration::from_secs(60),
+            ..EvalLimits::default()
+        };
         let evaluator = Evaluator::new(
             upstreams.clone(),
             tokio::runtime::Handle::current(),
-            EvalLimits::default(),
+            limits,
         )?;
         let mut failures = 0;
+        let mut audited: Vec<String> = Vec::new();
         for (i, q) in QUESTIONS.iter().enumerate() {
             let context = (q.context)(&observatory);
             println!("\n── {}. {}", i + 1, q.title);
@@ -209,7 +263,14 @@ fn run_inner(source: PlanSource) -> Result<(), String> {
                 context: (!context.is_empty()).then_some(context),
                 output_schema: None,
             };
-            let outcome = evaluator.eval(req, Default::default()).await;
+            let outcome = evaluator
+                .eval_within(
+                    req,
+                    Default::default(),
+                    evaluator.wait_until(),
+                    Some(Arc::new(DemoPerson)),
+                )
+                .await;
             match &outcome.result {
                 Ok(v) => println!("answer:\n  {}", envelope::bounded(&v.text, 4096)),
                 Err(e) => {
@@ -219,14 +280,40 @@ fn run_inner(source: PlanSource) -> Result<(), String> {
             }
             println!("upstream calls:");
             for c in &outcome.records.upstream_calls {
+                let write = c.write.map_or(String::new(), |w| {
+                    format!(
+                        " [{}, approval {}, {}]",
+                        w.effect.as_str(),
+                        w.approval.map_or("not asked", |a| a.as_str()),
+                        w.mutation_state.map_or("not sent", |m| m.as_str())
+                    )
+                });
                 println!(
-                    "  {}/{} {} {} ms {}",
+                    "  {}/{} {} {} ms {}{write}",
                     c.server,
                     c.tool,
                     c.reason.map_or(c.status(), |r| r.as_str()),
                     c.duration_ms,
                     bytes(c.result_bytes)
                 );
+            }
+            let writes: Vec<_> = observatory
+                .audit_records()
+                .into_iter()
+                .filter(|r| r.method == "POST" && !audited.contains(&r.request_id))
+                .collect();
+            for r in &writes {
+                println!(
+                    "Observatory audit log: {} {} -> {} {}, annotation {}, token {}, idempotency key {}",
+                    r.method,
+                    r.path,
+                    r.status,
+                    r.outcome,
+                    r.annotation_id.as_deref().unwrap_or("-"),
+                    r.token_id.as_deref().unwrap_or("-"),
+                    r.idempotency_key.as_deref().unwrap_or("-"),
+                );
+                audited.push(r.request_id.clone());
             }
             let m = &outcome.records.ptc_metrics;
             println!(

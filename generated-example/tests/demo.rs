@@ -11,9 +11,9 @@ fn demo_answers_every_question_with_its_calls_and_payload_reduction() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
-    // Five questions, each with its program, an answer (no error) and a payload line.
+    // Six questions, each with its program, an answer (no error) and a payload line.
     let sections: Vec<&str> = stdout.split("\n── ").skip(1).collect();
-    assert_eq!(sections.len(), 5, "{stdout}");
+    assert_eq!(sections.len(), 6, "{stdout}");
     for s in &sections {
         assert!(s.contains("\nprogram:\n  ("), "{s}");
         assert!(s.contains("\nanswer:\n  "), "{s}");
@@ -47,6 +47,35 @@ fn demo_answers_every_question_with_its_calls_and_payload_reduction() {
         8,
         "{}",
         sections[4]
+    );
+    // The write: the person was asked (and shown the request), the call ran once, a read
+    // afterwards sees it, and the test bed's audit log recorded it with its idempotency key.
+    let write = sections[5];
+    assert!(
+        write.contains("\napproval asked (an MCP client shows this to its user")
+            && write.contains("  | A program wants to call observatory/annotate-trace (write).")
+            && write.contains("  | Request: POST http://127.0.0.1:")
+            && write.contains("  -> approved"),
+        "{write}"
+    );
+    assert!(
+        write.contains(":labels-now [\"needs-review\"]")
+            && write.contains(":write {:mutation_state :applied :ok true}"),
+        "{write}"
+    );
+    assert!(
+        write.contains("observatory/annotate-trace ok ")
+            && write.contains(" [write, approval approved, applied]"),
+        "{write}"
+    );
+    assert_eq!(
+        write.matches("Observatory audit log: POST /api/traces/").count(),
+        1,
+        "{write}"
+    );
+    assert!(
+        write.contains("-> 201 ok, annotation an_000001, token tok_demo, idempotency key "),
+        "{write}"
     );
     // The generated token never appears, and its file is gone afterwards.
     assert!(!stdout.contains("obs_demo_") && !stderr.contains("obs_demo_"));

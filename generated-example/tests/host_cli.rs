@@ -44,7 +44,7 @@ fn repl_keeps_definitions_and_results_reads_multi_line_forms_and_discovers() {
     assert!(answers.contains(&"42"), "{out}");
     assert!(answers.contains(&"43"), "*1 is the last result: {out}");
     assert!(answers.contains(&"2"), "a multi-line form: {out}");
-    assert!(answers.contains(&"7"), "discovery: {out}");
+    assert!(answers.contains(&"8"), "discovery: {out}");
     assert!(
         answers
             .iter()

@@ -39,7 +39,7 @@ async fn the_runtime_catalog_is_the_same_from_either_plan() {
         .tools()
         .expect("OpenAPI tools are listed at start")
         .len();
-    assert_eq!(tools, 7);
+    assert_eq!(tools, 8);
     assert_eq!(
         format!("{:?}", from_generated.catalog()),
         format!("{:?}", from_runtime.catalog())
