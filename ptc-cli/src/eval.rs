@@ -40,10 +40,7 @@ pub fn run(cmd: EvalCmd) -> ExitCode {
     let source = match cmd.config {
         Some(path) => PlanSource::Config(path),
         None => PlanSource::Compiled(Box::new(|| {
-            let plan = Plan {
-                credentials: Vec::new(),
-                upstreams: Vec::new(),
-            };
+            let plan = Plan::default();
             Ok((plan, Secrets::default()))
         })),
     };

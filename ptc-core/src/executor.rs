@@ -7,14 +7,14 @@
 //! timeouts, retries and status mapping all live behind [`Upstreams::call`], never in callers.
 
 use std::fmt;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 use tokio::sync::Mutex;
 
-use crate::approval::ApprovalRequest;
+use crate::approval::{ApprovalRequest, Decision};
 use crate::catalog::{self, Catalog, ServerEntry, ToolEntry};
 use crate::credentials::CallEnv;
 use crate::mcp_link::McpLink;
@@ -22,6 +22,7 @@ use crate::openapi::OpenApiUpstream;
 use crate::outcome::{Reason, ToolError, ToolOutput};
 use crate::redact::Redactor;
 use crate::validate::{Patterns, check_args};
+use crate::webhook::Webhook;
 use crate::writes::{IdempotencyKey, WriteGate};
 
 /// Per-call settings from the caller.
@@ -170,6 +171,8 @@ pub struct Upstreams {
     /// Serialises first-use catalog loads per upstream.
     loading: Vec<Mutex<()>>,
     patterns: Patterns,
+    /// The deployment's approval webhook, when it names one.
+    webhook: Option<Webhook>,
 }
 
 impl Upstreams {
@@ -231,7 +234,15 @@ impl Upstreams {
                 }
             }
         }
+        let webhook = match &plan.approval_webhook {
+            Some(w) => Some(Webhook::new(w).map_err(|message| StartError {
+                upstream: None,
+                message,
+            })?),
+            None => None,
+        };
         let upstreams = Upstreams {
+            webhook,
             loading: links.iter().map(|_| Mutex::new(())).collect(),
             plan,
             secrets,
@@ -427,6 +438,24 @@ impl Upstreams {
             // (redacted) is shown instead.
             arguments: serde_json::from_str(&args)
                 .unwrap_or_else(|_| Value::String(args.into_owned())),
+        }
+    }
+
+    /// Whether the deployment names an approval webhook (which then approves every call that
+    /// needs a person, instead of the MCP client).
+    pub fn has_approval_webhook(&self) -> bool {
+        self.webhook.is_some()
+    }
+
+    /// Asks the deployment's approval webhook about `request`, waiting at most `wait`.
+    pub async fn ask_approval_webhook(
+        &self,
+        request: &ApprovalRequest,
+        wait: Duration,
+    ) -> Decision {
+        match &self.webhook {
+            Some(w) => w.ask(&self.call_env(), request, wait).await,
+            None => Decision::Unavailable("this deployment names no approval webhook".into()),
         }
     }
 

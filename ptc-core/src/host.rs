@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use ptc_lisp::{CallContext, Discovery, Host, HostError, HostValue, Interpreter, Limits, Value};
 
-use crate::approval::{Approver, Decision, Nobody};
+use crate::approval::{ApprovalRequest, Approver, Decision, DecisionFuture, Nobody};
 use crate::call_form::{self, FormError};
 use crate::catalog::{ServerEntry, ToolEntry};
 use crate::discovery::{apropos, dir_lines, doc_text, listing, server_doc_text, server_meta};
@@ -138,6 +138,16 @@ impl<T> Drop for Spawned<T> {
     }
 }
 
+/// Asks the deployment's approval webhook, through the upstreams that hold it.
+struct ByWebhook(Arc<Upstreams>);
+
+impl Approver for ByWebhook {
+    fn approve(&self, request: ApprovalRequest, wait: Duration) -> DecisionFuture {
+        let upstreams = self.0.clone();
+        Box::pin(async move { upstreams.ask_approval_webhook(&request, wait).await })
+    }
+}
+
 /// The outcome of one upstream call, with the names it resolved to (when it got that far) and,
 /// for a tool that is not a read, what the records say of it.
 struct CallOutcome {
@@ -171,13 +181,19 @@ impl ProgramHost {
         Self::with_approver(upstreams, runtime, budgets, Arc::new(Nobody))
     }
 
-    /// A host for one program run whose approvals go to `approver`.
+    /// A host for one program run whose approvals go to `approver`, or to the deployment's
+    /// approval webhook when it names one (the deployment's choice wins over the client's).
     pub fn with_approver(
         upstreams: Arc<Upstreams>,
         runtime: tokio::runtime::Handle,
         budgets: Budgets,
         approver: Arc<dyn Approver>,
     ) -> Self {
+        let approver: Arc<dyn Approver> = if upstreams.has_approval_webhook() {
+            Arc::new(ByWebhook(upstreams.clone()))
+        } else {
+            approver
+        };
         ProgramHost {
             runtime,
             run: Arc::new(RunState {

@@ -25,6 +25,7 @@ pub mod records;
 pub mod redact;
 pub mod server;
 pub mod validate;
+mod webhook;
 pub mod writes;
 
 pub use executor::{CallOptions, CatalogLoad, Operation, StartError, StartOptions, Upstreams};

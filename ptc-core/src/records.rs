@@ -198,4 +198,32 @@ mod tests {
             None
         );
     }
+
+    #[test]
+    fn a_write_shows_its_effect_approval_and_mutation_state() {
+        let mut c = call("ok", 7);
+        c.write = Some(WriteRecord {
+            effect: ptc_plan::Effect::Write,
+            approval: Some(ApprovalOutcome::Unavailable),
+            mutation_state: Some(MutationState::NotApplied),
+        });
+        assert_eq!(
+            serde_json::to_value(&c).unwrap(),
+            serde_json::json!({"server": "s", "tool": "t", "status": "ok", "duration_ms": 1,
+                "result_bytes": 7, "effect": "write", "approval": "unavailable",
+                "mutation_state": "not_applied"})
+        );
+        c.write = Some(WriteRecord {
+            effect: ptc_plan::Effect::SafeQuery,
+            approval: None,
+            mutation_state: None,
+        });
+        assert_eq!(
+            serde_json::to_value(&c).unwrap(),
+            serde_json::json!({"server": "s", "tool": "t", "status": "ok", "duration_ms": 1,
+                "result_bytes": 7, "effect": "safe_query"})
+        );
+        assert_eq!(ApprovalOutcome::Approved.as_str(), "approved");
+        assert_eq!(ApprovalOutcome::Declined.as_str(), "declined");
+    }
 }

@@ -204,6 +204,7 @@ fn compile(
         plan: Plan {
             credentials: config.credentials,
             upstreams,
+            approval_webhook: config.approval_webhook,
         },
         secrets,
         files,

@@ -15,13 +15,26 @@ pub use crate::effects::{Classified, WriteGrant};
 pub use crate::pins::{PinPolicy, PinnedTool};
 use crate::schema::SchemaError;
 
-/// Everything a host needs to run a deployment's upstreams.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// Everything a host needs to run a deployment's upstreams (`Default`: none).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Plan {
     /// Named credential bindings, sorted by name.
     pub credentials: Vec<CredentialBinding>,
     /// Upstreams, sorted by name.
     pub upstreams: Vec<UpstreamPlan>,
+    /// `approval_webhook`: where calls that need a person's approval are asked, instead of the
+    /// MCP client.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval_webhook: Option<ApprovalWebhook>,
+}
+
+/// An HTTP endpoint that approves calls for a person (see docs/security.md).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApprovalWebhook {
+    /// Where approvals are POSTed.
+    pub url: String,
+    /// Its auth emitters, static headers and `http://` opt-ins (timeouts: the approval wait).
+    pub http: HttpSettings,
 }
 
 impl Plan {

@@ -325,3 +325,78 @@ fn the_idempotency_header_is_a_plain_header_nobody_else_sets() {
         );
     }
 }
+
+/// Loads `{"credentials": ..., "approval_webhook": webhook, "upstreams": {"api": reads}}`.
+fn load_webhook(webhook: Value) -> Result<Loaded, Diagnostics> {
+    let config = json!({
+        "credentials": {"approvals": {"source": "env", "var": "APPROVALS_TOKEN"}},
+        "approval_webhook": webhook,
+        "upstreams": {"api": {"transport": "openapi", "base_url": "https://api.example.test",
+            "schema_file": "writes.openapi.json", "include_operations": ["list_items"]}}
+    });
+    ptc_plan::load_str(
+        &config.to_string(),
+        Path::new("/cfg/upstreams.json"),
+        &Inline,
+    )
+}
+
+#[test]
+fn an_approval_webhook_is_an_https_endpoint_with_the_usual_auth() {
+    let loaded = load_webhook(json!({"url": "https://approvals.example/hook",
+        "auth": [{"scheme": "bearer", "binding": "approvals"}],
+        "static_headers": {"X-Team": "platform"}}))
+    .unwrap();
+    let w = loaded.plan.approval_webhook.expect("the webhook");
+    assert_eq!(w.url, "https://approvals.example/hook");
+    assert_eq!(w.http.auth.len(), 1);
+    assert_eq!(
+        w.http.static_headers,
+        [("x-team".to_string(), "platform".to_string())]
+    );
+    // Plans without one serialise as before.
+    let plain = load(&["list_items"], json!({})).unwrap();
+    assert!(plain.plan.approval_webhook.is_none());
+    assert!(
+        serde_json::to_value(&plain.plan)
+            .unwrap()
+            .get("approval_webhook")
+            .is_none()
+    );
+    let problems = |webhook: Value| -> Vec<String> {
+        load_webhook(webhook)
+            .expect_err("refused")
+            .0
+            .iter()
+            .map(|d| format!("{}: {}", d.pointer, d.message))
+            .collect()
+    };
+    assert_eq!(
+        problems(json!({"auth": []})),
+        ["/approval_webhook: the approval webhook is missing required field `url`"]
+    );
+    let insecure = problems(json!({"url": "http://approvals.example/hook",
+        "auth": [{"scheme": "bearer", "binding": "approvals"}]}));
+    assert_eq!(insecure.len(), 1, "{insecure:?}");
+    assert!(
+        insecure[0].starts_with("/approval_webhook/url: "),
+        "{insecure:?}"
+    );
+    // Its request waits as long as the approval may: no request timeout to set.
+    assert_eq!(
+        problems(json!({"url": "https://approvals.example/hook", "request_timeout_ms": 5})),
+        [
+            "/approval_webhook/request_timeout_ms: unknown field `request_timeout_ms` in the approval webhook"
+        ]
+    );
+    assert_eq!(
+        problems(json!({"url": "https://approvals.example/hook",
+            "auth": [{"scheme": "bearer", "binding": "nope"}]}))
+        .len(),
+        1
+    );
+    assert_eq!(
+        problems(json!("https://approvals.example/hook")),
+        ["/approval_webhook: the approval webhook must be a JSON object, got a string"]
+    );
+}

@@ -19,10 +19,7 @@ async fn evaluator(plan: ptc_plan::Plan, limits: EvalLimits) -> Arc<Evaluator> {
 }
 
 fn empty() -> ptc_plan::Plan {
-    ptc_plan::Plan {
-        credentials: vec![],
-        upstreams: vec![],
-    }
+    ptc_plan::Plan::default()
 }
 
 async fn call(ev: &Evaluator, args: Value) -> Value {

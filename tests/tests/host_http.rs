@@ -28,10 +28,7 @@ struct Host {
 }
 
 async fn host(options: HttpOptions, limits: EvalLimits) -> Host {
-    let plan = ptc_plan::Plan {
-        credentials: vec![],
-        upstreams: vec![],
-    };
+    let plan = ptc_plan::Plan::default();
     let up = Upstreams::start(plan, Default::default(), StartOptions::default())
         .await
         .unwrap();
@@ -290,10 +287,7 @@ async fn binding_off_loopback_needs_a_long_enough_token() {
     assert_eq!(HttpOptions::default().validate(), Ok(()));
     // serve refuses before binding.
     let up = Upstreams::start(
-        ptc_plan::Plan {
-            credentials: vec![],
-            upstreams: vec![],
-        },
+        ptc_plan::Plan::default(),
         Default::default(),
         StartOptions::default(),
     )

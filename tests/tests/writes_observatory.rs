@@ -120,8 +120,17 @@ struct Run {
 impl Bed {
     /// Runs `src` (suspendable, as the server does) with `approver` answering for the person.
     fn run(&self, src: &str, approver: Option<Arc<dyn Approver>>) -> Run {
+        self.run_with(src, approver, Duration::from_secs(30))
+    }
+
+    /// [`Bed::run`] with nobody but the deployment to ask, who has `wait` to answer.
+    fn run_waiting(&self, src: &str, wait: Duration) -> Run {
+        self.run_with(src, None, wait)
+    }
+
+    fn run_with(&self, src: &str, approver: Option<Arc<dyn Approver>>, wait: Duration) -> Run {
         let budgets = Budgets {
-            approval_wait: Duration::from_secs(30),
+            approval_wait: wait,
             ..Budgets::default()
         };
         let host = Arc::new(match approver {
@@ -369,4 +378,150 @@ fn a_secret_in_the_arguments_never_reaches_the_person() {
     let shown = format!("{} {}", request.message(), request.arguments);
     assert!(!shown.contains(TOKEN), "{shown}");
     assert!(shown.contains("[REDACTED]"), "{shown}");
+}
+
+/// The approval service a deployment names in `approval_webhook`, on a runtime of its own: it
+/// answers every approval as `mode` says and keeps what it was asked (the body and the
+/// Authorization header).
+struct ApprovalService {
+    url: String,
+    asked: Arc<Mutex<Vec<(serde_json::Value, String)>>>,
+    _rt: tokio::runtime::Runtime,
+}
+
+fn approval_service(mode: &'static str) -> ApprovalService {
+    use axum::http::{HeaderMap, StatusCode};
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let asked: Arc<Mutex<Vec<(serde_json::Value, String)>>> = Arc::default();
+    let seen = asked.clone();
+    let app = axum::Router::new().route(
+        "/approve",
+        axum::routing::post(
+            move |headers: HeaderMap, axum::Json(body): axum::Json<serde_json::Value>| {
+                let seen = seen.clone();
+                async move {
+                    let auth = headers
+                        .get("authorization")
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or("")
+                        .to_string();
+                    seen.lock().unwrap().push((body, auth));
+                    match mode {
+                        "approve" => (StatusCode::OK, r#"{"approved": true}"#.to_string()),
+                        "deny" => (
+                            StatusCode::OK,
+                            r#"{"approved": false, "reason": "change freeze"}"#.to_string(),
+                        ),
+                        "broken" => (StatusCode::INTERNAL_SERVER_ERROR, "oops".to_string()),
+                        // A person who never answers: the request is held open.
+                        _ => std::future::pending().await,
+                    }
+                }
+            },
+        ),
+    );
+    let listener = rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let addr = listener.local_addr().unwrap();
+    rt.spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    ApprovalService {
+        url: format!("http://{addr}/approve"),
+        asked,
+        _rt: rt,
+    }
+}
+
+const APPROVALS_TOKEN: &str = "approvals_secret_61f0c2";
+
+/// A bed whose deployment names an approval webhook (bearer `APPROVALS_TOKEN`) answering as
+/// `mode` says.
+fn webhook_bed(name: &str, mode: &'static str) -> (Bed, ApprovalService) {
+    let service = approval_service(mode);
+    let url = service.url.clone();
+    let token_file =
+        std::env::temp_dir().join(format!("ptc-approvals-{name}-{}.token", std::process::id()));
+    std::fs::write(&token_file, APPROVALS_TOKEN).unwrap();
+    let b = bed(name, WriteGate::Open, move |plan| {
+        plan.credentials.push(ptc_plan::CredentialBinding {
+            name: "approvals".into(),
+            source: CredentialSource::File {
+                path: token_file.to_string_lossy().into(),
+            },
+            scheme_hint: None,
+        });
+        let mut http = observatory(plan).http.clone();
+        http.auth = vec![ptc_plan::AuthEmitter::Bearer {
+            binding: "approvals".into(),
+        }];
+        http.static_headers.clear();
+        plan.approval_webhook = Some(ptc_plan::ApprovalWebhook { url, http });
+    });
+    (b, service)
+}
+
+#[test]
+fn a_deployments_approval_webhook_decides_instead_of_the_client() {
+    let (b, service) = webhook_bed("webhook-approve", "approve");
+    // The client would say no; the deployment's webhook is asked instead, and says yes.
+    let person = Person::answering(Decision::Declined("the client must not be asked".into()));
+    let run = b.run(&annotate(TOKEN), Some(person.clone()));
+    // (The answer echoes the label, redacted like every output.)
+    assert_eq!(run.value, "[true nil :applied \"[REDACTED]\" nil]");
+    assert!(person.asked().is_empty());
+    assert_eq!(run.calls[1]["approval"], "approved");
+    let asked = service.asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 1);
+    let (body, auth) = &asked[0];
+    assert_eq!(auth, &format!("Bearer {APPROVALS_TOKEN}"));
+    assert_eq!(body["tool"], "observatory/annotate-trace");
+    assert_eq!(body["effect"], "write");
+    assert!(
+        body["request"]
+            .as_str()
+            .unwrap()
+            .starts_with("POST http://127.0.0.1:")
+    );
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("Approve this call?")
+    );
+    assert!(body["wait_ms"].as_u64().unwrap() <= 10_000);
+    // The upstream's token, in the arguments, reached the webhook redacted.
+    assert_eq!(body["arguments"]["body"]["label"], "[REDACTED]");
+    assert!(!body.to_string().contains(TOKEN), "{body}");
+    // A program run without any client (ptc eval) is asked through the webhook too.
+    let run = b.run(&annotate("flaky"), None);
+    assert_eq!(run.value, "[true nil :applied \"flaky\" nil]");
+}
+
+#[test]
+fn a_webhook_that_says_no_fails_or_never_answers_is_never_a_yes() {
+    let (b, _service) = webhook_bed("webhook-deny", "deny");
+    let run = b.run(&annotate("flaky"), None);
+    assert_eq!(
+        run.value,
+        "[false :approval_declined nil nil \"observatory/annotate-trace: not called: the person said no: change freeze\"]"
+    );
+    let (b, _service) = webhook_bed("webhook-broken", "broken");
+    let run = b.run(&annotate("flaky"), None);
+    assert_eq!(
+        run.value,
+        "[false :approval_unavailable nil nil \"observatory/annotate-trace: not called: it needs a person's approval and the approval webhook answered HTTP 500\"]"
+    );
+    let (b, _service) = webhook_bed("webhook-silent", "silent");
+    let run = b.run_waiting(&annotate("flaky"), Duration::from_secs(1));
+    assert_eq!(
+        run.value,
+        "[false :approval_declined nil nil \"observatory/annotate-trace: not called: nobody answered the approval request within 1 s\"]"
+    );
+    assert!(b.posts().is_empty(), "nothing was written");
 }

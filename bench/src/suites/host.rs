@@ -83,10 +83,7 @@ async fn health_p50(base: &str, clients: usize, time: Duration) -> Duration {
 fn http_rows(budget: Budget) -> Vec<Row> {
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     rt.block_on(async {
-        let plan = ptc_plan::Plan {
-            credentials: vec![],
-            upstreams: vec![],
-        };
+        let plan = ptc_plan::Plan::default();
         let up = Upstreams::start(plan, Default::default(), StartOptions::default())
             .await
             .expect("no upstreams start");

@@ -1,9 +1,10 @@
 //! One audit line per evaluation (tracing target `ptc::audit`): the program's hash, the upstream
-//! calls (names and outcomes only), the outcome, durations and byte counts. Never program text,
-//! payloads, results or secrets.
+//! calls (names and outcomes only; for a write also its approval and what it did), the outcome,
+//! durations and byte counts. Never program text, payloads, results or secrets.
 
 use sha2::{Digest, Sha256};
 
+use crate::records::UpstreamCall;
 use crate::server::outcome::EvalOutcome;
 
 /// The program's SHA-256, hex: identifies a program across logs without storing it.
@@ -18,10 +19,7 @@ pub fn record(program: &str, outcome: &EvalOutcome) {
         .records
         .upstream_calls
         .iter()
-        .map(|c| match c.reason {
-            Some(r) => format!("{}/{}:{r}:{}ms", c.server, c.tool, c.duration_ms),
-            None => format!("{}/{}:ok:{}ms", c.server, c.tool, c.duration_ms),
-        })
+        .map(call_text)
         .collect();
     let (outcome_name, reason) = match &outcome.result {
         Ok(_) => ("ok", ""),
@@ -44,8 +42,73 @@ pub fn record(program: &str, outcome: &EvalOutcome) {
     );
 }
 
+/// One call in the audit line: `server/tool:outcome:12ms`, and for a write
+/// `:write:approved:applied` (its effect, the approval when one was asked, what it did).
+fn call_text(c: &UpstreamCall) -> String {
+    let outcome = c.reason.map_or("ok", |r| r.as_str());
+    let mut text = format!("{}/{}:{outcome}:{}ms", c.server, c.tool, c.duration_ms);
+    if let Some(w) = &c.write {
+        text.push(':');
+        text.push_str(w.effect.as_str());
+        if let Some(a) = w.approval {
+            text.push(':');
+            text.push_str(a.as_str());
+        }
+        if let Some(m) = w.mutation_state {
+            text.push(':');
+            text.push_str(m.as_str());
+        }
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
+    use crate::outcome::Reason;
+    use crate::records::{ApprovalOutcome, UpstreamCall, WriteRecord};
+    use crate::writes::MutationState;
+
+    #[test]
+    fn a_call_says_its_outcome_and_a_write_what_it_did() {
+        let mut c = UpstreamCall {
+            server: "obs".into(),
+            tool: "annotate".into(),
+            reason: None,
+            duration_ms: 12,
+            result_bytes: 3,
+            write: None,
+        };
+        assert_eq!(super::call_text(&c), "obs/annotate:ok:12ms");
+        c.write = Some(WriteRecord {
+            effect: ptc_plan::Effect::Write,
+            approval: Some(ApprovalOutcome::Approved),
+            mutation_state: Some(MutationState::Applied),
+        });
+        assert_eq!(
+            super::call_text(&c),
+            "obs/annotate:ok:12ms:write:approved:applied"
+        );
+        c.reason = Some(Reason::ApprovalDeclined);
+        c.write = Some(WriteRecord {
+            effect: ptc_plan::Effect::SafeQuery,
+            approval: Some(ApprovalOutcome::Declined),
+            mutation_state: None,
+        });
+        assert_eq!(
+            super::call_text(&c),
+            "obs/annotate:approval_declined:12ms:safe_query:declined"
+        );
+        c.write = Some(WriteRecord {
+            effect: ptc_plan::Effect::Write,
+            approval: None,
+            mutation_state: Some(MutationState::Indeterminate),
+        });
+        assert_eq!(
+            super::call_text(&c),
+            "obs/annotate:approval_declined:12ms:write:indeterminate"
+        );
+    }
+
     #[test]
     fn the_program_hash_is_its_sha256_in_lower_hex() {
         assert_eq!(

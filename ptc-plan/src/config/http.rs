@@ -5,7 +5,9 @@ use serde_json::Value;
 use super::fields::{Cx, Fields};
 use crate::diagnostic::pointer_join;
 use crate::headers::{is_protocol_controlled, is_secret_bearing, is_token};
-use crate::plan::{AuthEmitter, Backoff, CredentialBinding, HttpSettings, SchemeHint};
+use crate::plan::{
+    ApprovalWebhook, AuthEmitter, Backoff, CredentialBinding, HttpSettings, SchemeHint,
+};
 use crate::suggest::did_you_mean;
 
 /// Defaults, documented in docs/configuration.md.
@@ -87,6 +89,51 @@ pub(super) fn parse_settings(
         },
     }
 }
+
+/// Reads `approval_webhook`: `url`, `auth`, `static_headers`, the `http://` opt-ins and
+/// `connect_timeout_ms` (a request waits as long as the approval may; no other timeout applies).
+pub(super) fn parse_webhook(
+    cx: &mut Cx,
+    value: &Value,
+    pointer: &str,
+    credentials: &[CredentialBinding],
+) -> Option<ApprovalWebhook> {
+    let mut f = Fields::new(cx, value, pointer, "the approval webhook")?;
+    let auth = match f.get("auth") {
+        Some(v) => parse_auth(cx, v, &f.at("auth"), credentials),
+        None => Vec::new(),
+    };
+    let static_headers = parse_static_headers(cx, &mut f, &auth);
+    let http = HttpSettings {
+        auth,
+        static_headers,
+        allow_insecure_http: f.bool(cx, "allow_insecure_http"),
+        allow_insecure_auth: f.bool(cx, "allow_insecure_auth"),
+        connect_timeout_ms: f.positive(cx, "connect_timeout_ms", DEFAULT_CONNECT_TIMEOUT_MS),
+        request_timeout_ms: DEFAULT_REQUEST_TIMEOUT_MS,
+        max_response_bytes: WEBHOOK_MAX_RESPONSE_BYTES,
+        pool_size: 1,
+        backoff: Backoff {
+            max_retries: 0,
+            initial_ms: DEFAULT_BACKOFF_INITIAL_MS,
+            max_ms: DEFAULT_BACKOFF_MAX_MS,
+        },
+    };
+    let url = f.required_string(
+        cx,
+        "url",
+        "set \"url\" to the https:// endpoint that answers approvals",
+    );
+    let ok = url.is_some_and(|u| check_url(cx, &f.at("url"), "url", u, &http));
+    f.finish(cx);
+    Some(ApprovalWebhook {
+        url: url.filter(|_| ok)?.to_string(),
+        http,
+    })
+}
+
+/// The largest answer an approval webhook may give.
+const WEBHOOK_MAX_RESPONSE_BYTES: u64 = 64 * 1024;
 
 /// What an upstream's URLs are checked against: its opt-ins, and whether it sends credentials
 /// (which is what `allow_insecure_auth` is about).

@@ -19,7 +19,9 @@ use serde_json::{Map, Value};
 
 use crate::diagnostic::{Diagnostics, Reporter};
 use crate::effects::WriteGrant;
-use crate::plan::{CredentialBinding, HttpSettings, McpHttpPlan, McpStdioPlan, SchemaLocation};
+use crate::plan::{
+    ApprovalWebhook, CredentialBinding, HttpSettings, McpHttpPlan, McpStdioPlan, SchemaLocation,
+};
 use fields::{Cx, Fields};
 
 /// A validated config, before the OpenAPI documents are compiled.
@@ -29,6 +31,8 @@ pub struct Config {
     pub credentials: Vec<CredentialBinding>,
     /// Upstreams, sorted by name.
     pub upstreams: Vec<UpstreamConfig>,
+    /// `approval_webhook`, when set.
+    pub approval_webhook: Option<ApprovalWebhook>,
 }
 
 /// One upstream as configured.
@@ -165,9 +169,13 @@ fn parse_root(cx: &mut Cx, root: &Value, base_dir: &Path, secrets: &mut Secrets)
         Some(v) => upstreams::parse_all(cx, v, "/upstreams", base_dir, &credentials),
         None => Vec::new(),
     };
+    let approval_webhook = top
+        .get("approval_webhook")
+        .and_then(|v| http::parse_webhook(cx, v, "/approval_webhook", &credentials));
     top.finish(cx);
     Some(Config {
         credentials,
         upstreams,
+        approval_webhook,
     })
 }
