@@ -135,7 +135,10 @@ struct DemoPerson;
 impl Approver for DemoPerson {
     fn approve(&self, request: ApprovalRequest, wait: Duration) -> DecisionFuture {
         Box::pin(async move {
-            println!("approval asked (an MCP client shows this to its user, who has {} s):", wait.as_secs());
+            println!(
+                "approval asked (an MCP client shows this to its user, who has {} s):",
+                wait.as_secs()
+            );
             for line in request.message().lines() {
                 println!("  | {line}");
             }

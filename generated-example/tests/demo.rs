@@ -69,7 +69,9 @@ fn demo_answers_every_question_with_its_calls_and_payload_reduction() {
         "{write}"
     );
     assert_eq!(
-        write.matches("Observatory audit log: POST /api/traces/").count(),
+        write
+            .matches("Observatory audit log: POST /api/traces/")
+            .count(),
         1,
         "{write}"
     );

@@ -149,6 +149,25 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    fn names_as_the_config_writes_them() {
+        let names = [Effect::Read, Effect::SafeQuery, Effect::Write].map(Effect::as_str);
+        assert_eq!(names, ["read", "safe_query", "write"]);
+        assert_eq!(
+            [Approval::None, Approval::Always].map(Approval::as_str),
+            ["none", "always"]
+        );
+        // The serde names are the same.
+        assert_eq!(
+            serde_json::to_value(Effect::SafeQuery).unwrap(),
+            json!("safe_query")
+        );
+        assert_eq!(
+            serde_json::to_value(Approval::Always).unwrap(),
+            json!("always")
+        );
+    }
+
+    #[test]
     fn openapi_methods() {
         assert_eq!(openapi_effect("GET", None), Effect::Read);
         assert_eq!(openapi_effect("get", Some(true)), Effect::Read);
