@@ -294,3 +294,67 @@ pub(crate) fn openapi_tools(
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(effect: Effect, approval: Approval, disabled: Option<&str>) -> ToolEntry {
+        ToolEntry {
+            server: "obs".into(),
+            name: "annotate".into(),
+            description: "Annotate".into(),
+            input_schema: json!({"type": "object"}),
+            output_schema: None,
+            classified: Classified { effect, approval },
+            disabled: disabled.map(str::to_string),
+            max_response_bytes: 1,
+            provenance: json!({"transport": "openapi"}),
+            pin: None,
+            index: 0,
+        }
+    }
+
+    #[test]
+    fn a_write_says_what_it_is_and_why_it_is_disabled() {
+        let read = entry(Effect::Read, Approval::None, None);
+        assert_eq!(read.write_note(), None);
+        assert_eq!(read.notes(), None);
+        let meta = read.to_json();
+        assert_eq!(meta["annotations"], json!({"readOnlyHint": true}));
+        assert_eq!(
+            meta["_ptc"],
+            json!({"transport": "openapi", "effect": "read"})
+        );
+
+        let write = entry(Effect::Write, Approval::Always, Some("writes are off"));
+        assert_eq!(
+            write.notes().as_deref(),
+            Some("write; a person approves each call; disabled: writes are off")
+        );
+        let meta = write.to_json();
+        assert_eq!(meta["annotations"], json!({"readOnlyHint": false}));
+        assert_eq!(
+            meta["_ptc"],
+            json!({"transport": "openapi", "effect": "write", "approval": "always",
+                   "disabled": "writes are off"})
+        );
+        assert_eq!(meta["name"], "annotate");
+        assert_eq!(meta["server"], "obs");
+
+        let query = entry(Effect::SafeQuery, Approval::None, None);
+        assert_eq!(query.write_note().as_deref(), Some("safe query"));
+        assert_eq!(
+            entry(Effect::SafeQuery, Approval::Always, None)
+                .write_note()
+                .as_deref(),
+            Some("safe query; a person approves each call")
+        );
+        assert_eq!(
+            entry(Effect::Write, Approval::None, None)
+                .write_note()
+                .as_deref(),
+            Some("write")
+        );
+    }
+}

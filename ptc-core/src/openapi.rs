@@ -447,14 +447,17 @@ fn problem_detail(body: &[u8]) -> String {
     }
 }
 
-enum ReadError {
+pub(crate) enum ReadError {
     TooLarge,
     Failed(reqwest::Error),
 }
 
 /// Reads the body as a stream, stopping as soon as it passes `cap` bytes (whatever
 /// Content-Length said).
-async fn read_capped(mut resp: reqwest::Response, cap: u64) -> Result<Vec<u8>, ReadError> {
+pub(crate) async fn read_capped(
+    mut resp: reqwest::Response,
+    cap: u64,
+) -> Result<Vec<u8>, ReadError> {
     if resp.content_length().is_some_and(|n| n > cap) {
         return Err(ReadError::TooLarge);
     }

@@ -92,9 +92,10 @@ impl Webhook {
         if !status.is_success() {
             return unavailable(format!("answered HTTP {}", status.as_u16()));
         }
-        let bytes = match read_capped(resp, self.plan.http.max_response_bytes).await {
-            Some(b) => b,
-            None => return unavailable("sent an answer that could not be read".into()),
+        let bytes = match crate::openapi::read_capped(resp, self.plan.http.max_response_bytes).await
+        {
+            Ok(b) => b,
+            Err(_) => return unavailable("sent an answer that could not be read".into()),
         };
         decide(&bytes).unwrap_or_else(|why| unavailable(why))
     }
@@ -121,17 +122,6 @@ fn decide(body: &[u8]) -> Result<Decision, String> {
         }
         _ => Err("answered without `approved: true|false`".into()),
     }
-}
-
-async fn read_capped(mut resp: reqwest::Response, cap: u64) -> Option<Vec<u8>> {
-    let mut body = Vec::new();
-    while let Some(chunk) = resp.chunk().await.ok()? {
-        if body.len() as u64 + chunk.len() as u64 > cap {
-            return None;
-        }
-        body.extend_from_slice(&chunk);
-    }
-    Some(body)
 }
 
 #[cfg(test)]

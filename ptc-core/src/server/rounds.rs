@@ -330,6 +330,38 @@ mod tests {
         assert_eq!(parked.len(), 1);
     }
 
+    #[tokio::test]
+    async fn conversations_within_their_keep_stay_parked() {
+        let parked = Parked::default();
+        let mut asking = Vec::new();
+        for program in ["(a)", "(b)"] {
+            let (approver, done, conversation) = start(&args(program));
+            asking.push((
+                tokio::spawn(approver.approve(request(), Duration::from_secs(30))),
+                done,
+            ));
+            let Round::InputRequired(_) = parked.next(conversation, Duration::from_secs(60)).await
+            else {
+                panic!("an approval round")
+            };
+        }
+        assert_eq!(parked.len(), 2, "the first is still within its minute");
+    }
+
+    #[test]
+    fn a_stale_retry_says_what_to_do() {
+        assert!(
+            Stale::Unknown
+                .to_string()
+                .ends_with("send the program again")
+        );
+        assert!(
+            Stale::OtherArguments
+                .to_string()
+                .starts_with("the retry's arguments differ")
+        );
+    }
+
     #[test]
     fn the_answer_in_the_retry() {
         let d = |v| decision(Some(&responses(v)));
