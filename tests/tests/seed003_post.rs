@@ -51,6 +51,8 @@ fn resilient(rt: &tokio::runtime::Runtime) -> (String, Arc<Mutex<Vec<Value>>>) {
                     "" => error(StatusCode::BAD_REQUEST, "missing tool name"),
                     "rz_gone" => error(StatusCode::NOT_FOUND, "unsupported route"),
                     "rz_busy" => error(StatusCode::TOO_MANY_REQUESTS, "rate limit exceeded"),
+                    "rz_down" => error(StatusCode::SERVICE_UNAVAILABLE, "restarting"),
+                    "rz_auth" => error(StatusCode::UNAUTHORIZED, "token expired"),
                     _ => (
                         [("content-type", "application/json")],
                         json!({"status": "ok", "tool": tool, "mcp_tool": "resilient_run",
@@ -82,8 +84,14 @@ fn upstreams(
 ) -> Arc<Upstreams> {
     let doc = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../fixtures/openapi/resilient-mcp-http.openapi.json");
-    let config = json!({"upstreams": {"resilient": {
+    // Retries configured, and a credential to re-read on a 401: a read (or safe query) uses
+    // them, a write never does.
+    let config = json!({
+        "credentials": {"rz": {"source": "literal", "value": "rz-token-5e1c"}},
+        "upstreams": {"resilient": {
         "transport": "openapi", "base_url": base, "allow_insecure_http": true,
+        "allow_insecure_auth": true, "auth": [{"scheme": "bearer", "binding": "rz"}],
+        "max_retries": 2, "backoff_initial_ms": 1, "backoff_max_ms": 2,
         "schema_file": doc, "include_operations": ["getHealth", "postMcpCall"],
         "allow_writes": {"postMcpCall": grant}}}});
     let loaded = ptc_plan::load_str(
@@ -201,4 +209,33 @@ fn post_mcp_call_is_disabled_without_the_gate_and_never_sent() {
     // The read beside it works as ever.
     let up = upstreams(&rt, &base, json!({"approval": "none"}), WriteGate::Open);
     assert_eq!(run(&rt, &up, &call("rz_run")), "[true nil \"2\\n\" nil]");
+}
+
+#[test]
+fn a_write_is_sent_once_where_a_safe_query_is_retried() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (base, got) = resilient(&rt);
+    let sent = |tool: &str| {
+        got.lock()
+            .unwrap()
+            .iter()
+            .filter(|b| b["tool"] == tool)
+            .count()
+    };
+    let query = upstreams(&rt, &base, json!({"effect": "safe_query"}), WriteGate::Open);
+    assert!(run(&rt, &query, &call("rz_down")).starts_with("[false :upstream_unavailable"));
+    assert_eq!(sent("rz_down"), 3, "the safe query was retried twice");
+    assert!(run(&rt, &query, &call("rz_auth")).starts_with("[false :auth_failed"));
+    assert_eq!(
+        sent("rz_auth"),
+        2,
+        "a 401 is retried once after a fresh credential read"
+    );
+    got.lock().unwrap().clear();
+    let write = upstreams(&rt, &base, json!({"approval": "none"}), WriteGate::Open);
+    let down = run(&rt, &write, &call("rz_down"));
+    assert!(down.starts_with("[false :upstream_unavailable"), "{down}");
+    assert_eq!(sent("rz_down"), 1, "a write is never retried");
+    assert!(run(&rt, &write, &call("rz_auth")).starts_with("[false :auth_failed"));
+    assert_eq!(sent("rz_auth"), 1, "not even after a 401");
 }
