@@ -97,7 +97,7 @@ impl Webhook {
             Ok(b) => b,
             Err(_) => return unavailable("sent an answer that could not be read".into()),
         };
-        decide(&bytes).unwrap_or_else(|why| unavailable(why))
+        decide(&bytes).unwrap_or_else(unavailable)
     }
 }
 

@@ -370,7 +370,7 @@ fn a_secret_in_the_arguments_never_reaches_the_person() {
     // The program knows the token only because the test wrote it in; the redactor knows it
     // because the host read it to authenticate.
     b.run(
-        &format!("(tool/call 'observatory/list-traces {{:org-id \"org_acme\" :limit 1}})"),
+        "(tool/call 'observatory/list-traces {:org-id \"org_acme\" :limit 1})",
         None,
     );
     b.run(&annotate(TOKEN), Some(person.clone()));
