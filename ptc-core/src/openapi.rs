@@ -126,7 +126,8 @@ impl OpenApiUpstream {
             )
         })?;
         let idempotency = match (&self.plan.idempotency_header, idempotency_key) {
-            (Some(header), Some(key)) if write => Some((header.as_str(), key.to_string())),
+            // The host gives keys to writes only.
+            (Some(header), Some(key)) => Some((header.as_str(), key.to_string())),
             _ => None,
         };
         let url = build_url(

@@ -239,3 +239,35 @@ fn a_write_is_sent_once_where_a_safe_query_is_retried() {
     assert!(run(&rt, &write, &call("rz_auth")).starts_with("[false :auth_failed"));
     assert_eq!(sent("rz_auth"), 1, "not even after a 401");
 }
+
+#[test]
+fn a_write_whose_connection_drops_is_not_sent_again() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    // A server that takes each connection and drops it before answering.
+    let listener = rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let accepted = Arc::new(Mutex::new(0usize));
+    let count = accepted.clone();
+    rt.spawn(async move {
+        while let Ok((socket, _)) = listener.accept().await {
+            *count.lock().unwrap() += 1;
+            drop(socket);
+        }
+    });
+    let write = upstreams(&rt, &base, json!({"approval": "none"}), WriteGate::Open);
+    let answer = run(&rt, &write, &call("rz_run"));
+    assert!(
+        answer.starts_with("[false :upstream_unavailable"),
+        "{answer}"
+    );
+    assert_eq!(*accepted.lock().unwrap(), 1, "sent once");
+    let query = upstreams(&rt, &base, json!({"effect": "safe_query"}), WriteGate::Open);
+    run(&rt, &query, &call("rz_run"));
+    assert_eq!(
+        *accepted.lock().unwrap(),
+        4,
+        "a safe query is retried twice"
+    );
+}
