@@ -130,18 +130,22 @@ pub struct RunId([u8; 16]);
 impl RunId {
     /// A fresh random id.
     pub fn new() -> RunId {
-        let mut bytes = [0u8; 16];
-        // The OS generator does not fail on the platforms ptc runs on; if it ever did, a
-        // time-derived id still differs between runs.
-        if getrandom::fill(&mut bytes).is_err() {
-            let nanos = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos())
-                .unwrap_or(0);
-            bytes = nanos.to_le_bytes();
-        }
-        RunId(bytes)
+        RunId(random_id())
     }
+}
+
+/// 16 bytes from the OS generator: run ids, approval handles. It does not fail on the platforms
+/// ptc runs on; if it ever did, a time-derived value still differs between calls.
+pub(crate) fn random_id() -> [u8; 16] {
+    let mut bytes = [0u8; 16];
+    if getrandom::fill(&mut bytes).is_err() {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        bytes = nanos.to_le_bytes();
+    }
+    bytes
 }
 
 impl Default for RunId {

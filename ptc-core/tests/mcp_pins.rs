@@ -18,18 +18,6 @@ fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/mcp")
 }
 
-fn python() -> Option<PathBuf> {
-    let python = fixtures().join(".venv/bin/python");
-    if python.exists() {
-        return Some(python);
-    }
-    ptc_tests::skip(
-        "the fixtures/mcp Python venv is missing (run `python3 -m venv fixtures/mcp/.venv && \
-         fixtures/mcp/.venv/bin/pip install -r fixtures/mcp/requirements.txt`)",
-    );
-    None
-}
-
 const INCLUDED: [&str; 5] = [
     "change-tools",
     "crash",
@@ -117,7 +105,7 @@ impl Drop for Deployment {
 /// A deployment of the peer whose tool list was vendored from the unchanged server (`None`,
 /// said, when the peer is missing).
 fn vendored(name: &str) -> Option<(tokio::runtime::Runtime, Deployment, ToolList)> {
-    let python = python()?;
+    let python = ptc_tests::mcp_python()?;
     let rt = runtime();
     let d = Deployment::new(name, python);
     d.write_config(json!({}));
@@ -331,7 +319,9 @@ fn under_the_warn_policy_a_changed_tool_stays_callable_and_says_so() {
 
 #[test]
 fn without_a_tool_list_include_tools_narrows_what_the_server_lists() {
-    let Some(python) = python() else { return };
+    let Some(python) = ptc_tests::mcp_python() else {
+        return;
+    };
     let rt = runtime();
     let d = Deployment::new("unpinned", python);
     d.write_config(json!({"include_tools": ["echo"], "allow_writes": {}}));

@@ -4,7 +4,7 @@
 //! `.ci/run` installs the peer; without it a test fails under `CI=true` and otherwise says it was
 //! skipped.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -12,18 +12,6 @@ use ptc_core::approval::{ApprovalRequest, Approver, Decision, DecisionFuture};
 use ptc_core::{Budgets, ProgramHost, StartOptions, Upstreams, WriteGate};
 use ptc_lisp::{Interpreter, Limits};
 use serde_json::{Value, json};
-
-fn python() -> Option<PathBuf> {
-    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/mcp/.venv/bin/python");
-    if python.exists() {
-        return Some(python);
-    }
-    ptc_tests::skip(
-        "the fixtures/mcp Python venv is missing (run `python3 -m venv fixtures/mcp/.venv && \
-         fixtures/mcp/.venv/bin/pip install -r fixtures/mcp/requirements.txt`)",
-    );
-    None
-}
 
 struct Bed {
     rt: tokio::runtime::Runtime,
@@ -117,7 +105,9 @@ const NOTES: &str = "(-> (tool/call 'py/list-notes {}) :value :result)";
 
 #[test]
 fn an_approved_mcp_write_runs_and_a_declined_one_does_not() {
-    let Some(python) = python() else { return };
+    let Some(python) = ptc_tests::mcp_python() else {
+        return;
+    };
     let b = bed(
         &python,
         json!({"include_tools": ["add-note", "list-notes"], "allow_writes": {"add-note": {}}}),
@@ -161,7 +151,9 @@ fn an_approved_mcp_write_runs_and_a_declined_one_does_not() {
 
 #[test]
 fn an_mcp_write_needs_the_allow_list_and_the_gate() {
-    let Some(python) = python() else { return };
+    let Some(python) = ptc_tests::mcp_python() else {
+        return;
+    };
     let yes = person(Decision::Approved);
     // Allow-listed, gate closed.
     let b = bed(
@@ -202,7 +194,9 @@ fn an_mcp_write_needs_the_allow_list_and_the_gate() {
 
 #[test]
 fn a_listed_read_the_operator_granted_as_a_write_is_treated_as_one() {
-    let Some(python) = python() else { return };
+    let Some(python) = ptc_tests::mcp_python() else {
+        return;
+    };
     // Unpinned, the server's word is all there is; the operator's stricter reading wins.
     let b = bed(
         &python,

@@ -3,6 +3,7 @@
 //! runs cargo.
 
 use std::io::Write;
+use std::path::PathBuf;
 
 /// What a test does when a peer it needs is missing. Under `CI=true` (where `.ci/run` installs
 /// every peer) it panics with `why`, so CI never passes a test that did not run. Elsewhere it
@@ -17,6 +18,20 @@ pub fn skip(why: &str) {
     let test = thread.name().unwrap_or("a test");
     // Not the print macros: those are what the harness captures.
     let _ = writeln!(std::io::stderr().lock(), "SKIPPED {test}: {why}");
+}
+
+/// The Python of `fixtures/mcp` (the venv the Python MCP peer runs in), or `None` after
+/// [`skip`] says how to install it.
+pub fn mcp_python() -> Option<PathBuf> {
+    let python = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fixtures/mcp/.venv/bin/python");
+    if python.exists() {
+        return Some(python);
+    }
+    skip(
+        "the fixtures/mcp Python venv is missing (run `python3 -m venv fixtures/mcp/.venv && \
+         fixtures/mcp/.venv/bin/pip install -r fixtures/mcp/requirements.txt`)",
+    );
+    None
 }
 
 /// `cargo` (the one running the tests) for a test that builds a crate, without the variables

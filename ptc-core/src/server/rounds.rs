@@ -221,16 +221,10 @@ fn decision(responses: Option<&InputResponses>) -> Decision {
 
 /// A fresh, unguessable `requestState`.
 fn handle() -> String {
-    let mut bytes = [0u8; 16];
-    if getrandom::fill(&mut bytes).is_err() {
-        // Never reached on supported platforms; a time-based handle is still unique.
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0);
-        bytes = nanos.to_le_bytes();
-    }
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    crate::writes::random_id()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 #[cfg(test)]
