@@ -431,6 +431,13 @@ fn approval_service(mode: &'static str) -> ApprovalService {
     rt.spawn(async move {
         let _ = axum::serve(listener, app).await;
     });
+    // "gone": a webhook whose port nobody listens on any more.
+    let addr = if mode == "gone" {
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        closed.local_addr().unwrap()
+    } else {
+        addr
+    };
     ApprovalService {
         url: format!("http://{addr}/approve"),
         asked,
@@ -516,6 +523,15 @@ fn a_webhook_that_says_no_fails_or_never_answers_is_never_a_yes() {
     assert_eq!(
         run.value,
         "[false :approval_unavailable nil nil \"observatory/annotate-trace: not called: it needs a person's approval and the approval webhook answered HTTP 500\"]"
+    );
+    let (b, _service) = webhook_bed("webhook-gone", "gone");
+    let run = b.run(&annotate("flaky"), None);
+    assert!(
+        run.value.starts_with(
+            "[false :approval_unavailable nil nil \"observatory/annotate-trace: not called: it needs a person's approval and the approval webhook cannot be reached"
+        ),
+        "{}",
+        run.value
     );
     let (b, _service) = webhook_bed("webhook-silent", "silent");
     let run = b.run_waiting(&annotate("flaky"), Duration::from_secs(1));
