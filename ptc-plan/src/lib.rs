@@ -29,6 +29,7 @@ mod openapi;
 mod paths;
 pub mod pins;
 pub mod plan;
+pub mod projection;
 #[cfg(test)]
 mod rules_boundaries;
 pub mod schema;

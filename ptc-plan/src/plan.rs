@@ -13,6 +13,7 @@ use serde_json::{Map, Value};
 
 pub use crate::effects::{Classified, WriteGrant};
 pub use crate::pins::{PinPolicy, PinnedTool};
+pub use crate::projection::{Pagination, ValuePath};
 use crate::schema::SchemaError;
 
 /// Everything a host needs to run a deployment's upstreams (`Default`: none).
@@ -377,14 +378,15 @@ pub struct OperationBinding {
     /// Effective response cap: the smallest of the upstream's, the override's and the schema's.
     #[serde(rename = "maxResponseBytes")]
     pub max_response_bytes: u64,
-    /// `x-ptc-result-path`: where the interesting part of the result is (metadata only in v1).
+    /// `x-ptc-result-path` (or its override): what a call returns, selected from the response.
+    /// The tool's `outputSchema` is already the selected value's.
     #[serde(
         rename = "resultPath",
         default,
         skip_serializing_if = "Option::is_none"
     )]
-    pub result_path: Option<String>,
-    /// `x-ptc-pagination`: how to ask for the next page (metadata only; no auto-paging).
+    pub result_path: Option<ValuePath>,
+    /// `x-ptc-pagination` (or its override): how `tool/pages` asks for the next page.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pagination: Option<Pagination>,
     /// `x-ptc-notes` and operator notes: agent guidance.
@@ -434,11 +436,3 @@ pub struct Param {
     pub repeated: bool,
 }
 
-/// Cursor pagination shape (`x-ptc-pagination`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Pagination {
-    /// Argument that carries the cursor.
-    pub cursor_arg: String,
-    /// Where the next cursor is in the result, e.g. `$.next_cursor`.
-    pub next_cursor_path: String,
-}

@@ -4,7 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use crate::{HttpSettings, Transport};
+use crate::{HttpSettings, ToolPlan, Transport};
+use serde_json::json;
 
 /// A fresh folder for one test.
 fn temp_dir() -> PathBuf {
@@ -21,12 +22,21 @@ fn temp_dir() -> PathBuf {
 /// Loads an upstream `api` over the OpenAPI document `doc` (written to a fresh folder) with
 /// `include_operations`.
 fn load_doc(doc: &str, operations: &[&str]) -> Result<crate::Loaded, crate::Diagnostics> {
+    load_doc_with(doc, operations, serde_json::json!({}))
+}
+
+/// [`load_doc`] with the upstream's `operation_overrides`.
+fn load_doc_with(
+    doc: &str,
+    operations: &[&str],
+    overrides: serde_json::Value,
+) -> Result<crate::Loaded, crate::Diagnostics> {
     let dir = temp_dir();
     std::fs::write(dir.join("doc.openapi.json"), doc).unwrap();
     let path = dir.join("upstreams.json");
     let config = serde_json::json!({"upstreams": {"api": {"transport": "openapi",
         "base_url": "https://api.example.test", "schema_file": "doc.openapi.json",
-        "include_operations": operations}}});
+        "include_operations": operations, "operation_overrides": overrides}}});
     std::fs::write(&path, config.to_string()).unwrap();
     let loaded = crate::load(&path);
     std::fs::remove_dir_all(&dir).ok();
@@ -672,7 +682,7 @@ fn the_pagination_cursor_is_a_query_parameter() {
         panic!("openapi upstream")
     };
     let pagination = api.tools[0].ptc.pagination.as_ref().expect("pagination");
-    assert_eq!(pagination.cursor_arg, "page");
+    assert_eq!(pagination.position_arg(), "page");
     for bad in ["cursor", "nope"] {
         let diags = load_paginated(bad).expect_err(bad);
         assert_eq!(diags.len(), 1, "{diags}");
@@ -848,6 +858,158 @@ fn placeholders_need_path_parameters_and_nullable_types_keep_their_kind() {
         )),
         [
             "query parameter `f` is not a simple value (string, number, integer, boolean, or an exploded array of them)"
+        ]
+    );
+}
+
+/// A one-operation document: `GET /things` with query `cursor`, `page`, `per_page` and `offset`,
+/// answering `{items: [Thing], next: string|null, total: integer}`, with `extensions` (JSON
+/// members) on the operation.
+fn listing_doc(extensions: &str) -> String {
+    format!(
+        r##"{{"openapi": "3.1.0", "info": {{"title": "l", "version": "1"}}, "paths": {{
+  "/things": {{"get": {{"operationId": "list_things", {extensions}
+    "parameters": [
+      {{"name": "cursor", "in": "query", "schema": {{"type": "string"}}}},
+      {{"name": "page", "in": "query", "schema": {{"type": "integer"}}}},
+      {{"name": "per_page", "in": "query", "schema": {{"type": "integer"}}}},
+      {{"name": "offset", "in": "query", "schema": {{"type": "integer"}}}}],
+    "responses": {{"200": {{"description": "ok", "content": {{"application/json": {{
+      "schema": {{"$ref": "#/components/schemas/Things"}}}}}}}}}}}}}}}},
+  "components": {{"schemas": {{
+    "Thing": {{"type": "object", "properties": {{"id": {{"type": "string"}}}}}},
+    "Things": {{"type": "object", "properties": {{
+      "items": {{"type": "array", "items": {{"$ref": "#/components/schemas/Thing"}}}},
+      "next": {{"type": ["string", "null"]}}, "total": {{"type": "integer"}}}}}}}}}}}}"##
+    )
+}
+
+fn listing(extensions: &str, overrides: serde_json::Value) -> Result<ToolPlan, Vec<String>> {
+    match load_doc_with(&listing_doc(extensions), &["list_things"], overrides) {
+        Ok(loaded) => {
+            let Transport::Openapi(api) = &loaded.plan.upstreams[0].transport else {
+                panic!("openapi upstream")
+            };
+            Ok(api.tools[0].clone())
+        }
+        Err(d) => Err(d.iter().map(|d| format!("{}: {}", d.pointer, d.message)).collect()),
+    }
+}
+
+/// A result path selects what a call returns, and the tool's output schema is the selected
+/// value's; a path the response schema does not have fails the build at the extension.
+#[test]
+fn the_result_path_must_be_in_the_response_schema() {
+    let tool = listing(r#""x-ptc-result-path": "$.items","#, json!({})).unwrap();
+    assert_eq!(
+        tool.output_schema,
+        json!({"type": "array", "items": {"$ref": "#/$defs/Thing"}})
+    );
+    assert_eq!(tool.ptc.result_path.unwrap().segments(), ["items"]);
+    let tool = listing(r#""x-ptc-result-path": "/items/0/id","#, json!({})).unwrap();
+    assert_eq!(tool.output_schema, json!({"type": "string"}));
+    let tool = listing(r#""x-ptc-result-path": "$","#, json!({})).unwrap();
+    assert_eq!(tool.output_schema, json!({"$ref": "#/$defs/Things"}));
+    assert_eq!(
+        listing(r#""x-ptc-result-path": "$.itemz","#, json!({})).unwrap_err(),
+        ["/paths/~1things/get/x-ptc-result-path: x-ptc-result-path `$.itemz`: the response \
+          has no property `itemz` (it has items, next, total)"]
+    );
+    assert_eq!(
+        listing(r#""x-ptc-result-path": "$.total.n","#, json!({})).unwrap_err(),
+        ["/paths/~1things/get/x-ptc-result-path: x-ptc-result-path `$.total.n`: `total` is \
+          integer, which has no `n`"]
+    );
+}
+
+/// The cursor must be where the response schema says, and every argument a style names must
+/// be a query parameter.
+#[test]
+fn pagination_names_only_what_the_operation_has() {
+    let tool = listing(
+        r#""x-ptc-pagination": {"cursor_arg": "cursor", "next_cursor_path": "$.next"},"#,
+        json!({}),
+    )
+    .unwrap();
+    assert_eq!(tool.ptc.pagination.unwrap().style(), "cursor");
+    assert_eq!(
+        listing(
+            r#""x-ptc-pagination": {"cursor_arg": "cursor", "next_cursor_path": "$.nxt"},"#,
+            json!({})
+        )
+        .unwrap_err(),
+        ["/paths/~1things/get/x-ptc-pagination: x-ptc-pagination.next_cursor_path `$.nxt`: the \
+          response has no property `nxt` (it has items, next, total)"]
+    );
+    assert_eq!(
+        listing(
+            r#""x-ptc-result-path": "$.items", "x-ptc-pagination": {"page_arg": "page", "size_arg": "size"},"#,
+            json!({})
+        )
+        .unwrap_err(),
+        ["/paths/~1things/get/x-ptc-pagination: x-ptc-pagination.size_arg `size` is not a query \
+          parameter of this operation"]
+    );
+}
+
+/// Page and offset pagination count each page's items, so what a call returns must be a list.
+#[test]
+fn counted_pagination_needs_a_list_result() {
+    for style in [
+        r#"{"page_arg": "page", "size_arg": "per_page"}"#,
+        r#"{"offset_arg": "offset"}"#,
+    ] {
+        let ext = format!(r#""x-ptc-result-path": "$.items", "x-ptc-pagination": {style},"#);
+        let tool = listing(&ext, json!({})).unwrap();
+        assert!(tool.ptc.pagination.unwrap().counts_items());
+        let ext = format!(r#""x-ptc-pagination": {style},"#);
+        let e = listing(&ext, json!({})).unwrap_err();
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert!(
+            e[0].ends_with("pagination counts each page's items, but what a call returns is not a list"),
+            "{e:?}"
+        );
+    }
+}
+
+/// The operator's overrides replace the document's extensions (for documents they cannot
+/// edit), and their problems are reported at the override.
+#[test]
+fn overrides_set_the_result_path_and_pagination() {
+    let tool = listing(
+        r#""x-ptc-result-path": "$.next","#,
+        json!({"list_things": {"result_path": "/items",
+            "pagination": {"offset_arg": "offset", "limit_arg": "per_page"}}}),
+    )
+    .unwrap();
+    assert_eq!(tool.ptc.result_path.unwrap().as_str(), "/items");
+    assert_eq!(tool.ptc.pagination.unwrap().position_arg(), "offset");
+    let e = listing(
+        "",
+        json!({"list_things": {"result_path": "$.things",
+            "pagination": {"page_arg": "p"}}}),
+    )
+    .unwrap_err();
+    assert_eq!(
+        e,
+        [
+            "/upstreams/api/operation_overrides/list_things/pagination: operation_overrides \
+             pagination.page_arg `p` is not a query parameter of this operation",
+            "/upstreams/api/operation_overrides/list_things/result_path: operation_overrides \
+             result_path `$.things`: the response has no property `things` (it has items, next, \
+             total)"
+        ]
+    );
+    let e = listing("", json!({"list_things": {"result_path": 3, "pagination": {}}})).unwrap_err();
+    assert_eq!(
+        e,
+        [
+            "/upstreams/api/operation_overrides/list_things/result_path: `result_path` must be a \
+             path like \"$.items\" or \"/items\", got a number",
+            "/upstreams/api/operation_overrides/list_things/pagination: `pagination` names no \
+             style (cursor_arg, page_arg or offset_arg): use one of {\"cursor_arg\": \"cursor\", \
+             \"next_cursor_path\": \"$.next\"}, {\"page_arg\": \"page\", \"first_page\": 1, \
+             \"size_arg\": \"per_page\"} or {\"offset_arg\": \"offset\", \"limit_arg\": \"limit\"}"
         ]
     );
 }

@@ -100,14 +100,17 @@ fn observatory_compiles_to_the_seed_shape() {
         api.resolve(environment).unwrap()["enum"],
         json!(["production", "staging"])
     );
-    // The output schema is the 2xx JSON schema, pointing at its component by name.
-    assert_eq!(v["outputSchema"], json!({"$ref": "#/$defs/TraceList"}));
-    let output = api.resolve(&list.output_schema).unwrap();
-    assert_eq!(output["properties"]["traces"]["type"], "array");
-    let item = api
-        .resolve(&output["properties"]["traces"]["items"])
-        .unwrap();
+    // The output schema is what `x-ptc-result-path` (`$.traces`) selects in the 2xx JSON
+    // schema (`TraceList`), pointing at its components by name.
+    assert_eq!(
+        v["outputSchema"],
+        json!({"type": "array", "items": {"$ref": "#/$defs/TraceSummary"}})
+    );
+    let item = api.resolve(&list.output_schema["items"]).unwrap();
     assert!(item["properties"]["cost_usd"].is_object());
+    // `get_trace` is not projected: its output is the whole response.
+    let get = &api.tools[1];
+    assert_eq!(get.output_schema, json!({"$ref": "#/$defs/TraceSummary"}));
     // Nothing points into the document any more, and every reference has its definition.
     let plan = serde_json::to_string(api).unwrap();
     assert!(
@@ -134,8 +137,8 @@ fn observatory_compiles_to_the_seed_shape() {
             .map(String::as_str)
             .collect::<Vec<_>>()
     );
-    assert_eq!(list.ptc.result_path.as_deref(), Some("$.traces"));
-    assert_eq!(list.ptc.pagination.as_ref().unwrap().cursor_arg, "cursor");
+    assert_eq!(list.ptc.result_path.as_ref().unwrap().as_str(), "$.traces");
+    assert_eq!(list.ptc.pagination.as_ref().unwrap().position_arg(), "cursor");
 }
 
 #[test]

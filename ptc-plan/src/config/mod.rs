@@ -97,6 +97,11 @@ pub struct OperationOverride {
     pub allow_deprecated: bool,
     /// Agent guidance, appended to `x-ptc-notes`.
     pub notes: Option<String>,
+    /// What a call returns; replaces `x-ptc-result-path` (for documents the operator cannot
+    /// edit).
+    pub result_path: Option<crate::projection::ValuePath>,
+    /// How to page; replaces `x-ptc-pagination`.
+    pub pagination: Option<crate::projection::Pagination>,
 }
 
 /// Secret values written literally in the config. Kept out of the plan; never printed.

@@ -12,6 +12,7 @@ use crate::diagnostic::pointer_join;
 use crate::plan::{
     CredentialBinding, McpHttpPlan, McpStdioPlan, McpTools, PinPolicy, SchemaLocation,
 };
+use crate::projection::{Pagination, ValuePath};
 use crate::suggest::did_you_mean;
 
 const TRANSPORTS: [&str; 3] = ["openapi", "mcp_stdio", "mcp_http"];
@@ -317,6 +318,29 @@ fn parse_overrides(
         o.request_timeout_ms = f.positive_opt(cx, "request_timeout_ms");
         o.allow_deprecated = f.bool(cx, "allow_deprecated");
         o.notes = f.string(cx, "notes").map(str::to_string);
+        let at = f.at("result_path");
+        o.result_path = match f.get("result_path").map(|v| (v, v.as_str())) {
+            None => None,
+            Some((_, Some(text))) => ValuePath::parse(text)
+                .map_err(|e| cx.error(&at, e, None))
+                .ok(),
+            Some((v, None)) => {
+                cx.wrong_type(
+                    &at,
+                    "`result_path`",
+                    "a path like \"$.items\" or \"/items\"",
+                    v,
+                    None,
+                );
+                None
+            }
+        };
+        let at = f.at("pagination");
+        o.pagination = f.get("pagination").and_then(|v| {
+            Pagination::read(v)
+                .map_err(|e| cx.error(&at, format!("`pagination` {e}"), None))
+                .ok()
+        });
         f.finish(cx);
         out.insert(id.clone(), o);
     }

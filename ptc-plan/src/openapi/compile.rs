@@ -12,6 +12,7 @@ use crate::config::{OpenApiConfig, OperationOverride};
 use crate::diagnostic::{Reporter, pointer_join};
 use crate::effects::{self, Classified, Refusal};
 use crate::names;
+use crate::projection::{Pagination, ValuePath, is_not_a_list, schema_at};
 use crate::plan::{
     Annotations, BODY_ARG, OperationBinding, Param, ParamLocation, RequestBody, ToolPlan,
 };
@@ -268,20 +269,8 @@ impl OpCompiler<'_, '_> {
             );
         }
         let default_args = self.default_args(&params, &ext);
-        if let Some(p) = &ext.pagination
-            && !params
-                .iter()
-                .any(|d| d.name == p.cursor_arg && d.location == ParamLocation::Query)
-        {
-            self.error(
-                &pointer_join(&at, "x-ptc-pagination"),
-                format!(
-                    "x-ptc-pagination.cursor_arg `{}` is not a query parameter of this operation",
-                    p.cursor_arg
-                ),
-                "name the query parameter that carries the cursor",
-            );
-        }
+        let (output_schema, result_path, pagination) =
+            self.projection(&at, &params, output_schema, &ext);
         if self.report.reported() > 0 {
             return None;
         }
@@ -332,12 +321,109 @@ impl OpCompiler<'_, '_> {
                 request_timeout_ms,
                 connect_timeout_ms: http.connect_timeout_ms.min(request_timeout_ms),
                 max_response_bytes,
-                result_path: ext.result_path,
-                pagination: ext.pagination,
+                result_path,
+                pagination,
                 notes,
                 unvalidated,
             },
         })
+    }
+
+    /// What a call returns and how it pages (the override's choice over the document's): the
+    /// output schema becomes the selected value's, and every name the two give is checked
+    /// against the operation, so an upstream that renames one breaks the build.
+    fn projection(
+        &mut self,
+        at: &str,
+        params: &[Declared],
+        full: Value,
+        ext: &Extensions,
+    ) -> (Value, Option<ValuePath>, Option<Pagination>) {
+        let result_path = self.overrides.result_path.clone();
+        let (result_path, path_at) = match result_path {
+            Some(p) => (Some(p), Where::Override("result_path")),
+            None => (ext.result_path.clone(), Where::Document("x-ptc-result-path")),
+        };
+        let (pagination, paging_at) = match self.overrides.pagination.clone() {
+            Some(p) => (Some(p), Where::Override("pagination")),
+            None => (ext.pagination.clone(), Where::Document("x-ptc-pagination")),
+        };
+        if result_path.is_none() && pagination.is_none() {
+            return (full, None, None);
+        }
+        let defs = self.store.values().clone();
+        if let Some(p) = &pagination {
+            for (key, arg) in p.args() {
+                if !params
+                    .iter()
+                    .any(|d| d.name == arg && d.location == ParamLocation::Query)
+                {
+                    self.report_at(
+                        at,
+                        &paging_at,
+                        format!(
+                            "{}.{key} `{arg}` is not a query parameter of this operation",
+                            paging_at.name()
+                        ),
+                        "name the query parameter that carries it",
+                    );
+                }
+            }
+            if let Pagination::Cursor {
+                next_cursor_path, ..
+            } = p
+                && let Err(e) = schema_at(&full, next_cursor_path, &defs)
+            {
+                self.report_at(
+                    at,
+                    &paging_at,
+                    format!(
+                        "{}.next_cursor_path `{next_cursor_path}`: {e}",
+                        paging_at.name()
+                    ),
+                    "name where the response carries the next page's cursor",
+                );
+            }
+        }
+        let output = match &result_path {
+            None => full,
+            Some(path) => match schema_at(&full, path, &defs) {
+                Ok(s) => s,
+                Err(e) => {
+                    self.report_at(
+                        at,
+                        &path_at,
+                        format!("{} `{path}`: {e}", path_at.name()),
+                        "name where the response carries what a call should return",
+                    );
+                    Value::Null
+                }
+            },
+        };
+        if let Some(p) = &pagination
+            && p.counts_items()
+            && is_not_a_list(&output, &defs)
+        {
+            self.report_at(
+                at,
+                &paging_at,
+                format!(
+                    "{} pagination counts each page's items, but what a call returns is not a \
+                     list",
+                    p.style()
+                ),
+                "set a result path that selects the list (e.g. `$.items`)",
+            );
+        }
+        (output, result_path, pagination)
+    }
+
+    /// Reports a problem with a value from the document (at `op_at`) or from the override.
+    fn report_at(&mut self, op_at: &str, source: &Where, message: String, help: &str) {
+        match source {
+            Where::Document(key) => self.error(&pointer_join(op_at, key), message, help),
+            Where::Override(field) => self.config_error(&[field], message, help),
+        }
     }
 
     /// The operation's effect from its method (and `x-ptc-read-only: false`), with the
@@ -928,6 +1014,21 @@ impl OpCompiler<'_, '_> {
             }
         }
         output.unwrap_or_else(|| json!({"type": "null"}))
+    }
+}
+
+/// Where a projection setting came from: a document extension or an operator override field.
+enum Where {
+    Document(&'static str),
+    Override(&'static str),
+}
+
+impl Where {
+    fn name(&self) -> String {
+        match self {
+            Where::Document(key) => (*key).to_string(),
+            Where::Override(field) => format!("operation_overrides {field}"),
+        }
     }
 }
 

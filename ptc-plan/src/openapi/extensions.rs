@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::plan::Pagination;
+use crate::projection::{Pagination, ValuePath};
 use crate::suggest::did_you_mean;
 
 /// Every extension ptc understands.
@@ -23,7 +23,7 @@ pub struct Extensions {
     pub name: Option<String>,
     pub read_only: Option<bool>,
     pub default_args: Option<Map<String, Value>>,
-    pub result_path: Option<String>,
+    pub result_path: Option<ValuePath>,
     pub pagination: Option<Pagination>,
     pub max_response_bytes: Option<u64>,
     pub notes: Option<String>,
@@ -48,13 +48,14 @@ pub fn read(op: &Map<String, Value>) -> (Extensions, Vec<(String, String)>) {
                 Value::Object(m) => ext.default_args = Some(m.clone()),
                 _ => bad("an object of argument defaults"),
             },
-            "x-ptc-result-path" => match value {
-                Value::String(s) if is_simple_path(s) => ext.result_path = Some(s.clone()),
-                _ => bad("a simple path like `$.traces`"),
+            "x-ptc-result-path" => match value.as_str().map(ValuePath::parse) {
+                Some(Ok(p)) => ext.result_path = Some(p),
+                Some(Err(e)) => problems.push((key.clone(), format!("`{key}`: {e}"))),
+                None => bad("a path like `$.traces` or `/traces`"),
             },
-            "x-ptc-pagination" => match pagination(value) {
-                Some(p) => ext.pagination = Some(p),
-                None => bad("an object {cursor_arg: string, next_cursor_path: \"$.path\"}"),
+            "x-ptc-pagination" => match Pagination::read(value) {
+                Ok(p) => ext.pagination = Some(p),
+                Err(e) => problems.push((key.clone(), format!("`{key}` {e}"))),
             },
             "x-ptc-max-response-bytes" => match value.as_u64() {
                 Some(n) if n > 0 => ext.max_response_bytes = Some(n),
@@ -76,37 +77,6 @@ pub fn read(op: &Map<String, Value>) -> (Extensions, Vec<(String, String)>) {
     (ext, problems)
 }
 
-fn pagination(value: &Value) -> Option<Pagination> {
-    let m = value.as_object()?;
-    if m.keys()
-        .any(|k| k != "cursor_arg" && k != "next_cursor_path")
-    {
-        return None;
-    }
-    let cursor_arg = m.get("cursor_arg")?.as_str()?.to_string();
-    let next_cursor_path = m.get("next_cursor_path")?.as_str()?.to_string();
-    is_simple_path(&next_cursor_path).then_some(Pagination {
-        cursor_arg,
-        next_cursor_path,
-    })
-}
-
-/// `$` or `$.a.b_c` — the only path shape v1 records.
-fn is_simple_path(s: &str) -> bool {
-    let Some(rest) = s.strip_prefix('$') else {
-        return false;
-    };
-    rest.is_empty()
-        || rest.strip_prefix('.').is_some_and(|r| {
-            r.split('.').all(|seg| {
-                !seg.is_empty()
-                    && seg
-                        .chars()
-                        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-            })
-        })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -124,13 +94,14 @@ mod tests {
         assert!(problems.is_empty(), "{problems:?}");
         assert_eq!(ext.name.as_deref(), Some("list_traces"));
         assert_eq!(ext.max_response_bytes, Some(1024));
-        assert_eq!(ext.pagination.unwrap().cursor_arg, "cursor");
+        assert_eq!(ext.pagination.unwrap().position_arg(), "cursor");
+        assert_eq!(ext.result_path.unwrap().segments(), ["traces"]);
         assert_eq!(ext.default_args.unwrap()["limit"], 50);
     }
 
     #[test]
     fn rejects_malformed_and_unknown() {
-        let op = json!({"x-ptc-default-arg": {}, "x-ptc-result-path": "traces[0]", "x-ptc-max-response-bytes": -1});
+        let op = json!({"x-ptc-default-arg": {}, "x-ptc-result-path": "traces[0]", "x-ptc-max-response-bytes": -1, "x-ptc-pagination": {"cursor_arg": "c"}});
         let (_, problems) = read(op.as_object().unwrap());
         let text: Vec<String> = problems.into_iter().map(|(_, m)| m).collect();
         assert!(
@@ -141,7 +112,12 @@ mod tests {
         );
         assert!(
             text.iter()
-                .any(|m| m.contains("`x-ptc-result-path` must be a simple path")),
+                .any(|m| m.contains("`x-ptc-result-path`: `traces[0]` is not a path")),
+            "{text:?}"
+        );
+        assert!(
+            text.iter()
+                .any(|m| m.contains("`x-ptc-pagination` `next_cursor_path` is missing")),
             "{text:?}"
         );
         assert!(
