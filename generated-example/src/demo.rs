@@ -98,8 +98,8 @@ pub const QUESTIONS: &[Question] = &[
     },
     Question {
         title: "Across org_acme's 8 newest failed runs, which steps failed? (pmap fan-out)",
-        program: r#"(let [traces (:traces (:value (tool/call 'observatory/list-traces
-                                            {:org-id "org_acme" :status "error" :limit 8})))
+        program: r#"(let [traces (:value (tool/call 'observatory/list-traces
+                                            {:org-id "org_acme" :status "error" :limit 8}))
       steps (pmap #(tool/call 'observatory/get-trace-steps {:org-id "org_acme" :id (:id %)})
                   traces)]
   (->> (map (fn [t s]
@@ -115,8 +115,8 @@ pub const QUESTIONS: &[Question] = &[
     },
     Question {
         title: "Flag org_acme's newest failed run for review (a write: a person approves it)",
-        program: r#"(let [t (first (:traces (:value (tool/call 'observatory/list-traces
-                                              {:org-id "org_acme" :status "error" :limit 1}))))
+        program: r#"(let [t (first (:value (tool/call 'observatory/list-traces
+                                              {:org-id "org_acme" :status "error" :limit 1})))
       w (tool/call 'observatory/annotate-trace
                    {:org-id "org_acme" :id (:id t)
                     :body {:label "needs-review" :note (str "failed with " (:error_class t))}})

@@ -27,8 +27,9 @@ pub async fn first_failed_trace(
         limit: Some(5),
         ..observatory::ListTracesArgs::new(org.to_string())
     };
-    let page = upstreams.run(args).await?;
-    let Some(trace) = page.traces.into_iter().next() else {
+    // `list_traces` returns the page's traces: its result path (`$.traces`) selects them.
+    let traces = upstreams.run(args).await?;
+    let Some(trace) = traces.into_iter().next() else {
         return Ok(None);
     };
     let steps_args = observatory::GetTraceStepsArgs::new(trace.id.clone(), org.to_string());

@@ -315,7 +315,7 @@ fn inspector_cli_over_streamable_http() {
 /// carries the upstream's token, which the person must never see.
 fn annotate_program() -> String {
     format!(
-        "(let [t (-> (tool/call 'observatory/list-traces {{:org-id \"org_acme\" :status \"error\" :limit 1}}) :value :traces first)
+        "(let [t (-> (tool/call 'observatory/list-traces {{:org-id \"org_acme\" :status \"error\" :limit 1}}) :value first)
                r (tool/call 'observatory/annotate-trace
                    {{:id (:id t) :org-id \"org_acme\" :body {{:label \"needs-look\" :note \"seen with {TOKEN}\"}}}})]
            [(:ok r) (:reason r) (:mutation_state r) (-> r :value :label) (:message r)])"

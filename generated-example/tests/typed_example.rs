@@ -34,3 +34,51 @@ async fn lists_failed_traces_and_fetches_steps_through_generated_types() {
     assert!(!found.steps.steps.is_empty());
     assert_eq!(found.steps.steps.len() as i64, found.steps.total_steps);
 }
+
+/// `upstreams.pages` streams a paged operation's pages as its typed response (the traces its
+/// result path selects), following `next_cursor` to the last page, or stopping at `max_pages`.
+#[tokio::test]
+async fn streams_the_pages_of_a_paged_operation() {
+    use futures_util::StreamExt;
+    let tokens = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../fixtures/observatory/tokens.json"
+    );
+    let config = ServerConfig::new(TokenSource::File(tokens.into()));
+    let (addr, server) = observatory_server::start(config)
+        .await
+        .expect("the test bed starts");
+    let plan = plan_at(&format!("http://{addr}")).expect("the embedded plan reads");
+    let upstreams = ptc::core::Upstreams::start(
+        plan,
+        ptc::plan::Secrets::default(),
+        ptc::core::StartOptions::default(),
+    )
+    .await
+    .expect("the upstreams start");
+    let all = observatory::ListTracesArgs {
+        status: Some(observatory::TraceStatus::Timeout),
+        limit: Some(500),
+        ..observatory::ListTracesArgs::new("org_acme".into())
+    };
+    let every = upstreams.run(all).await.expect("one page of everything");
+    let paged = observatory::ListTracesArgs {
+        status: Some(observatory::TraceStatus::Timeout),
+        limit: Some(7),
+        ..observatory::ListTracesArgs::new("org_acme".into())
+    };
+    let pages: Vec<_> = upstreams.pages(&paged, 1_000).collect().await;
+    let first_two: Vec<_> = upstreams.pages(&paged, 2).collect().await;
+    server.shutdown().await;
+    let pages: Vec<Vec<observatory::TraceSummary>> = pages
+        .into_iter()
+        .collect::<Result<_, _>>()
+        .expect("every page succeeds");
+    assert!(every.len() > 7 && every.len() < 500, "{}", every.len());
+    assert_eq!(pages.len(), every.len().div_ceil(7));
+    assert!(pages.iter().all(|p| p.len() <= 7 && !p.is_empty()));
+    let ids: Vec<&str> = pages.iter().flatten().map(|t| t.id.as_str()).collect();
+    let expected: Vec<&str> = every.iter().map(|t| t.id.as_str()).collect();
+    assert_eq!(ids, expected, "the pages hold every trace once, in order");
+    assert_eq!(first_two.len(), 2);
+}

@@ -37,7 +37,7 @@ Examples:
 
 A session:
   ptc> (apropos \"cost\")
-  ptc> (count (:traces (:value (tool/call 'observatory/list-traces {:org-id \"org_acme\"}))))
+  ptc> (count (:value (tool/call 'observatory/list-traces {:org-id \"org_acme\"})))
   ptc> (inc *1)
 
 Exit codes:

@@ -38,6 +38,8 @@ pub struct OpSpec<'v> {
     pub route: String,
     /// What calling it does: a write's doc says it needs the write gate.
     pub effect: Effect,
+    /// It pages (`x-ptc-pagination`): the args struct implements `ptc::Paged`.
+    pub paged: bool,
 }
 
 impl<'v> OpSpec<'v> {
@@ -54,6 +56,7 @@ impl<'v> OpSpec<'v> {
                 tool.ptc.method, tool.ptc.path, tool.ptc.operation_id, tool.name
             ),
             effect: tool.classified.effect,
+            paged: tool.ptc.pagination.is_some(),
         }
     }
 
@@ -75,6 +78,7 @@ impl<'v> OpSpec<'v> {
                 || ptc_plan::effects::mcp_effect(Some(&Value::Object(tool.annotations.clone()))),
                 |g| g.effect,
             ),
+            paged: false,
         }
     }
 }
@@ -186,7 +190,12 @@ fn args<'v>(
         Some(sentences(&[
             paragraphs.next(),
             Some(format!(
-                "Arguments of {route} {how}. Call it with `upstreams.run(args)`."
+                "Arguments of {route} {how}. Call it with `upstreams.run(args)`{}.",
+                if tool.paged {
+                    ", or stream its pages with `upstreams.pages(&args, max_pages)`"
+                } else {
+                    ""
+                }
             )),
             (!tool.effect.is_read()).then(|| {
                 format!(
@@ -210,11 +219,16 @@ fn args<'v>(
     let response_id = ident(&names.response);
     let tool_name = format!("{upstream}/{}", tool.name);
     let operation_trait = crate::paths::operation();
+    let paged = tool.paged.then(|| {
+        let paged_trait = crate::paths::paged();
+        quote!(impl #paged_trait for #id {})
+    });
     let operation = quote! {
         impl #operation_trait for #id {
             const TOOL: &'static str = #tool_name;
             type Response = #response_id;
         }
+        #paged
     };
     if all_optional {
         return quote!(#item #operation);

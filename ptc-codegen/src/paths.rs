@@ -33,6 +33,11 @@ pub fn operation() -> TokenStream {
     quote!(::ptc::Operation)
 }
 
+/// The trait of an operation that pages.
+pub fn paged() -> TokenStream {
+    quote!(::ptc::Paged)
+}
+
 /// The compiled plan's type.
 pub fn plan() -> TokenStream {
     quote!(::ptc::Plan)

@@ -38,6 +38,8 @@ pub struct ToolEntry {
     /// `_ptc` provenance shown by `meta` (transport, operationId, method, path, default args);
     /// never credentials.
     pub provenance: Value,
+    /// What a call returns (the result path) and how it pages (OpenAPI tools that say).
+    pub projection: crate::projection::Projection,
     /// The pinned tool's comparison verdict (pinned MCP tools only).
     pub pin: Option<Arc<PinCell>>,
     /// Index of the tool in its transport's own list.
@@ -48,6 +50,15 @@ impl ToolEntry {
     /// `server/name`.
     pub fn qualified(&self) -> String {
         format!("{}/{}", self.server, self.name)
+    }
+
+    /// The arguments the runtime fills in when a call leaves them out (OpenAPI tools).
+    pub fn default_args(&self) -> serde_json::Map<String, Value> {
+        self.provenance
+            .get("defaultArgs")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default()
     }
 
     /// What discovery adds to the tool's description: why a pinned tool is not callable, or
@@ -288,6 +299,10 @@ pub(crate) fn openapi_tools(
                 disabled: crate::writes::disabled_reason(&Ok(t.classified), gate),
                 max_response_bytes: t.ptc.max_response_bytes,
                 provenance,
+                projection: crate::projection::Projection {
+                    result_path: t.ptc.result_path.clone(),
+                    pagination: t.ptc.pagination.clone(),
+                },
                 pin: None,
                 index,
             }
@@ -310,6 +325,7 @@ mod tests {
             disabled: disabled.map(str::to_string),
             max_response_bytes: 1,
             provenance: json!({"transport": "openapi"}),
+            projection: Default::default(),
             pin: None,
             index: 0,
         }

@@ -333,6 +333,7 @@ mod tests {
             disabled: None,
             max_response_bytes: 1 << 20,
             provenance: json!({"operationId": "list_traces", "defaultArgs": {"mode": "summary"}}),
+            projection: Default::default(),
             pin: None,
             index: 0,
         }

@@ -40,17 +40,32 @@ pub struct CallOptions {
 /// Empty output decodes as JSON `null` (so `()`/`Option` responses work). Text decodes as a JSON
 /// string: an MCP tool without an `outputSchema` answers text, and its response type is
 /// `serde_json::Value`; a typed response that expected JSON gets an `upstream_error`.
+///
+/// With a `result_path`, only the value there is deserialised (the rest is skipped); an answer
+/// without one is an `upstream_error`.
 pub fn decode_typed<R: DeserializeOwned>(
     server: &str,
     tool: &str,
     output: ToolOutput,
+    result_path: Option<&ptc_plan::ValuePath>,
 ) -> Result<R, ToolError> {
     let mismatch = |e: serde_json::Error| ToolError {
         reason: Reason::UpstreamError,
         message: format!("{server}/{tool}: the response does not match its documented schema: {e}"),
     };
     match output {
-        ToolOutput::Json(bytes) => serde_json::from_slice(&bytes).map_err(mismatch),
+        ToolOutput::Json(bytes) => match crate::projection::json_at(&bytes, result_path) {
+            Ok(Some(v)) => Ok(v),
+            // Only a path can find nothing.
+            Ok(None) => Err(ToolError {
+                reason: Reason::UpstreamError,
+                message: format!(
+                    "{server}/{tool}: {}",
+                    result_path.map_or_else(String::new, crate::projection::missing)
+                ),
+            }),
+            Err(e) => Err(mismatch(e)),
+        },
         ToolOutput::Empty => serde_json::from_slice(b"null").map_err(mismatch),
         ToolOutput::Text(text) => {
             serde_json::from_value(Value::String(text)).map_err(|_| ToolError {
@@ -530,7 +545,17 @@ impl Upstreams {
     ) -> Result<R, ToolError> {
         let args = encode_args(server, tool, args)?;
         let output = self.call(server, tool, args, options).await?;
-        decode_typed(server, tool, output)
+        decode_typed(server, tool, output, self.result_path(server, tool))
+    }
+
+    /// The result path of `server/tool`, when it has one.
+    fn result_path(&self, server: &str, tool: &str) -> Option<&ptc_plan::ValuePath> {
+        let entry = self
+            .catalog
+            .server(server)
+            .and_then(|s| s.tool(tool))
+            .ok()?;
+        entry.projection.result_path.as_ref()
     }
 
     /// Stops every upstream (kills MCP child processes).

@@ -22,9 +22,10 @@ use crate::catalog::{ServerEntry, ToolEntry};
 use crate::discovery::{apropos, dir_lines, doc_text, listing, server_doc_text, server_meta};
 use crate::executor::{CallOptions, Upstreams};
 use crate::outcome::{Reason, ToolError, ToolOutput};
+use crate::projection::{Pager, Projection, Step, lisp_at};
 use crate::records::{ApprovalOutcome, RunRecords, UpstreamCall, WriteRecord};
 use crate::writes::{IdempotencyKey, MutationState, RunId};
-use ptc_plan::Effect;
+use ptc_plan::{Effect, Pagination};
 use std::collections::HashSet;
 
 /// Per-program budgets.
@@ -154,6 +155,8 @@ struct CallOutcome {
     result: Result<crate::executor::Executed, ToolError>,
     names: Option<(String, String)>,
     write: Option<WriteRecord>,
+    /// What the answer is read through (the tool's, once it resolved).
+    projection: Projection,
 }
 
 impl CallOutcome {
@@ -162,7 +165,113 @@ impl CallOutcome {
             result: Err(e),
             names,
             write,
+            projection: Projection::default(),
         }
+    }
+}
+
+/// A call the upstream answered, as the records need it once the program has read the answer.
+struct Done {
+    names: (String, String),
+    started: Instant,
+    bytes: u64,
+    write: Option<WriteRecord>,
+    projection: Projection,
+}
+
+impl Done {
+    fn mutation(&self) -> Option<MutationState> {
+        self.write.and_then(|w| w.mutation_state)
+    }
+
+    fn qualified(&self) -> String {
+        format!("{}/{}", self.names.0, self.names.1)
+    }
+}
+
+/// What [`ProgramHost::fetch`] gives the program: an answer (decoded, with its kind), or the
+/// `{:ok false ...}` value of a refused or failed call (already recorded).
+enum Fetched {
+    Answer(Value, &'static str, Box<Done>),
+    Refused(Value),
+}
+
+/// A paged tool's pagination, default arguments and argument properties.
+type PagedTool = (
+    Pagination,
+    serde_json::Map<String, serde_json::Value>,
+    serde_json::Map<String, serde_json::Value>,
+);
+
+/// How to write a `tool/pages` call, for every message about a malformed one.
+const PAGES_USAGE: &str = "use (tool/pages 'server/tool {:arg value} {:max-pages n :max-items n \
+                           :as :items}) (:as :pages keeps each page whole)";
+
+/// The options map of a `tool/pages` call.
+struct PageOptions {
+    max_pages: u64,
+    max_items: Option<u64>,
+    as_pages: bool,
+}
+
+impl PageOptions {
+    /// Pages fetched when the call does not say.
+    const DEFAULT_MAX_PAGES: u64 = 10;
+
+    /// Reads the options; `:max-pages` may not exceed the program's call budget.
+    fn read(v: Option<&Value>, max_calls: u64) -> Result<Self, HostError> {
+        let mut out = PageOptions {
+            max_pages: Self::DEFAULT_MAX_PAGES.min(max_calls),
+            max_items: None,
+            as_pages: false,
+        };
+        let m = match v {
+            None | Some(Value::Nil) => return Ok(out),
+            Some(Value::Map(m)) => m,
+            Some(other) => {
+                return Err(fault(format!(
+                    "tool/pages: the options must be a map, got {}; {PAGES_USAGE}",
+                    other.type_name()
+                )));
+            }
+        };
+        for (k, v) in m.iter() {
+            let key = match k {
+                Value::Keyword(s) => s.to_string(),
+                other => {
+                    return Err(fault(format!(
+                        "tool/pages: option keys are keywords, got {other}; {PAGES_USAGE}"
+                    )));
+                }
+            };
+            let count = |max: u64| match v {
+                Value::Int(n) if *n >= 1 && (*n as u64) <= max => Ok(*n as u64),
+                other => Err(fault(format!(
+                    "tool/pages: :{key} must be an integer 1..{max}, got {other}"
+                ))),
+            };
+            match key.as_str() {
+                "max-pages" => out.max_pages = count(max_calls)?,
+                "max-items" => out.max_items = Some(count(1_000_000)?),
+                "as" => {
+                    out.as_pages = match v {
+                        Value::Keyword(s) if &**s == "pages" => true,
+                        Value::Keyword(s) if &**s == "items" => false,
+                        other => {
+                            return Err(fault(format!(
+                                "tool/pages: :as must be :items or :pages, got {other}"
+                            )));
+                        }
+                    }
+                }
+                other => {
+                    return Err(fault(format!(
+                        "tool/pages: unknown option :{other}; {PAGES_USAGE}"
+                    )));
+                }
+            }
+        }
+        Ok(out)
     }
 }
 
@@ -268,76 +377,270 @@ impl ProgramHost {
     fn tool_call(&self, cx: &mut CallContext<'_>, args: &[Value]) -> Result<Value, HostError> {
         let form = call_form::read(args).map_err(form_fault)?;
         let req_args = form.json_args().map_err(form_fault)?;
+        let (value, kind, done) = match self.fetch(cx, &form.server, &form.tool, req_args)? {
+            Fetched::Refused(v) => return Ok(v),
+            Fetched::Answer(value, kind, done) => (value, kind, done),
+        };
+        let mutation = done.mutation();
+        match done.projection.select(value) {
+            Ok(v) => {
+                self.finish(&done, Ok(()));
+                Ok(ok_map(v, kind, mutation))
+            }
+            Err(why) => Ok(self.bad_answer(&done, &why)),
+        }
+    }
+
+    /// `(tool/pages 'server/tool {args} {:max-pages n :max-items n :as :items|:pages})`: the
+    /// tool's pages in order, each one upstream call within the run's budgets, until the last
+    /// page, `:max-pages` or `:max-items`.
+    fn tool_pages(&self, cx: &mut CallContext<'_>, args: &[Value]) -> Result<Value, HostError> {
+        if args.is_empty() || args.len() > 3 {
+            return Err(fault(format!("tool/pages: {PAGES_USAGE}")));
+        }
+        let form = call_form::read(&args[..args.len().min(2)]).map_err(form_fault)?;
+        let options = PageOptions::read(args.get(2), self.run.budgets.max_calls)?;
+        let written = form.json_args().map_err(form_fault)?;
+        let (style, defaults, props) = match self.paged_tool(cx, &form.server, &form.tool)? {
+            Ok(found) => found,
+            Err(refused) => return Ok(refused),
+        };
+        // Keyed by wire names, so the pager finds (and sets) its arguments however the program
+        // spelled them; unknown names stay as written for validation to report.
+        let req_args: serde_json::Map<String, serde_json::Value> = written
+            .into_iter()
+            .map(|(k, v)| {
+                let wire = crate::validate::resolve_name(&props, &k).map(str::to_string);
+                (wire.unwrap_or(k), v)
+            })
+            .collect();
+        let mut with_defaults = defaults;
+        with_defaults.extend(req_args.clone());
+        let mut pager = Pager::new(&style, &with_defaults);
+        let mut collected: Vec<Value> = Vec::new();
+        let mut pages = 0u64;
+        let mut next = None;
+        let partial = |collected: Vec<Value>, pages: u64, failed: Value| {
+            let Value::Map(m) = failed else { return failed };
+            let mut m = (*m).clone();
+            m.insert(kw("value"), Value::vector(collected));
+            m.insert(kw("pages"), Value::Int(pages as i64));
+            Value::Map(std::sync::Arc::new(m))
+        };
+        let complete = loop {
+            if pages == options.max_pages {
+                break false;
+            }
+            let page_args = pager.args(&req_args);
+            let (answer, _, done) = match self.fetch(cx, &form.server, &form.tool, page_args)? {
+                Fetched::Refused(v) => return Ok(partial(collected, pages, v)),
+                Fetched::Answer(value, kind, done) => (value, kind, done),
+            };
+            let cursor = match &style {
+                Pagination::Cursor {
+                    next_cursor_path, ..
+                } => lisp_at(&answer, next_cursor_path).and_then(|c| call_form::to_json(c, 4).ok()),
+                _ => None,
+            };
+            let page = match done.projection.select(answer) {
+                Ok(v) => v,
+                Err(why) => return Ok(partial(collected, pages, self.bad_answer(&done, &why))),
+            };
+            let items = match &page {
+                Value::Vector(v) => Some(v.len()),
+                _ => None,
+            };
+            if style.counts_items() && items.is_none() {
+                let why = format!(
+                    "page {} is {}, not a list: {} pagination counts each page's items",
+                    pages + 1,
+                    page.type_name(),
+                    style.style()
+                );
+                return Ok(partial(collected, pages, self.bad_answer(&done, &why)));
+            }
+            self.finish(&done, Ok(()));
+            pages += 1;
+            match (&page, options.as_pages) {
+                (Value::Vector(v), false) => collected.extend(v.iter().cloned()),
+                _ => collected.push(page),
+            }
+            let step = pager.after(items, cursor);
+            if let Some(max) = options.max_items
+                && collected.len() as u64 >= max
+            {
+                collected.truncate(max as usize);
+                if let Step::Next(p) = step {
+                    next = Some(p);
+                }
+                break false;
+            }
+            match step {
+                Step::Next(p) => next = Some(p),
+                Step::Done => {
+                    next = None;
+                    break true;
+                }
+                Step::Loop(why) => {
+                    let message = self.redact(&format!(
+                        "{}: stopped after page {pages}: {why}; the upstream's paging loops",
+                        done.qualified()
+                    ));
+                    let failed = err_map(Reason::UpstreamError, &message, None);
+                    return Ok(partial(collected, pages, failed));
+                }
+            }
+        };
+        let next = match next {
+            Some(p) if !complete => cx.decode_json(p.to_string().as_bytes())?,
+            _ => Value::Nil,
+        };
+        Ok(Value::map_from(vec![
+            (kw("ok"), Value::Bool(true)),
+            (kw("value"), Value::vector(collected)),
+            (kw("value_kind"), kw("json")),
+            (kw("pages"), Value::Int(pages as i64)),
+            (kw("complete"), Value::Bool(complete)),
+            (kw("next"), next),
+        ]))
+    }
+
+    /// The pagination, default arguments and argument properties of `server/tool`, or the
+    /// refusal the program gets.
+    fn paged_tool(
+        &self,
+        cx: &mut CallContext<'_>,
+        server: &str,
+        tool: &str,
+    ) -> Result<Result<PagedTool, Value>, HostError> {
+        let entry = match self.upstream(cx, server)? {
+            None => {
+                let e = self.upstreams().catalog().server(server).err();
+                return Err(e.map_or_else(|| fault("tool/pages: no such upstream"), |e| raised(&e)));
+            }
+            Some(Err(e)) => return Ok(Err(err_map(e.reason, &e.message, None))),
+            Some(Ok(entry)) => entry,
+        };
+        let tool = entry.tool(tool).map_err(|e| raised(&e))?;
+        let (props, _) = entry.schema(tool).properties();
+        let Some(style) = tool.projection.pagination.clone() else {
+            return Err(fault(format!(
+                "tool/pages: {} has no pagination (its document names no x-ptc-pagination); \
+                 call it with tool/call",
+                tool.qualified()
+            )));
+        };
+        Ok(Ok((
+            style,
+            tool.default_args(),
+            props.cloned().unwrap_or_default(),
+        )))
+    }
+
+    /// One upstream call for the program: waits (suspended) for it, records a refusal, decodes
+    /// an answer. The caller selects from the answer and records the call with [`Self::finish`].
+    fn fetch(
+        &self,
+        cx: &mut CallContext<'_>,
+        server: &str,
+        tool: &str,
+        req_args: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<Fetched, HostError> {
         let deadline = cx.remaining().map(|r| Instant::now() + r);
         let started = Instant::now();
         let run = self.run.clone();
-        let (server, tool) = (form.server.clone(), form.tool.clone());
-        let outcome = match self.wait_io(cx, async move {
-            run.call(&server, &tool, req_args, deadline).await
-        }) {
+        let (s, t) = (server.to_string(), tool.to_string());
+        let outcome = match self.wait_io(
+            cx,
+            async move { run.call(&s, &t, req_args, deadline).await },
+        ) {
             Ok(outcome) => outcome,
             Err(stopped) => {
                 // The program stopped waiting and the call ends with it. A deadline is the call's
                 // timeout too; a cancelled call has no outcome of the contract's to record.
                 if stopped.reason == ptc_lisp::Reason::Timeout {
-                    self.record(
-                        &form.server,
-                        &form.tool,
-                        started,
-                        Err(Reason::Timeout),
-                        None,
-                    );
+                    self.record(server, tool, started, Err(Reason::Timeout), None);
                 }
                 return Err(stopped);
             }
         };
         let write = outcome.write;
         let mutation = write.and_then(|w| w.mutation_state);
-        match outcome.result {
-            Ok(done) => {
-                let (server, tool) = outcome.names.unwrap_or((form.server, form.tool));
-                self.run.bytes.fetch_add(done.bytes, Ordering::Relaxed);
-                let value = match done.output {
-                    // The same decoder, depth limit and memory budget as `data/` context.
-                    ToolOutput::Json(bytes) => match cx.decode_json(&bytes) {
-                        Ok(v) => ok_map(v, "json", mutation),
-                        // The program's own limits (memory, time) end the program.
-                        Err(e)
-                            if matches!(
-                                e.reason,
-                                ptc_lisp::Reason::MemoryExceeded | ptc_lisp::Reason::Timeout
-                            ) =>
-                        {
-                            self.record(&server, &tool, started, Err(Reason::UpstreamError), write);
-                            return Err(e);
-                        }
-                        // Malformed or absurdly deep JSON is the upstream's fault: data.
-                        Err(e) => {
-                            let reason = Reason::UpstreamError;
-                            self.record(&server, &tool, started, Err(reason), write);
-                            let msg = format!(
-                                "{server}/{tool}: the response is not usable JSON: {}",
-                                e.message
-                            );
-                            let msg = self.upstreams().redactor().redact(&msg).into_owned();
-                            return Ok(err_map(reason, &msg, mutation));
-                        }
-                    },
-                    ToolOutput::Text(t) => ok_map(Value::str(&t), "text", mutation),
-                    ToolOutput::Empty => ok_map(Value::Nil, "none", mutation),
-                };
-                self.record(&server, &tool, started, Ok(done.bytes), write);
-                Ok(value)
-            }
+        let names = outcome
+            .names
+            .unwrap_or_else(|| (server.to_string(), tool.to_string()));
+        let executed = match outcome.result {
+            Ok(done) => done,
             Err(e) => {
                 if e.reason.is_programmer_fault() {
                     return Err(raised(&e));
                 }
-                let (server, tool) = outcome.names.unwrap_or((form.server, form.tool));
-                self.record(&server, &tool, started, Err(e.reason), write);
-                Ok(err_map(e.reason, &e.message, mutation))
+                self.record(&names.0, &names.1, started, Err(e.reason), write);
+                return Ok(Fetched::Refused(err_map(e.reason, &e.message, mutation)));
             }
-        }
+        };
+        self.run.bytes.fetch_add(executed.bytes, Ordering::Relaxed);
+        let done = Done {
+            names,
+            started,
+            bytes: executed.bytes,
+            write,
+            projection: outcome.projection,
+        };
+        let (value, kind) = match executed.output {
+            // The same decoder, depth limit and memory budget as `data/` context.
+            ToolOutput::Json(bytes) => match cx.decode_json(&bytes) {
+                Ok(v) => (v, "json"),
+                // The program's own limits (memory, time) end the program.
+                Err(e)
+                    if matches!(
+                        e.reason,
+                        ptc_lisp::Reason::MemoryExceeded | ptc_lisp::Reason::Timeout
+                    ) =>
+                {
+                    self.finish(&done, Err(Reason::UpstreamError));
+                    return Err(e);
+                }
+                // Malformed or absurdly deep JSON is the upstream's fault: data.
+                Err(e) => {
+                    let why = format!("the response is not usable JSON: {}", e.message);
+                    return Ok(Fetched::Refused(self.bad_answer(&done, &why)));
+                }
+            },
+            // Only JSON answers are selected from.
+            ToolOutput::Text(t) => (Value::str(&t), "text"),
+            ToolOutput::Empty => (Value::Nil, "none"),
+        };
+        let projection = if kind == "json" {
+            done.projection.clone()
+        } else {
+            Projection::default()
+        };
+        Ok(Fetched::Answer(
+            value,
+            kind,
+            Box::new(Done { projection, ..done }),
+        ))
+    }
+
+    /// Records a call that was answered.
+    fn finish(&self, done: &Done, outcome: Result<(), Reason>) {
+        let (server, tool) = &done.names;
+        self.record(
+            server,
+            tool,
+            done.started,
+            outcome.map(|()| done.bytes),
+            done.write,
+        );
+    }
+
+    /// Records an answer the program cannot use (`why`) as the upstream's error, and the value
+    /// the program gets for it.
+    fn bad_answer(&self, done: &Done, why: &str) -> Value {
+        self.finish(done, Err(Reason::UpstreamError));
+        let message = self.redact(&format!("{}: {why}", done.qualified()));
+        err_map(Reason::UpstreamError, &message, done.mutation())
     }
 
     /// Takes one discovery operation from the budget; the refusal value when it is spent.
@@ -534,6 +837,7 @@ impl RunState {
             }
         };
         let names = (prepared.tool.server.clone(), prepared.tool.name.clone());
+        let projection = prepared.tool.projection.clone();
         let classified = prepared.tool.classified;
         if self.calls.fetch_add(1, Ordering::Relaxed) >= self.budgets.max_calls {
             let e = ToolError {
@@ -617,6 +921,7 @@ impl RunState {
             result,
             names: Some(names),
             write,
+            projection,
         }
     }
 
@@ -742,8 +1047,8 @@ impl Host for ProgramHost {
     ) -> Result<HostValue, HostError> {
         let unknown = || {
             fault(format!(
-                "no function {ns}/{name}; tool/ has call and servers (and the discovery forms \
-                 dir, doc, meta, apropos)"
+                "no function {ns}/{name}; tool/ has call, pages and servers (and the discovery \
+                 forms dir, doc, meta, apropos)"
             ))
         };
         if ns != "tool" {
@@ -753,6 +1058,7 @@ impl Host for ProgramHost {
         // forms (they reach `discover`); the host serves the rest of `tool/`.
         let v = match name {
             "call" => self.tool_call(cx, args)?,
+            "pages" => self.tool_pages(cx, args)?,
             "servers" => self.servers()?,
             _ => return Err(unknown()),
         };

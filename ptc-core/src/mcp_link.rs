@@ -128,6 +128,7 @@ impl McpLink {
             input_schema: t.input_schema,
             output_schema: t.output_schema,
             max_response_bytes: self.max_response_bytes,
+            projection: Default::default(),
             pin,
             index,
         }

@@ -1,9 +1,9 @@
-//! The static pre-check: before a program runs, its literal `tool/call` forms are read the way
-//! the call reads them ([`crate::call_form`]) and checked against the catalog (a malformed form,
-//! unknown upstream or tool, missing required arguments, literal arguments of the wrong type or
-//! outside an enum). Every problem is reported at once with its position,
-//! and no upstream is touched: upstreams whose tools are not listed yet are not checked. Calls
-//! built at run time are still checked when they are made.
+//! The static pre-check: before a program runs, its literal `tool/call` and `tool/pages` forms
+//! are read the way the call reads them ([`crate::call_form`]) and checked against the catalog
+//! (a malformed form, unknown upstream or tool, missing required arguments, literal arguments of
+//! the wrong type or outside an enum, pages of a tool that does not page). Every problem is
+//! reported at once with its position, and no upstream is touched: upstreams whose tools are not
+//! listed yet are not checked. Calls built at run time are still checked when they are made.
 
 use ptc_lisp::{LispError, LiteralArg, Pos};
 
@@ -46,13 +46,28 @@ pub fn to_error(problems: &[Problem]) -> LispError {
 /// Checks every literal `tool/call` in `src`. A program that does not read is left to the
 /// evaluator to report.
 pub fn precheck(upstreams: &Upstreams, src: &str) -> Result<(), Vec<Problem>> {
-    let Ok(sites) = ptc_lisp::call_sites(src, "tool/call") else {
+    let (Ok(calls), Ok(pages)) = (
+        ptc_lisp::call_sites(src, "tool/call"),
+        ptc_lisp::call_sites(src, "tool/pages"),
+    ) else {
         return Ok(());
     };
+    let mut sites: Vec<(ptc_lisp::CallSite, bool)> = calls
+        .into_iter()
+        .map(|s| (s, false))
+        .chain(pages.into_iter().map(|s| (s, true)))
+        .collect();
+    sites.sort_by_key(|(site, _)| (site.pos.line, site.pos.col));
     let problems: Vec<Problem> = sites
         .into_iter()
-        .filter_map(|site| {
-            problem(upstreams, &site.args).map(|message| Problem {
+        .filter_map(|(site, paged)| {
+            // `tool/pages` takes the call's two parts, then its options.
+            let args = if paged {
+                &site.args[..site.args.len().min(2)]
+            } else {
+                &site.args[..]
+            };
+            problem(upstreams, args, paged).map(|message| Problem {
                 pos: site.pos,
                 message,
             })
@@ -75,7 +90,7 @@ fn known<T>(r: Result<T, FormError>) -> Result<Option<T>, String> {
 }
 
 /// What is wrong with one literal call, as far as it can be known before the program runs.
-fn problem(upstreams: &Upstreams, args: &[LiteralArg]) -> Option<String> {
+fn problem(upstreams: &Upstreams, args: &[LiteralArg], paged: bool) -> Option<String> {
     let call = match known(call_form::read(args)) {
         Ok(call) => call?,
         Err(message) => return Some(message),
@@ -90,6 +105,12 @@ fn problem(upstreams: &Upstreams, args: &[LiteralArg]) -> Option<String> {
         Ok(t) => t,
         Err(e) => return Some(e.message),
     };
+    if paged && tool.projection.pagination.is_none() {
+        return Some(format!(
+            "tool/pages: {} has no pagination; call it with tool/call",
+            tool.qualified()
+        ));
+    }
     let entries = match known(call.arg_entries()) {
         Ok(entries) => entries?,
         Err(message) => return Some(message),

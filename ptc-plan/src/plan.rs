@@ -435,4 +435,3 @@ pub struct Param {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub repeated: bool,
 }
-

@@ -278,7 +278,9 @@ pub fn schema_at(
         };
         let types = type_names(&node);
         let next = if types.iter().any(|t| t == "array") && index(seg).is_some() {
-            node.get("items").cloned().unwrap_or(Value::Object(Map::new()))
+            node.get("items")
+                .cloned()
+                .unwrap_or(Value::Object(Map::new()))
         } else if let Some(props) = node.get("properties").and_then(Value::as_object) {
             match props.get(seg) {
                 Some(s) => s.clone(),
@@ -359,7 +361,9 @@ mod tests {
 
     #[test]
     fn malformed_paths_are_refused_with_the_spellings() {
-        for bad in ["traces", "$traces", "$.", "$.a..b", "$.a b", "$['a']", "/a~2"] {
+        for bad in [
+            "traces", "$traces", "$.", "$.a..b", "$.a b", "$['a']", "/a~2",
+        ] {
             let e = ValuePath::parse(bad).expect_err(bad);
             assert!(e.contains(bad), "{e}");
         }
@@ -423,7 +427,10 @@ mod tests {
                 "`limit_arg` does not belong to page pagination",
             ),
             (json!({"page_arg": "p", "first_page": -1}), "`first_page`"),
-            (json!({"offset_arg": ""}), "`offset_arg` must be a non-empty string"),
+            (
+                json!({"offset_arg": ""}),
+                "`offset_arg` must be a non-empty string",
+            ),
         ] {
             let e = Pagination::read(&bad).expect_err(&bad.to_string());
             assert!(e.contains(says), "{bad}: {e}");

@@ -892,7 +892,10 @@ fn listing(extensions: &str, overrides: serde_json::Value) -> Result<ToolPlan, V
             };
             Ok(api.tools[0].clone())
         }
-        Err(d) => Err(d.iter().map(|d| format!("{}: {}", d.pointer, d.message)).collect()),
+        Err(d) => Err(d
+            .iter()
+            .map(|d| format!("{}: {}", d.pointer, d.message))
+            .collect()),
     }
 }
 
@@ -912,13 +915,17 @@ fn the_result_path_must_be_in_the_response_schema() {
     assert_eq!(tool.output_schema, json!({"$ref": "#/$defs/Things"}));
     assert_eq!(
         listing(r#""x-ptc-result-path": "$.itemz","#, json!({})).unwrap_err(),
-        ["/paths/~1things/get/x-ptc-result-path: x-ptc-result-path `$.itemz`: the response \
-          has no property `itemz` (it has items, next, total)"]
+        [
+            "/paths/~1things/get/x-ptc-result-path: x-ptc-result-path `$.itemz`: the response \
+          has no property `itemz` (it has items, next, total)"
+        ]
     );
     assert_eq!(
         listing(r#""x-ptc-result-path": "$.total.n","#, json!({})).unwrap_err(),
-        ["/paths/~1things/get/x-ptc-result-path: x-ptc-result-path `$.total.n`: `total` is \
-          integer, which has no `n`"]
+        [
+            "/paths/~1things/get/x-ptc-result-path: x-ptc-result-path `$.total.n`: `total` is \
+          integer, which has no `n`"
+        ]
     );
 }
 
@@ -938,8 +945,10 @@ fn pagination_names_only_what_the_operation_has() {
             json!({})
         )
         .unwrap_err(),
-        ["/paths/~1things/get/x-ptc-pagination: x-ptc-pagination.next_cursor_path `$.nxt`: the \
-          response has no property `nxt` (it has items, next, total)"]
+        [
+            "/paths/~1things/get/x-ptc-pagination: x-ptc-pagination.next_cursor_path `$.nxt`: the \
+          response has no property `nxt` (it has items, next, total)"
+        ]
     );
     assert_eq!(
         listing(
@@ -966,7 +975,9 @@ fn counted_pagination_needs_a_list_result() {
         let e = listing(&ext, json!({})).unwrap_err();
         assert_eq!(e.len(), 1, "{e:?}");
         assert!(
-            e[0].ends_with("pagination counts each page's items, but what a call returns is not a list"),
+            e[0].ends_with(
+                "pagination counts each page's items, but what a call returns is not a list"
+            ),
             "{e:?}"
         );
     }
@@ -1000,7 +1011,11 @@ fn overrides_set_the_result_path_and_pagination() {
              total)"
         ]
     );
-    let e = listing("", json!({"list_things": {"result_path": 3, "pagination": {}}})).unwrap_err();
+    let e = listing(
+        "",
+        json!({"list_things": {"result_path": 3, "pagination": {}}}),
+    )
+    .unwrap_err();
     assert_eq!(
         e,
         [

@@ -138,7 +138,10 @@ fn observatory_compiles_to_the_seed_shape() {
             .collect::<Vec<_>>()
     );
     assert_eq!(list.ptc.result_path.as_ref().unwrap().as_str(), "$.traces");
-    assert_eq!(list.ptc.pagination.as_ref().unwrap().position_arg(), "cursor");
+    assert_eq!(
+        list.ptc.pagination.as_ref().unwrap().position_arg(),
+        "cursor"
+    );
 }
 
 #[test]

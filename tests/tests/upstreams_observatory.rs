@@ -119,7 +119,7 @@ fn a_program_lists_filters_and_aggregates_traces_locally() {
     let b = bed("aggregate");
     let src = r#"
         (let [r (tool/call 'observatory/list-traces {:org-id "org_acme" :limit 50})
-              traces (:traces (:value r))
+              traces (:value r)
               failed (filter #(= "error" (:status %)) traces)]
           {:ok (:ok r)
            :listed (count traces)
@@ -138,7 +138,7 @@ fn a_program_lists_filters_and_aggregates_traces_locally() {
     assert_eq!(r.records.upstream_calls[0].tool, "list-traces");
     // The default args of the plan reach the service: steps come as summaries.
     let v = b.value(
-        r#"(let [t (first (:traces (:value (tool/call 'observatory/list-traces {:org-id "org_acme" :limit 1}))))
+        r#"(let [t (first (:value (tool/call 'observatory/list-traces {:org-id "org_acme" :limit 1})))
                  s (tool/call 'observatory/get-trace-steps {:org-id "org_acme" :id (:id t)})]
              [(:ok s) (:mode (:value s))])"#,
     );
@@ -225,5 +225,38 @@ fn discovery_shows_the_observatory_tools_without_credentials() {
             .contains("(tool/call 'observatory/list-traces {:org-id \"...\"})"),
         "{}",
         r.output
+    );
+}
+
+/// `tool/pages` over the Observatory's cursor (`next_cursor`): every trace once, in the order
+/// one large page gives them, and each page one call in the run's records.
+#[test]
+fn tool_pages_follows_the_observatory_cursor() {
+    let b = bed("pages");
+    let out = b.value(
+        r#"(let [all (:value (tool/call 'observatory/list-traces {:org-id "org_acme" :status "timeout" :limit 500}))
+                 r (tool/pages 'observatory/list-traces {:org-id "org_acme" :status "timeout" :limit 9} {:max-pages 40})]
+             [(:ok r) (:complete r) (:next r) (= (map :id all) (map :id (:value r)))
+              (= (:pages r) (quot (+ (count all) 8) 9)) (count all)])"#,
+    );
+    // More than a few pages' worth, fewer than one large page holds.
+    let n: usize = out
+        .trim_end_matches(']')
+        .rsplit(' ')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert!(
+        out.starts_with("[true true nil true true ") && n > 18 && n < 360,
+        "{out}"
+    );
+    let run = b.run(
+        r#"(tool/pages 'observatory/list-traces {:org-id "org_acme" :limit 5} {:max-pages 3})"#,
+    );
+    assert_eq!(run.records.upstream_calls.len(), 3);
+    let v = run.result.unwrap().to_string();
+    assert!(
+        v.contains(":complete false") && v.contains(":pages 3"),
+        "{v}"
     );
 }

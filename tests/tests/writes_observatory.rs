@@ -15,7 +15,8 @@ use ptc_plan::{Approval, CredentialSource, Plan, Transport};
 
 const TOKEN: &str = "obs_writes_full_3e9d1c7a";
 /// A trace of org_acme in the test bed's dataset.
-const TRACE: &str = "(-> (tool/call 'observatory/list-traces {:org-id \"org_acme\" :limit 1}) :value :traces first :id)";
+const TRACE: &str =
+    "(-> (tool/call 'observatory/list-traces {:org-id \"org_acme\" :limit 1}) :value first :id)";
 
 struct Bed {
     rt: tokio::runtime::Runtime,

@@ -153,6 +153,7 @@ mod tests {
             disabled: disabled.then(|| "writes are off".to_string()),
             max_response_bytes: 1 << 20,
             provenance: json!({}),
+            projection: Default::default(),
             pin: None,
             index: n,
         }

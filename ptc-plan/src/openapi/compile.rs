@@ -12,10 +12,10 @@ use crate::config::{OpenApiConfig, OperationOverride};
 use crate::diagnostic::{Reporter, pointer_join};
 use crate::effects::{self, Classified, Refusal};
 use crate::names;
-use crate::projection::{Pagination, ValuePath, is_not_a_list, schema_at};
 use crate::plan::{
     Annotations, BODY_ARG, OperationBinding, Param, ParamLocation, RequestBody, ToolPlan,
 };
+use crate::projection::{Pagination, ValuePath, is_not_a_list, schema_at};
 use crate::suggest::did_you_mean;
 
 const METHODS: [&str; 8] = [
@@ -342,7 +342,10 @@ impl OpCompiler<'_, '_> {
         let result_path = self.overrides.result_path.clone();
         let (result_path, path_at) = match result_path {
             Some(p) => (Some(p), Where::Override("result_path")),
-            None => (ext.result_path.clone(), Where::Document("x-ptc-result-path")),
+            None => (
+                ext.result_path.clone(),
+                Where::Document("x-ptc-result-path"),
+            ),
         };
         let (pagination, paging_at) = match self.overrides.pagination.clone() {
             Some(p) => (Some(p), Where::Override("pagination")),

@@ -56,7 +56,14 @@ mod tests {
         assert_eq!(obs::ListTracesArgs::TOOL, "observatory/list-traces");
         assert_eq!(obs::GetTraceStepArgs::TOOL, "observatory/get-trace-step");
         let args = obs::ListTracesArgs::new("org_acme".into());
-        assert_eq!(response(&args), std::any::TypeId::of::<obs::TraceList>());
+        // Its result path (`$.traces`) selects the list: the response is the list's type.
+        assert_eq!(
+            response(&args),
+            std::any::TypeId::of::<Vec<obs::TraceSummary>>()
+        );
+        // It pages, and says so by implementing `Paged`; `get_trace` does not page.
+        fn paged<O: ptc::Paged>(_: &O) {}
+        paged(&args);
         // Every argument optional: `Default` builds them.
         assert_eq!(shapes::GetStatsArgs::default(), shapes::GetStatsArgs {});
         assert_eq!(shapes::PingArgs::TOOL, "shapes/ping");
