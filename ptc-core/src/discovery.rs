@@ -191,6 +191,19 @@ pub fn doc_text(server: &ServerEntry, tool: &ToolEntry) -> String {
     out.push_str(&format!(
         "Returns:\n  {value}\n  or {{:ok false :reason kw :message string}}; check :ok first\n"
     ));
+    if let Some(path) = &tool.projection.result_path {
+        out.push_str(&format!("  (:value is the answer's {path})\n"));
+    }
+    if let Some(style) = &tool.projection.pagination {
+        let call = example_call(schema, tool).replacen("tool/call", "tool/pages", 1);
+        out.push_str(&format!(
+            "Pages ({} pagination, on :{}):\n  {} {{:max-pages 5}})\n  => {{:ok true :value \
+             [every page's items] :pages n :complete bool :next position-to-go-on-from}}\n",
+            style.style(),
+            style.position_arg().replace('_', "-"),
+            call.trim_end_matches(')'),
+        ));
+    }
     if tool.classified.effect == ptc_plan::Effect::Write {
         out.push_str(
             "  A write's answer also has :mutation_state (:applied, :not_applied, or \
@@ -352,6 +365,33 @@ mod tests {
              :next_cursor string|null} :value_kind :json}\n  or {:ok false :reason kw :message \
              string}; check :ok first\n"
         );
+    }
+
+    /// A projected, paged tool says what `:value` is and how to page it.
+    #[test]
+    fn doc_shows_the_result_path_and_how_to_page() {
+        let mut t = tool();
+        t.output_schema = Some(json!({"type": "array", "items": {"type": "object"}}));
+        t.projection = crate::projection::Projection {
+            result_path: Some(ptc_plan::ValuePath::parse("$.traces").unwrap()),
+            pagination: Some(ptc_plan::Pagination::Cursor {
+                cursor_arg: "next_cursor".into(),
+                next_cursor_path: ptc_plan::ValuePath::parse("$.next_cursor").unwrap(),
+            }),
+        };
+        let server = ServerEntry::new("obs", "", "openapi", Default::default());
+        let text = doc_text(&server, &t);
+        assert!(
+            text.contains(
+                "{:ok true :value [map] :value_kind :json}\n  or {:ok false :reason kw :message \
+                 string}; check :ok first\n  (:value is the answer's $.traces)\nPages (cursor \
+                 pagination, on :next-cursor):\n  (tool/pages 'obs/list-traces {:org-id \"...\" \
+                 :mode \"summary\"} {:max-pages 5})\n  => {:ok true :value [every page's items] \
+                 :pages n :complete bool :next position-to-go-on-from}\n"
+            ),
+            "{text}"
+        );
+        assert!(!doc_text(&server, &tool()).contains("Pages"));
     }
 
     /// Arguments and results that are `$ref`s into the schema's own definitions are shown as

@@ -65,6 +65,22 @@ struct LatencyQuery {
     ms: u64,
 }
 
+/// The projection rows' answer: a 5 MB list of records under `items`, beside a cursor.
+static ENVELOPE: std::sync::LazyLock<Vec<u8>> = std::sync::LazyLock::new(|| {
+    let mut out = b"{\"items\":".to_vec();
+    out.extend(body(5_000_000));
+    out.extend(b",\"next\":null}");
+    out
+});
+
+async fn envelope_answer() -> axum::response::Response {
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        ENVELOPE.as_slice(),
+    )
+        .into_response()
+}
+
 async fn serve(bodies: Arc<Vec<(usize, Vec<u8>)>>) -> SocketAddr {
     let app = axum::Router::new()
         .route(
@@ -81,6 +97,8 @@ async fn serve(bodies: Arc<Vec<(usize, Vec<u8>)>>) -> SocketAddr {
                 }
             }),
         )
+        .route("/envelope", axum::routing::get(envelope_answer))
+        .route("/envelope/whole", axum::routing::get(envelope_answer))
         .route(
             "/latency",
             axum::routing::get(|Query(q): Query<LatencyQuery>| async move {
@@ -118,8 +136,14 @@ fn document() -> Vec<u8> {
             "responses": {"200": {"description": "ok",
                 "content": {"application/json": {"schema": {}}}}}}})
     };
+    let mut projected = op("body", "size");
+    projected["get"]["operationId"] = json!("projected");
+    projected["get"]["x-ptc-result-path"] = json!("$.items");
+    let mut whole = op("body", "size");
+    whole["get"]["operationId"] = json!("whole");
     json!({"openapi": "3.0.3", "info": {"title": "bench", "version": "1"},
-        "paths": {"/body": op("body", "size"), "/latency": op("latency", "ms")}})
+        "paths": {"/body": op("body", "size"), "/latency": op("latency", "ms"),
+                  "/envelope": projected, "/envelope/whole": whole}})
     .to_string()
     .into_bytes()
 }
@@ -130,7 +154,7 @@ fn plan(addr: SocketAddr) -> ptc_plan::Loaded {
         "base_url": format!("http://{addr}"),
         "allow_insecure_http": true,
         "schema_file": "/bench/openapi.json",
-        "include_operations": ["body", "latency"],
+        "include_operations": ["body", "latency", "projected", "whole"],
         "max_response_bytes": 16_000_000u64,
         "pool_size": 64
     }}})
@@ -273,6 +297,7 @@ pub fn run(budget: Budget) -> Vec<Row> {
             ),
         ));
     }
+    rows.push(projection_row(&rt, &upstreams, &limits, budgets, budget));
     // pmap over 64 calls with 50 ms latency at the configured concurrency.
     let program = format!(
         "(count (filter :ok (pmap #(tool/call 'b/latency {{:ms {LATENCY_MS} :i %}}) (range {PMAP_CALLS}))))"
@@ -312,4 +337,52 @@ pub fn run(budget: Budget) -> Vec<Row> {
         format!("max_workers {CONCURRENCY}, pool_size 64"),
     ));
     rows
+}
+
+/// A call whose result path selects the list in a 5 MB answer, against the same call of the
+/// same answer without one (the program then reads the whole decoded answer): the selection
+/// runs over the decoded value, so it should cost next to nothing (goal ≤ 1.1×).
+fn projection_row(
+    rt: &tokio::runtime::Runtime,
+    upstreams: &Arc<Upstreams>,
+    limits: &Limits,
+    budgets: Budgets,
+    budget: Budget,
+) -> Row {
+    let run = |program: &str| {
+        let t = Instant::now();
+        let run = run_program(
+            upstreams.clone(),
+            rt.handle().clone(),
+            program,
+            limits.clone(),
+            budgets,
+            None,
+        );
+        let v = run.result.expect("projection program");
+        (t.elapsed(), v.to_string())
+    };
+    let projected = "(count (:value (tool/call 'b/projected {:size 1})))";
+    let whole = "(count (:items (:value (tool/call 'b/whole {:size 1}))))";
+    let (_, a) = run(projected);
+    let (_, b) = run(whole);
+    assert_eq!(a, b, "both read the same items");
+    let (mut ours, mut base) = (Vec::new(), Vec::new());
+    let start = Instant::now();
+    while ours.len() < budget.min_samples || start.elapsed() < budget.min_time {
+        ours.push(run(projected).0);
+        base.push(run(whole).0);
+        if ours.len() >= 200 {
+            break;
+        }
+    }
+    Row::time(
+        "tool_call",
+        "tool/call with a result path ($.items of a 5 MB answer)",
+        median(ours),
+        "the same call and answer without one",
+        median(base),
+        Some(1.1),
+        format!("{} items; {} B answer", a, ENVELOPE.len()),
+    )
 }
