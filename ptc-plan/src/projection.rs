@@ -359,6 +359,19 @@ mod tests {
         assert_eq!(segs("/a~1b/c~0d/"), ["a/b", "c~d", ""]);
     }
 
+    /// The plan stores a path as written and reads it back to the same segments; a page
+    /// style without `first_page` starts at 1.
+    #[test]
+    fn plans_keep_paths_and_styles_as_written() {
+        let p = ValuePath::parse("$.traces").unwrap();
+        assert_eq!(serde_json::to_value(&p).unwrap(), json!("$.traces"));
+        let back: ValuePath = serde_json::from_value(json!("/a/0")).unwrap();
+        assert_eq!(back.segments(), ["a", "0"]);
+        assert!(serde_json::from_value::<ValuePath>(json!("a.b")).is_err());
+        let page: Pagination = serde_json::from_value(json!({"page_arg": "p"})).unwrap();
+        assert!(matches!(page, Pagination::Page { first_page: 1, .. }));
+    }
+
     #[test]
     fn malformed_paths_are_refused_with_the_spellings() {
         for bad in [
@@ -390,6 +403,8 @@ mod tests {
         assert_eq!(index("10"), Some(10));
         assert_eq!(index("01"), None);
         assert_eq!(index("-1"), None);
+        assert_eq!(index("+1"), None);
+        assert_eq!(index("x"), None);
         assert_eq!(index(""), None);
     }
 
@@ -460,6 +475,15 @@ mod tests {
         assert_eq!(
             at("$.next.x").unwrap_err(),
             "`next` is string or null, which has no `x`"
+        );
+        // An index only goes into an array; an array has nothing but indexes.
+        assert_eq!(
+            at("/0").unwrap_err(),
+            "the response has no property `0` (it has items, next)"
+        );
+        assert_eq!(
+            at("/items/x").unwrap_err(),
+            "`items` is array, which has no `x`"
         );
         // An open object lets any path through.
         let open = json!({"type": "object"});
