@@ -170,7 +170,14 @@ pub fn doc_text(server: &ServerEntry, tool: &ToolEntry) -> String {
         }
         _ => out.push_str("  none\n"),
     }
-    out.push_str(&format!("Call:\n  {}\n", example_call(schema, tool)));
+    let call = example_call(schema, tool);
+    // `(server/tool {...})` is the same call, shorter.
+    let sugar = call.replacen(
+        &format!("tool/call '{}", tool.qualified()),
+        &tool.qualified(),
+        1,
+    );
+    out.push_str(&format!("Call:\n  {call}\n  or {sugar}\n"));
     let value = match &tool.output_schema {
         Some(s) if s.get("type").and_then(Value::as_str) == Some("null") => {
             "{:ok true :value nil :value_kind :none}".to_string()
@@ -361,7 +368,8 @@ mod tests {
             "-------------------------\nobs/list-traces\n  List traces\n\n  Newest first.\nArgs:\n  \
              :org-id string (required) - Tenant.\n  :mode one of \"summary\" \"full\" (required) \
              (default \"summary\")\n  :limit integer 1..500\nCall:\n  (tool/call 'obs/list-traces \
-             {:org-id \"...\" :mode \"summary\"})\nReturns:\n  {:ok true :value {:traces [map] \
+             {:org-id \"...\" :mode \"summary\"})\n  or (obs/list-traces {:org-id \"...\" \
+             :mode \"summary\"})\nReturns:\n  {:ok true :value {:traces [map] \
              :next_cursor string|null} :value_kind :json}\n  or {:ok false :reason kw :message \
              string}; check :ok first\n"
         );
@@ -408,7 +416,10 @@ mod tests {
         let server = ServerEntry::new("obs", "", "openapi", Default::default());
         let text = doc_text(&server, &t);
         assert!(
-            text.contains("Call:\n  (tool/call 'obs/list-traces {:mode \"summary\"})\n"),
+            text.contains(
+                "Call:\n  (tool/call 'obs/list-traces {:mode \"summary\"})\n  or \
+                 (obs/list-traces {:mode \"summary\"})\n"
+            ),
             "{text}"
         );
         assert!(

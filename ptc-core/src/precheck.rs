@@ -1,5 +1,5 @@
 //! The static pre-check: before a program runs, its literal `tool/call` and `tool/pages` forms
-//! are read the way the call reads them ([`crate::call_form`]) and checked against the catalog
+//! (and `(server/tool {...})`, the same call) are read the way the call reads them ([`crate::call_form`]) and checked against the catalog
 //! (a malformed form, unknown upstream or tool, missing required arguments, literal arguments of
 //! the wrong type or outside an enum, pages of a tool that does not page). Every problem is
 //! reported at once with its position, and no upstream is touched: upstreams whose tools are not
@@ -46,14 +46,22 @@ pub fn to_error(problems: &[Problem]) -> LispError {
 /// Checks every literal `tool/call` in `src`. A program that does not read is left to the
 /// evaluator to report.
 pub fn precheck(upstreams: &Upstreams, src: &str) -> Result<(), Vec<Problem>> {
-    let (Ok(calls), Ok(pages)) = (
+    let names: Vec<String> = upstreams
+        .catalog()
+        .servers()
+        .iter()
+        .map(|s| s.name.clone())
+        .collect();
+    let (Ok(calls), Ok(sugared), Ok(pages)) = (
         ptc_lisp::call_sites(src, "tool/call"),
+        ptc_lisp::upstream_call_sites(src, &names),
         ptc_lisp::call_sites(src, "tool/pages"),
     ) else {
         return Ok(());
     };
     let mut sites: Vec<(ptc_lisp::CallSite, bool)> = calls
         .into_iter()
+        .chain(sugared)
         .map(|s| (s, false))
         .chain(pages.into_iter().map(|s| (s, true)))
         .collect();

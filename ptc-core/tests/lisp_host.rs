@@ -519,15 +519,38 @@ fn discovery_lists_documents_and_searches_upstream_tools() {
     let e = b.error("(dir 'fz)");
     assert_eq!(e.reason(), "unbound_var");
     assert_eq!(e.message(), "no namespace or upstream named fz");
-    // Upstreams are namespaces: unquoted names work too, `all-ns` lists them, and a tool
-    // written as a function says how to call it.
+    // Upstreams are namespaces: unquoted names work too, `all-ns` lists them, a tool called
+    // by its name is the same `tool/call`, and a tool used as a value says how to call it.
     assert_eq!(b.value("(= (dir fx) (dir 'fx))"), "true");
     assert_eq!(b.value("(contains? (set (all-ns)) 'fx)"), "true");
-    let e = b.error("(fx/echo {:id \"1\"})");
+    assert_eq!(
+        b.value("(= (fx/echo {:id \"1\"}) (tool/call 'fx/echo {:id \"1\"}))"),
+        "true"
+    );
+    assert_eq!(
+        b.value("(:ok (first (map #(fx/echo {:id %}) [\"1\"])))"),
+        "true"
+    );
+    let e = b.error("(map fx/echo [{:id \"1\"}])");
     assert_eq!(e.reason(), "unbound_var");
     assert_eq!(
         e.message(),
-        "fx/echo names a tool of upstream fx, not a function"
+        "fx/echo names a tool of upstream fx, not a function value"
+    );
+    assert!(
+        e.hint()
+            .is_some_and(|h| h.contains("call it as (fx/echo {...}), e.g. #(fx/echo {:id %})")),
+        "{e:?}"
+    );
+    // The sugar meets the pre-check like the call it stands for: nothing runs.
+    let e = b.error("(do (fx/echo {:id \"1\"}) (fx/ecko {}))");
+    assert!(
+        e.message()
+            .contains("found before running (nothing was called)")
+            && e.message()
+                .contains("1:25: no tool `ecko` in upstream `fx`"),
+        "{}",
+        e.message()
     );
     // Nothing transport-specific in what a program sees.
     let all = b.value("[(tool/servers) (dir 'fx)]").to_lowercase();

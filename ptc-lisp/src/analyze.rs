@@ -356,11 +356,12 @@ impl<'a> Analyzer<'a> {
         if self.upstreams.iter().any(|u| u == ns) {
             return Err(LispError::new(
                 Reason::UnboundVar,
-                format!("{ns}/{name} names a tool of upstream {ns}, not a function"),
+                format!("{ns}/{name} names a tool of upstream {ns}, not a function value"),
             )
             .with_pos(pos)
             .with_hint(format!(
-                "call it with (tool/call '{ns}/{name} {{...}}); (doc '{ns}/{name}) describes it"
+                "call it as ({ns}/{name} {{...}}), e.g. #({ns}/{name} {{:id %}}) where a \
+                 function is needed; (doc '{ns}/{name}) describes it"
             )));
         }
         let mut known: Vec<&str> = names::NAMESPACES.iter().map(|n| n.name).collect();
@@ -413,6 +414,17 @@ impl<'a> Analyzer<'a> {
             // `clojure.core/when`, and `tool/doc`, `tool/dir` with their unquoted names.
             if !is_local && let Some(form) = names::qualified_special_form(name) {
                 return self.analyze_special(form.kind, form.name, args, pos, tail);
+            }
+            // `(server/tool {...})`: a call of an upstream's tool. Upstream names never shadow a
+            // namespace of the language or the host (the config refuses them), and a program
+            // cannot define a qualified name, so the form means nothing else.
+            if let Some((ns, _)) = name.split_once('/')
+                && self.upstreams.iter().any(|u| u == ns)
+                && names::namespace(ns).is_none()
+                && !self.host_namespaces.iter().any(|h| h == ns)
+            {
+                let call = crate::sugar::upstream_call(name, args, pos);
+                return self.analyze(&call, tail);
             }
         }
         if let FormKind::Keyword(k) = &head.kind {

@@ -36,6 +36,27 @@ const THREADING: &[&str] = &[
 /// order. Calls inside quoted data or `comment`, and step forms of threading macros (which gain
 /// an argument when expanded), are left out. Reading is bounded by the reader's depth limit.
 pub fn call_sites(src: &str, name: &str) -> Result<Vec<CallSite>, LispError> {
+    scan(src, &|head| (head == name).then(Vec::new))
+}
+
+/// The literal calls of upstream tools by their qualified names (`(server/tool {...})`, the
+/// sugar for `(tool/call 'server/tool {...})`), for any of `upstreams`, in source order. Each
+/// site's arguments start with the quoted tool name, as the `tool/call` they stand for.
+pub fn upstream_call_sites(src: &str, upstreams: &[String]) -> Result<Vec<CallSite>, LispError> {
+    scan(src, &|head| {
+        let (ns, _) = head.split_once('/')?;
+        upstreams
+            .iter()
+            .any(|u| u == ns)
+            .then(|| vec![LiteralArg::Const(Value::Symbol(head.into()))])
+    })
+}
+
+/// What a matched head puts before the written arguments; `None` for a head that is not a call
+/// being looked for.
+type Matcher<'a> = &'a dyn Fn(&str) -> Option<Vec<LiteralArg>>;
+
+fn scan(src: &str, matcher: Matcher<'_>) -> Result<Vec<CallSite>, LispError> {
     let limits = Limits::default();
     // On a pooled evaluation stack, like an evaluation: a host scans before every evaluation, and
     // a thread of its own per scan cost more than a small program's whole run.
@@ -45,7 +66,7 @@ pub fn call_sites(src: &str, name: &str) -> Result<Vec<CallSite>, LispError> {
             .map(|forms| {
                 let mut out = Vec::new();
                 for f in &forms {
-                    walk(f, name, false, &mut out);
+                    walk(f, matcher, false, &mut out);
                 }
                 out
             });
@@ -57,28 +78,31 @@ pub fn call_sites(src: &str, name: &str) -> Result<Vec<CallSite>, LispError> {
     scanned.unwrap_or_else(|message| Err(LispError::new(crate::Reason::InternalError, message)))
 }
 
-fn walk(form: &Form, name: &str, threaded: bool, out: &mut Vec<CallSite>) {
+fn walk(form: &Form, matcher: Matcher<'_>, threaded: bool, out: &mut Vec<CallSite>) {
     match &form.kind {
         FormKind::List(items) => {
             let head = items.first().and_then(Form::sym_name);
             if matches!(head, Some("quote" | "comment")) {
                 return;
             }
-            if head == Some(name) && !threaded {
+            if let Some(mut args) = head.and_then(matcher)
+                && !threaded
+            {
+                args.extend(items[1..].iter().map(literal));
                 out.push(CallSite {
                     pos: form.pos,
-                    args: items[1..].iter().map(literal).collect(),
+                    args,
                 });
             }
             let threading = head.is_some_and(|h| THREADING.contains(&h));
             for (i, item) in items.iter().enumerate() {
                 // The first operand of a threading form is the threaded value; the rest are steps.
-                walk(item, name, threading && i >= 2, out);
+                walk(item, matcher, threading && i >= 2, out);
             }
         }
         FormKind::Vector(items) | FormKind::Map(items) | FormKind::Set(items) => {
             for item in items {
-                walk(item, name, false, out);
+                walk(item, matcher, false, out);
             }
         }
         FormKind::AnonFn(body) => {
@@ -86,7 +110,7 @@ fn walk(form: &Form, name: &str, threaded: bool, out: &mut Vec<CallSite>) {
                 kind: FormKind::List(body.clone()),
                 pos: form.pos,
             };
-            walk(&list, name, false, out);
+            walk(&list, matcher, false, out);
         }
         _ => {}
     }
@@ -131,6 +155,29 @@ fn const_of(form: &Form) -> LiteralArg {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `(server/tool {...})` of a named upstream is found as the `tool/call` it stands for;
+    /// other qualified heads, quoted and threaded forms are not.
+    #[test]
+    fn finds_upstream_tools_called_by_name() {
+        let src = "(obs/list {:a 1})
+(str/join [])
+'(obs/q)
+(-> {} (obs/threaded))
+#(obs/get {:id %})
+(other/x)";
+        let sites = upstream_call_sites(src, &["obs".to_string()]).unwrap();
+        let found: Vec<String> = sites
+            .iter()
+            .map(|s| match &s.args[0] {
+                LiteralArg::Const(Value::Symbol(t)) => format!("{} {t} {}", s.pos, s.args.len()),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(found, ["1:1 obs/list 2", "5:1 obs/get 2"]);
+        assert!(matches!(&sites[0].args[1], LiteralArg::Map(_)));
+        assert!(upstream_call_sites(src, &[]).unwrap().is_empty());
+    }
 
     #[test]
     fn finds_literal_calls_with_positions_and_skips_threaded_and_quoted_ones() {

@@ -77,6 +77,15 @@ pub(crate) fn binding_vector<'f>(
     }
 }
 
+/// `(server/tool args...)`, a call of an upstream's tool by its qualified name, is
+/// `(tool/call 'server/tool args...)`: the same arguments, the same pre-check and errors.
+pub(crate) fn upstream_call(tool: &str, args: &[Form], pos: Pos) -> Form {
+    let quoted = list(vec![sym("quote", pos), sym(tool, pos)], pos);
+    let mut items = vec![sym("tool/call", pos), quoted];
+    items.extend(args.iter().cloned());
+    list(items, pos)
+}
+
 pub(crate) fn sym(name: &str, pos: Pos) -> Form {
     Form {
         kind: FormKind::Symbol(name.into()),

@@ -154,13 +154,36 @@ fn upstream_names_feed_errors_and_hints() {
     assert!(e.message().contains("observatory, billing"), "{e}");
     assert_eq!(e.hint(), Some("did you mean observatory/list-traces?"));
 
-    // An upstream tool is not a function: the error says how to call it.
-    let e = i.eval_str("(observatory/list-traces {})").unwrap_err();
+    // Called by its name, an upstream tool is `tool/call` of it, through the thread macros
+    // and `#(...)` too; as a value it is not a function, and the error says how to call it.
+    assert_eq!(
+        show(
+            &mut i,
+            "(= (observatory/list-traces {}) (tool/call 'observatory/list-traces {}))"
+        ),
+        "true"
+    );
+    assert_eq!(show(&mut i, "(-> {} observatory/list-traces :ok)"), "true");
+    assert_eq!(
+        show(&mut i, "(:ok (#(observatory/list-traces %) {}))"),
+        "true"
+    );
+    let e = i
+        .eval_str("(map observatory/list-traces [{}])")
+        .unwrap_err();
     assert_eq!(e.reason(), Reason::UnboundVar);
     assert!(
         e.hint()
-            .is_some_and(|h| h.contains("(tool/call 'observatory/list-traces")),
+            .is_some_and(|h| h.contains("call it as (observatory/list-traces {...})")),
         "{e}"
+    );
+    // A local named like an upstream does not make its tools anything else.
+    assert_eq!(
+        show(
+            &mut i,
+            "(let [observatory 1] (:ok (observatory/list-traces {})))"
+        ),
+        "true"
     );
 }
 

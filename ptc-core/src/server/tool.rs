@@ -20,11 +20,12 @@ pub const INLINE_MAX_TOOLS: usize = 16;
 
 const INTRO: &str = "\
 Evaluate a PTC-Lisp program (a small, sandboxed Clojure dialect) and return its value. Call \
-upstream tools inside the program with (tool/call 'server/tool {:arg value}) — the result is \
-{:ok true :value v} or {:ok false :reason r :message m} — then filter, join and aggregate \
-locally and return only the answer. Keys of `context` are readable as data/<key>. \
-`output_schema` (JSON Schema) makes a non-matching result an error. (pmap f xs) runs calls \
-in parallel.";
+upstream tools inside the program with (server/tool {:arg value}), the same as \
+(tool/call 'server/tool {:arg value}) — the result is {:ok true :value v} or \
+{:ok false :reason r :message m} — then filter, join and aggregate locally and return only the \
+answer. (tool/pages 'server/tool {...} {:max-pages n}) gathers a paged tool's pages. Keys of \
+`context` are readable as data/<key>. `output_schema` (JSON Schema) makes a non-matching result \
+an error. (pmap f xs) runs calls in parallel.";
 
 const DISCOVERY: &str = "\
 Discovery: (tool/servers) lists upstreams, (dir 'server) its tools, (doc 'server/tool) the \
