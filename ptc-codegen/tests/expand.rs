@@ -393,3 +393,32 @@ fn nullable_copies_of_an_object_share_its_struct() {
     assert!(code.contains("pub third: Option<Label>,"), "{code}");
     assert!(code.contains("pub inline: Option<Label>,"), "{code}");
 }
+
+/// An exec credential compiles (it is read at run time): the expansion neither runs the command
+/// nor embeds more than its path, and the runtime is the one that runs it.
+#[test]
+fn an_exec_credential_compiles_and_does_not_run_at_build_time() {
+    let dir = std::env::temp_dir().join(format!("ptc-codegen-exec-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let marker = dir.join("ran");
+    let config = dir.join("upstreams.json");
+    let doc = workspace().join("fixtures/openapi/rules.openapi.json");
+    std::fs::write(
+        &config,
+        serde_json::json!({
+            "credentials": {"t": {"source": "exec", "command": "/bin/sh",
+                "args": ["-c", format!("touch {}", marker.display())], "scheme_hint": "bearer"}},
+            "upstreams": {"api": {"transport": "openapi", "base_url": "https://api.example.test",
+                "schema_file": doc, "include_operations": ["get_item"],
+                "auth": [{"scheme": "bearer", "binding": "t"}]}}})
+        .to_string(),
+    )
+    .unwrap();
+    let code = ptc_codegen::expansion::expand(&config)
+        .unwrap_or_else(|d| panic!("{}", ptc_plan::Diagnostics(d)))
+        .tokens
+        .to_string();
+    assert!(code.contains("GetItemArgs"), "{code}");
+    assert!(!marker.exists(), "the expansion ran the credential command");
+    let _ = std::fs::remove_dir_all(&dir);
+}

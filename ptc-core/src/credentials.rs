@@ -47,7 +47,8 @@ pub(crate) struct CallEnv<'a> {
     pub redactor: &'a Redactor,
 }
 
-/// Reads `binding`'s secret now: env and file sources are read on every call.
+/// Reads `binding`'s secret now: env and file sources are read on every call, an exec source's
+/// output is used for its `cache_ttl_ms`.
 pub fn resolve(binding: &CredentialBinding, secrets: &Secrets) -> Result<Secret, CredentialError> {
     let name = &binding.name;
     let value = match &binding.source {
@@ -71,6 +72,7 @@ pub fn resolve(binding: &CredentialBinding, secrets: &Secrets) -> Result<Secret,
                 CredentialError(format!("credential `{name}`: literal value is missing"))
             })?
             .to_string(),
+        CredentialSource::Exec(src) => crate::credential_exec::read(name, src)?,
     };
     if value.is_empty() {
         return Err(CredentialError(format!("credential `{name}` is empty")));
@@ -111,6 +113,21 @@ pub fn auth_headers(
             Ok((e.header(), Secret(value)))
         })
         .collect()
+}
+
+/// After a 401: the next read of every binding `emitters` use gets a fresh value (an exec
+/// source runs its command again; other sources are read on every use anyway).
+pub fn refresh(emitters: &[AuthEmitter], credentials: &[CredentialBinding]) {
+    for e in emitters {
+        if let Some(CredentialBinding {
+            name,
+            source: CredentialSource::Exec(src),
+            ..
+        }) = credentials.iter().find(|c| c.name == e.binding())
+        {
+            crate::credential_exec::forget(name, src);
+        }
+    }
 }
 
 /// Registers a secret and its parts an upstream might echo alone (the password of `user:pass`).

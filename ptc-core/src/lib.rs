@@ -9,6 +9,7 @@
 pub mod approval;
 mod call_form;
 pub mod catalog;
+mod credential_exec;
 pub mod credentials;
 pub mod discovery;
 pub mod documents;

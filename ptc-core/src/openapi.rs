@@ -207,6 +207,7 @@ impl OpenApiUpstream {
                 && !http.auth.is_empty()
             {
                 auth_retried = true;
+                crate::credentials::refresh(&http.auth, env.credentials);
                 continue;
             }
             if matches!(status.as_u16(), 502..=504)

@@ -78,6 +78,38 @@ pub enum CredentialSource {
     },
     /// A value written in the config; held in [`crate::Secrets`], never in the plan.
     Literal,
+    /// The first line a command prints, cached for `cache_ttl_ms` and fetched again after a
+    /// 401. The command runs without a shell, with only the named environment variables.
+    Exec(ExecSource),
+}
+
+/// A credential command (`"source": "exec"`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExecSource {
+    /// The program: an absolute path (relative paths were resolved against the config's
+    /// folder); never looked up on `PATH`.
+    pub command: String,
+    /// Its arguments.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+    /// Environment variables passed through from the host's environment; nothing else is.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<String>,
+    /// How long the command may run.
+    pub timeout_ms: u64,
+    /// How long its output is used before the command runs again (0: every use).
+    pub cache_ttl_ms: u64,
+}
+
+impl ExecSource {
+    /// Default `timeout_ms`.
+    pub const DEFAULT_TIMEOUT_MS: u64 = 5_000;
+    /// Largest `timeout_ms`.
+    pub const MAX_TIMEOUT_MS: u64 = 60_000;
+    /// Default `cache_ttl_ms`.
+    pub const DEFAULT_CACHE_TTL_MS: u64 = 300_000;
+    /// The most a command may print, in bytes.
+    pub const MAX_OUTPUT_BYTES: usize = 64 * 1024;
 }
 
 /// What a credential is meant to be used as.

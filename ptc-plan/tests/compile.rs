@@ -411,6 +411,26 @@ fn mcp_upstreams_and_credentials_are_carried_without_secrets() {
         panic!()
     };
     assert!(Path::new(path).is_file(), "{path}");
+    // An exec binding names a program in the config's folder (never looked up on PATH), with
+    // the defaults for what it leaves out.
+    let CredentialSource::Exec(exec) = &plan.credential("cloud-token").unwrap().source else {
+        panic!()
+    };
+    assert!(
+        exec.command.ends_with("configs/valid/bin/get-token"),
+        "{}",
+        exec.command
+    );
+    assert!(Path::new(&exec.command).is_absolute());
+    assert_eq!(exec.args, ["--audience", "observatory"]);
+    assert_eq!(exec.env, ["HOME"]);
+    assert_eq!(
+        (exec.timeout_ms, exec.cache_ttl_ms),
+        (
+            ptc_plan::ExecSource::DEFAULT_TIMEOUT_MS,
+            ptc_plan::ExecSource::DEFAULT_CACHE_TTL_MS
+        )
+    );
     // Literal values are in Secrets only, never in the plan or in debug output.
     assert_eq!(
         plan.credential("tickets-key").unwrap().source,

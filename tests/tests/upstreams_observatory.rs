@@ -43,6 +43,13 @@ fn tokens() -> Vec<TokenSpec> {
 }
 
 fn bed(name: &str) -> Bed {
+    bed_with(name, |token_file| CredentialSource::File {
+        path: token_file.to_string_lossy().into(),
+    })
+}
+
+/// A bed whose credential comes from `source` (given the bed's token file, which holds `FULL`).
+fn bed_with(name: &str, source: impl Fn(&Path) -> CredentialSource) -> Bed {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -60,9 +67,7 @@ fn bed(name: &str) -> Bed {
         std::env::temp_dir().join(format!("ptc-e2e-{name}-{}.token", std::process::id()));
     std::fs::write(&token_file, FULL).unwrap();
     for c in &mut loaded.plan.credentials {
-        c.source = CredentialSource::File {
-            path: token_file.to_string_lossy().into(),
-        };
+        c.source = source(&token_file);
     }
     for u in &mut loaded.plan.upstreams {
         if let Transport::Openapi(api) = &mut u.transport {
@@ -259,4 +264,67 @@ fn tool_pages_follows_the_observatory_cursor() {
         v.contains(":complete false") && v.contains(":pages 3"),
         "{v}"
     );
+}
+
+/// An `exec` credential against the real service: the command's output is the token, cached
+/// for the TTL; a 401 runs it again once; a failing command is `auth_failed` naming it, never
+/// what it printed.
+#[cfg(unix)]
+#[test]
+fn an_exec_credential_is_cached_and_run_again_after_a_401() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = std::env::temp_dir().join(format!("ptc-e2e-exec-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let runs = dir.join("runs");
+    let script = dir.join("token.sh");
+    // Run 1 prints a token the service does not know; later runs print the bed's token file.
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nn=$(cat {runs} 2>/dev/null || echo 0); n=$((n+1)); echo $n > {runs}\n\
+             if [ $n = 1 ]; then echo obs_stale_token_0000; else cat \"$1\"; fi\n",
+            runs = runs.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let exec = |token_file: &Path, command: &Path| {
+        CredentialSource::Exec(ptc_plan::ExecSource {
+            command: command.to_string_lossy().into(),
+            args: vec![token_file.to_string_lossy().into()],
+            env: vec![],
+            timeout_ms: 5_000,
+            cache_ttl_ms: 3_600_000,
+        })
+    };
+    let command = script.clone();
+    let b = bed_with("exec", move |token_file| exec(token_file, &command));
+    let count = |src: &str| b.value(&format!("(count (:value {src}))"));
+    let call = "(tool/call 'observatory/list-traces {:org-id \"org_acme\" :limit 2})";
+    assert_eq!(count(call), "2");
+    let ran = || std::fs::read_to_string(&runs).unwrap().trim().to_string();
+    assert_eq!(
+        ran(),
+        "2",
+        "the stale token's 401 ran the command once more"
+    );
+    assert_eq!(count(call), "2");
+    assert_eq!(ran(), "2", "the second call used the cached token");
+
+    let failing = dir.join("failing.sh");
+    std::fs::write(&failing, format!("#!/bin/sh\necho {FULL}; exit 7\n")).unwrap();
+    std::fs::set_permissions(&failing, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let command = failing.clone();
+    let b = bed_with("exec-fails", move |token_file| exec(token_file, &command));
+    let out = b.value(&format!("(select-keys {call} [:ok :reason :message])"));
+    assert!(
+        out.contains(":reason :auth_failed")
+            && out.contains(&format!(
+                "the command {} exited with status 7",
+                failing.display()
+            )),
+        "{out}"
+    );
+    assert!(!out.contains(FULL), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
 }

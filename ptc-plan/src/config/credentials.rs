@@ -7,10 +7,10 @@ use serde_json::Value;
 use super::Secrets;
 use super::fields::{Cx, Fields};
 use crate::diagnostic::pointer_join;
-use crate::plan::{CredentialBinding, CredentialSource, SchemeHint};
+use crate::plan::{CredentialBinding, CredentialSource, ExecSource, SchemeHint};
 use crate::suggest::did_you_mean;
 
-const SOURCES: [&str; 3] = ["env", "file", "literal"];
+const SOURCES: [&str; 4] = ["env", "file", "literal", "exec"];
 
 pub(super) fn parse_all(
     cx: &mut Cx,
@@ -23,7 +23,7 @@ pub(super) fn parse_all(
         value,
         pointer,
         "`credentials`",
-        "map each binding name to {\"source\": \"env\"|\"file\"|\"literal\", ...}",
+        "map each binding name to {\"source\": \"env\"|\"file\"|\"exec\"|\"literal\", ...}",
     ) else {
         return Vec::new();
     };
@@ -45,6 +45,75 @@ pub(super) fn parse_all(
     out
 }
 
+/// `{"source": "exec", "command", "args", "env", "timeout_ms", "cache_ttl_ms"}`.
+fn exec(cx: &mut Cx, f: &mut Fields, base_dir: &Path) -> Option<ExecSource> {
+    let command = f.required_string(
+        cx,
+        "command",
+        "give the program's path, e.g. \"command\": \"/usr/local/bin/get-token\"",
+    );
+    let args: Vec<String> = f
+        .string_list(cx, "args")
+        .unwrap_or_default()
+        .into_iter()
+        .map(str::to_string)
+        .collect();
+    let env: Vec<String> = f
+        .string_list(cx, "env")
+        .unwrap_or_default()
+        .into_iter()
+        .map(str::to_string)
+        .collect();
+    for var in env.iter().filter(|v| !valid_env_name(v)) {
+        cx.error(
+            &f.at("env"),
+            format!("`{var}` is not a valid environment variable name"),
+            Some("list the variables the command needs, e.g. [\"HOME\", \"VAULT_ADDR\"]".into()),
+        );
+    }
+    let timeout_ms = f.positive(cx, "timeout_ms", ExecSource::DEFAULT_TIMEOUT_MS);
+    if timeout_ms > ExecSource::MAX_TIMEOUT_MS {
+        cx.error(
+            &f.at("timeout_ms"),
+            format!(
+                "`timeout_ms` is {timeout_ms}; a credential command may run at most {} ms",
+                ExecSource::MAX_TIMEOUT_MS
+            ),
+            None,
+        );
+    }
+    let cache_ttl_ms = match f.get("cache_ttl_ms") {
+        None => ExecSource::DEFAULT_CACHE_TTL_MS,
+        Some(v) => match v.as_u64() {
+            Some(n) => n,
+            None => {
+                cx.wrong_type(
+                    &f.at("cache_ttl_ms"),
+                    "`cache_ttl_ms`",
+                    "a whole number of milliseconds (0: run the command on every use)",
+                    v,
+                    None,
+                );
+                0
+            }
+        },
+    };
+    let command = command?;
+    if command.trim().is_empty() {
+        cx.error(&f.at("command"), "`command` is empty", None);
+        return None;
+    }
+    // A bare name is a path in the config's folder, never a `PATH` lookup: the config says
+    // exactly which program holds the secret.
+    Some(ExecSource {
+        command: crate::paths::resolve(base_dir, command),
+        args,
+        env,
+        timeout_ms,
+        cache_ttl_ms,
+    })
+}
+
 fn parse_one(
     cx: &mut Cx,
     name: &str,
@@ -57,7 +126,7 @@ fn parse_one(
     let source = f.required_string(
         cx,
         "source",
-        "set \"source\" to \"env\", \"file\" or \"literal\"",
+        "set \"source\" to \"env\", \"file\", \"exec\" or \"literal\"",
     );
     let scheme_hint = match f.string(cx, "scheme_hint") {
         None => None,
@@ -116,18 +185,7 @@ fn parse_one(
                 secrets.insert(name, value);
                 CredentialSource::Literal
             }),
-        "exec" => {
-            // Read the fields anyway so the only complaint is the unsupported source.
-            f.get("command");
-            f.get("args");
-            f.get("cache_ttl_ms");
-            cx.error(
-                &f.at("source"),
-                format!("credential `{name}` uses source \"exec\", which is not supported yet"),
-                Some("use \"file\" (rotated by replacing the file) or \"env\" instead".into()),
-            );
-            None
-        }
+        "exec" => exec(cx, &mut f, base_dir).map(CredentialSource::Exec),
         other => {
             cx.error(
                 &f.at("source"),
@@ -135,7 +193,7 @@ fn parse_one(
                     "credential `{name}` has unknown source `{other}`{}",
                     did_you_mean(other, SOURCES)
                 ),
-                Some("use \"env\", \"file\" or \"literal\"".into()),
+                Some("use \"env\", \"file\", \"exec\" or \"literal\"".into()),
             );
             None
         }
