@@ -190,3 +190,21 @@ fn overrides_obey_the_configs_url_rules() {
     assert_eq!(out.status.code(), Some(2));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A compiled deployment's catalog is its build: SIGHUP (a catalog refresh) is refused, with
+/// the way to change it, and the host goes on serving.
+#[cfg(unix)]
+#[test]
+fn a_compiled_deployment_refuses_a_catalog_refresh() {
+    let mut host = ptc_tests::HostProcess::serve(BIN, &[]);
+    host.hangup();
+    let line = host.line_with("catalog not refreshed: ");
+    assert!(
+        line.ends_with(
+            "catalog not refreshed: this deployment's catalog is compiled into its binary \
+             (ptc_upstreams!): change the config and rebuild to change it"
+        ),
+        "{line}"
+    );
+    assert!(host.child.try_wait().unwrap().is_none(), "the host goes on");
+}

@@ -152,22 +152,17 @@ pub struct HttpArgs {
     /// the replica holding it (ASCII letters, digits, `_`; see docs/operations.md).
     #[arg(long, value_name = "NAME")]
     pub replica_id: Option<String>,
+    /// File holding the token of `POST /admin/refresh` (catalog refresh; a different token from
+    /// the clients'). Without it (or PTC_ADMIN_TOKEN) there is no admin endpoint.
+    #[arg(long, value_name = "FILE")]
+    pub admin_token_file: Option<PathBuf>,
 }
 
 impl HttpArgs {
     /// The HTTP options, the token read from --token-file or PTC_HTTP_TOKEN.
     pub fn options(&self, addr: SocketAddr) -> Result<HttpOptions, String> {
-        let token = match &self.token_file {
-            Some(p) => Some(
-                std::fs::read_to_string(p)
-                    .map_err(|e| format!("cannot read the token file {}: {e}", p.display()))?
-                    .trim()
-                    .to_string(),
-            ),
-            None => std::env::var("PTC_HTTP_TOKEN")
-                .ok()
-                .filter(|t| !t.is_empty()),
-        };
+        let token = token_from(self.token_file.as_deref(), "PTC_HTTP_TOKEN")?;
+        let admin_token = token_from(self.admin_token_file.as_deref(), "PTC_ADMIN_TOKEN")?;
         Ok(HttpOptions {
             addr,
             token,
@@ -177,8 +172,19 @@ impl HttpArgs {
             request_timeout: Duration::from_millis(self.request_timeout_ms),
             stateless: self.stateless,
             replica_id: self.replica_id.clone(),
+            admin_token,
             ..HttpOptions::default()
         })
+    }
+}
+
+/// A token from its file (trimmed), else from the environment variable `var` (when set).
+fn token_from(file: Option<&std::path::Path>, var: &str) -> Result<Option<String>, String> {
+    match file {
+        Some(p) => std::fs::read_to_string(p)
+            .map(|t| Some(t.trim().to_string()))
+            .map_err(|e| format!("cannot read the token file {}: {e}", p.display())),
+        None => Ok(std::env::var(var).ok().filter(|t| !t.is_empty())),
     }
 }
 

@@ -44,6 +44,7 @@ mod tokio_util_free {
 
 /// `serve`: MCP over stdio, or Streamable HTTP with `--http`. `name` prefixes messages.
 pub fn serve(name: &str, source: PlanSource, args: ServeArgs) -> ExitCode {
+    let source = Arc::new(source);
     server::init_logging(args.log.format());
     let rt = match start::runtime() {
         Ok(rt) => rt,
@@ -66,10 +67,14 @@ pub fn serve(name: &str, source: PlanSource, args: ServeArgs) -> ExitCode {
             args.limits.limits(),
         )
         .map_err(|e| (2, e))?;
+        evaluator.set_reload(start::reload(source.clone(), args.overrides.clone()));
+        refresh_on_sighup(evaluator.clone(), name.to_string());
         let served = match http {
-            None => server::serve_stdio(evaluator).await.map_err(|e| (1, e)),
+            None => server::serve_stdio(evaluator.clone())
+                .await
+                .map_err(|e| (1, e)),
             Some(options) => {
-                let running = server::serve_http(evaluator, options, shutdown_signal())
+                let running = server::serve_http(evaluator.clone(), options, shutdown_signal())
                     .await
                     .map_err(|e| (2, e))?;
                 // A stable line tests and scripts read to find the port.
@@ -80,7 +85,9 @@ pub fn serve(name: &str, source: PlanSource, args: ServeArgs) -> ExitCode {
                 }
             }
         };
-        upstreams.shutdown().await;
+        // The upstreams in force now (a refresh may have replaced the first ones).
+        drop(upstreams);
+        evaluator.upstreams().shutdown().await;
         served
     });
     match result {
@@ -90,6 +97,27 @@ pub fn serve(name: &str, source: PlanSource, args: ServeArgs) -> ExitCode {
             ExitCode::from(code)
         }
     }
+}
+
+/// Refreshes the catalog on every SIGHUP, logging what changed (or why it did not).
+fn refresh_on_sighup(evaluator: Arc<Evaluator>, name: String) {
+    // The handler is in place before this returns (so before the host says it listens): a
+    // SIGHUP never finds the default action, which would end the process.
+    #[cfg(unix)]
+    let Ok(mut hup) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) else {
+        return;
+    };
+    #[cfg(unix)]
+    tokio::spawn(async move {
+        while hup.recv().await.is_some() {
+            match evaluator.refresh().await {
+                Ok(diff) => eprintln!("{name}: catalog refreshed: {}", diff.summary()),
+                Err(e) => eprintln!("{name}: catalog not refreshed: {e}"),
+            }
+        }
+    });
+    #[cfg(not(unix))]
+    let _ = (evaluator, name);
 }
 
 /// `catalog`: the upstreams' tools, as text or JSON, or the `lisp_eval` description.

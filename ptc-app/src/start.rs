@@ -40,6 +40,22 @@ impl PlanSource {
     }
 }
 
+/// How a running host refreshes its catalog: a config is read, compiled and started again;
+/// a compiled-in catalog is the binary's build, so it is refused with the way to change it.
+pub fn reload(source: Arc<PlanSource>, overrides: OverrideArgs) -> ptc_core::server::Reload {
+    Arc::new(move || {
+        let (source, overrides) = (source.clone(), overrides.clone());
+        Box::pin(async move {
+            if matches!(*source, PlanSource::Compiled(_)) {
+                return Err("this deployment's catalog is compiled into its binary \
+                            (ptc_upstreams!): change the config and rebuild to change it"
+                    .to_string());
+            }
+            started(&source, &overrides).await
+        })
+    })
+}
+
 /// A multi-threaded runtime for the host (async I/O on its workers; evaluations on its blocking
 /// pool).
 pub fn runtime() -> Result<tokio::runtime::Runtime, String> {
@@ -54,6 +70,10 @@ pub async fn upstreams(
     source: &PlanSource,
     overrides: &OverrideArgs,
 ) -> Result<Arc<Upstreams>, String> {
+    started(source, overrides).await.map(Arc::new)
+}
+
+async fn started(source: &PlanSource, overrides: &OverrideArgs) -> Result<Upstreams, String> {
     let (plan, secrets) = source.load(overrides)?;
     let options = StartOptions {
         writes: ptc_core::WriteGate::from_flag_and_env(overrides.allow_writes)?,
@@ -61,6 +81,5 @@ pub async fn upstreams(
     };
     Upstreams::start(plan, secrets, options)
         .await
-        .map(Arc::new)
         .map_err(|e| format!("cannot start the upstreams: {e}"))
 }

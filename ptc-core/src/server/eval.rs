@@ -19,6 +19,7 @@ use crate::records::RunRecords;
 use crate::server::admission::{Queue, Turned};
 use crate::server::options::EvalLimits;
 use crate::server::outcome::{EvalError, EvalOutcome, EvalRequest, EvalValue};
+use crate::server::refresh::{self, CatalogDiff, Reload};
 use crate::server::rounds::Parked;
 use crate::server::workers::Workers;
 use crate::validate::{Patterns, Schema, check_args};
@@ -42,7 +43,13 @@ impl Drop for InFlightGuard {
 
 /// Runs programs for every client of one process, within the global limits.
 pub struct Evaluator {
-    upstreams: Arc<Upstreams>,
+    /// The upstreams new evaluations use; a refresh replaces them (running evaluations keep
+    /// the ones they started with).
+    upstreams: std::sync::RwLock<Arc<Upstreams>>,
+    /// How a refresh rebuilds the upstreams (`None`: this host cannot refresh).
+    reload: std::sync::OnceLock<Reload>,
+    /// One refresh at a time.
+    refreshing: tokio::sync::Mutex<()>,
     runtime: tokio::runtime::Handle,
     workers: Workers,
     limits: EvalLimits,
@@ -71,7 +78,9 @@ impl Evaluator {
         // Counted in bytes: programs reserve from it as they grow (see `ptc_lisp::MemoryPool`).
         let budget = usize::try_from(limits.memory_budget_bytes).unwrap_or(usize::MAX);
         Ok(Arc::new(Evaluator {
-            upstreams,
+            upstreams: std::sync::RwLock::new(upstreams),
+            reload: std::sync::OnceLock::new(),
+            refreshing: tokio::sync::Mutex::new(()),
             runtime,
             workers,
             slots: Queue::new(limits.max_concurrent, limits.max_queue),
@@ -85,9 +94,40 @@ impl Evaluator {
         }))
     }
 
-    /// The upstreams programs call.
-    pub fn upstreams(&self) -> &Arc<Upstreams> {
-        &self.upstreams
+    /// The upstreams new programs call.
+    pub fn upstreams(&self) -> Arc<Upstreams> {
+        self.upstreams
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Lets [`Self::refresh`] rebuild the upstreams with `reload` (once; later calls are
+    /// ignored).
+    pub fn set_reload(&self, reload: Reload) {
+        let _ = self.reload.set(reload);
+    }
+
+    /// Re-reads, recompiles and lists the catalog, swaps it in for new evaluations, and says
+    /// what changed. On an error the catalog in force stays.
+    pub async fn refresh(&self) -> Result<CatalogDiff, String> {
+        let _one = self.refreshing.lock().await;
+        let reload = self
+            .reload
+            .get()
+            .ok_or("this host cannot refresh its catalog")?;
+        let new = reload().await?;
+        let old = self.upstreams();
+        // Both fully listed, so MCP tools compare too (the old ones usually already are).
+        refresh::list_all(&old).await;
+        let unavailable = refresh::list_all(&new).await;
+        let mut diff = refresh::diff(old.catalog(), new.catalog());
+        diff.unavailable = unavailable;
+        *self.upstreams.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(new);
+        tracing::info!(target: "ptc::server", "catalog refreshed: {}", diff.summary());
+        // The old upstreams (and their MCP servers) stop when the last evaluation using them
+        // ends and drops them.
+        Ok(diff)
     }
 
     /// The limits in force.
@@ -305,15 +345,17 @@ impl Evaluator {
 
         // The interpreter is made here so its cancel flag is at hand without a watcher task:
         // every task hand-off is a thread wake-up, tens of microseconds on a virtual machine.
+        // One snapshot for the whole run: a refresh meanwhile does not change its catalog.
+        let upstreams = self.upstreams();
         let host = Arc::new(match approver {
             Some(a) => ProgramHost::with_approver(
-                self.upstreams.clone(),
+                upstreams.clone(),
                 self.runtime.clone(),
                 self.limits.budgets(),
                 a,
             ),
             None => ProgramHost::new(
-                self.upstreams.clone(),
+                upstreams.clone(),
                 self.runtime.clone(),
                 self.limits.budgets(),
             ),
@@ -324,7 +366,7 @@ impl Evaluator {
         if let Some(c) = context {
             interp.set_context(c);
         }
-        let upstreams = self.upstreams.clone();
+        let for_run = upstreams.clone();
         let program = req.program.clone();
         let deadline = tokio::time::Instant::now() + self.limits.program_timeout;
         let stop_on = cancel.clone();
@@ -342,7 +384,7 @@ impl Evaluator {
                     _ = timer => ptc_lisp::Reason::Timeout,
                 }
             };
-            run(&upstreams, &host, interp, &program, stop).await
+            run(&for_run, &host, interp, &program, stop).await
         });
         let mut job = std::pin::pin!(job);
         let run = tokio::select! {
@@ -358,7 +400,7 @@ impl Evaluator {
                 "the evaluation stopped unexpectedly",
             ));
         };
-        let redactor = self.upstreams.redactor();
+        let redactor = upstreams.redactor();
         let result = match result {
             Ok(v) => {
                 let json = v

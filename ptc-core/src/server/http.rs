@@ -1,7 +1,8 @@
 //! Streamable HTTP (`/mcp`) with axum: bearer auth (required off loopback, compared in constant
 //! time), Host and Origin checks against allow-lists (DNS-rebinding protection), a request body
-//! limit, a request timeout, unauthenticated `/health` and `/ready`, and a graceful shutdown
-//! that finishes in-flight evaluations. Both protocol eras are served by rmcp: the legacy
+//! limit, a request timeout, unauthenticated `/health` and `/ready`, `POST /admin/refresh`
+//! behind its own token when one is set, and a graceful shutdown that finishes in-flight
+//! evaluations. Both protocol eras are served by rmcp: the legacy
 //! `initialize` handshake (with `Mcp-Session-Id` sessions unless `stateless`) and the
 //! 2026-07-28 stateless requests.
 
@@ -54,6 +55,9 @@ pub struct HttpOptions {
     /// Time after the in-flight evaluations finish for their replies to be written before open
     /// streams are closed.
     pub shutdown_grace: Duration,
+    /// The bearer token of `POST /admin/refresh` (its own, never the clients'); without one
+    /// there is no admin endpoint.
+    pub admin_token: Option<String>,
 }
 
 impl Default for HttpOptions {
@@ -68,6 +72,7 @@ impl Default for HttpOptions {
             stateless: false,
             replica_id: None,
             shutdown_grace: Duration::from_secs(2),
+            admin_token: None,
         }
     }
 }
@@ -79,23 +84,43 @@ impl HttpOptions {
         if let Some(problem) = self.replica_id.as_deref().and_then(replica_id_problem) {
             return Err(problem);
         }
+        if let Some(admin) = &self.admin_token {
+            token_problem(admin, "admin token")?;
+            if self.token.as_deref() == Some(admin.as_str()) {
+                return Err(
+                    "the admin token must differ from the clients' bearer token: a client must \
+                     not be able to refresh the catalog"
+                        .into(),
+                );
+            }
+        }
         match &self.token {
             None if !self.addr.ip().is_loopback() => Err(format!(
                 "listening on {} (not loopback) needs a bearer token: give --token-file FILE or \
                  set PTC_HTTP_TOKEN (at least {MIN_TOKEN_CHARS} characters)",
                 self.addr
             )),
-            Some(t) if t.chars().count() < MIN_TOKEN_CHARS => Err(format!(
-                "the bearer token is {} characters; use at least {MIN_TOKEN_CHARS} (e.g. \
-                 `openssl rand -hex 32`)",
-                t.chars().count()
-            )),
-            Some(t) if t.chars().any(|c| c.is_whitespace() || c.is_control()) => {
-                Err("the bearer token must not contain spaces or control characters".into())
-            }
-            _ => Ok(()),
+            Some(t) => token_problem(t, "bearer token"),
+            None => Ok(()),
         }
     }
+}
+
+/// A token long enough not to be guessed, and safe in a header.
+fn token_problem(t: &str, what: &str) -> Result<(), String> {
+    let n = t.chars().count();
+    if n < MIN_TOKEN_CHARS {
+        return Err(format!(
+            "the {what} is {n} characters; use at least {MIN_TOKEN_CHARS} (e.g. `openssl rand \
+             -hex 32`)"
+        ));
+    }
+    if t.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(format!(
+            "the {what} must not contain spaces or control characters"
+        ));
+    }
+    Ok(())
 }
 
 #[derive(Clone)]
@@ -103,6 +128,59 @@ struct AppState {
     evaluator: Arc<Evaluator>,
     token: Option<Arc<[u8]>>,
     timeout: Duration,
+}
+
+/// The bearer token a request carries, if any.
+fn bearer(req: &Request) -> Option<&str> {
+    req.headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| {
+            v.strip_prefix("Bearer ")
+                .or_else(|| v.strip_prefix("bearer "))
+        })
+}
+
+/// Why `req` may not pass `expected` (constant-time comparison), or `None`.
+fn refused(req: &Request, expected: &[u8]) -> Option<Response> {
+    match bearer(req) {
+        None => Some(unauthorized("missing bearer token")),
+        Some(given) if !bool::from(given.as_bytes().ct_eq(expected)) => {
+            Some(unauthorized("wrong bearer token"))
+        }
+        Some(_) => None,
+    }
+}
+
+/// `POST /admin/refresh`: re-reads and recompiles the catalog, swaps it in for new
+/// evaluations, and answers what changed (JSON); 422 with the reason when it cannot (the
+/// catalog in force stays).
+async fn admin_refresh(State(state): State<AdminState>, req: Request) -> Response {
+    if let Some(r) = refused(&req, &state.token) {
+        return r;
+    }
+    match state.evaluator.refresh().await {
+        Ok(diff) => (
+            StatusCode::OK,
+            [(header::CONTENT_TYPE, "application/json")],
+            serde_json::to_string(&diff).unwrap_or_default(),
+        )
+            .into_response(),
+        Err(e) => {
+            tracing::warn!(target: "ptc::server", "catalog refresh refused: {e}");
+            (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                format!("the catalog was not refreshed: {e}\n"),
+            )
+                .into_response()
+        }
+    }
+}
+
+#[derive(Clone)]
+struct AdminState {
+    evaluator: Arc<Evaluator>,
+    token: Arc<[u8]>,
 }
 
 async fn health() -> &'static str {
@@ -147,21 +225,8 @@ fn unauthorized(why: &str) -> Response {
 
 /// Bearer check (constant time) and the request timeout, in front of `/mcp`.
 async fn guard(State(state): State<AppState>, req: Request, next: Next) -> Response {
-    if let Some(expected) = &state.token {
-        let given = req
-            .headers()
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| {
-                v.strip_prefix("Bearer ")
-                    .or_else(|| v.strip_prefix("bearer "))
-            });
-        let Some(given) = given else {
-            return unauthorized("missing bearer token");
-        };
-        if !bool::from(given.as_bytes().ct_eq(expected)) {
-            return unauthorized("wrong bearer token");
-        }
+    if let Some(r) = state.token.as_ref().and_then(|t| refused(&req, t)) {
+        return r;
     }
     match tokio::time::timeout(state.timeout, next.run(req)).await {
         Ok(r) => r,
@@ -199,6 +264,10 @@ pub fn router(evaluator: Arc<Evaluator>, options: &HttpOptions, ct: Cancellation
         Arc::new(ReplicaSessions::new(options.replica_id.as_deref())),
         config,
     );
+    let admin = options.admin_token.as_ref().map(|t| AdminState {
+        evaluator: evaluator.clone(),
+        token: Arc::from(t.as_bytes().to_vec().into_boxed_slice()),
+    });
     let state = AppState {
         evaluator,
         token: options
@@ -210,11 +279,19 @@ pub fn router(evaluator: Arc<Evaluator>, options: &HttpOptions, ct: Cancellation
     let mcp = Router::new()
         .nest_service("/mcp", mcp)
         .layer(middleware::from_fn_with_state(state.clone(), guard));
-    Router::new()
+    let mut app = Router::new()
         .route("/health", get(health))
         .route("/ready", get(ready))
         .with_state(state)
-        .merge(mcp)
+        .merge(mcp);
+    if let Some(admin) = admin {
+        app = app.merge(
+            Router::new()
+                .route("/admin/refresh", axum::routing::post(admin_refresh))
+                .with_state(admin),
+        );
+    }
+    app
 }
 
 /// A listening server: its address, and the task to await for it to end.

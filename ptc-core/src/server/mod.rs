@@ -15,6 +15,7 @@ pub mod handler;
 pub mod http;
 pub mod options;
 pub mod outcome;
+pub mod refresh;
 pub mod repl;
 mod rounds;
 pub mod sessions;
@@ -26,6 +27,7 @@ pub use handler::PtcServer;
 pub use http::{HttpOptions, serve as serve_http};
 pub use options::EvalLimits;
 pub use outcome::{EvalError, EvalOutcome, EvalRequest, EvalValue};
+pub use refresh::{CatalogDiff, Reload};
 
 use std::sync::Arc;
 

@@ -1,0 +1,215 @@
+//! Catalog refresh on a running HTTP host: `POST /admin/refresh` behind its own token re-reads
+//! the config, reports added, removed and changed tools by name, and swaps the catalog for new
+//! evaluations while a running one finishes on the catalog it started with; a config that no
+//! longer compiles is refused and the catalog in force stays.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use ptc_core::server::{EvalLimits, EvalRequest, Evaluator, HttpOptions, Reload, serve_http};
+use ptc_core::{StartOptions, Upstreams};
+use serde_json::{Value, json};
+use tokio::sync::{Notify, oneshot};
+
+const CLIENT_TOKEN: &str = "client-token-0123456789abcdef0123456789";
+const ADMIN_TOKEN: &str = "admin-token-fedcba9876543210fedcba98765";
+
+/// The upstream: `/a`, `/b`, `/c` answer at once; `/slow` tells `reached` it was called and
+/// answers when `release` is notified.
+async fn upstream(reached: oneshot::Sender<()>, release: Arc<Notify>) -> String {
+    let reached = Arc::new(Mutex::new(Some(reached)));
+    let answer = || async { axum::Json(json!({"ok": true})) };
+    let app = axum::Router::new()
+        .route("/a", axum::routing::get(answer))
+        .route("/b", axum::routing::get(answer))
+        .route("/c", axum::routing::get(answer))
+        .route(
+            "/slow",
+            axum::routing::get(move || {
+                let (reached, release) = (reached.clone(), release.clone());
+                async move {
+                    let released = release.notified();
+                    if let Some(tx) = reached.lock().unwrap().take() {
+                        let _ = tx.send(());
+                    }
+                    released.await;
+                    axum::Json(json!({"ok": true}))
+                }
+            }),
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    format!("http://{addr}")
+}
+
+fn document(b_summary: &str) -> Value {
+    let op = |id: &str, summary: &str| {
+        json!({"get": {"operationId": id, "summary": summary,
+            "responses": {"200": {"description": "ok",
+                "content": {"application/json": {"schema": {"type": "object"}}}}}}})
+    };
+    json!({"openapi": "3.0.3", "info": {"title": "api", "version": "1"}, "paths": {
+        "/a": op("a", "A"), "/b": op("b", b_summary), "/c": op("c", "C"), "/slow": op("slow", "Slow")}})
+}
+
+/// Writes the config (and its document) with `operations` included.
+fn write_config(dir: &Path, base: &str, operations: &[&str], b_summary: &str) -> PathBuf {
+    std::fs::write(dir.join("api.json"), document(b_summary).to_string()).unwrap();
+    let config = dir.join("upstreams.json");
+    let text = json!({"upstreams": {"api": {"transport": "openapi", "base_url": base,
+        "allow_insecure_http": true, "schema_file": "api.json",
+        "include_operations": operations}}});
+    std::fs::write(&config, text.to_string()).unwrap();
+    config
+}
+
+async fn start(config: &Path) -> Result<Upstreams, String> {
+    let loaded = ptc_plan::load(config).map_err(|d| d.to_string())?;
+    Upstreams::start(loaded.plan, loaded.secrets, StartOptions::default())
+        .await
+        .map_err(|e| e.to_string())
+}
+
+async fn eval(ev: &Evaluator, program: &str) -> String {
+    let out = ev
+        .eval(
+            EvalRequest {
+                program: program.into(),
+                context: None,
+                output_schema: None,
+            },
+            Default::default(),
+        )
+        .await;
+    match out.result {
+        Ok(v) => v.text,
+        Err(e) => format!("error: {}", e.message),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_admin_refresh_swaps_the_catalog_for_new_evaluations_only() {
+    let dir = std::env::temp_dir().join(format!("ptc-refresh-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (reached_tx, reached) = oneshot::channel();
+    let release = Arc::new(Notify::new());
+    let base = upstream(reached_tx, release.clone()).await;
+    let config = write_config(&dir, &base, &["a", "b", "slow"], "B");
+    let ev = Evaluator::new(
+        Arc::new(start(&config).await.unwrap()),
+        tokio::runtime::Handle::current(),
+        EvalLimits::default(),
+    )
+    .unwrap();
+    let path = config.clone();
+    let reload: Reload = Arc::new(move || {
+        let path = path.clone();
+        Box::pin(async move { start(&path).await })
+    });
+    ev.set_reload(reload);
+    let (stop, stopped) = oneshot::channel::<()>();
+    let running = serve_http(
+        ev.clone(),
+        HttpOptions {
+            addr: "127.0.0.1:0".parse().unwrap(),
+            token: Some(CLIENT_TOKEN.into()),
+            admin_token: Some(ADMIN_TOKEN.into()),
+            ..HttpOptions::default()
+        },
+        async {
+            let _ = stopped.await;
+        },
+    )
+    .await
+    .unwrap();
+    let refresh_url = format!("http://{}/admin/refresh", running.addr);
+    let http = reqwest::Client::new();
+    let refresh = |token: Option<&'static str>| {
+        let mut rb = http.post(&refresh_url);
+        if let Some(t) = token {
+            rb = rb.bearer_auth(t);
+        }
+        async move {
+            let r = rb.send().await.unwrap();
+            (r.status().as_u16(), r.text().await.unwrap())
+        }
+    };
+    // Its own token: none, or the clients', is refused.
+    assert_eq!(refresh(None).await.0, 401);
+    assert_eq!(refresh(Some(CLIENT_TOKEN)).await.0, 401);
+
+    // A program starts on the first catalog and waits on the slow upstream.
+    let ev2 = ev.clone();
+    let before = tokio::spawn(async move {
+        eval(
+            &ev2,
+            "(do (api/slow {}) [(:ok (api/a {})) (:ok (api/b {}))])",
+        )
+        .await
+    });
+    reached.await.unwrap();
+
+    // The config drops `a`, adds `c` and changes `b`; the refresh says so by name.
+    write_config(&dir, &base, &["b", "c", "slow"], "B, renamed");
+    let (status, body) = refresh(Some(ADMIN_TOKEN)).await;
+    assert_eq!(status, 200, "{body}");
+    let diff: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(diff["added"], json!(["api/c"]));
+    assert_eq!(diff["removed"], json!(["api/a"]));
+    assert_eq!(
+        diff["changed"],
+        json!([{"tool": "api/b", "what": ["description"]}])
+    );
+    assert_eq!(diff["unchanged"], 1);
+
+    // The running program finishes on the catalog it started with: `a` is still there for it.
+    release.notify_one();
+    assert_eq!(before.await.unwrap(), "[true true]");
+    // New programs see the new catalog.
+    assert_eq!(eval(&ev, "(:ok (api/c {}))").await, "true");
+    let gone = eval(&ev, "(api/a {})").await;
+    assert!(gone.contains("no tool `a` in upstream `api`"), "{gone}");
+
+    // A config that no longer compiles is refused; the catalog in force stays.
+    std::fs::write(
+        &config,
+        "{\"upstreams\": {\"api\": {\"transport\": \"openapi\"}}}",
+    )
+    .unwrap();
+    let (status, body) = refresh(Some(ADMIN_TOKEN)).await;
+    assert_eq!(status, 422, "{body}");
+    assert!(
+        body.starts_with("the catalog was not refreshed: ") && body.contains("base_url"),
+        "{body}"
+    );
+    assert_eq!(eval(&ev, "(:ok (api/c {}))").await, "true");
+
+    let _ = stop.send(());
+    running.done.await.unwrap().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The admin token is a token of its own: too short, or the clients' own, is a start-up error.
+#[test]
+fn the_admin_token_is_long_and_not_the_clients() {
+    let options = |admin: &str| HttpOptions {
+        token: Some(CLIENT_TOKEN.into()),
+        admin_token: Some(admin.into()),
+        ..HttpOptions::default()
+    };
+    assert!(options(ADMIN_TOKEN).validate().is_ok());
+    let e = options(&"x".repeat(31)).validate().unwrap_err();
+    assert_eq!(
+        e,
+        "the admin token is 31 characters; use at least 32 (e.g. `openssl rand -hex 32`)"
+    );
+    assert!(options(&"x".repeat(32)).validate().is_ok());
+    let e = options(CLIENT_TOKEN).validate().unwrap_err();
+    assert!(
+        e.contains("must differ from the clients' bearer token"),
+        "{e}"
+    );
+}
