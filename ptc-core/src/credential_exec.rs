@@ -2,7 +2,8 @@
 //! vault agent). It runs without a shell, with a cleared environment plus the variables the
 //! binding names, within its timeout, and its output is bounded; what it prints is used for the
 //! binding's `cache_ttl_ms`, then the command runs again. A 401 makes the next read run it again
-//! ([`forget`]). Errors name the command and what went wrong, never what it printed.
+//! ([`forget`]). Errors name the command and what went wrong, never what it printed; the
+//! credential reader ([`crate::credentials`]) makes them credential errors.
 //!
 //! Reads are synchronous, like every credential read, and one binding's command runs once at a
 //! time: calls that need it while it runs wait for its output. On a multi-thread runtime the
@@ -15,8 +16,6 @@ use std::time::{Duration, Instant};
 
 use ptc_plan::ExecSource;
 use tokio::io::AsyncReadExt;
-
-use crate::credentials::CredentialError;
 
 /// One binding's last output and when it was read.
 #[derive(Default)]
@@ -39,7 +38,7 @@ fn slot(name: &str, src: &ExecSource) -> Arc<Mutex<Slot>> {
 }
 
 /// The binding's secret: its cached output while fresh, else the command's output now.
-pub(crate) fn read(name: &str, src: &ExecSource) -> Result<String, CredentialError> {
+pub(crate) fn read(name: &str, src: &ExecSource) -> Result<String, String> {
     let slot = slot(name, src);
     let mut slot = slot.lock().unwrap_or_else(|e| e.into_inner());
     let ttl = Duration::from_millis(src.cache_ttl_ms);
@@ -62,7 +61,7 @@ pub(crate) fn forget(name: &str, src: &ExecSource) {
 }
 
 /// Runs the command on a thread of its own and waits for it.
-fn run(name: &str, src: &ExecSource) -> Result<String, CredentialError> {
+fn run(name: &str, src: &ExecSource) -> Result<String, String> {
     let (name_owned, src_owned) = (name.to_string(), src.clone());
     let work = move || {
         let rt = tokio::runtime::Builder::new_current_thread()
@@ -84,14 +83,11 @@ fn run(name: &str, src: &ExecSource) -> Result<String, CredentialError> {
     }
 }
 
-fn fail(name: &str, src: &ExecSource, what: &str) -> CredentialError {
-    CredentialError(format!(
-        "credential `{name}`: the command {} {what}",
-        src.command
-    ))
+fn fail(name: &str, src: &ExecSource, what: &str) -> String {
+    format!("credential `{name}`: the command {} {what}", src.command)
 }
 
-async fn run_async(name: &str, src: &ExecSource) -> Result<String, CredentialError> {
+async fn run_async(name: &str, src: &ExecSource) -> Result<String, String> {
     let mut cmd = tokio::process::Command::new(&src.command);
     cmd.args(&src.args)
         .env_clear()
@@ -220,7 +216,7 @@ mod tests {
             "fails",
             "echo leaked-secret-1; echo leaked-secret-2 >&2; exit 3",
         );
-        let e = read("f", &source(&cmd, 0)).unwrap_err().to_string();
+        let e = read("f", &source(&cmd, 0)).unwrap_err();
         assert_eq!(
             e,
             format!("credential `f`: the command {cmd} exited with status 3")
@@ -236,7 +232,7 @@ mod tests {
         let mut src = source(&cmd, 0);
         src.timeout_ms = 300;
         let started = Instant::now();
-        let e = read("s", &src).unwrap_err().to_string();
+        let e = read("s", &src).unwrap_err();
         assert!(started.elapsed() < Duration::from_secs(10));
         assert_eq!(
             e,
@@ -259,7 +255,7 @@ mod tests {
             "over",
             &format!("head -c {} /dev/zero | tr '\\0' a", limit + 1),
         );
-        let e = read("over", &source(&cmd, 0)).unwrap_err().to_string();
+        let e = read("over", &source(&cmd, 0)).unwrap_err();
         assert!(
             e.ends_with(&format!("printed more than {limit} bytes and was stopped")),
             "{e}"

@@ -72,7 +72,9 @@ pub fn resolve(binding: &CredentialBinding, secrets: &Secrets) -> Result<Secret,
                 CredentialError(format!("credential `{name}`: literal value is missing"))
             })?
             .to_string(),
-        CredentialSource::Exec(src) => crate::credential_exec::read(name, src)?,
+        CredentialSource::Exec(src) => {
+            crate::credential_exec::read(name, src).map_err(CredentialError)?
+        }
     };
     if value.is_empty() {
         return Err(CredentialError(format!("credential `{name}` is empty")));
