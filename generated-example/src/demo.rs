@@ -237,6 +237,7 @@ fn run_inner(source: PlanSource) -> Result<(), String> {
             upstream_urls: vec![format!("observatory=http://{addr}")],
             credential_files: vec![format!("observatory-token={}", token_file.display())],
             allow_writes: true,
+            ..OverrideArgs::default()
         };
         let upstreams = ptc::app::start::upstreams(&source, &overrides).await?;
         // Time for a person at the terminal to read and answer the approval.

@@ -4,6 +4,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use ptc_core::drift::ResponseCheck;
 use ptc_core::server::{EvalLimits, HttpOptions, LogFormat};
 
 /// Evaluation limits (defaults are safe for a shared server).
@@ -103,6 +104,14 @@ pub struct OverrideArgs {
     /// by default: every write is listed as disabled and answers `write_disabled`.
     #[arg(long)]
     pub allow_writes: bool,
+    /// Check answers against their tools' output schemas: `sampled` (the first items of every
+    /// list), `full` or `off`. Drift is counted per tool and field (`/ready`, the audit line).
+    #[arg(long, value_name = "MODE", default_value = "sampled", value_parser = ResponseCheck::parse)]
+    pub response_check: ResponseCheck,
+    /// A drifted answer fails its call with `response_drift` (else the program gets it, and the
+    /// drift is counted).
+    #[arg(long)]
+    pub strict_responses: bool,
 }
 
 /// Log output.

@@ -166,7 +166,7 @@ mod tests {
         Overrides::from_args(&OverrideArgs {
             upstream_urls: urls.iter().map(|s| s.to_string()).collect(),
             credential_files: files.iter().map(|s| s.to_string()).collect(),
-            allow_writes: false,
+            ..OverrideArgs::default()
         })
     }
 

@@ -77,6 +77,8 @@ async fn started(source: &PlanSource, overrides: &OverrideArgs) -> Result<Upstre
     let (plan, secrets) = source.load(overrides)?;
     let options = StartOptions {
         writes: ptc_core::WriteGate::from_flag_and_env(overrides.allow_writes)?,
+        response_check: overrides.response_check,
+        strict_responses: overrides.strict_responses,
         ..StartOptions::default()
     };
     Upstreams::start(plan, secrets, options)

@@ -55,6 +55,54 @@ impl ResponseCheck {
     }
 }
 
+/// The process's response checking: how answers are checked, whether drift fails the call,
+/// and how often each tool's fields drifted so far.
+#[derive(Debug, Default)]
+pub struct DriftWatch {
+    mode: ResponseCheck,
+    strict: bool,
+    counts: std::sync::Mutex<std::collections::BTreeMap<(String, String), u64>>,
+}
+
+impl DriftWatch {
+    /// Checking `mode`; `strict` turns drift into the `response_drift` reason.
+    pub fn new(mode: ResponseCheck, strict: bool) -> Self {
+        DriftWatch {
+            mode,
+            strict,
+            counts: Default::default(),
+        }
+    }
+
+    /// Whether a drifted answer fails its call.
+    pub fn strict(&self) -> bool {
+        self.strict
+    }
+
+    /// Checks `tool`'s answer `value` against `schema`, counting what drifted.
+    pub fn check(&self, tool: &str, value: &Value, schema: Schema<'_>) -> Vec<String> {
+        let found = check(value, schema, self.mode);
+        if !found.is_empty() {
+            let mut counts = self.counts.lock().unwrap_or_else(|e| e.into_inner());
+            for f in &found {
+                let field = f.split(": ").next().unwrap_or(f).to_string();
+                *counts.entry((tool.to_string(), field)).or_default() += 1;
+            }
+        }
+        found
+    }
+
+    /// Drift seen so far: `(server/tool, field path, answers it drifted in)`.
+    pub fn counts(&self) -> Vec<(String, String, u64)> {
+        self.counts
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .map(|((t, f), n)| (t.clone(), f.clone(), *n))
+            .collect()
+    }
+}
+
 /// The drifted fields of `value` against `schema` (at most [`MAX_FINDINGS`], one per path),
 /// each `path: what`.
 pub fn check(value: &Value, schema: Schema<'_>, mode: ResponseCheck) -> Vec<String> {
@@ -132,13 +180,17 @@ fn walk(
     };
     let nullable = s.get("nullable") == Some(&Json::Bool(true));
     let have = kinds(v);
-    if !types.is_empty()
-        && !types.iter().any(|t| have.contains(t))
-        && !(nullable && matches!(v, Value::Nil))
-    {
+    let allowed = types.is_empty()
+        || types.iter().any(|t| have.contains(t))
+        || (nullable && matches!(v, Value::Nil));
+    if !allowed {
         found.add(
             path,
-            format!("expected {}, got {}", types.join(" or "), have.first().unwrap_or(&"?")),
+            format!(
+                "expected {}, got {}",
+                types.join(" or "),
+                have.first().unwrap_or(&"?")
+            ),
         );
         return;
     }
@@ -210,7 +262,14 @@ mod tests {
                 "status": {"type": "string", "enum": ["ok", "error"]},
                 "cost": {"type": ["number", "null"]}}}),
         )]);
-        check(&v, Schema { root: &schema, definitions: &defs }, mode)
+        check(
+            &v,
+            Schema {
+                root: &schema,
+                definitions: Some(&defs),
+            },
+            mode,
+        )
     }
 
     fn list() -> Json {
@@ -248,7 +307,11 @@ mod tests {
             ["/: expected object, got string"]
         );
         assert_eq!(
-            findings(json!(null), json!({"type": "string", "nullable": true}), ResponseCheck::Full),
+            findings(
+                json!(null),
+                json!({"type": "string", "nullable": true}),
+                ResponseCheck::Full
+            ),
             Vec::<String>::new()
         );
     }
@@ -280,7 +343,11 @@ mod tests {
 
     #[test]
     fn flag_values_read_and_name_themselves() {
-        for m in [ResponseCheck::Off, ResponseCheck::Sampled, ResponseCheck::Full] {
+        for m in [
+            ResponseCheck::Off,
+            ResponseCheck::Sampled,
+            ResponseCheck::Full,
+        ] {
             assert_eq!(ResponseCheck::parse(m.as_str()), Ok(m));
         }
         assert_eq!(

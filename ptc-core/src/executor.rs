@@ -132,6 +132,10 @@ pub struct StartOptions {
     pub redactor: Option<Redactor>,
     /// Whether allow-listed writes (and safe queries) may run in this process.
     pub writes: WriteGate,
+    /// How answers are checked against their output schemas.
+    pub response_check: crate::drift::ResponseCheck,
+    /// A drifted answer fails its call with `response_drift` (else it is counted and noted).
+    pub strict_responses: bool,
 }
 
 /// Why the upstreams could not start.
@@ -188,6 +192,8 @@ pub struct Upstreams {
     patterns: Patterns,
     /// The deployment's approval webhook, when it names one.
     webhook: Option<Webhook>,
+    /// Response checking and what drifted.
+    drift: crate::drift::DriftWatch,
 }
 
 impl Upstreams {
@@ -258,6 +264,7 @@ impl Upstreams {
         };
         let upstreams = Upstreams {
             webhook,
+            drift: crate::drift::DriftWatch::new(options.response_check, options.strict_responses),
             loading: links.iter().map(|_| Mutex::new(())).collect(),
             plan,
             secrets,
@@ -327,6 +334,11 @@ impl Upstreams {
                 Link::OpenApi(_) => None,
             })
             .collect()
+    }
+
+    /// Response checking, and the drift seen so far.
+    pub fn drift(&self) -> &crate::drift::DriftWatch {
+        &self.drift
     }
 
     /// Upstream `server`, its tools loaded.

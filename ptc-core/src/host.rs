@@ -355,6 +355,7 @@ impl ProgramHost {
         started: Instant,
         outcome: Result<u64, Reason>,
         write: Option<WriteRecord>,
+        drift: Vec<String>,
     ) {
         let (reason, result_bytes) = match outcome {
             Ok(bytes) => (None, bytes),
@@ -371,6 +372,7 @@ impl ProgramHost {
                 duration_ms: started.elapsed().as_millis() as u64,
                 result_bytes,
                 write,
+                drift,
             });
     }
 
@@ -382,13 +384,20 @@ impl ProgramHost {
             Fetched::Answer(value, kind, done) => (value, kind, done),
         };
         let mutation = done.mutation();
-        match done.projection.select(value) {
-            Ok(v) => {
-                self.finish(&done, Ok(()));
-                Ok(ok_map(v, kind, mutation))
+        let v = match done.projection.select(value) {
+            Ok(v) => v,
+            Err(why) => return Ok(self.bad_answer(&done, &why)),
+        };
+        let drift = if kind == "json" {
+            match self.check_answer(&done, &v) {
+                Ok(drift) => drift,
+                Err(refused) => return Ok(refused),
             }
-            Err(why) => Ok(self.bad_answer(&done, &why)),
-        }
+        } else {
+            Vec::new()
+        };
+        self.finish(&done, Ok(()), drift);
+        Ok(ok_map(v, kind, mutation))
     }
 
     /// `(tool/pages 'server/tool {args} {:max-pages n :max-items n :as :items|:pages})`: the
@@ -459,7 +468,11 @@ impl ProgramHost {
                 );
                 return Ok(partial(collected, pages, self.bad_answer(&done, &why)));
             }
-            self.finish(&done, Ok(()));
+            let drift = match self.check_answer(&done, &page) {
+                Ok(drift) => drift,
+                Err(refused) => return Ok(partial(collected, pages, refused)),
+            };
+            self.finish(&done, Ok(()), drift);
             pages += 1;
             match (&page, options.as_pages) {
                 (Value::Vector(v), false) => collected.extend(v.iter().cloned()),
@@ -559,7 +572,14 @@ impl ProgramHost {
                 // The program stopped waiting and the call ends with it. A deadline is the call's
                 // timeout too; a cancelled call has no outcome of the contract's to record.
                 if stopped.reason == ptc_lisp::Reason::Timeout {
-                    self.record(server, tool, started, Err(Reason::Timeout), None);
+                    self.record(
+                        server,
+                        tool,
+                        started,
+                        Err(Reason::Timeout),
+                        None,
+                        Vec::new(),
+                    );
                 }
                 return Err(stopped);
             }
@@ -575,7 +595,14 @@ impl ProgramHost {
                 if e.reason.is_programmer_fault() {
                     return Err(raised(&e));
                 }
-                self.record(&names.0, &names.1, started, Err(e.reason), write);
+                self.record(
+                    &names.0,
+                    &names.1,
+                    started,
+                    Err(e.reason),
+                    write,
+                    Vec::new(),
+                );
                 return Ok(Fetched::Refused(err_map(e.reason, &e.message, mutation)));
             }
         };
@@ -598,7 +625,7 @@ impl ProgramHost {
                         ptc_lisp::Reason::MemoryExceeded | ptc_lisp::Reason::Timeout
                     ) =>
                 {
-                    self.finish(&done, Err(Reason::UpstreamError));
+                    self.finish(&done, Err(Reason::UpstreamError), Vec::new());
                     return Err(e);
                 }
                 // Malformed or absurdly deep JSON is the upstream's fault: data.
@@ -623,22 +650,46 @@ impl ProgramHost {
         ))
     }
 
-    /// Records a call that was answered.
-    fn finish(&self, done: &Done, outcome: Result<(), Reason>) {
+    /// Records a call that was answered, with the fields of its answer that drifted.
+    fn finish(&self, done: &Done, outcome: Result<(), Reason>, drift: Vec<String>) {
         let (server, tool) = &done.names;
-        self.record(
-            server,
-            tool,
-            done.started,
-            outcome.map(|()| done.bytes),
-            done.write,
-        );
+        let bytes = outcome.map(|()| done.bytes);
+        self.record(server, tool, done.started, bytes, done.write, drift);
+    }
+
+    /// Checks what a call returns against the tool's output schema: the fields that drifted,
+    /// or (checking strictly) the `response_drift` value the program gets instead, recorded.
+    fn check_answer(&self, done: &Done, value: &Value) -> Result<Vec<String>, Value> {
+        let up = self.upstreams();
+        let Some((server, schema)) = up
+            .catalog()
+            .server(&done.names.0)
+            .ok()
+            .and_then(|s| Some((s, s.tool(&done.names.1).ok()?.output_schema.as_ref()?)))
+        else {
+            return Ok(Vec::new());
+        };
+        let schema = crate::validate::Schema {
+            root: schema,
+            definitions: Some(&server.definitions),
+        };
+        let found = up.drift().check(&done.qualified(), value, schema);
+        if found.is_empty() || !up.drift().strict() {
+            return Ok(found);
+        }
+        let message = self.redact(&format!(
+            "{}: the response does not match its schema: {}",
+            done.qualified(),
+            found.join("; ")
+        ));
+        self.finish(done, Err(Reason::ResponseDrift), found);
+        Err(err_map(Reason::ResponseDrift, &message, done.mutation()))
     }
 
     /// Records an answer the program cannot use (`why`) as the upstream's error, and the value
     /// the program gets for it.
     fn bad_answer(&self, done: &Done, why: &str) -> Value {
-        self.finish(done, Err(Reason::UpstreamError));
+        self.finish(done, Err(Reason::UpstreamError), Vec::new());
         let message = self.redact(&format!("{}: {why}", done.qualified()));
         err_map(Reason::UpstreamError, &message, done.mutation())
     }

@@ -13,6 +13,7 @@ mod credential_exec;
 pub mod credentials;
 pub mod discovery;
 pub mod documents;
+pub mod drift;
 pub mod executor;
 pub mod host;
 pub mod http_client;

@@ -45,6 +45,8 @@ pub enum Reason {
     Timeout,
     /// The body exceeded the response cap.
     ResponseTooLarge,
+    /// The answer does not match the tool's output schema and the process checks strictly.
+    ResponseDrift,
     /// A per-program budget (calls, discovery operations, bytes) is spent.
     CapExhausted,
     /// Programmer fault: no upstream of that name.
@@ -57,7 +59,7 @@ pub enum Reason {
 
 impl Reason {
     /// Every reason, in documentation order.
-    pub const ALL: [Reason; 18] = [
+    pub const ALL: [Reason; 19] = [
         Reason::UpstreamUnavailable,
         Reason::UpstreamError,
         Reason::ToolError,
@@ -72,6 +74,7 @@ impl Reason {
         Reason::WriteIndeterminate,
         Reason::Timeout,
         Reason::ResponseTooLarge,
+        Reason::ResponseDrift,
         Reason::CapExhausted,
         Reason::UnknownServer,
         Reason::UnknownTool,
@@ -95,6 +98,7 @@ impl Reason {
             Reason::WriteIndeterminate => "write_indeterminate",
             Reason::Timeout => "timeout",
             Reason::ResponseTooLarge => "response_too_large",
+            Reason::ResponseDrift => "response_drift",
             Reason::CapExhausted => "cap_exhausted",
             Reason::UnknownServer => "unknown_server",
             Reason::UnknownTool => "unknown_tool",

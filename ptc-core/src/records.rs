@@ -22,6 +22,8 @@ pub struct UpstreamCall {
     pub result_bytes: u64,
     /// For a call of a tool that is not a read: its effect, the approval and what it did.
     pub write: Option<WriteRecord>,
+    /// Fields of the answer that did not match the tool's output schema (`path: what`).
+    pub drift: Vec<String>,
 }
 
 /// What the records say of a write (or safe query) call.
@@ -68,7 +70,7 @@ impl UpstreamCall {
 /// The reply shape: `status` is derived from `reason`, so the two can never disagree.
 impl Serialize for UpstreamCall {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut s = serializer.serialize_struct("UpstreamCall", 9)?;
+        let mut s = serializer.serialize_struct("UpstreamCall", 10)?;
         s.serialize_field("server", &self.server)?;
         s.serialize_field("tool", &self.tool)?;
         s.serialize_field("status", self.status())?;
@@ -95,6 +97,11 @@ impl Serialize for UpstreamCall {
                 s.skip_field("approval")?;
                 s.skip_field("mutation_state")?;
             }
+        }
+        if self.drift.is_empty() {
+            s.skip_field("drift")?;
+        } else {
+            s.serialize_field("drift", &self.drift)?;
         }
         s.end()
     }
@@ -167,6 +174,7 @@ mod tests {
             duration_ms: 1,
             result_bytes: bytes,
             write: None,
+            drift: Vec::new(),
         }
     }
 

@@ -99,6 +99,7 @@ async fn serve(bodies: Arc<Vec<(usize, Vec<u8>)>>) -> SocketAddr {
         )
         .route("/envelope", axum::routing::get(envelope_answer))
         .route("/envelope/whole", axum::routing::get(envelope_answer))
+        .route("/envelope/checked", axum::routing::get(envelope_answer))
         .route(
             "/latency",
             axum::routing::get(|Query(q): Query<LatencyQuery>| async move {
@@ -141,9 +142,18 @@ fn document() -> Vec<u8> {
     projected["get"]["x-ptc-result-path"] = json!("$.items");
     let mut whole = op("body", "size");
     whole["get"]["operationId"] = json!("whole");
+    // The same answer with its items' schema, for the response-check rows.
+    let mut checked = projected.clone();
+    checked["get"]["operationId"] = json!("checked");
+    checked["get"]["responses"]["200"]["content"]["application/json"]["schema"] = json!({
+        "type": "object", "properties": {"items": {"type": "array", "items": {
+            "type": "object", "required": ["id", "name"], "properties": {
+                "id": {"type": "integer"}, "name": {"type": "string"},
+                "ok": {"type": "boolean"}, "v": {"type": "number"}}}}}});
     json!({"openapi": "3.0.3", "info": {"title": "bench", "version": "1"},
         "paths": {"/body": op("body", "size"), "/latency": op("latency", "ms"),
-                  "/envelope": projected, "/envelope/whole": whole}})
+                  "/envelope": projected, "/envelope/whole": whole,
+                  "/envelope/checked": checked}})
     .to_string()
     .into_bytes()
 }
@@ -154,7 +164,7 @@ fn plan(addr: SocketAddr) -> ptc_plan::Loaded {
         "base_url": format!("http://{addr}"),
         "allow_insecure_http": true,
         "schema_file": "/bench/openapi.json",
-        "include_operations": ["body", "latency", "projected", "whole"],
+        "include_operations": ["body", "latency", "projected", "whole", "checked"],
         "max_response_bytes": 16_000_000u64,
         "pool_size": 64
     }}})
@@ -298,6 +308,7 @@ pub fn run(budget: Budget) -> Vec<Row> {
         ));
     }
     rows.push(projection_row(&rt, &upstreams, &limits, budgets, budget));
+    rows.extend(response_check_rows(&rt, addr, &limits, budgets, budget));
     // pmap over 64 calls with 50 ms latency at the configured concurrency.
     let program = format!(
         "(count (filter :ok (pmap #(tool/call 'b/latency {{:ms {LATENCY_MS} :i %}}) (range {PMAP_CALLS}))))"
@@ -385,4 +396,77 @@ fn projection_row(
         Some(1.1),
         format!("{} items; {} B answer", a, ENVELOPE.len()),
     )
+}
+
+/// The same 5 MB call with its answer checked against the output schema (sampled, then in
+/// full) and unchecked, each on upstreams started with that setting.
+fn response_check_rows(
+    rt: &tokio::runtime::Runtime,
+    addr: SocketAddr,
+    limits: &Limits,
+    budgets: Budgets,
+    budget: Budget,
+) -> Vec<Row> {
+    use ptc_core::drift::ResponseCheck;
+    let start = |check| {
+        let loaded = plan(addr);
+        let options = StartOptions {
+            response_check: check,
+            ..StartOptions::default()
+        };
+        Arc::new(
+            rt.block_on(Upstreams::start(loaded.plan, loaded.secrets, options))
+                .expect("upstreams start"),
+        )
+    };
+    let off = start(ResponseCheck::Off);
+    let program = "(count (:value (tool/call 'b/checked {:size 1})))";
+    let run = |up: &Arc<Upstreams>| {
+        let t = Instant::now();
+        let run = run_program(
+            up.clone(),
+            rt.handle().clone(),
+            program,
+            limits.clone(),
+            budgets,
+            None,
+        );
+        run.result.expect("checked program");
+        assert!(
+            run.records.upstream_calls[0].drift.is_empty(),
+            "the bench answer matches its schema"
+        );
+        t.elapsed()
+    };
+    let mut rows = Vec::new();
+    for (check, target) in [
+        (ResponseCheck::Sampled, Some(1.05)),
+        (ResponseCheck::Full, None),
+    ] {
+        let on = start(check);
+        run(&on);
+        run(&off);
+        let (mut ours, mut base) = (Vec::new(), Vec::new());
+        let began = Instant::now();
+        while ours.len() < budget.min_samples || began.elapsed() < budget.min_time {
+            ours.push(run(&on));
+            base.push(run(&off));
+            if ours.len() >= 200 {
+                break;
+            }
+        }
+        rows.push(Row::time(
+            "tool_call",
+            &format!(
+                "tool/call with a {} response check (5 MB answer)",
+                check.as_str()
+            ),
+            median(ours),
+            "the same call, unchecked",
+            median(base),
+            target,
+            format!("{} B answer", ENVELOPE.len()),
+        ));
+    }
+    rows
 }

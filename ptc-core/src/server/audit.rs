@@ -42,8 +42,9 @@ pub fn record(program: &str, outcome: &EvalOutcome) {
     );
 }
 
-/// One call in the audit line: `server/tool:outcome:12ms`, and for a write
-/// `:write:approved:applied` (its effect, the approval when one was asked, what it did).
+/// One call in the audit line: `server/tool:outcome:12ms`, for a write
+/// `:write:approved:applied` (its effect, the approval when one was asked, what it did), and
+/// `:drift=2` when fields of the answer did not match the tool's output schema.
 fn call_text(c: &UpstreamCall) -> String {
     let outcome = c.reason.map_or("ok", |r| r.as_str());
     let mut text = format!("{}/{}:{outcome}:{}ms", c.server, c.tool, c.duration_ms);
@@ -58,6 +59,9 @@ fn call_text(c: &UpstreamCall) -> String {
             text.push(':');
             text.push_str(m.as_str());
         }
+    }
+    if !c.drift.is_empty() {
+        text.push_str(&format!(":drift={}", c.drift.len()));
     }
     text
 }
@@ -77,6 +81,7 @@ mod tests {
             duration_ms: 12,
             result_bytes: 3,
             write: None,
+            drift: Vec::new(),
         };
         assert_eq!(super::call_text(&c), "obs/annotate:ok:12ms");
         c.write = Some(WriteRecord {
@@ -107,6 +112,10 @@ mod tests {
             super::call_text(&c),
             "obs/annotate:approval_declined:12ms:write:indeterminate"
         );
+        c.write = None;
+        c.reason = None;
+        c.drift = vec!["/*/status: x".into(), "/*/id: y".into()];
+        assert_eq!(super::call_text(&c), "obs/annotate:ok:12ms:drift=2");
     }
 
     #[test]

@@ -187,8 +187,9 @@ async fn health() -> &'static str {
     "ok\n"
 }
 
-/// `ready` and the load behind it: programs in flight, requests waiting for their turn, and per
-/// pinned MCP upstream the pin events seen (changed, removed, unpinned tools).
+/// `ready` and the load behind it: programs in flight, requests waiting for their turn, per
+/// pinned MCP upstream the pin events seen (changed, removed, unpinned tools), and per tool and
+/// field the answers that drifted from the output schema.
 async fn ready(State(state): State<AppState>) -> Response {
     let ev = &state.evaluator;
     if ev.is_accepting() {
@@ -205,6 +206,9 @@ async fn ready(State(state): State<AppState>) -> Response {
                 n(&c.removed),
                 n(&c.unpinned)
             ));
+        }
+        for (tool, field, n) in ev.upstreams().drift().counts() {
+            body.push_str(&format!("drift {tool} {field} {n}\n"));
         }
         (StatusCode::OK, body).into_response()
     } else {
