@@ -251,84 +251,21 @@ pub fn server_meta(server: &ServerEntry) -> Value {
     })
 }
 
-/// `(apropos query)`: the `limit` best-scoring tools, best first, ties by upstream and name.
-/// Only tools already listed are searched: apropos never connects to an upstream.
-pub fn apropos<'c>(catalog: &'c Catalog, query: &str, limit: usize) -> Vec<&'c ToolEntry> {
-    let mut hits: Vec<(u32, &ToolEntry)> = catalog
-        .servers()
-        .iter()
-        .flat_map(|s| s.tools().unwrap_or_default())
-        .map(|t| (apropos_score(query, t), t))
-        .filter(|(score, _)| *score > 0)
-        .collect();
-    hits.sort_by(|a, b| {
-        b.0.cmp(&a.0)
-            .then_with(|| a.1.server.cmp(&b.1.server))
-            .then_with(|| a.1.name.cmp(&b.1.name))
-    });
-    hits.into_iter().take(limit).map(|(_, t)| t).collect()
-}
-
-/// Scores how well `tool` matches a query: per query token, the best of exact 10, prefix 5,
-/// substring 2 over the tool's tokens, plus 2 when the token is in the tool or upstream name.
-pub fn apropos_score(query: &str, tool: &ToolEntry) -> u32 {
-    let q = tokens(query);
-    let name_tokens: Vec<String> = tokens(&tool.name)
+/// `(apropos query)`: the tools `query` finds, best first ([`crate::search`]), from `offset`,
+/// at most `limit`. Only tools already listed are searched: apropos never connects to an
+/// upstream.
+pub fn apropos<'c>(
+    catalog: &'c Catalog,
+    query: &str,
+    offset: usize,
+    limit: usize,
+) -> Vec<&'c ToolEntry> {
+    crate::search::search(catalog, query)
         .into_iter()
-        .chain(tokens(&tool.server))
-        .collect();
-    let desc_tokens = tokens(&tool.description);
-    let mut total = 0;
-    for t in &q {
-        let best = |ts: &[String]| {
-            ts.iter()
-                .map(|x| {
-                    if x == t {
-                        10
-                    } else if x.starts_with(t.as_str()) {
-                        5
-                    } else if x.contains(t.as_str()) {
-                        2
-                    } else {
-                        0
-                    }
-                })
-                .max()
-                .unwrap_or(0)
-        };
-        let in_name = best(&name_tokens);
-        let score = in_name.max(best(&desc_tokens));
-        if score == 0 {
-            continue;
-        }
-        total += score + if in_name > 0 { 2 } else { 0 };
-    }
-    total
-}
-
-fn tokens(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut cur = String::new();
-    let mut prev_lower = false;
-    for c in text.chars() {
-        if c.is_alphanumeric() {
-            // camelCase splits too.
-            if c.is_uppercase() && prev_lower && !cur.is_empty() {
-                out.push(std::mem::take(&mut cur));
-            }
-            prev_lower = c.is_lowercase();
-            cur.extend(c.to_lowercase());
-        } else {
-            prev_lower = false;
-            if !cur.is_empty() {
-                out.push(std::mem::take(&mut cur));
-            }
-        }
-    }
-    if !cur.is_empty() {
-        out.push(cur);
-    }
-    out
+        .skip(offset)
+        .take(limit)
+        .map(|h| h.tool)
+        .collect()
 }
 
 #[cfg(test)]
@@ -503,18 +440,5 @@ mod tests {
             "l": {"type": "array", "items": {"type": "integer"}}}}}});
         assert_eq!(shape(schema, &s, 0), "{:a {:b map :l [any]}}");
         assert_eq!(shape(schema, &json!({}), 0), "any");
-    }
-
-    #[test]
-    fn apropos_ranks_name_matches_above_description_matches() {
-        let t = tool();
-        assert_eq!(apropos_score("trace", &t), 7); // prefix of "traces" in the name, +2
-        assert_eq!(apropos_score("newest", &t), 10); // exact, description only
-        assert_eq!(apropos_score("traces", &t), 12);
-        assert_eq!(apropos_score("zebra", &t), 0);
-        assert_eq!(
-            tokens("listTraces get_trace"),
-            ["list", "traces", "get", "trace"]
-        );
     }
 }

@@ -838,29 +838,92 @@ impl ProgramHost {
             Some(Value::Str(s) | Value::Symbol(s) | Value::Keyword(s)) => s.to_string(),
             _ => return Ok(None),
         };
-        if query.trim().is_empty() {
-            return Err(fault("apropos: give a non-empty search text"));
-        }
+        let page = SearchPage::read("apropos", &query, args.get(1), 20)?;
         if let Some(v) = self.take_discovery() {
             return Ok(Some(v));
         }
-        let limit = match args.get(1) {
-            Some(Value::Map(m)) => match m.get(&kw("limit")) {
-                Some(Value::Int(n)) if (1..=200).contains(n) => *n as usize,
-                Some(other) => {
-                    return Err(fault(format!(
-                        "apropos: :limit must be an integer 1..200, got {other}"
-                    )));
-                }
-                None => 20,
-            },
-            _ => 20,
-        };
-        let lines = apropos(self.upstreams().catalog(), &query, limit)
+        let lines = apropos(self.upstreams().catalog(), &query, page.offset, page.limit)
             .into_iter()
             .map(|t| Value::str(&self.redact(&listing(t))))
             .collect();
         Ok(Some(Value::vector(lines)))
+    }
+
+    /// `(tool/search "text" {:limit n :offset n})`: the best matching tools as data, best first:
+    /// `[{:name "server/tool" :summary "..." :score 12.5} ...]`.
+    fn tool_search(&self, args: &[Value]) -> Result<Value, HostError> {
+        let query = match args.first() {
+            Some(Value::Str(s)) if args.len() <= 2 => s.to_string(),
+            _ => {
+                return Err(fault(
+                    "tool/search: use (tool/search \"text\") or (tool/search \"text\" {:limit n \
+                     :offset n})",
+                ));
+            }
+        };
+        let page = SearchPage::read("tool/search", &query, args.get(1), 10)?;
+        if let Some(v) = self.take_discovery() {
+            return Ok(v);
+        }
+        let hits = crate::search::search(self.upstreams().catalog(), &query)
+            .into_iter()
+            .skip(page.offset)
+            .take(page.limit)
+            .map(|h| {
+                let summary = h.tool.description.split("\n\n").next().unwrap_or_default();
+                Value::map_from(vec![
+                    (kw("name"), Value::str(&h.tool.qualified())),
+                    (kw("summary"), Value::str(&self.redact(summary.trim()))),
+                    (kw("score"), Value::Float((h.score * 100.0).round() / 100.0)),
+                ])
+            })
+            .collect();
+        Ok(Value::vector(hits))
+    }
+}
+
+/// Which results of a search to show: `:limit` (1..200) from `:offset`.
+struct SearchPage {
+    limit: usize,
+    offset: usize,
+}
+
+impl SearchPage {
+    fn read(
+        form: &str,
+        query: &str,
+        options: Option<&Value>,
+        default_limit: usize,
+    ) -> Result<Self, HostError> {
+        if query.trim().is_empty() {
+            return Err(fault(format!("{form}: give a non-empty search text")));
+        }
+        let mut page = SearchPage {
+            limit: default_limit,
+            offset: 0,
+        };
+        let Some(Value::Map(m)) = options else {
+            return Ok(page);
+        };
+        match m.get(&kw("limit")) {
+            Some(Value::Int(n)) if (1..=200).contains(n) => page.limit = *n as usize,
+            Some(other) => {
+                return Err(fault(format!(
+                    "{form}: :limit must be an integer 1..200, got {other}"
+                )));
+            }
+            None => {}
+        }
+        match m.get(&kw("offset")) {
+            Some(Value::Int(n)) if *n >= 0 => page.offset = *n as usize,
+            Some(other) => {
+                return Err(fault(format!(
+                    "{form}: :offset must be an integer 0 or more, got {other}"
+                )));
+            }
+            None => {}
+        }
+        Ok(page)
     }
 }
 
@@ -1098,8 +1161,8 @@ impl Host for ProgramHost {
     ) -> Result<HostValue, HostError> {
         let unknown = || {
             fault(format!(
-                "no function {ns}/{name}; tool/ has call, pages and servers (and the discovery \
-                 forms dir, doc, meta, apropos)"
+                "no function {ns}/{name}; tool/ has call, pages, search and servers (and the \
+                 discovery forms dir, doc, meta, apropos)"
             ))
         };
         if ns != "tool" {
@@ -1110,6 +1173,7 @@ impl Host for ProgramHost {
         let v = match name {
             "call" => self.tool_call(cx, args)?,
             "pages" => self.tool_pages(cx, args)?,
+            "search" => self.tool_search(args)?,
             "servers" => self.servers()?,
             _ => return Err(unknown()),
         };

@@ -26,6 +26,7 @@ pub mod precheck;
 pub mod projection;
 pub mod records;
 pub mod redact;
+pub mod search;
 pub mod server;
 mod typed_pages;
 pub mod validate;
