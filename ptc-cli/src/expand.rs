@@ -9,6 +9,7 @@ use std::process::ExitCode;
 Examples:
   ptc expand fixtures/observatory/upstreams.json
   ptc expand upstreams.json > expanded.rs
+  ptc expand upstreams.json --typed github/pulls-list-reviews,github/repos-get-content
 
 Exit codes:
   0  the generated code is on stdout
@@ -17,12 +18,18 @@ Exit codes:
 pub struct ExpandArgs {
     /// The upstreams.json to expand (`schema_url`s are read from their vendored copies).
     config: PathBuf,
+    /// Generate typed code only for these tools (server/tool, comma-separated), as
+    /// `ptc_upstreams!("...", typed = [...])` does.
+    #[arg(long, value_name = "TOOLS", value_delimiter = ',')]
+    typed: Vec<String>,
 }
 
 /// Runs `ptc expand`: exit 0 and the formatted code on stdout, or exit 1 and every problem on
 /// stderr (the same problems the macro reports).
 pub fn run(args: ExpandArgs) -> ExitCode {
-    let expansion = match ptc_codegen::expansion::expand(&args.config) {
+    let typed: std::collections::BTreeSet<String> = args.typed.into_iter().collect();
+    let typed = (!typed.is_empty()).then_some(&typed);
+    let expansion = match ptc_codegen::expansion::expand_typed(&args.config, typed) {
         Ok(expansion) => expansion,
         Err(diags) => {
             eprintln!("{}", ptc_plan::Diagnostics(diags));

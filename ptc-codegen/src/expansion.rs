@@ -19,8 +19,17 @@ pub struct Expansion {
 /// Loads the config at `config` (vendored copies standing in for `schema_url`s) and generates
 /// its code; every problem is returned at once.
 pub fn expand(config: &Path) -> Result<Expansion, Vec<Diagnostic>> {
+    expand_typed(config, None)
+}
+
+/// [`expand`], with typed code only for the tools `typed` names (see
+/// [`crate::generate_typed`]).
+pub fn expand_typed(
+    config: &Path,
+    typed: Option<&std::collections::BTreeSet<String>>,
+) -> Result<Expansion, Vec<Diagnostic>> {
     let loaded = ptc_plan::load_with(config, &VendoredSource::new(config)).map_err(|d| d.0)?;
-    let tokens = crate::generate(&loaded.plan, config).map_err(|diags| {
+    let tokens = crate::generate_typed(&loaded.plan, config, typed).map_err(|diags| {
         let mut diags = ptc_plan::Diagnostics(diags);
         if let Ok(text) = std::fs::read_to_string(config) {
             diags.locate_in(config, &text);

@@ -21,7 +21,7 @@ mod registration;
 mod types;
 pub mod vendored;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
 
@@ -35,7 +35,22 @@ use crate::types::{TypeGen, doc_lines};
 /// The code for `plan`, or every reason it cannot be generated. `config` names the file the
 /// plan came from, for messages only.
 pub fn generate(plan: &Plan, config: &Path) -> Result<TokenStream, Vec<Diagnostic>> {
+    generate_typed(plan, config, None)
+}
+
+/// [`generate`], with typed code (arguments, responses, `Operation`) only for the tools `typed`
+/// names (`server/tool`), when it names any: a crate that calls a few operations of a large
+/// catalog compiles only their types. Every tool is still in the plan, so programs call them
+/// all; a name that is no tool is an error.
+pub fn generate_typed(
+    plan: &Plan,
+    config: &Path,
+    typed: Option<&BTreeSet<String>>,
+) -> Result<TokenStream, Vec<Diagnostic>> {
     let mut diags = Vec::new();
+    if let Some(typed) = typed {
+        diags.extend(unknown_typed(plan, config, typed));
+    }
     for cred in &plan.credentials {
         if cred.source == CredentialSource::Literal {
             diags.push(
@@ -70,7 +85,7 @@ pub fn generate(plan: &Plan, config: &Path) -> Result<TokenStream, Vec<Diagnosti
             );
             continue;
         }
-        match upstream(up, &module, config) {
+        match upstream(up, &module, config, typed) {
             Ok(tokens) => modules.push(tokens),
             Err(d) => diags.push(*d),
         }
@@ -87,6 +102,42 @@ pub fn generate(plan: &Plan, config: &Path) -> Result<TokenStream, Vec<Diagnosti
     })
 }
 
+/// The names in `typed` that are no tool of the plan, each an error with the closest name.
+fn unknown_typed(plan: &Plan, config: &Path, typed: &BTreeSet<String>) -> Vec<Diagnostic> {
+    let tools: Vec<String> = plan
+        .upstreams
+        .iter()
+        .flat_map(|up| {
+            let names: Vec<&str> = match &up.transport {
+                Transport::Openapi(api) => api.tools.iter().map(|t| t.name.as_str()).collect(),
+                Transport::McpStdio(ptc_plan::McpStdioPlan { tools, .. })
+                | Transport::McpHttp(ptc_plan::McpHttpPlan { tools, .. }) => tools
+                    .pinned
+                    .iter()
+                    .flatten()
+                    .map(|t| t.name.as_str())
+                    .collect(),
+            };
+            names.into_iter().map(move |t| format!("{}/{t}", up.name))
+        })
+        .collect();
+    typed
+        .iter()
+        .filter(|name| !tools.contains(name))
+        .map(|name| {
+            let near = ptc_suggest::closest(name, tools.iter().map(String::as_str))
+                .map(|c| format!(" (did you mean `{c}`?)"))
+                .unwrap_or_default();
+            Diagnostic::new(
+                config,
+                "",
+                format!("`typed` names `{name}`, which is not a tool of this config{near}"),
+            )
+            .help("name tools as server/tool, as programs call them")
+        })
+        .collect()
+}
+
 /// Formats generated tokens as Rust source (what `ptc expand` prints and snapshots hold).
 pub fn pretty(tokens: TokenStream) -> Result<String, String> {
     let file: syn::File =
@@ -99,7 +150,9 @@ fn upstream(
     up: &UpstreamPlan,
     module: &str,
     config: &Path,
+    typed: Option<&BTreeSet<String>>,
 ) -> Result<TokenStream, Box<Diagnostic>> {
+    let wanted = |tool: &str| typed.is_none_or(|t| t.contains(&format!("{}/{tool}", up.name)));
     let name = &up.name;
     let module_id = ident(module);
     let doc = doc_lines(&[
@@ -111,6 +164,7 @@ fn upstream(
             let specs = api
                 .tools
                 .iter()
+                .filter(|t| wanted(&t.name))
                 .map(|t| {
                     (
                         operation::OpSpec::openapi(name, t),
@@ -127,6 +181,7 @@ fn upstream(
             };
             let specs = pinned
                 .iter()
+                .filter(|t| wanted(&t.name))
                 .map(|t| {
                     let spec = operation::OpSpec::mcp(name, t, tools.writes.get(&t.name));
                     (spec, t.name.as_str())

@@ -422,3 +422,38 @@ fn an_exec_credential_compiles_and_does_not_run_at_build_time() {
     assert!(!marker.exists(), "the expansion ran the credential command");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `typed` generates typed code for the tools it names only (the plan keeps every tool), and a
+/// name that is no tool is an error with the closest name.
+#[test]
+fn typed_code_is_generated_only_for_the_named_tools() {
+    let config = workspace().join("fixtures/observatory/upstreams.json");
+    let typed: std::collections::BTreeSet<String> = ["observatory/get-trace".to_string()].into();
+    let code = ptc_codegen::pretty(
+        ptc_codegen::expansion::expand_typed(&config, Some(&typed))
+            .unwrap_or_else(|d| panic!("{}", ptc_plan::Diagnostics(d)))
+            .tokens,
+    )
+    .expect("parses");
+    assert!(code.contains("pub struct GetTraceArgs"), "{code}");
+    assert!(
+        !code.contains("ListTracesArgs"),
+        "an unnamed tool was typed"
+    );
+    assert!(
+        !code.contains("pub struct StepFull"),
+        "a type only unnamed tools reach was generated"
+    );
+    // Every tool is still in the plan, for programs.
+    assert!(code.contains("\\\"name\\\":\\\"list-traces\\\""), "{code}");
+    let typed: std::collections::BTreeSet<String> = ["observatory/get-trac".to_string()].into();
+    let Err(diags) = ptc_codegen::expansion::expand_typed(&config, Some(&typed)) else {
+        panic!("an unknown tool was accepted");
+    };
+    assert_eq!(diags.len(), 1);
+    assert_eq!(
+        diags[0].message,
+        "`typed` names `observatory/get-trac`, which is not a tool of this config (did you mean \
+         `observatory/get-trace`?)"
+    );
+}

@@ -27,20 +27,28 @@ use syn::LitStr;
 /// runtime through the `ptc` facade (`::ptc::Operation`, `::ptc::Plan`, serde through
 /// `::ptc::__private`), so the crate using the macro depends on `ptc` only, and calls it as
 /// `ptc::upstreams!`.
+///
+/// `ptc_upstreams!("upstreams.json", typed = ["github/pulls-list-reviews"])` generates typed
+/// code only for the tools named (every tool stays in the plan, for programs): a crate that
+/// calls a few operations of a large API compiles only their types.
 #[proc_macro]
 pub fn ptc_upstreams(input: TokenStream) -> TokenStream {
-    let lit = match syn::parse::<LitStr>(input) {
-        Ok(lit) => lit,
+    let args = match syn::parse::<Args>(input) {
+        Ok(args) => args,
         Err(e) => {
             return syn::Error::new(
                 e.span(),
-                "expected the config path as a string literal: ptc_upstreams!(\"upstreams.json\")",
+                "expected the config path as a string literal, then optionally the tools to type: \
+                 ptc_upstreams!(\"upstreams.json\") or ptc_upstreams!(\"upstreams.json\", typed = \
+                 [\"server/tool\"])",
             )
             .to_compile_error()
             .into();
         }
     };
-    let expanded = catch_unwind(AssertUnwindSafe(|| expand(&lit))).unwrap_or_else(|_| {
+    let lit = &args.config;
+    let typed = args.typed.as_ref();
+    let expanded = catch_unwind(AssertUnwindSafe(|| expand(lit, typed))).unwrap_or_else(|_| {
         Err(syn::Error::new(
             lit.span(),
             "internal error in ptc_upstreams! (a ptc-codegen bug; please report it)",
@@ -49,7 +57,40 @@ pub fn ptc_upstreams(input: TokenStream) -> TokenStream {
     expanded.unwrap_or_else(|e| e.to_compile_error()).into()
 }
 
-fn expand(lit: &LitStr) -> Result<proc_macro2::TokenStream, syn::Error> {
+/// The macro's input: the config path, and optionally `typed = ["server/tool", ...]`.
+struct Args {
+    config: LitStr,
+    typed: Option<std::collections::BTreeSet<String>>,
+}
+
+impl syn::parse::Parse for Args {
+    fn parse(input: syn::parse::ParseStream<'_>) -> syn::Result<Self> {
+        let config: LitStr = input.parse()?;
+        let mut typed = None;
+        if input.parse::<Option<syn::Token![,]>>()?.is_some() && !input.is_empty() {
+            let key: syn::Ident = input.parse()?;
+            if key != "typed" {
+                return Err(syn::Error::new(
+                    key.span(),
+                    "the only option is `typed = [...]`",
+                ));
+            }
+            input.parse::<syn::Token![=]>()?;
+            let list;
+            syn::bracketed!(list in input);
+            let names =
+                syn::punctuated::Punctuated::<LitStr, syn::Token![,]>::parse_terminated(&list)?;
+            typed = Some(names.iter().map(LitStr::value).collect());
+            input.parse::<Option<syn::Token![,]>>()?;
+        }
+        Ok(Args { config, typed })
+    }
+}
+
+fn expand(
+    lit: &LitStr,
+    typed: Option<&std::collections::BTreeSet<String>>,
+) -> Result<proc_macro2::TokenStream, syn::Error> {
     let relative = lit.value();
     if Path::new(&relative).is_absolute() {
         return Err(syn::Error::new(
@@ -66,7 +107,7 @@ fn expand(lit: &LitStr) -> Result<proc_macro2::TokenStream, syn::Error> {
             )
         })?;
     let config = normalize(&base.join(&relative));
-    let expansion = ptc_codegen::expansion::expand(&config).map_err(|diags| {
+    let expansion = ptc_codegen::expansion::expand_typed(&config, typed).map_err(|diags| {
         let prefix = format!("{}/", normalize(&base).display());
         diags
             .iter()

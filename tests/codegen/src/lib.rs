@@ -5,6 +5,14 @@
 
 include!(concat!(env!("OUT_DIR"), "/snapshots.rs"));
 
+/// The Observatory with typed code for `get_trace` only.
+pub mod typed_only {
+    ptc::upstreams!(
+        "../../fixtures/observatory/upstreams.json",
+        typed = ["observatory/get-trace"]
+    );
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -19,6 +27,19 @@ mod tests {
         assert_eq!(tools.len(), 8, "{tools:?}");
         assert!(super::shapes_snapshot::plan().is_ok());
         assert!(super::rules_snapshot::plan().is_ok());
+    }
+
+    /// `typed = [...]` types the tools it names; the plan still holds every tool.
+    #[test]
+    fn a_typed_list_types_its_tools_and_keeps_the_whole_plan() {
+        use super::typed_only::observatory::GetTraceArgs;
+        use ptc::Operation;
+        assert_eq!(GetTraceArgs::TOOL, "observatory/get-trace");
+        let plan = super::typed_only::plan().expect("the embedded plan reads");
+        let ptc::plan::Transport::Openapi(api) = &plan.upstreams[0].transport else {
+            panic!("openapi")
+        };
+        assert_eq!(api.tools.len(), 8);
     }
 
     #[test]
