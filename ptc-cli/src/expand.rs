@@ -9,7 +9,7 @@ use std::process::ExitCode;
 Examples:
   ptc expand fixtures/observatory/upstreams.json
   ptc expand upstreams.json > expanded.rs
-  ptc expand upstreams.json --typed github/pulls-list-reviews,github/repos-get-content
+  ptc expand fixtures/observatory/upstreams.json --typed observatory/get-trace,observatory/costs
 
 Exit codes:
   0  the generated code is on stdout
