@@ -341,6 +341,101 @@ mod tests {
         assert_eq!(f.len(), MAX_FINDINGS);
     }
 
+    /// Every JSON type and enum member a decoded answer can hold matches its schema.
+    #[test]
+    fn each_json_type_and_enum_member_matches() {
+        let schema = json!({"type": "object", "properties": {
+            "b": {"type": "boolean"}, "f": {"type": "number"}, "i": {"type": "integer"},
+            "n": {"type": "null"}, "s": {"type": "string"},
+            "eb": {"enum": [true]}, "ef": {"enum": [1.5]}, "ei": {"enum": [2]},
+            "en": {"enum": [null]}, "es": {"enum": ["x"]}}});
+        let value = json!({"b": false, "f": 0.5, "i": 3, "n": null, "s": "t",
+            "eb": true, "ef": 1.5, "ei": 2, "en": null, "es": "x"});
+        assert!(findings(value, schema.clone(), ResponseCheck::Full).is_empty());
+        let wrong = json!({"eb": false, "ef": 2.5, "ei": 3, "en": 0, "es": "y"});
+        assert_eq!(findings(wrong, schema, ResponseCheck::Full).len(), 5);
+        // `nullable` admits null, and only null.
+        let nullable = json!({"type": "string", "nullable": true});
+        assert!(findings(json!(null), nullable.clone(), ResponseCheck::Full).is_empty());
+        assert_eq!(
+            findings(json!(5), nullable, ResponseCheck::Full),
+            ["/: expected string, got integer"]
+        );
+    }
+
+    /// The walk stops at its depth limit: drift nested deeper is not looked for.
+    #[test]
+    fn nesting_is_checked_down_to_the_depth_limit() {
+        let nested = |depth: usize| {
+            let mut v = json!("leaf");
+            for _ in 0..depth {
+                v = json!([v]);
+            }
+            v
+        };
+        // `{"$ref": "#/$defs/Trace"}` everywhere would need a definition: an array of arrays
+        // says it with `items` pointing at itself through the root's `$defs`.
+        let v = |depth| {
+            Value::from_json_bytes(nested(depth).to_string().as_bytes(), &Default::default())
+                .unwrap()
+        };
+        let defs = BTreeMap::from([(
+            "N".to_string(),
+            json!({"type": "array", "items": {"$ref": "#/$defs/N"}}),
+        )]);
+        let root = json!({"$ref": "#/$defs/N"});
+        let schema = Schema {
+            root: &root,
+            definitions: Some(&defs),
+        };
+        let at = |depth| check(&v(depth), schema, ResponseCheck::Full);
+        // The leaf (a string where an array is documented) is at depth `depth`.
+        assert_eq!(at(MAX_DEPTH).len(), 1);
+        assert!(at(MAX_DEPTH + 1).is_empty());
+    }
+
+    /// Fields a closed object does not list are findings too, and stop at the cap.
+    #[test]
+    fn closed_objects_findings_stop_at_their_cap() {
+        let value: serde_json::Map<String, Json> =
+            (0..20).map(|i| (format!("f{i:02}"), json!(i))).collect();
+        let f = findings(
+            Json::Object(value),
+            json!({"type": "object", "additionalProperties": false}),
+            ResponseCheck::Full,
+        );
+        assert_eq!(f.len(), MAX_FINDINGS);
+    }
+
+    /// The process's watch counts each drifted field per tool, and says whether it is strict.
+    #[test]
+    fn the_watch_counts_drift_per_tool_and_field() {
+        let watch = DriftWatch::new(ResponseCheck::Full, true);
+        assert!(watch.strict());
+        assert!(!DriftWatch::new(ResponseCheck::Full, false).strict());
+        let schema = json!({"type": "object", "properties": {"a": {"type": "string"},
+            "b": {"type": "string"}}});
+        let defs = BTreeMap::new();
+        let s = Schema {
+            root: &schema,
+            definitions: Some(&defs),
+        };
+        let v = |j: Json| Value::from_json_bytes(j.to_string().as_bytes(), &Default::default()).unwrap();
+        assert_eq!(
+            watch.check("up/t", &v(json!({"a": 1, "b": 2})), s),
+            ["/a: expected string, got integer", "/b: expected string, got integer"]
+        );
+        assert!(watch.check("up/t", &v(json!({"a": "ok", "b": 2})), s).len() == 1);
+        assert!(watch.check("up/u", &v(json!({"a": "ok"})), s).is_empty());
+        assert_eq!(
+            watch.counts(),
+            [
+                ("up/t".to_string(), "/a".to_string(), 1),
+                ("up/t".to_string(), "/b".to_string(), 2)
+            ]
+        );
+    }
+
     #[test]
     fn flag_values_read_and_name_themselves() {
         for m in [
