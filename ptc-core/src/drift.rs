@@ -392,6 +392,26 @@ mod tests {
         // The leaf (a string where an array is documented) is at depth `depth`.
         assert_eq!(at(MAX_DEPTH).len(), 1);
         assert!(at(MAX_DEPTH + 1).is_empty());
+        // Objects count the same way.
+        let defs = BTreeMap::from([(
+            "O".to_string(),
+            json!({"type": "object", "properties": {"a": {"$ref": "#/$defs/O"}}}),
+        )]);
+        let root = json!({"$ref": "#/$defs/O"});
+        let in_objects = |depth: usize| {
+            let mut j = json!("leaf");
+            for _ in 0..depth {
+                j = json!({"a": j});
+            }
+            let v = Value::from_json_bytes(j.to_string().as_bytes(), &Default::default()).unwrap();
+            let schema = Schema {
+                root: &root,
+                definitions: Some(&defs),
+            };
+            check(&v, schema, ResponseCheck::Full)
+        };
+        assert_eq!(in_objects(MAX_DEPTH).len(), 1);
+        assert!(in_objects(MAX_DEPTH + 1).is_empty());
     }
 
     /// Fields a closed object does not list are findings too, and stop at the cap.
@@ -420,10 +440,15 @@ mod tests {
             root: &schema,
             definitions: Some(&defs),
         };
-        let v = |j: Json| Value::from_json_bytes(j.to_string().as_bytes(), &Default::default()).unwrap();
+        let v = |j: Json| {
+            Value::from_json_bytes(j.to_string().as_bytes(), &Default::default()).unwrap()
+        };
         assert_eq!(
             watch.check("up/t", &v(json!({"a": 1, "b": 2})), s),
-            ["/a: expected string, got integer", "/b: expected string, got integer"]
+            [
+                "/a: expected string, got integer",
+                "/b: expected string, got integer"
+            ]
         );
         assert!(watch.check("up/t", &v(json!({"a": "ok", "b": 2})), s).len() == 1);
         assert!(watch.check("up/u", &v(json!({"a": "ok"})), s).is_empty());
