@@ -4,8 +4,8 @@
 use generated_example::{first_failed_trace, observatory, plan_at};
 use observatory_server::{ServerConfig, TokenSource};
 
-#[tokio::test]
-async fn lists_failed_traces_and_fetches_steps_through_generated_types() {
+/// The Observatory test bed, and the upstreams of the compiled plan pointed at it.
+async fn bed() -> (ptc::core::Upstreams, observatory_server::ServerHandle) {
     let tokens = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../fixtures/observatory/tokens.json"
@@ -22,6 +22,12 @@ async fn lists_failed_traces_and_fetches_steps_through_generated_types() {
     )
     .await
     .expect("the upstreams start");
+    (upstreams, server)
+}
+
+#[tokio::test]
+async fn lists_failed_traces_and_fetches_steps_through_generated_types() {
+    let (upstreams, server) = bed().await;
     let found = first_failed_trace(&upstreams, "org_acme").await;
     server.shutdown().await;
     let found = found
@@ -40,22 +46,7 @@ async fn lists_failed_traces_and_fetches_steps_through_generated_types() {
 #[tokio::test]
 async fn streams_the_pages_of_a_paged_operation() {
     use futures_util::StreamExt;
-    let tokens = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../fixtures/observatory/tokens.json"
-    );
-    let config = ServerConfig::new(TokenSource::File(tokens.into()));
-    let (addr, server) = observatory_server::start(config)
-        .await
-        .expect("the test bed starts");
-    let plan = plan_at(&format!("http://{addr}")).expect("the embedded plan reads");
-    let upstreams = ptc::core::Upstreams::start(
-        plan,
-        ptc::plan::Secrets::default(),
-        ptc::core::StartOptions::default(),
-    )
-    .await
-    .expect("the upstreams start");
+    let (upstreams, server) = bed().await;
     let all = observatory::ListTracesArgs {
         status: Some(observatory::TraceStatus::Timeout),
         limit: Some(500),

@@ -2,6 +2,8 @@
 //! program gets them, sampled or in full; drift counted per tool and field and named in the
 //! call's record, or (strict) a `response_drift` failure.
 
+mod support;
+
 use std::path::Path;
 use std::sync::Arc;
 
@@ -39,13 +41,7 @@ fn upstreams(rt: &tokio::runtime::Runtime, check: ResponseCheck, strict: bool) -
         "/traces",
         axum::routing::get(|| async { axum::Json(traces()) }),
     );
-    let listener = rt
-        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-        .unwrap();
-    let addr = listener.local_addr().unwrap();
-    rt.spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
+    let addr = support::loopback(rt, app);
     let dir = std::env::temp_dir().join(format!(
         "ptc-drift-{}-{check:?}-{strict}",
         std::process::id()

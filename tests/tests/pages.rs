@@ -3,6 +3,8 @@
 //! Jira's, cursors), a cursor that comes back, an answer that lost its result path, and the
 //! run's budgets, against a loopback server that pages as those APIs do.
 
+mod support;
+
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -84,13 +86,7 @@ fn paging_server(rt: &tokio::runtime::Runtime) -> (String, Arc<Mutex<Vec<String>
             "/events-drifted",
             axum::routing::get(|| async { axum::Json(json!({"events": [{"id": 1}]})) }),
         );
-    let listener = rt
-        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-        .unwrap();
-    let addr = listener.local_addr().unwrap();
-    rt.spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
+    let addr = support::loopback(rt, app);
     (format!("http://{addr}"), seen)
 }
 

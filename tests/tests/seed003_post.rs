@@ -2,6 +2,8 @@
 //! config allow-lists it, gated per process, and run over loopback HTTP against a server that
 //! answers as the document says, its 400/404/413/429 mapped by the status table.
 
+mod support;
+
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
@@ -65,13 +67,7 @@ fn resilient(rt: &tokio::runtime::Runtime) -> (String, Arc<Mutex<Vec<Value>>>) {
             }
         }),
     );
-    let listener = rt
-        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-        .unwrap();
-    let addr = listener.local_addr().unwrap();
-    rt.spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
+    let addr = support::loopback(rt, app);
     (format!("http://{addr}"), got)
 }
 

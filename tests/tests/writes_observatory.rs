@@ -3,6 +3,8 @@
 //! client in `host_approval.rs`), idempotency keys, never retrying a write, and the
 //! indeterminate outcome of a write whose answer never came.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -425,13 +427,7 @@ fn approval_service(mode: &'static str) -> ApprovalService {
             },
         ),
     );
-    let listener = rt
-        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-        .unwrap();
-    let addr = listener.local_addr().unwrap();
-    rt.spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
+    let addr = support::loopback(&rt, app);
     // "gone": a webhook whose port nobody listens on any more.
     let addr = if mode == "gone" {
         let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
