@@ -246,18 +246,17 @@ fn incremental_check(budget: Budget, bytes: &[u8], ops: &[String]) -> Result<Row
     std::fs::write(ours.join("upstreams.json"), config.to_string()).map_err(|e| e.to_string())?;
     // The workspace's lockfile, so the scratch crate builds the versions ptc is tested with.
     std::fs::copy(root.join("Cargo.lock"), ours.join("Cargo.lock")).map_err(|e| e.to_string())?;
+    // The generated code names its runtime through the `ptc` facade: the one dependency a
+    // deployment crate has.
     let manifest = format!(
         "[package]\nname = \"gh-ptc\"\nversion = \"0.0.0\"\nedition = \"2024\"\n\n\
-         [dependencies]\nptc-core = {{ path = {core:?} }}\nptc-macros = {{ path = {macros:?} }}\n\
-         ptc-plan = {{ path = {plan:?} }}\nserde = {{ version = \"1\", features = [\"derive\"] }}\nserde_json = \"1\"\n\n[workspace]\n",
-        core = root.join("ptc-core"),
-        macros = root.join("ptc-macros"),
-        plan = root.join("ptc-plan"),
+         [dependencies]\nptc = {{ path = {ptc:?} }}\n\n[workspace]\n",
+        ptc = root.join("ptc"),
     );
     scratch_crate(
         &ours,
         &manifest,
-        "ptc_macros::ptc_upstreams!(\"upstreams.json\");\n",
+        "ptc::upstreams!(\"upstreams.json\");\n",
         &target,
     )?;
 
