@@ -22,7 +22,7 @@ use crate::catalog::{ServerEntry, ToolEntry};
 use crate::discovery::{apropos, dir_lines, doc_text, listing, server_doc_text, server_meta};
 use crate::executor::{CallOptions, Upstreams};
 use crate::outcome::{Reason, ToolError, ToolOutput};
-use crate::projection::{Pager, Projection, Step, lisp_at};
+use crate::projection::{Pager, Step, lisp_at};
 use crate::records::{ApprovalOutcome, RunRecords, UpstreamCall, WriteRecord};
 use crate::writes::{IdempotencyKey, MutationState, RunId};
 use ptc_plan::{Effect, Pagination};
@@ -155,8 +155,8 @@ struct CallOutcome {
     result: Result<crate::executor::Executed, ToolError>,
     names: Option<(String, String)>,
     write: Option<WriteRecord>,
-    /// What the answer is read through (the tool's, once it resolved).
-    projection: Projection,
+    /// Where the tool is in the catalog (upstream, tool), once it resolved.
+    at: Option<(usize, usize)>,
 }
 
 impl CallOutcome {
@@ -165,7 +165,7 @@ impl CallOutcome {
             result: Err(e),
             names,
             write,
-            projection: Projection::default(),
+            at: None,
         }
     }
 }
@@ -176,7 +176,8 @@ struct Done {
     started: Instant,
     bytes: u64,
     write: Option<WriteRecord>,
-    projection: Projection,
+    /// Where the tool is in the catalog: its result path and output schema are read there.
+    at: Option<(usize, usize)>,
 }
 
 impl Done {
@@ -384,7 +385,7 @@ impl ProgramHost {
             Fetched::Answer(value, kind, done) => (value, kind, done),
         };
         let mutation = done.mutation();
-        let v = match done.projection.select(value) {
+        let v = match self.select(&done, kind, value) {
             Ok(v) => v,
             Err(why) => return Ok(self.bad_answer(&done, &why)),
         };
@@ -441,7 +442,7 @@ impl ProgramHost {
                 break false;
             }
             let page_args = pager.args(&req_args);
-            let (answer, _, done) = match self.fetch(cx, &form.server, &form.tool, page_args)? {
+            let (answer, kind, done) = match self.fetch(cx, &form.server, &form.tool, page_args)? {
                 Fetched::Refused(v) => return Ok(partial(collected, pages, v)),
                 Fetched::Answer(value, kind, done) => (value, kind, done),
             };
@@ -451,7 +452,7 @@ impl ProgramHost {
                 } => lisp_at(&answer, next_cursor_path).and_then(|c| call_form::to_json(c, 4).ok()),
                 _ => None,
             };
-            let page = match done.projection.select(answer) {
+            let page = match self.select(&done, kind, answer) {
                 Ok(v) => v,
                 Err(why) => return Ok(partial(collected, pages, self.bad_answer(&done, &why))),
             };
@@ -612,7 +613,7 @@ impl ProgramHost {
             started,
             bytes: executed.bytes,
             write,
-            projection: outcome.projection,
+            at: outcome.at,
         };
         let (value, kind) = match executed.output {
             // The same decoder, depth limit and memory budget as `data/` context.
@@ -638,16 +639,22 @@ impl ProgramHost {
             ToolOutput::Text(t) => (Value::str(&t), "text"),
             ToolOutput::Empty => (Value::Nil, "none"),
         };
-        let projection = if kind == "json" {
-            done.projection.clone()
-        } else {
-            Projection::default()
-        };
-        Ok(Fetched::Answer(
-            value,
-            kind,
-            Box::new(Done { projection, ..done }),
-        ))
+        Ok(Fetched::Answer(value, kind, Box::new(done)))
+    }
+
+    /// The upstream and tool of an answered call.
+    fn entry(&self, done: &Done) -> Option<(&ServerEntry, &ToolEntry)> {
+        let (s, t) = done.at?;
+        let server = self.upstreams().catalog().servers().get(s)?;
+        Some((server, server.tools()?.get(t)?))
+    }
+
+    /// What a call returns: for a JSON answer, what its tool's result path selects.
+    fn select(&self, done: &Done, kind: &str, answer: Value) -> Result<Value, String> {
+        match self.entry(done) {
+            Some((_, tool)) if kind == "json" => tool.projection.select(answer),
+            _ => Ok(answer),
+        }
     }
 
     /// Records a call that was answered, with the fields of its answer that drifted.
@@ -661,11 +668,9 @@ impl ProgramHost {
     /// or (checking strictly) the `response_drift` value the program gets instead, recorded.
     fn check_answer(&self, done: &Done, value: &Value) -> Result<Vec<String>, Value> {
         let up = self.upstreams();
-        let Some((server, schema)) = up
-            .catalog()
-            .server(&done.names.0)
-            .ok()
-            .and_then(|s| Some((s, s.tool(&done.names.1).ok()?.output_schema.as_ref()?)))
+        let Some((server, schema)) = self
+            .entry(done)
+            .and_then(|(s, t)| Some((s, t.output_schema.as_ref()?)))
         else {
             return Ok(Vec::new());
         };
@@ -951,7 +956,10 @@ impl RunState {
             }
         };
         let names = (prepared.tool.server.clone(), prepared.tool.name.clone());
-        let projection = prepared.tool.projection.clone();
+        let at = up.catalog().servers()[prepared.server]
+            .tools()
+            .and_then(|tools| tools.iter().position(|t| std::ptr::eq(t, prepared.tool)))
+            .map(|i| (prepared.server, i));
         let classified = prepared.tool.classified;
         if self.calls.fetch_add(1, Ordering::Relaxed) >= self.budgets.max_calls {
             let e = ToolError {
@@ -1035,7 +1043,7 @@ impl RunState {
             result,
             names: Some(names),
             write,
-            projection,
+            at,
         }
     }
 

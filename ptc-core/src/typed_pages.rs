@@ -76,16 +76,8 @@ impl Upstreams {
                 Err(e) => return Some((Err(e), Loop::Over)),
             };
             let path = entry.projection.result_path.as_ref();
-            let page = match crate::executor::decode_typed::<O::Response>(
-                &entry.server,
-                &entry.name,
-                ToolOutput::Json(bytes.clone()),
-                path,
-            ) {
-                Ok(p) => p,
-                Err(e) => return Some((Err(e), Loop::Over)),
-            };
-            // Counting and the cursor read the page again, skipping all but what they need.
+            // Counting and the cursor read the page first, skipping all but what they need;
+            // then the page itself is decoded from the same bytes.
             let items = style
                 .counts_items()
                 .then(|| json_at::<Vec<IgnoredAny>>(&bytes, path).ok().flatten())
@@ -98,6 +90,15 @@ impl Upstreams {
                     .ok()
                     .flatten(),
                 _ => None,
+            };
+            let page = match crate::executor::decode_typed::<O::Response>(
+                &entry.server,
+                &entry.name,
+                ToolOutput::Json(bytes),
+                path,
+            ) {
+                Ok(p) => p,
+                Err(e) => return Some((Err(e), Loop::Over)),
             };
             let next = match pager.after(items, cursor) {
                 Step::Next(_) => Loop::Going(Box::new(Going {

@@ -311,6 +311,10 @@ fn malformed_page_calls_say_what_to_write() {
             ":max-pages must be an integer 1..50, got 0",
         ),
         ("{:max-items -1}", ":max-items must be an integer"),
+        (
+            "{:max-items 1000001}",
+            ":max-items must be an integer 1..1000000, got 1000001",
+        ),
         ("{:as :rows}", ":as must be :items or :pages, got :rows"),
         ("{:pages 2}", "unknown option :pages"),
         ("[1]", "the options must be a map, got vector"),
@@ -318,6 +322,11 @@ fn malformed_page_calls_say_what_to_write() {
         let out = b.run(&format!("(tool/pages 'api/list-events {{}} {options})"));
         assert!(out.contains(says), "{options}: {out}");
     }
+    // The largest :max-items is allowed.
+    let out =
+        b.run("(count (:value (tool/pages 'api/list-events {:limit 5} {:max-items 1000000})))");
+    assert_eq!(out, "12");
+    b.requests();
     let out = b.run("(tool/pages 'api/list-events {} {} {})");
     assert!(out.contains("use (tool/pages 'server/tool"), "{out}");
     assert!(b.requests().is_empty(), "nothing was sent");
