@@ -8,8 +8,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use ptc_core::drift::ResponseCheck;
-use ptc_core::{Budgets, StartOptions, Upstreams, run_program};
-use ptc_lisp::Limits;
+use ptc_core::{Budgets, StartOptions, Upstreams};
 use serde_json::{Value, json};
 
 /// 20 traces: the 3rd has a string cost, the 18th a status the document does not list.
@@ -66,22 +65,11 @@ fn upstreams(rt: &tokio::runtime::Runtime, check: ResponseCheck, strict: bool) -
 }
 
 fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap()
+    support::runtime(1)
 }
 
 fn run(rt: &tokio::runtime::Runtime, up: &Arc<Upstreams>, src: &str) -> (String, Value) {
-    let run = run_program(
-        up.clone(),
-        rt.handle().clone(),
-        src,
-        Limits::default(),
-        Budgets::default(),
-        None,
-    );
+    let run = support::run(rt, up, src, Budgets::default());
     let calls = serde_json::to_value(&run.records.upstream_calls).unwrap();
     (run.result.unwrap().to_string(), calls)
 }

@@ -10,8 +10,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use axum::extract::Query;
-use ptc_core::{Budgets, StartOptions, Upstreams, run_program};
-use ptc_lisp::Limits;
+use ptc_core::{Budgets, StartOptions, Upstreams};
 use serde_json::{Value, json};
 
 /// Issues in the repository (23: pages of 10 end with a short one).
@@ -97,11 +96,7 @@ struct Bed {
 }
 
 fn bed() -> Bed {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = support::runtime(2);
     let (base, seen) = paging_server(&rt);
     let doc = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/openapi/paging.openapi.json");
     let config = json!({"upstreams": {"api": {
@@ -130,14 +125,7 @@ fn bed() -> Bed {
 
 impl Bed {
     fn run_with(&self, src: &str, budgets: Budgets) -> String {
-        let run = run_program(
-            self.up.clone(),
-            self.rt.handle().clone(),
-            src,
-            Limits::default(),
-            budgets,
-            None,
-        );
+        let run = support::run(&self.rt, &self.up, src, budgets);
         match run.result {
             Ok(v) => v.to_string(),
             Err(e) => format!("error: {e}"),

@@ -3,11 +3,12 @@
 //! user would ask, from the tools' descriptions, the tool meant is among the first three
 //! results; `tool/search` gives the results as data and `apropos` pages them.
 
+mod support;
+
 use std::path::Path;
 use std::sync::Arc;
 
-use ptc_core::{Budgets, StartOptions, Upstreams, run_program};
-use ptc_lisp::Limits;
+use ptc_core::{Budgets, StartOptions, Upstreams};
 
 /// (request, the tool it means)
 const QUERIES: [(&str, &str); 20] = [
@@ -62,11 +63,7 @@ fn bed() -> Option<Bed> {
         return None;
     }
     let loaded = ptc_plan::load(&root.join("github.json")).unwrap_or_else(|d| panic!("{d}"));
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = support::runtime(1);
     let up = rt
         .block_on(Upstreams::start(
             loaded.plan,
@@ -82,14 +79,7 @@ fn bed() -> Option<Bed> {
 
 impl Bed {
     fn value(&self, src: &str) -> String {
-        let run = run_program(
-            self.up.clone(),
-            self.rt.handle().clone(),
-            src,
-            Limits::default(),
-            Budgets::default(),
-            None,
-        );
+        let run = support::run(&self.rt, &self.up, src, Budgets::default());
         run.result
             .unwrap_or_else(|e| panic!("{src}: {e}"))
             .to_string()
