@@ -155,12 +155,12 @@ async fn run_async(name: &str, src: &ExecSource) -> Result<String, String> {
 }
 
 #[cfg(all(test, unix))]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
 
     /// A script in a fresh folder; `$DIR` in `body` is that folder.
-    fn script(name: &str, body: &str) -> (String, std::path::PathBuf) {
+    pub(crate) fn script(name: &str, body: &str) -> (String, std::path::PathBuf) {
         let dir = std::env::temp_dir().join(format!("ptc-exec-{name}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("cmd.sh");
@@ -170,7 +170,7 @@ mod tests {
         (path.to_string_lossy().into_owned(), dir)
     }
 
-    fn source(command: &str, ttl: u64) -> ExecSource {
+    pub(crate) fn source(command: &str, ttl: u64) -> ExecSource {
         ExecSource {
             command: command.into(),
             args: vec![],
@@ -181,7 +181,7 @@ mod tests {
     }
 
     /// The script counts its runs in `$DIR/runs` and prints `token-<run>`.
-    const COUNTING: &str =
+    pub(crate) const COUNTING: &str =
         "n=$(cat $DIR/runs 2>/dev/null || echo 0); n=$((n+1)); echo $n > $DIR/runs; echo token-$n";
 
     #[test]

@@ -277,6 +277,33 @@ mod tests {
         assert_eq!(e.0, "credential `bad`: basic credential must be user:pass");
     }
 
+    #[cfg(unix)]
+    #[test]
+    fn refresh_forgets_only_the_exec_bindings_the_emitters_use() {
+        use crate::credential_exec::tests::{COUNTING, script, source};
+        let (used_cmd, _d1) = script("refresh-used", COUNTING);
+        let (other_cmd, _d2) = script("refresh-other", COUNTING);
+        // The binding the emitter does not use comes first: a lookup that matched the wrong
+        // name would forget it instead.
+        let p = [
+            binding(
+                "other",
+                CredentialSource::Exec(source(&other_cmd, 3_600_000)),
+            ),
+            binding("used", CredentialSource::Exec(source(&used_cmd, 3_600_000))),
+        ];
+        let secrets = Secrets::default();
+        let read = |i: usize| resolve(&p[i], &secrets).unwrap().expose().to_string();
+        assert_eq!((read(0), read(1)), ("token-1".into(), "token-1".into()));
+        refresh(
+            &[AuthEmitter::Bearer {
+                binding: "used".into(),
+            }],
+            &p,
+        );
+        assert_eq!((read(0), read(1)), ("token-1".into(), "token-2".into()));
+    }
+
     fn write_temp(name: &str, value: &str) -> String {
         let path = std::env::temp_dir().join(format!("ptc-core-{name}-{}", std::process::id()));
         std::fs::write(&path, value).unwrap();
