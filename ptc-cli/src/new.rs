@@ -348,9 +348,11 @@ ptc = {{ path = "{facade}", version = "{version}" }}
 
 # A workspace of its own, so the crate builds wherever it lives.
 [workspace]
-"#,
+
+{profile}"#,
         facade = facade.display().to_string().replace('\\', "/"),
         version = env!("CARGO_PKG_VERSION"),
+        profile = ptc_codegen::build_profile::macro_profile(),
     )
 }
 
@@ -468,6 +470,10 @@ mod tests {
         assert!(said.contains("credential `observatory-token`"), "{said}");
         let cargo = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
         assert!(cargo.contains("name = \"obs-deploy\""), "{cargo}");
+        assert!(
+            cargo.ends_with(&ptc_codegen::build_profile::macro_profile()),
+            "{cargo}"
+        );
         let pinned = format!("path = \"{}\"", facade().canonicalize().unwrap().display());
         assert!(cargo.contains(&pinned), "{cargo}");
         assert_eq!(

@@ -22,12 +22,17 @@ const MEMBERS: [&str; 8] = [
     "ptc-suggest",
 ];
 
-/// The workspace's `[profile.dev]` (Cargo.toml), as `--config` flags for the scaffold's build.
+/// The workspace's `[profile.dev]` (Cargo.toml), as `--config` flags for the scaffold's build
+/// (they take precedence over its `Cargo.toml`). The scaffold's optimised macro packages are set
+/// back to the workspace's level: serde's derive built another way rebuilds every crate.
 fn workspace_profile() -> Vec<String> {
     let mut flags = vec![
         r#"profile.dev.debug="line-tables-only""#.to_string(),
         r#"profile.dev.package."*".debug=false"#.to_string(),
     ];
+    for package in ptc_codegen::build_profile::MACRO_PACKAGES {
+        flags.push(format!("profile.dev.package.{package}.opt-level=0"));
+    }
     for member in MEMBERS {
         flags.push(format!(
             r#"profile.dev.package.{member}.debug="line-tables-only""#

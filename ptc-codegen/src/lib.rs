@@ -12,6 +12,7 @@
     deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
 )]
 
+pub mod build_profile;
 pub mod drift;
 pub mod expansion;
 mod idents;
@@ -194,7 +195,6 @@ fn upstream(
     Ok(quote! {
         #doc
         pub mod #module_id {
-            #[allow(unused_imports)]
             #serde_import
             /// The upstream's name: the namespace of its tools.
             pub const UPSTREAM: &str = #name;

@@ -5,11 +5,19 @@
 use proc_macro2::TokenStream;
 use quote::quote;
 
-/// The module-level import the derives use.
+/// The module-level imports the derives and the response types' `Deserialize` impls use.
 pub fn serde_import() -> TokenStream {
     quote!(
+        #[allow(unused_imports)]
         use ::ptc::__private::serde::{Deserialize, Serialize};
+        #[allow(unused_imports)]
+        use ::ptc::__private::decode as __de;
     )
+}
+
+/// The serde crate, for the traits a `Deserialize` impl names.
+pub fn serde() -> TokenStream {
+    quote!(::ptc::__private::serde)
 }
 
 /// The container attribute every serde derive needs: without it the derive expands to

@@ -28,6 +28,8 @@ pub mod records;
 pub mod redact;
 pub mod search;
 pub mod server;
+#[doc(hidden)]
+pub mod typed_decode;
 mod typed_pages;
 pub mod validate;
 mod webhook;

@@ -52,6 +52,7 @@ pub use serde_json;
 /// What the generated code and the facade's own macros need; not a stable API.
 #[doc(hidden)]
 pub mod __private {
+    pub use ptc_core::typed_decode as decode;
     pub use serde;
     pub use serde_json;
     pub use tokio;

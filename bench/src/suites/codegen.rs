@@ -119,7 +119,66 @@ fn github(budget: Budget, spec: &Path) -> Vec<Row> {
         Ok(row) => rows.push(row),
         Err(e) => eprintln!("codegen: incremental cargo check row skipped: {e}"),
     }
+    let all = pick_operations(spec, &bytes, usize::MAX);
+    match catalog_check(budget, &bytes, &ops, &all) {
+        Ok(more) => rows.extend(more),
+        Err(e) => eprintln!("codegen: large-catalog cargo check rows skipped: {e}"),
+    }
     rows
+}
+
+/// The incremental `cargo check` budget for every supported GET operation of GitHub's
+/// description (issue 26).
+const LARGE_CHECK_BUDGET: Duration = Duration::from_secs(8);
+
+/// Incremental `cargo check` of the crate on every supported GET operation beside the same
+/// crate on 50: what a large catalog costs a deployment crate on each build.
+fn catalog_check(
+    budget: Budget,
+    bytes: &[u8],
+    fifty: &[String],
+    all: &[String],
+) -> Result<Vec<Row>, String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let root = root.canonicalize().map_err(|e| e.to_string())?;
+    let base = root.join("target/codegen-check");
+    let target = base.join("target");
+    let doc: Value = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
+    let (small, large) = (base.join("ptc"), base.join("ptc-all"));
+    ptc_crate(&root, &small, &doc, fifty, &target)?;
+    ptc_crate(&root, &large, &doc, all, &target)?;
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for _ in 0..budget.min_samples.clamp(3, 5) {
+        a.push(cargo_check(&large, &target)?);
+        b.push(cargo_check(&small, &target)?);
+    }
+    let (a, b) = (
+        crate::measure::Samples::new(a),
+        crate::measure::Samples::new(b),
+    );
+    let name = format!("incremental cargo check, all {} GitHub GET ops", all.len());
+    let note = "touch lib.rs, then `cargo check` (dev profile, with the profile `ptc new` writes)"
+        .to_string();
+    Ok(vec![
+        Row::paired(
+            "codegen",
+            &name,
+            &a,
+            &format!("the same crate with {} ops", fifty.len()),
+            &b,
+            None,
+            note.clone(),
+        ),
+        Row::time(
+            "codegen",
+            &name,
+            a.median(),
+            "the 8 s budget",
+            LARGE_CHECK_BUDGET,
+            Some(1.0),
+            note,
+        ),
+    ])
 }
 
 /// The incremental `cargo check` budget against progenitor's (issue 10).
@@ -226,6 +285,43 @@ fn cargo_check(dir: &Path, target: &Path) -> Result<Duration, String> {
     Ok(took)
 }
 
+/// A scratch crate invoking the macro on `ops` of the GitHub document `doc` (cut down to them),
+/// with the profile `ptc new` writes; checked once.
+fn ptc_crate(
+    root: &Path,
+    dir: &Path,
+    doc: &Value,
+    ops: &[String],
+    target: &Path,
+) -> Result<(), String> {
+    let small = serde_json::to_vec_pretty(&cut_down(doc, ops)).map_err(|e| e.to_string())?;
+    std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+    std::fs::write(dir.join("github.json"), &small).map_err(|e| e.to_string())?;
+    let config = json!({"upstreams": {"github": {
+        "transport": "openapi",
+        "base_url": "https://api.github.com",
+        "schema_file": "github.json",
+        "include_operations": ops,
+    }}});
+    std::fs::write(dir.join("upstreams.json"), config.to_string()).map_err(|e| e.to_string())?;
+    // The workspace's lockfile, so the scratch crate builds the versions ptc is tested with.
+    std::fs::copy(root.join("Cargo.lock"), dir.join("Cargo.lock")).map_err(|e| e.to_string())?;
+    // The generated code names its runtime through the `ptc` facade: the one dependency a
+    // deployment crate has.
+    let manifest = format!(
+        "[package]\nname = \"gh-ptc\"\nversion = \"0.0.0\"\nedition = \"2024\"\n\n\
+         [dependencies]\nptc = {{ path = {ptc:?} }}\n\n[workspace]\n\n{profile}",
+        ptc = root.join("ptc"),
+        profile = ptc_codegen::build_profile::macro_profile(),
+    );
+    scratch_crate(
+        dir,
+        &manifest,
+        "ptc::upstreams!(\"upstreams.json\");\n",
+        target,
+    )
+}
+
 fn incremental_check(budget: Budget, bytes: &[u8], ops: &[String]) -> Result<Row, String> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let root = root.canonicalize().map_err(|e| e.to_string())?;
@@ -233,32 +329,8 @@ fn incremental_check(budget: Budget, bytes: &[u8], ops: &[String]) -> Result<Row
     let target = base.join("target");
     let doc: Value = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
     let small = serde_json::to_vec_pretty(&cut_down(&doc, ops)).map_err(|e| e.to_string())?;
-
     let ours: PathBuf = base.join("ptc");
-    std::fs::create_dir_all(&ours).map_err(|e| e.to_string())?;
-    std::fs::write(ours.join("github.json"), &small).map_err(|e| e.to_string())?;
-    let config = json!({"upstreams": {"github": {
-        "transport": "openapi",
-        "base_url": "https://api.github.com",
-        "schema_file": "github.json",
-        "include_operations": ops,
-    }}});
-    std::fs::write(ours.join("upstreams.json"), config.to_string()).map_err(|e| e.to_string())?;
-    // The workspace's lockfile, so the scratch crate builds the versions ptc is tested with.
-    std::fs::copy(root.join("Cargo.lock"), ours.join("Cargo.lock")).map_err(|e| e.to_string())?;
-    // The generated code names its runtime through the `ptc` facade: the one dependency a
-    // deployment crate has.
-    let manifest = format!(
-        "[package]\nname = \"gh-ptc\"\nversion = \"0.0.0\"\nedition = \"2024\"\n\n\
-         [dependencies]\nptc = {{ path = {ptc:?} }}\n\n[workspace]\n",
-        ptc = root.join("ptc"),
-    );
-    scratch_crate(
-        &ours,
-        &manifest,
-        "ptc::upstreams!(\"upstreams.json\");\n",
-        &target,
-    )?;
+    ptc_crate(&root, &ours, &doc, ops, &target)?;
 
     let theirs = base.join("progenitor");
     std::fs::create_dir_all(&theirs).map_err(|e| e.to_string())?;

@@ -103,6 +103,29 @@ mod tests {
         assert_eq!(node.parent.map(|p| p.name), Some("up".to_string()));
     }
 
+    /// Response structs decode by wire name (the generated `Deserialize`, not serde's derive) and
+    /// serialize back to the same names, `self` and `type` included.
+    #[test]
+    fn responses_round_trip_through_their_wire_names() {
+        use super::shapes_snapshot::shapes::GetStatsResponse;
+        let wire = ptc::serde_json::json!({
+            "+1": 1, "-1": 2, "self": "s", "type": "t", "counts": {"a": 3}, "anything": [1],
+            "free": null, "label": null, "labels": null, "mixed": null
+        });
+        let stats: GetStatsResponse = ptc::serde_json::from_value(wire.clone()).expect("decodes");
+        assert_eq!((stats.plus_1, stats.self_.as_str()), (1, "s"));
+        assert_eq!(ptc::serde_json::to_value(&stats).expect("serializes"), wire);
+        let e = ptc::serde_json::from_str::<GetStatsResponse>(r#"{"+1": 1, "-1": 2}"#)
+            .expect_err("`self` is required");
+        assert_eq!(e.to_string(), "missing field `self` at line 1 column 18");
+        let e = ptc::serde_json::from_str::<GetStatsResponse>(r#"{"+1": "one"}"#)
+            .expect_err("`+1` is an integer");
+        assert_eq!(
+            e.to_string(),
+            "invalid type: string \"one\", expected i64 at line 1 column 12"
+        );
+    }
+
     #[test]
     fn steps_of_either_shape_decode_into_the_untagged_enum() {
         use super::observatory_snapshot::observatory::TraceStepsStepsItem as Step;
