@@ -12,6 +12,9 @@ use ptc_core::{StartOptions, Upstreams};
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
+mod support;
+use support::{Session, client, message_with_id};
+
 const TOKEN: &str = "0123456789abcdef0123456789abcdef";
 
 /// A program that runs for seconds (nested loops) unless cancelled or timed out.
@@ -56,12 +59,6 @@ async fn host_over(up: Arc<Upstreams>, options: HttpOptions, limits: EvalLimits)
     }
 }
 
-fn client() -> reqwest::Client {
-    ptc_core::http_client::builder()
-        .build()
-        .expect("an HTTP client")
-}
-
 /// The status of an `initialize` POSTed to `url` with `headers` added (Origin, Host).
 async fn initialize_status(url: &str, headers: &[(&str, &str)]) -> reqwest::StatusCode {
     let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
@@ -75,72 +72,6 @@ async fn initialize_status(url: &str, headers: &[(&str, &str)]) -> reqwest::Stat
         r = r.header(*k, *v);
     }
     r.send().await.unwrap().status()
-}
-
-/// The JSON-RPC message with `id` in a JSON or SSE response body.
-fn message_with_id(body: &str, id: i64) -> Option<Value> {
-    if let Ok(v) = serde_json::from_str::<Value>(body) {
-        return Some(v);
-    }
-    body.lines()
-        .filter_map(|l| l.strip_prefix("data:"))
-        .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
-        .find(|v| v["id"] == json!(id))
-}
-
-struct Session {
-    url: String,
-    id: Option<String>,
-    token: Option<&'static str>,
-}
-
-impl Session {
-    async fn open(url: &str, token: Option<&'static str>) -> Session {
-        let mut s = Session {
-            url: url.to_string(),
-            id: None,
-            token,
-        };
-        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "host-http-test", "version": "1"}}});
-        let r = s.send(&init).await;
-        assert_eq!(r.status(), 200, "initialize");
-        s.id = r
-            .headers()
-            .get("mcp-session-id")
-            .map(|v| v.to_str().unwrap().to_string());
-        let _ = r.text().await;
-        let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-        let r = s.send(&note).await;
-        assert!(r.status().is_success(), "initialized: {}", r.status());
-        s
-    }
-
-    async fn send(&self, msg: &Value) -> reqwest::Response {
-        let mut req = client()
-            .post(&self.url)
-            .header("accept", "application/json, text/event-stream")
-            .header("content-type", "application/json")
-            .header("mcp-protocol-version", "2025-11-25")
-            .body(msg.to_string());
-        if let Some(id) = &self.id {
-            req = req.header("mcp-session-id", id);
-        }
-        if let Some(t) = self.token {
-            req = req.bearer_auth(t);
-        }
-        req.send().await.unwrap()
-    }
-
-    async fn call(&self, id: i64, program: &str) -> Value {
-        let msg = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-            "params": {"name": "lisp_eval", "arguments": {"program": program}}});
-        let r = self.send(&msg).await;
-        assert_eq!(r.status(), 200);
-        let body = r.text().await.unwrap();
-        message_with_id(&body, id).unwrap_or_else(|| panic!("no reply {id} in {body}"))
-    }
 }
 
 /// Waits (yielding, bounded) until `count(ev)` is `n`; `what` names the count in the failure.

@@ -11,6 +11,9 @@ use ptc_core::{StartOptions, Upstreams};
 use serde_json::{Value, json};
 use tokio::sync::{Notify, oneshot};
 
+mod support;
+use support::{Session, message_with_id};
+
 const CLIENT_TOKEN: &str = "client-token-0123456789abcdef0123456789";
 const ADMIN_TOKEN: &str = "admin-token-fedcba9876543210fedcba98765";
 
@@ -137,6 +140,23 @@ async fn an_admin_refresh_swaps_the_catalog_for_new_evaluations_only() {
             (r.status().as_u16(), r.text().await.unwrap())
         }
     };
+    // A client session opened on the first catalog, and what it lists.
+    let session = Session::open(&format!("http://{}/mcp", running.addr), Some(CLIENT_TOKEN)).await;
+    let listed = || async {
+        let msg = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/list"});
+        let body = session.send(&msg).await.text().await.unwrap();
+        let reply = message_with_id(&body, 7).unwrap();
+        reply["result"]["tools"][0]["description"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let first = listed().await;
+    assert!(
+        first.contains("api/a") && !first.contains("api/c"),
+        "{first}"
+    );
+
     // Its own token: none, or the clients', is refused.
     assert_eq!(refresh(None).await.0, 401);
     assert_eq!(refresh(Some(CLIENT_TOKEN)).await.0, 401);
@@ -168,8 +188,10 @@ async fn an_admin_refresh_swaps_the_catalog_for_new_evaluations_only() {
     // The running program finishes on the catalog it started with: `a` is still there for it.
     release.notify_one();
     assert_eq!(before.await.unwrap(), "[true true]");
-    // New programs see the new catalog.
+    // New programs see the new catalog, and the session opened before lists it.
     assert_eq!(eval(&ev, "(:ok (api/c {}))").await, "true");
+    let now = listed().await;
+    assert!(now.contains("api/c") && !now.contains("api/a"), "{now}");
     let gone = eval(&ev, "(api/a {})").await;
     assert!(gone.contains("no tool `a` in upstream `api`"), "{gone}");
 

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -25,20 +25,17 @@ use tokio_util::sync::CancellationToken;
 pub struct PtcServer {
     evaluator: Arc<Evaluator>,
     session_slots: Arc<Queue>,
-    tool: Tool,
 }
 
 impl PtcServer {
     /// A handler for a new session.
     pub fn new(evaluator: Arc<Evaluator>) -> Self {
-        let tool = tool::definition(evaluator.upstreams().catalog());
         PtcServer {
             session_slots: Arc::new(Queue::new(
                 evaluator.limits().max_per_session,
                 evaluator.limits().max_queue,
             )),
             evaluator,
-            tool,
         }
     }
 }
@@ -89,7 +86,9 @@ impl ServerHandler for PtcServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(vec![self.tool.clone()]))
+        // From the current catalog: a session opened before a catalog refresh lists the new one.
+        let tool = tool::definition(self.evaluator.upstreams().catalog());
+        Ok(ListToolsResult::with_all_items(vec![tool]))
     }
 
     async fn call_tool(

@@ -3,6 +3,8 @@
 
 use std::net::SocketAddr;
 
+use serde_json::{Value, json};
+
 /// Serves `app` on a loopback port, on `rt`; its address.
 pub fn loopback(rt: &tokio::runtime::Runtime, app: axum::Router) -> SocketAddr {
     let listener = rt
@@ -39,4 +41,82 @@ pub fn run(
         budgets,
         None,
     )
+}
+
+/// The HTTP client the tests speak to a host with.
+pub fn client() -> reqwest::Client {
+    ptc_core::http_client::builder()
+        .build()
+        .expect("an HTTP client")
+}
+
+/// The JSON-RPC message with `id` in a JSON or SSE response body.
+pub fn message_with_id(body: &str, id: i64) -> Option<Value> {
+    if let Ok(v) = serde_json::from_str::<Value>(body) {
+        return Some(v);
+    }
+    body.lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+        .find(|v| v["id"] == json!(id))
+}
+
+/// A legacy-era (2025-11-25) MCP session over Streamable HTTP, spoken as raw JSON-RPC: what
+/// a client sends, header by header.
+pub struct Session {
+    pub url: String,
+    pub id: Option<String>,
+    pub token: Option<&'static str>,
+}
+
+impl Session {
+    /// `initialize` and `notifications/initialized`, with the bearer `token` if any.
+    pub async fn open(url: &str, token: Option<&'static str>) -> Session {
+        let mut s = Session {
+            url: url.to_string(),
+            id: None,
+            token,
+        };
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "host-http-test", "version": "1"}}});
+        let r = s.send(&init).await;
+        assert_eq!(r.status(), 200, "initialize");
+        s.id = r
+            .headers()
+            .get("mcp-session-id")
+            .map(|v| v.to_str().unwrap().to_string());
+        let _ = r.text().await;
+        let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        let r = s.send(&note).await;
+        assert!(r.status().is_success(), "initialized: {}", r.status());
+        s
+    }
+
+    /// POSTs `msg` on the session.
+    pub async fn send(&self, msg: &Value) -> reqwest::Response {
+        let mut req = client()
+            .post(&self.url)
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .header("mcp-protocol-version", "2025-11-25")
+            .body(msg.to_string());
+        if let Some(id) = &self.id {
+            req = req.header("mcp-session-id", id);
+        }
+        if let Some(t) = self.token {
+            req = req.bearer_auth(t);
+        }
+        req.send().await.unwrap()
+    }
+
+    /// Calls `lisp_eval` with `program`; the reply with `id`.
+    pub async fn call(&self, id: i64, program: &str) -> Value {
+        let msg = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "lisp_eval", "arguments": {"program": program}}});
+        let r = self.send(&msg).await;
+        assert_eq!(r.status(), 200);
+        let body = r.text().await.unwrap();
+        message_with_id(&body, id).unwrap_or_else(|| panic!("no reply {id} in {body}"))
+    }
 }
