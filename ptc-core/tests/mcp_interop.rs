@@ -1094,6 +1094,72 @@ async fn http_refusals_map_to_their_reasons_and_name_no_secret() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// An exec credential is cached; a 401 from the MCP server runs its command again for the one
+/// retry (the OpenAPI side is tested in tests/tests/upstreams_observatory.rs).
+#[cfg(unix)]
+#[tokio::test]
+async fn a_401_runs_an_exec_credentials_command_again() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = std::env::temp_dir().join(format!("ptc-mcp-exec-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let refuse_once = dir.join("refuse-once");
+    let runs = dir.join("runs");
+    let script = dir.join("token.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\necho run >> {}\necho right-token-1234\n",
+            runs.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let Some(peer) = python_http(&[
+        ("PTC_REQUIRED_TOKEN", "right-token-1234".into()),
+        (
+            "PTC_REFUSE_ONCE_FILE",
+            refuse_once.to_string_lossy().into_owned(),
+        ),
+    ])
+    .await
+    else {
+        return;
+    };
+    let credentials = [CredentialBinding {
+        name: "py-exec".into(),
+        source: CredentialSource::Exec(ptc_plan::ExecSource {
+            command: script.to_string_lossy().into_owned(),
+            args: vec![],
+            env: vec![],
+            timeout_ms: 5_000,
+            cache_ttl_ms: 3_600_000,
+        }),
+        scheme_hint: None,
+    }];
+    let mut plan = http_plan(&peer.url());
+    plan.http.auth = vec![AuthEmitter::Bearer {
+        binding: "py-exec".into(),
+    }];
+    let c = McpClient::connect_http(
+        "py",
+        &plan,
+        &credentials,
+        &Secrets::default(),
+        Redactor::new(),
+    )
+    .await
+    .unwrap();
+    let echo = || call(&c, "echo", json!({"message": "ok"}));
+    let ran = || std::fs::read_to_string(&runs).unwrap().lines().count();
+    assert_eq!(echo().await.unwrap(), ToolOutput::Text("Echo: ok".into()));
+    assert_eq!(ran(), 1, "cached across the session's requests");
+    std::fs::write(&refuse_once, "").unwrap();
+    assert_eq!(echo().await.unwrap(), ToolOutput::Text("Echo: ok".into()));
+    assert!(!refuse_once.exists(), "the server refused the first try");
+    assert_eq!(ran(), 2, "the 401 ran the command again, once");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[tokio::test]
 async fn a_flood_on_stderr_is_drained_and_logged_in_bounded_lines() {
     captured_logs();

@@ -32,6 +32,11 @@ pub(crate) struct AuthSource {
 }
 
 impl AuthSource {
+    /// After a 401: the next headers read every credential afresh.
+    fn forget(&self) {
+        credentials::refresh(&self.emitters, &self.credentials);
+    }
+
     /// The auth headers now, every secret in them registered with the redactor first.
     pub(crate) fn headers(&self) -> Result<Vec<(HeaderName, HeaderValue)>, CredentialError> {
         credentials::auth_headers(
@@ -141,7 +146,14 @@ impl StreamableHttpClient for AuthedClient {
         let response = self
             .client
             .post_message_with_response_limits(uri, message, session_id, None, headers, limits)
-            .await?;
+            .await
+            .inspect_err(|e| {
+                // The call is tried once more after a 401: an exec credential runs its command
+                // again for it.
+                if super::result::refused_credentials(e) {
+                    self.auth.forget();
+                }
+            })?;
         // The TypeScript SDK's servers (server-everything among them) answer a session they no
         // longer know with `400` and an error without an id instead of the `404` the spec asks
         // for. Nothing could match that error to the call, which would hang until its deadline;

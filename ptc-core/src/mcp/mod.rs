@@ -522,7 +522,8 @@ impl McpClient {
                             continue;
                         }
                     }
-                    // A 401 gets one more try: the credentials are read afresh per request.
+                    // A 401 gets one more try: the credentials are read afresh per request (an
+                    // exec credential's cache was dropped when the 401 came back).
                     if error.reason == Reason::AuthFailed
                         && error.message.contains("HTTP 401")
                         && !retried

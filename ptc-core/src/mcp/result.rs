@@ -177,6 +177,18 @@ pub(crate) fn transport_error(
     subject.error(Reason::UpstreamUnavailable, bounded(&error.to_string()))
 }
 
+/// The server answered 401: with a challenge (rmcp's `AuthRequired`) or without one.
+pub(crate) fn refused_credentials<C: std::error::Error + Send + Sync + 'static>(
+    error: &rmcp::transport::streamable_http_client::StreamableHttpError<C>,
+) -> bool {
+    use rmcp::transport::streamable_http_client::StreamableHttpError as E;
+    match error {
+        E::AuthRequired(_) => true,
+        E::UnexpectedServerResponse(body) => body.starts_with("HTTP 401"),
+        _ => false,
+    }
+}
+
 fn http_error(
     subject: &Subject,
     error: &rmcp::transport::streamable_http_client::StreamableHttpError<reqwest::Error>,
@@ -211,17 +223,13 @@ fn http_error(
             Reason::UpstreamUnavailable,
             format!("the server answered HTTP {}", s.status),
         ),
-        E::AuthRequired(_) => subject.error(
+        e if refused_credentials(e) => subject.error(
             Reason::AuthFailed,
             "the server refused the credentials (HTTP 401)",
         ),
         E::InsufficientScope(_) => subject.error(
             Reason::Forbidden,
             "the credentials lack the scope this needs (HTTP 403)",
-        ),
-        E::UnexpectedServerResponse(body) if body.starts_with("HTTP 401") => subject.error(
-            Reason::AuthFailed,
-            "the server refused the credentials (HTTP 401)",
         ),
         E::UnexpectedServerResponse(body) if body.starts_with("HTTP 403") => {
             subject.error(Reason::Forbidden, "the server refused access (HTTP 403)")
