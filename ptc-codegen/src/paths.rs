@@ -5,23 +5,19 @@
 use proc_macro2::TokenStream;
 use quote::quote;
 
-/// The module-level imports the derives and the response types' `Deserialize` impls use.
+/// The module-level imports the derives use: ptc's `Encode`/`Decode` (`ptc_core::typed_serde`)
+/// on structs and string enums, serde's own on untagged enums.
 pub fn serde_import() -> TokenStream {
     quote!(
         #[allow(unused_imports)]
         use ::ptc::__private::serde::{Deserialize, Serialize};
         #[allow(unused_imports)]
-        use ::ptc::__private::decode as __de;
+        use ::ptc::__private::{Decode, Encode};
     )
 }
 
-/// The serde crate, for the traits a `Deserialize` impl names.
-pub fn serde() -> TokenStream {
-    quote!(::ptc::__private::serde)
-}
-
-/// The container attribute every serde derive needs: without it the derive expands to
-/// `extern crate serde`, which a crate without its own `serde` dependency cannot resolve.
+/// The container attribute serde's derives need: without it they expand to `extern crate
+/// serde`, which a crate without its own `serde` dependency cannot resolve.
 pub fn serde_crate() -> TokenStream {
     quote!(#[serde(crate = "::ptc::__private::serde")])
 }

@@ -19,7 +19,7 @@ use crate::idents::{Names, ident, pascal, serde_snake, snake};
 const MAX_DEPTH: usize = 48;
 
 /// Names the prelude and `std` give meaning to; generated types never take them.
-const RESERVED: [&str; 14] = [
+const RESERVED: [&str; 16] = [
     "Option",
     "Some",
     "None",
@@ -34,6 +34,8 @@ const RESERVED: [&str; 14] = [
     "Debug",
     "Serialize",
     "Deserialize",
+    "Decode",
+    "Encode",
 ];
 
 /// A generated Rust type for one schema.
@@ -571,21 +573,11 @@ impl<'v> TypeGen<'v> {
         let rename_all = snake_case.then(|| quote!(#[serde(rename_all = "snake_case")]));
         let doc = type_doc(obj, hint);
         let id = ident(&name);
-        let serde_crate = crate::paths::serde_crate();
-        let serde = crate::paths::serde();
-        let wires = variants.iter().map(|(_, wire)| wire);
-        let values = variants.iter().map(|(v, _)| ident(v));
         self.items.push(quote! {
             #doc
-            #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-            #serde_crate
+            #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Encode, Decode)]
             #rename_all
             pub enum #id { #(#arms)* }
-            impl<'de> Deserialize<'de> for #id {
-                fn deserialize<__D: #serde::Deserializer<'de>>(d: __D) -> Result<Self, __D::Error> {
-                    __de::variant(d, &[#(#wires),*], &[#(Self::#values),*])
-                }
-            }
         });
         Ty {
             nullable,
@@ -621,8 +613,8 @@ pub enum FieldStyle {
     Response,
 }
 
-/// A struct with `fields`, serde-renamed to their wire names. A response struct's
-/// `Deserialize` is written out ([`deserialize_impl`]), not derived.
+/// A struct with `fields`, renamed to their wire names, with ptc's `Encode` (and, for a
+/// response, `Decode`) instead of serde's derives (`ptc_core::typed_serde`).
 pub fn struct_item(
     name: &str,
     doc: TokenStream,
@@ -630,107 +622,39 @@ pub fn struct_item(
     style: FieldStyle,
 ) -> TokenStream {
     let mut field_names = Names::default();
-    let fields: Vec<(proc_macro2::Ident, TokenStream, &Field)> = fields
-        .iter()
-        .map(|f| {
-            let id = ident(&field_names.claim(&[snake(&f.wire)]));
-            let inner = &f.ty.tokens;
-            let inner = if f.boxed {
-                quote!(Box<#inner>)
-            } else {
-                quote!(#inner)
-            };
-            let ty = if f.optional {
-                quote!(Option<#inner>)
-            } else {
-                inner
-            };
-            (id, ty, f)
-        })
-        .collect();
-    let declared = fields.iter().map(|(id, ty, f)| {
+    let fields = fields.iter().map(|f| {
+        let id = ident(&field_names.claim(&[snake(&f.wire)]));
         let wire = &f.wire;
         // serde names a raw field (`r#type`) without its `r#`; a suffixed one (`self_`) keeps it.
         let spelled = id.to_string();
         let spelled = spelled.strip_prefix("r#").unwrap_or(&spelled);
         let rename = (spelled != wire).then(|| quote!(#[serde(rename = #wire)]));
+        let inner = &f.ty.tokens;
+        let inner = if f.boxed {
+            quote!(Box<#inner>)
+        } else {
+            quote!(#inner)
+        };
+        let ty = if f.optional {
+            quote!(Option<#inner>)
+        } else {
+            inner
+        };
         let doc = &f.doc;
         quote!(#doc #rename pub #id: #ty,)
     });
     let id = ident(name);
-    let (derives, deserialize) = match style {
-        FieldStyle::Args { default: false } => {
-            (quote!(#[derive(Debug, Clone, PartialEq, Serialize)]), None)
+    let derives = match style {
+        FieldStyle::Args { default: false } => quote!(#[derive(Debug, Clone, PartialEq, Encode)]),
+        FieldStyle::Args { default: true } => {
+            quote!(#[derive(Debug, Clone, Default, PartialEq, Encode)])
         }
-        FieldStyle::Args { default: true } => (
-            quote!(#[derive(Debug, Clone, Default, PartialEq, Serialize)]),
-            None,
-        ),
-        FieldStyle::Response => (
-            quote!(#[derive(Debug, Clone, PartialEq, Serialize)]),
-            Some(deserialize_impl(name, &fields)),
-        ),
+        FieldStyle::Response => quote!(#[derive(Debug, Clone, PartialEq, Encode, Decode)]),
     };
-    let serde_crate = crate::paths::serde_crate();
     quote! {
         #doc
         #derives
-        #serde_crate
-        pub struct #id { #(#declared)* }
-        #deserialize
-    }
-}
-
-/// A response struct's `Deserialize`: a slot per field, filled from the object's keys by wire
-/// name (unknown keys skipped), then the struct, a missing required field being an error. What
-/// serde's derive would decode from a JSON object, in a fraction of its code
-/// (`ptc_core::typed_decode`). The names it introduces start with `__`, which no generated type
-/// takes, so a field's type never resolves to one of them.
-fn deserialize_impl(
-    name: &str,
-    fields: &[(proc_macro2::Ident, TokenStream, &Field)],
-) -> TokenStream {
-    let id = ident(name);
-    let serde = crate::paths::serde();
-    let slots = fields.iter().map(|(id, ty, _)| quote!(#id: Option<#ty>,));
-    let arms = fields.iter().map(|(id, _, f)| {
-        let wire = &f.wire;
-        quote!(#wire => __de::put(&mut self.#id, map, #wire)?,)
-    });
-    let built = fields.iter().map(|(id, _, f)| {
-        let wire = &f.wire;
-        if f.optional {
-            quote!(#id: self.#id.flatten(),)
-        } else {
-            quote!(#id: __de::need(self.#id, #wire)?,)
-        }
-    });
-    quote! {
-        impl<'de> Deserialize<'de> for #id {
-            fn deserialize<__D: #serde::Deserializer<'de>>(d: __D) -> Result<Self, __D::Error> {
-                #[derive(Default)]
-                struct __Slots { #(#slots)* }
-                impl<'de> __de::Fields<'de> for __Slots {
-                    type Out = #id;
-                    const NAME: &'static str = #name;
-                    fn field<__A: #serde::de::MapAccess<'de>>(
-                        &mut self,
-                        key: &str,
-                        map: &mut __A,
-                    ) -> Result<bool, __A::Error> {
-                        match key {
-                            #(#arms)*
-                            _ => return Ok(false),
-                        }
-                        Ok(true)
-                    }
-                    fn finish<__E: #serde::de::Error>(self) -> Result<#id, __E> {
-                        Ok(#id { #(#built)* })
-                    }
-                }
-                __de::object::<__D, __Slots>(d)
-            }
-        }
+        pub struct #id { #(#fields)* }
     }
 }
 

@@ -28,9 +28,9 @@ pub mod records;
 pub mod redact;
 pub mod search;
 pub mod server;
-#[doc(hidden)]
-pub mod typed_decode;
 mod typed_pages;
+#[doc(hidden)]
+pub mod typed_serde;
 pub mod validate;
 mod webhook;
 pub mod writes;

@@ -31,6 +31,30 @@ use syn::LitStr;
 /// `ptc_upstreams!("upstreams.json", typed = ["github/pulls-list-reviews"])` generates typed
 /// code only for the tools named (every tool stays in the plan, for programs): a crate that
 /// calls a few operations of a large API compiles only their types.
+mod serde_derives;
+
+/// A generated type's `Serialize` (`ptc_core::encode_struct!`/`encode_enum!`), honouring the
+/// `#[serde(rename)]`/`#[serde(rename_all = "snake_case")]` the generator writes. Used by the
+/// code `ptc_upstreams!` writes, instead of serde's derive.
+#[proc_macro_derive(Encode, attributes(serde))]
+pub fn derive_encode(input: TokenStream) -> TokenStream {
+    serde_impl(input, "encode")
+}
+
+/// A generated response type's `Deserialize` (`ptc_core::decode_struct!`/`decode_enum!`); see
+/// [`derive_encode`].
+#[proc_macro_derive(Decode, attributes(serde))]
+pub fn derive_decode(input: TokenStream) -> TokenStream {
+    serde_impl(input, "decode")
+}
+
+fn serde_impl(input: TokenStream, which: &str) -> TokenStream {
+    let input = syn::parse_macro_input!(input as syn::DeriveInput);
+    serde_derives::derive(&input, which)
+        .unwrap_or_else(|e| e.to_compile_error())
+        .into()
+}
+
 #[proc_macro]
 pub fn ptc_upstreams(input: TokenStream) -> TokenStream {
     let args = match syn::parse::<Args>(input) {

@@ -52,7 +52,8 @@ pub use serde_json;
 /// What the generated code and the facade's own macros need; not a stable API.
 #[doc(hidden)]
 pub mod __private {
-    pub use ptc_core::typed_decode as decode;
+    pub use ptc_core::{decode_enum, decode_struct, encode_enum, encode_struct};
+    pub use ptc_macros::{Decode, Encode};
     pub use serde;
     pub use serde_json;
     pub use tokio;
