@@ -1,18 +1,22 @@
 //! The `Cargo.toml` profile a crate invoking `ptc_upstreams!` should carry.
 //!
 //! The macro runs on every build of its crate: it reads the documents, compiles the plan and
-//! writes the code, and serde's derive then runs over what it wrote. In the `dev` profile all of
-//! these are compiled without optimisations and run several times slower; compiled with them,
-//! a 611-operation crate's incremental `cargo check` drops by a quarter (docs/codegen.md, "Build
-//! cost"). The first build of these few crates is not slower in total.
+//! writes the code, and its derives then run over every type it wrote. In the `dev` profile all
+//! of these are compiled without optimisations and run several times slower; compiled with
+//! them, a 611-operation crate's incremental `cargo check` drops by a fifth (docs/codegen.md,
+//! "Build cost").
 
-/// The packages that run at build time for the macro: the macro, what it calls, the JSON parser
-/// it reads documents with, and serde's derive.
-pub const MACRO_PACKAGES: [&str; 5] = [
+/// The packages that run at build time for the macro: the macro and its derives, what they
+/// call, the JSON parser it reads documents with, the token and syntax crates every proc-macro
+/// uses, and serde's derive.
+pub const MACRO_PACKAGES: [&str; 8] = [
     "ptc-macros",
     "ptc-codegen",
     "ptc-plan",
     "serde_json",
+    "syn",
+    "proc-macro2",
+    "quote",
     "serde_derive",
 ];
 
