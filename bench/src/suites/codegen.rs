@@ -286,7 +286,9 @@ fn cargo_check(dir: &Path, target: &Path) -> Result<Duration, String> {
 }
 
 /// A scratch crate invoking the macro on `ops` of the GitHub document `doc` (cut down to them),
-/// with the profile `ptc new` writes; checked once.
+/// with the profile `ptc new` writes; checked once. It is named after its folder: two crates of
+/// one name, each its own workspace, share cargo's metadata hash in one target folder, and
+/// checking one would throw away the other's incremental state.
 fn ptc_crate(
     root: &Path,
     dir: &Path,
@@ -308,8 +310,11 @@ fn ptc_crate(
     std::fs::copy(root.join("Cargo.lock"), dir.join("Cargo.lock")).map_err(|e| e.to_string())?;
     // The generated code names its runtime through the `ptc` facade: the one dependency a
     // deployment crate has.
+    let name = dir
+        .file_name()
+        .map_or("ptc".into(), |n| n.to_string_lossy().into_owned());
     let manifest = format!(
-        "[package]\nname = \"gh-ptc\"\nversion = \"0.0.0\"\nedition = \"2024\"\n\n\
+        "[package]\nname = \"gh-{name}\"\nversion = \"0.0.0\"\nedition = \"2024\"\n\n\
          [dependencies]\nptc = {{ path = {ptc:?} }}\n\n[workspace]\n\n{profile}",
         ptc = root.join("ptc"),
         profile = ptc_codegen::build_profile::macro_profile(),
