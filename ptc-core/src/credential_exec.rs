@@ -261,4 +261,43 @@ pub(crate) mod tests {
             "{e}"
         );
     }
+
+    /// Called from a task on a current-thread runtime (no `block_in_place` there), the command
+    /// still runs and answers.
+    #[test]
+    fn a_read_from_a_current_thread_runtime_answers() {
+        let (cmd, _dir) = script("current", "echo token-c");
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let got = rt.block_on(async { read("current", &source(&cmd, 0)) });
+        assert_eq!(got.unwrap(), "token-c");
+    }
+
+    /// Called from a worker of a multi-thread runtime, a running command does not stall the
+    /// worker's other tasks: with one worker, a task spawned beside the read gets to run while
+    /// the command waits for it (the command gives up after about 5 s if it never does).
+    #[test]
+    fn a_running_command_does_not_stall_the_workers_other_tasks() {
+        let (cmd, dir) = script(
+            "stall",
+            "i=0; while [ ! -f $DIR/go ]; do i=$((i+1)); [ $i -gt 100 ] && exit 7; sleep 0.05; done; echo token-s",
+        );
+        let go = dir.join("go");
+        let _ = std::fs::remove_file(&go);
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let got = rt.block_on(async move {
+            let src = source(&cmd, 0);
+            let reader = tokio::spawn(async move { read("stall", &src) });
+            let writer = tokio::spawn(async move { std::fs::write(go, "").unwrap() });
+            let got = reader.await.unwrap();
+            writer.await.unwrap();
+            got
+        });
+        assert_eq!(got.unwrap(), "token-s");
+    }
 }

@@ -326,6 +326,18 @@ mod tests {
         );
     }
 
+    /// A key that is not text (possible outside JSON) says what was expected.
+    #[test]
+    fn a_key_that_is_not_a_string_is_refused_naming_what_was_expected() {
+        let e = Key::deserialize(&mut serde_json::Deserializer::from_str("3"))
+            .err()
+            .unwrap();
+        assert_eq!(
+            e.to_string(),
+            "invalid type: integer `3`, expected a string at line 1 column 1"
+        );
+    }
+
     /// Fields named like the macro's own locals, or raw.
     #[derive(Debug, PartialEq)]
     struct Awkward {

@@ -254,4 +254,37 @@ mod tests {
             }]
         );
     }
+
+    /// Listing reports each upstream it cannot list, by name and why; a reachable catalog
+    /// (OpenAPI tools are known at start) reports nothing.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn list_all_names_each_upstream_it_cannot_list() {
+        let config = json!({"upstreams": {"gone": {
+            "transport": "mcp_stdio",
+            "command": "/nonexistent/ptc-mcp-server",
+        }}})
+        .to_string();
+        let loaded = ptc_plan::load_str(
+            &config,
+            std::path::Path::new("/refresh-test/upstreams.json"),
+            &ptc_plan::FileSource,
+        )
+        .unwrap();
+        // Listed on first use, as a host started with an upstream down is.
+        let options = crate::StartOptions {
+            catalog: crate::CatalogLoad::OnFirstUse,
+            ..Default::default()
+        };
+        let up = Upstreams::start(loaded.plan, loaded.secrets, options)
+            .await
+            .unwrap();
+        let unavailable = list_all(&up).await;
+        assert_eq!(unavailable.len(), 1, "{unavailable:?}");
+        assert!(unavailable[0].starts_with("gone: "), "{unavailable:?}");
+        assert!(
+            unavailable[0].contains("/nonexistent/ptc-mcp-server"),
+            "{unavailable:?}"
+        );
+        up.shutdown().await;
+    }
 }
