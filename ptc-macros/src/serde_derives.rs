@@ -91,3 +91,72 @@ fn attr(attrs: &[syn::Attribute], key: &str) -> syn::Result<Option<String>> {
     }
     Ok(found)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::derive;
+
+    fn expand(src: &str, which: &str) -> String {
+        let input = syn::parse_str(src).unwrap();
+        match derive(&input, which) {
+            Ok(tokens) => tokens.to_string(),
+            Err(e) => format!("error: {e}"),
+        }
+    }
+
+    #[test]
+    fn fields_are_named_as_serde_names_them() {
+        let src = r#"
+            #[serde(crate = "::ptc::__private::serde")]
+            struct S {
+                /// Doc.
+                plain: i64,
+                #[serde(rename = "b-b")]
+                renamed: String,
+                r#type: Option<String>,
+                #[serde(rename = "self")]
+                self_: String,
+            }"#;
+        assert_eq!(
+            expand(src, "decode"),
+            r#":: ptc :: __private :: decode_struct ! (S { "plain" => plain , "b-b" => renamed , "type" => r#type , "self" => self_ }) ;"#
+        );
+        assert!(expand(src, "encode").starts_with(":: ptc :: __private :: encode_struct ! (S {"));
+    }
+
+    #[test]
+    fn variants_are_named_as_serde_names_them() {
+        let snake = r#"
+            #[serde(rename_all = "snake_case")]
+            enum E { InProgress, Done, #[serde(rename = "+1")] Plus1 }"#;
+        assert_eq!(
+            expand(snake, "encode"),
+            r#":: ptc :: __private :: encode_enum ! (E { "in_progress" => InProgress , "done" => Done , "+1" => Plus1 }) ;"#
+        );
+        let plain = "enum E { InProgress, Done }";
+        assert_eq!(
+            expand(plain, "decode"),
+            r#":: ptc :: __private :: decode_enum ! (E { "InProgress" => InProgress , "Done" => Done }) ;"#
+        );
+    }
+
+    #[test]
+    fn shapes_the_generator_never_writes_are_refused_by_name() {
+        for src in [
+            "struct T(i64);",
+            "union U { a: u32 }",
+            "enum E { A(i64) }",
+            r#"#[serde(rename_all = "camelCase")] enum E { A }"#,
+        ] {
+            let out = expand(src, "encode");
+            assert!(
+                out.starts_with(
+                    "error: ptc's Encode and Decode derives take a struct with named fields"
+                ),
+                "{src}: {out}"
+            );
+        }
+        let out = expand(r#"struct S { #[serde(rename = 3)] a: i64 }"#, "decode");
+        assert!(out.starts_with("error: expected string literal"), "{out}");
+    }
+}
