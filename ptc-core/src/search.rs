@@ -239,4 +239,114 @@ mod tests {
         assert_eq!(weight("rev", "re"), 0.0);
         assert_eq!(weight("prs", "pr"), 0.0);
     }
+
+    fn tool(server: &str, name: &str, description: &str, args: &[&str]) -> ToolEntry {
+        let props: serde_json::Map<String, Value> = args
+            .iter()
+            .map(|a| (a.to_string(), serde_json::json!({"type": "string"})))
+            .collect();
+        ToolEntry {
+            server: server.into(),
+            name: name.into(),
+            description: description.into(),
+            input_schema: serde_json::json!({"type": "object", "properties": props}),
+            output_schema: None,
+            classified: Default::default(),
+            disabled: None,
+            max_response_bytes: 1,
+            provenance: serde_json::json!({}),
+            projection: Default::default(),
+            pin: None,
+            index: 0,
+        }
+    }
+
+    fn catalog(servers: &[(&str, Vec<ToolEntry>)]) -> Catalog {
+        Catalog {
+            servers: servers
+                .iter()
+                .map(|(name, tools)| {
+                    let s =
+                        crate::catalog::ServerEntry::new(name, "", "openapi", Default::default());
+                    s.set_tools(tools.clone());
+                    s
+                })
+                .collect(),
+        }
+    }
+
+    fn ranked(catalog: &Catalog, query: &str) -> Vec<(String, f64)> {
+        search(catalog, query)
+            .into_iter()
+            .map(|h| (format!("{}/{}", h.tool.server, h.tool.name), h.score))
+            .collect()
+    }
+
+    /// The scores are BM25F as the module says, checked against the formula worked out for a
+    /// four-tool catalog (fields: `server name`, summary, rest of the description, argument
+    /// names; weights 3, 2, 1, 1.5; k1 1.2, b 0.75; idf ln(1 + (n − df + 0.5)/(df + 0.5)); then
+    /// × (1 + matched/terms) × (1 + name coverage)). An equal word counts 1, a word the term
+    /// starts with 0.5 (`repo` for `repository`), a word starting with the term 0.3
+    /// (`reviewers` for `review`).
+    #[test]
+    fn scores_follow_bm25f_and_rank_best_first() {
+        let c = catalog(&[(
+            "s",
+            vec![
+                tool(
+                    "s",
+                    "pull-reviews",
+                    "List reviews\n\nThe reviews of a pull request, oldest first.",
+                    &["pull_number", "per_page"],
+                ),
+                tool(
+                    "s",
+                    "issues",
+                    "List issues\n\nIssues with their review state.",
+                    &["state"],
+                ),
+                tool("s", "repo", "Get a repository\n\nOne repository.", &[]),
+                tool("s", "reviewers", "Requested reviewers", &["pull_number"]),
+            ],
+        )]);
+        let expect = |query: &str, want: &[(&str, f64)]| {
+            let got = ranked(&c, query);
+            assert_eq!(got.len(), want.len(), "{query}: {got:?}");
+            for ((name, score), (want_name, want_score)) in got.iter().zip(want) {
+                assert_eq!(name, want_name, "{query}: {got:?}");
+                assert!((score - want_score).abs() < 1e-9, "{query}: {got:?}");
+            }
+        };
+        expect(
+            "pull review",
+            &[
+                ("s/pull-reviews", 9.491748186395192),
+                ("s/reviewers", 4.320581603930607),
+                ("s/issues", 0.9610864268268151),
+            ],
+        );
+        expect(
+            "reviews",
+            &[
+                ("s/pull-reviews", 3.6564315286078),
+                ("s/reviewers", 2.2180351562321063),
+                ("s/issues", 1.2814485691024202),
+            ],
+        );
+        expect("repository", &[("s/repo", 6.576222378364729)]);
+        expect("nothing here", &[]);
+        expect("the of", &[]);
+    }
+
+    /// Equal scores are ordered by upstream, then by tool name.
+    #[test]
+    fn ties_go_by_upstream_then_name() {
+        let same = |server: &str, name: &str| tool(server, name, "Alpha", &[]);
+        let c = catalog(&[
+            ("b", vec![same("b", "x2"), same("b", "x1")]),
+            ("a", vec![same("a", "x3")]),
+        ]);
+        let got: Vec<String> = ranked(&c, "alpha").into_iter().map(|h| h.0).collect();
+        assert_eq!(got, ["a/x3", "b/x1", "b/x2"]);
+    }
 }
