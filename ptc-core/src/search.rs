@@ -228,6 +228,11 @@ mod tests {
         assert_eq!(stem("is"), "is");
         assert_eq!(stem("ties"), "tie");
         assert_eq!(stem("sing"), "sing");
+        // At the length limits: five letters keep their `-ing`, three their `s`.
+        assert_eq!(stem("thing"), "thing");
+        assert_eq!(stem("things"), "thing");
+        assert_eq!(stem("gas"), "gas");
+        assert_eq!(stem("gases"), "gase");
     }
 
     #[test]
