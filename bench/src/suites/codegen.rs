@@ -115,16 +115,56 @@ fn github(budget: Budget, spec: &Path) -> Vec<Row> {
             spread: None,
         },
     ];
-    match incremental_check(budget, &bytes, &ops) {
+    // The 50-operation crate is built once and measured against progenitor's and against the
+    // crate on every operation.
+    let scratch = match Scratch::new(&bytes).and_then(|s| {
+        let fifty = s.base.join("ptc");
+        s.ptc_crate(&fifty, &ops).map(|()| (s, fifty))
+    }) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("codegen: cargo check rows skipped: {e}");
+            return rows;
+        }
+    };
+    match incremental_check(budget, &scratch.0, &scratch.1, &ops) {
         Ok(row) => rows.push(row),
         Err(e) => eprintln!("codegen: incremental cargo check row skipped: {e}"),
     }
     let all = pick_operations(spec, &bytes, usize::MAX);
-    match catalog_check(budget, &bytes, &ops, &all) {
+    match catalog_check(budget, &scratch.0, &scratch.1, ops.len(), &all) {
         Ok(more) => rows.extend(more),
         Err(e) => eprintln!("codegen: large-catalog cargo check rows skipped: {e}"),
     }
     rows
+}
+
+/// Where the scratch crates live (`target/codegen-check/`, one target folder for all) and the
+/// GitHub document they are cut from, parsed once.
+struct Scratch {
+    root: PathBuf,
+    base: PathBuf,
+    target: PathBuf,
+    doc: Value,
+}
+
+impl Scratch {
+    fn new(bytes: &[u8]) -> Result<Self, String> {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let root = root.canonicalize().map_err(|e| e.to_string())?;
+        let base = root.join("target/codegen-check");
+        Ok(Scratch {
+            target: base.join("target"),
+            doc: serde_json::from_slice(bytes).map_err(|e| e.to_string())?,
+            root,
+            base,
+        })
+    }
+
+    /// The document cut down to `ops`, as written beside a scratch crate.
+    fn document(&self, ops: &[String]) -> Result<Vec<u8>, String> {
+        serde_json::to_vec_pretty(&cut_down(&self.doc, ops)).map_err(|e| e.to_string())
+    }
 }
 
 /// The incremental `cargo check` budget for every supported GET operation of GitHub's
@@ -135,22 +175,17 @@ const LARGE_CHECK_BUDGET: Duration = Duration::from_secs(8);
 /// crate on 50: what a large catalog costs a deployment crate on each build.
 fn catalog_check(
     budget: Budget,
-    bytes: &[u8],
-    fifty: &[String],
+    scratch: &Scratch,
+    small: &Path,
+    fifty: usize,
     all: &[String],
 ) -> Result<Vec<Row>, String> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let root = root.canonicalize().map_err(|e| e.to_string())?;
-    let base = root.join("target/codegen-check");
-    let target = base.join("target");
-    let doc: Value = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
-    let (small, large) = (base.join("ptc"), base.join("ptc-all"));
-    ptc_crate(&root, &small, &doc, fifty, &target)?;
-    ptc_crate(&root, &large, &doc, all, &target)?;
+    let large = scratch.base.join("ptc-all");
+    scratch.ptc_crate(&large, all)?;
     let (mut a, mut b) = (Vec::new(), Vec::new());
     for _ in 0..budget.min_samples.clamp(3, 5) {
-        a.push(cargo_check(&large, &target)?);
-        b.push(cargo_check(&small, &target)?);
+        a.push(cargo_check(&large, &scratch.target)?);
+        b.push(cargo_check(small, &scratch.target)?);
     }
     let (a, b) = (
         crate::measure::Samples::new(a),
@@ -164,7 +199,7 @@ fn catalog_check(
             "codegen",
             &name,
             &a,
-            &format!("the same crate with {} ops", fifty.len()),
+            &format!("the same crate with {fifty} ops"),
             &b,
             None,
             note.clone(),
@@ -285,58 +320,54 @@ fn cargo_check(dir: &Path, target: &Path) -> Result<Duration, String> {
     Ok(took)
 }
 
-/// A scratch crate invoking the macro on `ops` of the GitHub document `doc` (cut down to them),
+/// A scratch crate in `dir` invoking the macro on `ops` of the GitHub document (cut down to them),
 /// with the profile `ptc new` writes; checked once. It is named after its folder: two crates of
 /// one name, each its own workspace, share cargo's metadata hash in one target folder, and
 /// checking one would throw away the other's incremental state.
-fn ptc_crate(
-    root: &Path,
-    dir: &Path,
-    doc: &Value,
-    ops: &[String],
-    target: &Path,
-) -> Result<(), String> {
-    let small = serde_json::to_vec_pretty(&cut_down(doc, ops)).map_err(|e| e.to_string())?;
-    std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
-    std::fs::write(dir.join("github.json"), &small).map_err(|e| e.to_string())?;
-    let config = json!({"upstreams": {"github": {
-        "transport": "openapi",
-        "base_url": "https://api.github.com",
-        "schema_file": "github.json",
-        "include_operations": ops,
-    }}});
-    std::fs::write(dir.join("upstreams.json"), config.to_string()).map_err(|e| e.to_string())?;
-    // The workspace's lockfile, so the scratch crate builds the versions ptc is tested with.
-    std::fs::copy(root.join("Cargo.lock"), dir.join("Cargo.lock")).map_err(|e| e.to_string())?;
-    // The generated code names its runtime through the `ptc` facade: the one dependency a
-    // deployment crate has.
-    let name = dir
-        .file_name()
-        .map_or("ptc".into(), |n| n.to_string_lossy().into_owned());
-    let manifest = format!(
-        "[package]\nname = \"gh-{name}\"\nversion = \"0.0.0\"\nedition = \"2024\"\n\n\
+impl Scratch {
+    fn ptc_crate(&self, dir: &Path, ops: &[String]) -> Result<(), String> {
+        let small = self.document(ops)?;
+        std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+        std::fs::write(dir.join("github.json"), &small).map_err(|e| e.to_string())?;
+        let config = json!({"upstreams": {"github": {
+            "transport": "openapi",
+            "base_url": "https://api.github.com",
+            "schema_file": "github.json",
+            "include_operations": ops,
+        }}});
+        std::fs::write(dir.join("upstreams.json"), config.to_string())
+            .map_err(|e| e.to_string())?;
+        // The workspace's lockfile, so the scratch crate builds the versions ptc is tested with.
+        std::fs::copy(self.root.join("Cargo.lock"), dir.join("Cargo.lock"))
+            .map_err(|e| e.to_string())?;
+        // The generated code names its runtime through the `ptc` facade: the one dependency a
+        // deployment crate has.
+        let name = dir
+            .file_name()
+            .map_or("ptc".into(), |n| n.to_string_lossy().into_owned());
+        let manifest = format!(
+            "[package]\nname = \"gh-{name}\"\nversion = \"0.0.0\"\nedition = \"2024\"\n\n\
          [dependencies]\nptc = {{ path = {ptc:?} }}\n\n[workspace]\n\n{profile}",
-        ptc = root.join("ptc"),
-        profile = ptc_codegen::build_profile::macro_profile(),
-    );
-    scratch_crate(
-        dir,
-        &manifest,
-        "ptc::upstreams!(\"upstreams.json\");\n",
-        target,
-    )
+            ptc = self.root.join("ptc"),
+            profile = ptc_codegen::build_profile::macro_profile(),
+        );
+        scratch_crate(
+            dir,
+            &manifest,
+            "ptc::upstreams!(\"upstreams.json\");\n",
+            &self.target,
+        )
+    }
 }
 
-fn incremental_check(budget: Budget, bytes: &[u8], ops: &[String]) -> Result<Row, String> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let root = root.canonicalize().map_err(|e| e.to_string())?;
-    let base = root.join("target/codegen-check");
-    let target = base.join("target");
-    let doc: Value = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
-    let small = serde_json::to_vec_pretty(&cut_down(&doc, ops)).map_err(|e| e.to_string())?;
-    let ours: PathBuf = base.join("ptc");
-    ptc_crate(&root, &ours, &doc, ops, &target)?;
-
+fn incremental_check(
+    budget: Budget,
+    scratch: &Scratch,
+    ours: &Path,
+    ops: &[String],
+) -> Result<Row, String> {
+    let (base, target) = (&scratch.base, &scratch.target);
+    let small = scratch.document(ops)?;
     let theirs = base.join("progenitor");
     std::fs::create_dir_all(&theirs).map_err(|e| e.to_string())?;
     std::fs::write(theirs.join("github.json"), &small).map_err(|e| e.to_string())?;
@@ -356,13 +387,13 @@ fn incremental_check(budget: Budget, bytes: &[u8], ops: &[String]) -> Result<Row
         &theirs,
         manifest,
         "progenitor::generate_api!(\"github.json\");\n",
-        &target,
+        target,
     );
     let (mut a, mut b) = (Vec::new(), Vec::new());
     for _ in 0..budget.min_samples.clamp(3, 5) {
-        a.push(cargo_check(&ours, &target)?);
+        a.push(cargo_check(ours, target)?);
         if theirs_builds.is_ok() {
-            b.push(cargo_check(&theirs, &target)?);
+            b.push(cargo_check(&theirs, target)?);
         }
     }
     let a = crate::measure::Samples::new(a);
