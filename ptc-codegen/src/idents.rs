@@ -96,6 +96,16 @@ impl Names {
     }
 }
 
+/// The name serde (and ptc's `Encode`/`Decode`) give a field without a rename: its identifier,
+/// without the `r#` of a raw one (a suffixed one, `self_`, keeps its suffix).
+pub fn serde_field_name(id: &Ident) -> String {
+    let text = id.to_string();
+    match text.strip_prefix("r#") {
+        Some(raw) => raw.to_string(),
+        None => text,
+    }
+}
+
 /// The `rename_all = "snake_case"` spelling serde gives a variant identifier.
 pub fn serde_snake(variant: &str) -> String {
     let mut out = String::with_capacity(variant.len() + 4);

@@ -16,7 +16,7 @@ pub mod build_profile;
 pub mod drift;
 pub mod expansion;
 mod idents;
-pub use idents::serde_snake;
+pub use idents::{serde_field_name, serde_snake};
 mod operation;
 mod paths;
 mod registration;

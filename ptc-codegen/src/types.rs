@@ -625,10 +625,8 @@ pub fn struct_item(
     let fields = fields.iter().map(|f| {
         let id = ident(&field_names.claim(&[snake(&f.wire)]));
         let wire = &f.wire;
-        // serde names a raw field (`r#type`) without its `r#`; a suffixed one (`self_`) keeps it.
-        let spelled = id.to_string();
-        let spelled = spelled.strip_prefix("r#").unwrap_or(&spelled);
-        let rename = (spelled != wire).then(|| quote!(#[serde(rename = #wire)]));
+        let rename = (crate::idents::serde_field_name(&id) != *wire)
+            .then(|| quote!(#[serde(rename = #wire)]));
         let inner = &f.ty.tokens;
         let inner = if f.boxed {
             quote!(Box<#inner>)

@@ -23,7 +23,8 @@ pub fn derive(input: &DeriveInput, which: &str) -> syn::Result<TokenStream> {
     Ok(quote!(::ptc::__private::#mac!(#name { #(#entries),* });))
 }
 
-/// Each named field's wire name (its rename, else its identifier without `r#`) and identifier.
+/// Each named field's wire name (its rename, else `ptc_codegen::serde_field_name`) and
+/// identifier.
 fn fields(input: &DeriveInput, fields: &Fields) -> syn::Result<Vec<(String, Ident)>> {
     let Fields::Named(named) = fields else {
         return Err(unsupported(input));
@@ -33,10 +34,7 @@ fn fields(input: &DeriveInput, fields: &Fields) -> syn::Result<Vec<(String, Iden
         let Some(id) = &field.ident else { continue };
         let wire = match attr(&field.attrs, "rename")? {
             Some(w) => w,
-            None => {
-                let text = id.to_string();
-                text.strip_prefix("r#").unwrap_or(&text).to_string()
-            }
+            None => ptc_codegen::serde_field_name(id),
         };
         out.push((wire, id.clone()));
     }
