@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rmcp::model::{
     ElicitRequest, ElicitRequestParams, ElicitationAction, InputRequest, InputRequests,
@@ -109,10 +109,12 @@ impl Conversation {
     }
 }
 
-/// Conversations waiting for the client's next round, by `requestState`.
+/// Conversations waiting for the client's next round, by `requestState`. Each is dropped when
+/// its keep runs out, so a retry that never comes leaves nothing behind; the ones whose program
+/// still runs are bounded by the admission slots their programs hold.
 #[derive(Default)]
 pub(crate) struct Parked {
-    waiting: Mutex<HashMap<String, (Instant, Conversation)>>,
+    waiting: Arc<Mutex<HashMap<String, Conversation>>>,
 }
 
 /// Why a retry cannot continue a conversation.
@@ -149,10 +151,11 @@ impl Parked {
             Some(Event::Ask(request, answer)) => {
                 conversation.answer = Some(answer);
                 let state = handle();
-                let mut waiting = self.waiting.lock().unwrap_or_else(|e| e.into_inner());
-                let now = Instant::now();
-                waiting.retain(|_, (parked, _)| now.duration_since(*parked) < keep);
-                waiting.insert(state.clone(), (now, conversation));
+                self.waiting
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(state.clone(), conversation);
+                self.drop_after(state.clone(), keep);
                 let mut requests = InputRequests::new();
                 requests.insert(
                     APPROVAL_KEY.to_string(),
@@ -176,6 +179,25 @@ impl Parked {
         }
     }
 
+    /// Drops the conversation parked as `state` once `keep` has passed, unless a retry took it.
+    /// A state is never reused, so this cannot drop a later round's conversation.
+    fn drop_after(&self, state: String, keep: Duration) {
+        let waiting = Arc::downgrade(&self.waiting);
+        // From now, not from when the task first runs.
+        let until = tokio::time::Instant::now() + keep;
+        tokio::spawn(async move {
+            tokio::time::sleep_until(until).await;
+            if let Some(waiting) = waiting.upgrade() {
+                let gone = waiting
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .remove(&state);
+                // Dropped outside the lock: it may hold a large outcome.
+                drop(gone);
+            }
+        });
+    }
+
     /// The conversation a retry continues, with the person's answer handed to it.
     pub(crate) fn resume(
         &self,
@@ -184,13 +206,13 @@ impl Parked {
         responses: Option<&InputResponses>,
     ) -> Result<Conversation, Stale> {
         let mut waiting = self.waiting.lock().unwrap_or_else(|e| e.into_inner());
-        let Some((_, conversation)) = waiting.get(state) else {
+        let Some(conversation) = waiting.get(state) else {
             return Err(Stale::Unknown);
         };
         if conversation.fingerprint != fingerprint(arguments) {
             return Err(Stale::OtherArguments);
         }
-        let (_, mut conversation) = waiting.remove(state).ok_or(Stale::Unknown)?;
+        let mut conversation = waiting.remove(state).ok_or(Stale::Unknown)?;
         drop(waiting);
         conversation.answer(decision(responses));
         Ok(conversation)
@@ -303,43 +325,54 @@ mod tests {
         );
     }
 
-    #[tokio::test]
-    async fn a_retry_that_never_comes_declines_and_the_conversation_is_dropped_later() {
-        let parked = Parked::default();
-        let (approver, _done, conversation) = start(&args("(w)"));
-        let waiting = tokio::spawn(approver.approve(request(), Duration::from_millis(1)));
-        let Round::InputRequired(_) = parked.next(conversation, Duration::ZERO).await else {
-            panic!("an approval round")
-        };
-        assert_eq!(
-            waiting.await.unwrap(),
-            Decision::Declined("nobody answered the approval request within 0 s".into())
-        );
-        // The next conversation parked drops the expired one.
-        let (approver, _done2, conversation) = start(&args("(v)"));
-        let _asking = tokio::spawn(approver.approve(request(), Duration::from_secs(30)));
-        let Round::InputRequired(_) = parked.next(conversation, Duration::ZERO).await else {
-            panic!("an approval round")
-        };
-        assert_eq!(parked.len(), 1);
+    /// Lets the tasks the clock woke run.
+    async fn settle() {
+        for _ in 0..3 {
+            tokio::task::yield_now().await;
+        }
     }
 
-    #[tokio::test]
-    async fn conversations_within_their_keep_stay_parked() {
+    #[tokio::test(start_paused = true)]
+    async fn a_retry_that_never_comes_declines_and_the_conversation_is_dropped_at_its_keep() {
         let parked = Parked::default();
-        let mut asking = Vec::new();
-        for program in ["(a)", "(b)"] {
-            let (approver, done, conversation) = start(&args(program));
-            asking.push((
-                tokio::spawn(approver.approve(request(), Duration::from_secs(30))),
-                done,
-            ));
-            let Round::InputRequired(_) = parked.next(conversation, Duration::from_secs(60)).await
-            else {
-                panic!("an approval round")
-            };
-        }
-        assert_eq!(parked.len(), 2, "the first is still within its minute");
+        let keep = Duration::from_secs(60);
+        let (approver, _done, conversation) = start(&args("(w)"));
+        let waiting = tokio::spawn(approver.approve(request(), Duration::from_secs(1)));
+        let Round::InputRequired(asked) = parked.next(conversation, keep).await else {
+            panic!("an approval round")
+        };
+        // The paused clock runs on to the call's deadline: the call stops waiting.
+        assert_eq!(
+            waiting.await.unwrap(),
+            Decision::Declined("nobody answered the approval request within 1 s".into())
+        );
+        // Another program parked meanwhile is kept for its own keep.
+        let (approver, _done2, conversation) = start(&args("(v)"));
+        let _asking = tokio::spawn(approver.approve(request(), Duration::from_secs(90)));
+        let Round::InputRequired(_) = parked.next(conversation, keep).await else {
+            panic!("an approval round")
+        };
+        tokio::time::advance(keep - Duration::from_secs(1) - Duration::from_millis(1)).await;
+        settle().await;
+        assert_eq!(parked.len(), 2, "both within their keep");
+        tokio::time::advance(Duration::from_millis(1)).await;
+        settle().await;
+        assert_eq!(parked.len(), 1, "the first is dropped at its keep");
+        let yes = responses(json!({"action": "accept", "content": {"approve": true}}));
+        assert_eq!(
+            parked
+                .resume(
+                    asked.request_state.as_ref().unwrap(),
+                    &args("(w)"),
+                    Some(&yes)
+                )
+                .err(),
+            Some(Stale::Unknown)
+        );
+        // The second parked 1 s later, when the paused clock reached the first call's deadline.
+        tokio::time::advance(Duration::from_secs(1)).await;
+        settle().await;
+        assert_eq!(parked.len(), 0, "and the second at its own");
     }
 
     #[test]
