@@ -266,6 +266,7 @@ fn run_inner(source: PlanSource) -> Result<(), String> {
                 program: q.program.to_string(),
                 context: (!context.is_empty()).then_some(context),
                 output_schema: None,
+                ..EvalRequest::default()
             };
             let outcome = evaluator
                 .eval_within(

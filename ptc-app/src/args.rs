@@ -165,6 +165,73 @@ pub struct HttpArgs {
     /// the clients'). Without it (or PTC_ADMIN_TOKEN) there is no admin endpoint.
     #[arg(long, value_name = "FILE")]
     pub admin_token_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub oauth: OAuthArgs,
+}
+
+/// OAuth: callers present bearer JWTs from an authorization server (see docs/security.md).
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct OAuthArgs {
+    /// Accept bearer JWTs issued by this authorization server (its issuer URL; https, or http
+    /// on loopback). Repeatable; env PTC_OAUTH_ISSUER takes a comma-separated list.
+    #[arg(
+        long = "oauth-issuer",
+        value_name = "URL",
+        env = "PTC_OAUTH_ISSUER",
+        value_delimiter = ','
+    )]
+    pub issuers: Vec<String>,
+    /// This server's URL as clients reach it (`https://ptc.example.com/mcp`): tokens must be
+    /// issued for it (`aud`).
+    #[arg(
+        long = "oauth-audience",
+        value_name = "URL",
+        env = "PTC_OAUTH_AUDIENCE"
+    )]
+    pub audience: Option<String>,
+    /// A scope every token must grant; repeatable.
+    #[arg(long = "oauth-scope", value_name = "SCOPE")]
+    pub scopes: Vec<String>,
+    /// The token claim that lists the caller's groups (matched by the policy's `groups`).
+    #[arg(
+        long = "oauth-groups-claim",
+        value_name = "CLAIM",
+        default_value = "groups"
+    )]
+    pub groups_claim: String,
+    /// Signature algorithm accepted; repeatable [default: RS256, PS256, ES256, EdDSA].
+    #[arg(long = "oauth-algorithm", value_name = "ALG")]
+    pub algorithms: Vec<String>,
+}
+
+impl OAuthArgs {
+    /// The OAuth options, or `None` without an issuer.
+    pub fn options(&self) -> Result<Option<ptc_core::identity::oauth::OAuthOptions>, String> {
+        if self.issuers.is_empty() {
+            if self.audience.is_some() {
+                return Err("--oauth-audience needs --oauth-issuer".into());
+            }
+            return Ok(None);
+        }
+        let audience = self.audience.clone().ok_or(
+            "--oauth-issuer needs --oauth-audience URL: the URL clients reach this server at, \
+             which tokens must name as their audience",
+        )?;
+        let mut o = ptc_core::identity::oauth::OAuthOptions::new(self.issuers.clone(), audience);
+        o.required_scopes = self.scopes.clone();
+        o.groups_claim = self.groups_claim.clone();
+        if !self.algorithms.is_empty() {
+            o.algorithms = self
+                .algorithms
+                .iter()
+                .map(|a| {
+                    a.parse()
+                        .map_err(|_| format!("--oauth-algorithm: unknown algorithm `{a}`"))
+                })
+                .collect::<Result<_, _>>()?;
+        }
+        Ok(Some(o))
+    }
 }
 
 impl HttpArgs {
@@ -182,6 +249,7 @@ impl HttpArgs {
             stateless: self.stateless,
             replica_id: self.replica_id.clone(),
             admin_token,
+            oauth: self.oauth.options()?,
             ..HttpOptions::default()
         })
     }
@@ -202,6 +270,10 @@ fn token_from(file: Option<&std::path::Path>, var: &str) -> Result<Option<String
 pub struct ServeArgs {
     #[command(flatten)]
     pub http: HttpArgs,
+    /// Policy file: what each caller may reach (tools, writes, limits; see docs/security.md).
+    /// Without it every caller may call every tool.
+    #[arg(long, value_name = "FILE", env = "PTC_POLICY")]
+    pub policy: Option<PathBuf>,
     #[command(flatten)]
     pub limits: LimitArgs,
     #[command(flatten)]

@@ -58,6 +58,10 @@ pub fn serve(name: &str, source: PlanSource, args: ServeArgs) -> ExitCode {
         if let Some(h) = &http {
             h.validate().map_err(|e| (2, e))?;
         }
+        let policy = match &args.policy {
+            Some(p) => Some(ptc_core::policy::Policy::load(p).map_err(|e| (2, e))?),
+            None => None,
+        };
         let upstreams = start::upstreams(&source, &args.overrides)
             .await
             .map_err(|e| (2, e))?;
@@ -68,6 +72,9 @@ pub fn serve(name: &str, source: PlanSource, args: ServeArgs) -> ExitCode {
         )
         .map_err(|e| (2, e))?;
         evaluator.set_reload(start::reload(source.clone(), args.overrides.clone()));
+        if let Some(p) = policy {
+            evaluator.set_policy(p);
+        }
         refresh_on_sighup(evaluator.clone(), name.to_string());
         let served = match http {
             None => server::serve_stdio(evaluator.clone())
@@ -145,7 +152,10 @@ pub fn catalog(name: &str, source: PlanSource, args: CatalogArgs) -> ExitCode {
         }
         out.push('\n');
     } else if args.tool_description {
-        out.push_str(&tool::description(catalog));
+        out.push_str(&tool::description(
+            catalog,
+            &ptc_core::policy::Grant::everything(),
+        ));
         out.push('\n');
     } else {
         for s in catalog.servers() {

@@ -29,7 +29,7 @@ pub type CompiledPlan = fn() -> Result<Plan, serde_json::Error>;
 #[derive(Subcommand, Clone, Debug)]
 pub enum HostCommand {
     /// Serve lisp_eval to MCP clients over stdio (default) or Streamable HTTP.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Run one PTC-Lisp program against the upstreams.
     Eval(EvalArgs),
     /// Interactive PTC-Lisp against the upstreams.
@@ -42,7 +42,7 @@ impl HostCommand {
     /// Runs the command; `name` prefixes its messages.
     pub fn run(self, name: &str, source: PlanSource) -> ExitCode {
         match self {
-            HostCommand::Serve(a) => crate::serve(name, source, a),
+            HostCommand::Serve(a) => crate::serve(name, source, *a),
             HostCommand::Eval(a) => crate::eval(name, source, a),
             HostCommand::Repl(a) => crate::repl(name, source, a),
             HostCommand::Catalog(a) => crate::catalog(name, source, a),

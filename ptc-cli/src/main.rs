@@ -56,7 +56,7 @@ enum Command {
     /// Fetch each `schema_url` document into `vendored/` next to the config (`--check`: report drift).
     Vendor(vendor::VendorArgs),
     /// Serve `lisp_eval` to MCP clients over stdio or Streamable HTTP.
-    Serve(host::ServeCmd),
+    Serve(Box<host::ServeCmd>),
     /// Interactive PTC-Lisp against the configured upstreams.
     Repl(host::ReplCmd),
     /// List the upstreams and tools programs can call.
@@ -72,7 +72,7 @@ fn main() -> ExitCode {
         Command::Eval(args) => eval::run(args),
         Command::Expand(args) => expand::run(args),
         Command::Vendor(args) => vendor::run(args),
-        Command::Serve(cmd) => host::serve(cmd),
+        Command::Serve(cmd) => host::serve(*cmd),
         Command::Repl(cmd) => host::repl(cmd),
         Command::Catalog(cmd) => host::catalog(cmd),
         Command::New(args) => new::run(args),

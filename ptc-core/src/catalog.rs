@@ -310,6 +310,30 @@ pub(crate) fn openapi_tools(
         .collect()
 }
 
+/// A plain read tool for other modules' unit tests.
+#[cfg(test)]
+pub(crate) mod tests_support {
+    use super::*;
+
+    /// `server/name`, a read with an open object schema.
+    pub(crate) fn tool(server: &str, name: &str) -> ToolEntry {
+        ToolEntry {
+            server: server.into(),
+            name: name.into(),
+            description: name.into(),
+            input_schema: json!({"type": "object"}),
+            output_schema: None,
+            classified: Classified::default(),
+            disabled: None,
+            max_response_bytes: 1 << 20,
+            provenance: json!({"transport": "openapi"}),
+            projection: Default::default(),
+            pin: None,
+            index: 0,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,9 +1,11 @@
 //! Discovery text and data: what `(tool/servers)`, `dir`, `doc`, `meta` and `apropos` show for
-//! upstream tools. Transport-neutral: no transport names in anything but `_ptc` provenance.
+//! upstream tools: only the tools the caller's [`Grant`] allows. Transport-neutral: no transport
+//! names in anything but `_ptc` provenance.
 
 use serde_json::{Value, json};
 
 use crate::catalog::{Catalog, ServerEntry, ToolEntry};
+use crate::policy::Grant;
 use crate::validate::{Schema, lisp_key, type_name};
 
 /// First line of a description, for one-line listings.
@@ -223,31 +225,43 @@ pub fn doc_text(server: &ServerEntry, tool: &ToolEntry) -> String {
     out
 }
 
-/// `(dir 'server)`: one listing line per tool, by name.
-pub fn dir_lines(server: &ServerEntry) -> Vec<String> {
-    let mut tools: Vec<&ToolEntry> = server.tools().unwrap_or_default().iter().collect();
+/// The tools of `server` the caller may see, in catalog order.
+pub fn visible<'s>(server: &'s ServerEntry, grant: &Grant) -> Vec<&'s ToolEntry> {
+    server
+        .tools()
+        .unwrap_or_default()
+        .iter()
+        .filter(|t| grant.sees(t))
+        .collect()
+}
+
+/// `(dir 'server)`: one listing line per tool the caller may see, by name.
+pub fn dir_lines(server: &ServerEntry, grant: &Grant) -> Vec<String> {
+    let mut tools = visible(server, grant);
     tools.sort_by(|a, b| a.name.cmp(&b.name));
     tools.into_iter().map(listing).collect()
 }
 
-/// `(doc 'server)`: the upstream's name, description and one listing line per tool.
-pub fn server_doc_text(server: &ServerEntry) -> String {
+/// `(doc 'server)`: the upstream's name, description and one listing line per tool the caller
+/// may see.
+pub fn server_doc_text(server: &ServerEntry, grant: &Grant) -> String {
     let mut text = format!("-------------------------\n{}\n", server.name);
     if !server.description().is_empty() {
         text.push_str(&format!("  {}\n", server.description()));
     }
-    for t in server.tools().unwrap_or_default() {
+    for t in visible(server, grant) {
         text.push_str(&format!("  {}\n", listing(t)));
     }
     text
 }
 
-/// `(meta 'server)`: the upstream's name, description and tool names.
-pub fn server_meta(server: &ServerEntry) -> Value {
+/// `(meta 'server)`: the upstream's name, description and the names of the tools the caller
+/// may see.
+pub fn server_meta(server: &ServerEntry, grant: &Grant) -> Value {
     json!({
         "name": server.name,
         "description": server.description(),
-        "tools": server.tools().unwrap_or_default().iter().map(|t| &t.name).collect::<Vec<_>>(),
+        "tools": visible(server, grant).iter().map(|t| &t.name).collect::<Vec<_>>(),
     })
 }
 
@@ -256,12 +270,14 @@ pub fn server_meta(server: &ServerEntry) -> Value {
 /// upstream.
 pub fn apropos<'c>(
     catalog: &'c Catalog,
+    grant: &Grant,
     query: &str,
     offset: usize,
     limit: usize,
 ) -> Vec<&'c ToolEntry> {
     crate::search::search(catalog, query)
         .into_iter()
+        .filter(|h| grant.sees(h.tool))
         .skip(offset)
         .take(limit)
         .map(|h| h.tool)

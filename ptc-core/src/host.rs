@@ -19,9 +19,12 @@ use ptc_lisp::{CallContext, Discovery, Host, HostError, HostValue, Interpreter, 
 use crate::approval::{ApprovalRequest, Approver, Decision, DecisionFuture, Nobody};
 use crate::call_form::{self, FormError};
 use crate::catalog::{ServerEntry, ToolEntry};
-use crate::discovery::{apropos, dir_lines, doc_text, listing, server_doc_text, server_meta};
+use crate::discovery::{
+    apropos, dir_lines, doc_text, listing, server_doc_text, server_meta, visible,
+};
 use crate::executor::{CallOptions, Upstreams};
 use crate::outcome::{Reason, ToolError, ToolOutput};
+use crate::policy::Grant;
 use crate::projection::{Pager, Step, lisp_at};
 use crate::records::{ApprovalOutcome, RunRecords, UpstreamCall, WriteRecord};
 use crate::writes::{IdempotencyKey, MutationState, RunId};
@@ -118,6 +121,9 @@ struct RunState {
     run_id: RunId,
     /// Writes of this run whose outcome is unknown: not sent again.
     indeterminate: Mutex<HashSet<IdempotencyKey>>,
+    /// What the run's caller may reach: discovery shows only that, and calls of anything else
+    /// are refused before a request.
+    grant: Grant,
 }
 
 /// A task on the I/O runtime that a program waits on; aborted when the program stops waiting
@@ -299,6 +305,20 @@ impl ProgramHost {
         budgets: Budgets,
         approver: Arc<dyn Approver>,
     ) -> Self {
+        Self::for_caller(upstreams, runtime, budgets, approver, Grant::everything())
+    }
+
+    /// A host for one program run of a caller that may reach what `grant` allows (its calls
+    /// per program at most the grant's), whose approvals go to `approver` or to the
+    /// deployment's approval webhook.
+    pub fn for_caller(
+        upstreams: Arc<Upstreams>,
+        runtime: tokio::runtime::Handle,
+        mut budgets: Budgets,
+        approver: Arc<dyn Approver>,
+        grant: Grant,
+    ) -> Self {
+        budgets.max_calls = grant.calls_per_program(budgets.max_calls);
         let approver: Arc<dyn Approver> = if upstreams.has_approval_webhook() {
             Arc::new(ByWebhook(upstreams.clone()))
         } else {
@@ -316,6 +336,7 @@ impl ProgramHost {
                 approver,
                 run_id: RunId::new(),
                 indeterminate: Mutex::new(HashSet::new()),
+                grant,
             }),
         }
     }
@@ -724,18 +745,21 @@ impl ProgramHost {
         if let Some(v) = self.take_discovery() {
             return Ok(v);
         }
+        let grant = &self.run.grant;
         let list = self
             .upstreams()
             .catalog()
             .servers()
             .iter()
+            .filter(|s| crate::server::tool::shown(s, grant))
             .map(|s| {
                 Value::map_from(vec![
                     (kw("name"), Value::str(&s.name)),
                     (kw("description"), Value::str(&self.redact(s.description()))),
                     (
                         kw("tool_count"),
-                        s.tools().map_or(Value::Nil, |t| Value::Int(t.len() as i64)),
+                        s.tools()
+                            .map_or(Value::Nil, |_| Value::Int(visible(s, grant).len() as i64)),
                     ),
                     (kw("loaded"), Value::Bool(s.tools().is_some())),
                 ])
@@ -773,7 +797,7 @@ impl ProgramHost {
             Ok(s) => s,
             Err(e) => return Ok(Some(err_map(e.reason, &e.message, None))),
         };
-        let lines = dir_lines(server)
+        let lines = dir_lines(server, &self.run.grant)
             .iter()
             .map(|l| Value::str(&self.redact(l)))
             .collect();
@@ -805,7 +829,14 @@ impl ProgramHost {
         match tool {
             None => Ok(Some(Resolved::Server(entry))),
             Some(t) => match entry.tool(t) {
-                Ok(tool) => Ok(Some(Resolved::Tool(entry, tool))),
+                Ok(tool) => match self.run.grant.check(tool) {
+                    Ok(()) => Ok(Some(Resolved::Tool(entry, tool))),
+                    Err(m) => Ok(Some(Resolved::Refused(err_map(
+                        Reason::Forbidden,
+                        &m,
+                        None,
+                    )))),
+                },
                 Err(e) => Err(fault(e.message)),
             },
         }
@@ -820,7 +851,7 @@ impl ProgramHost {
                 }
                 return Ok(Some(Value::Nil));
             }
-            Some(Resolved::Server(s)) => server_doc_text(s),
+            Some(Resolved::Server(s)) => server_doc_text(s, &self.run.grant),
             Some(Resolved::Tool(s, t)) => doc_text(s, t),
         };
         cx.print(&self.redact(&text));
@@ -831,7 +862,7 @@ impl ProgramHost {
         let json = match self.resolve_ref(cx, reference)? {
             None => return Ok(None),
             Some(Resolved::Refused(v)) => return Ok(Some(v)),
-            Some(Resolved::Server(s)) => server_meta(s),
+            Some(Resolved::Server(s)) => server_meta(s, &self.run.grant),
             Some(Resolved::Tool(_, t)) => t.to_json(),
         };
         let text = self.redact(&json.to_string());
@@ -847,10 +878,16 @@ impl ProgramHost {
         if let Some(v) = self.take_discovery() {
             return Ok(Some(v));
         }
-        let lines = apropos(self.upstreams().catalog(), &query, page.offset, page.limit)
-            .into_iter()
-            .map(|t| Value::str(&self.redact(&listing(t))))
-            .collect();
+        let lines = apropos(
+            self.upstreams().catalog(),
+            &self.run.grant,
+            &query,
+            page.offset,
+            page.limit,
+        )
+        .into_iter()
+        .map(|t| Value::str(&self.redact(&listing(t))))
+        .collect();
         Ok(Some(Value::vector(lines)))
     }
 
@@ -872,6 +909,7 @@ impl ProgramHost {
         }
         let hits = crate::search::search(self.upstreams().catalog(), &query)
             .into_iter()
+            .filter(|h| self.run.grant.sees(h.tool))
             .skip(page.offset)
             .take(page.limit)
             .map(|h| {
@@ -956,6 +994,13 @@ impl RunState {
             }
         };
         let names = (prepared.tool.server.clone(), prepared.tool.name.clone());
+        if let Err(message) = self.grant.check(prepared.tool) {
+            let e = ToolError {
+                reason: Reason::Forbidden,
+                message: format!("{message}; nothing was sent"),
+            };
+            return CallOutcome::failed(e, Some(names), None);
+        }
         let at = up.catalog().servers()[prepared.server]
             .tools()
             .and_then(|tools| tools.iter().position(|t| std::ptr::eq(t, prepared.tool)))

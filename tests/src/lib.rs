@@ -2,6 +2,8 @@
 //! whose real peer (an MCP server or client, a built binary) is missing says so, and how a test
 //! runs cargo.
 
+pub mod issuer;
+
 use std::io::Write;
 use std::path::PathBuf;
 

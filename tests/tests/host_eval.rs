@@ -5,6 +5,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use ptc_core::policy::Grant;
 use ptc_core::server::handler::parse_request;
 use ptc_core::server::repl::Repl;
 use ptc_core::server::{EvalLimits, EvalRequest, Evaluator, envelope, tool};
@@ -207,7 +208,7 @@ async fn description_lists_the_catalog_and_annotations_tell_the_truth() {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/observatory/upstreams.json");
     let loaded = ptc_plan::load(&config).unwrap();
     let ev = evaluator(loaded.plan, EvalLimits::default()).await;
-    let t = tool::definition(ev.upstreams().catalog());
+    let t = tool::definition(ev.upstreams().catalog(), &Grant::everything());
     let d = t.description.as_deref().unwrap();
     assert!(
         d.contains("(tool/call 'server/tool") && d.contains("(apropos"),
@@ -232,12 +233,15 @@ async fn description_lists_the_catalog_and_annotations_tell_the_truth() {
     assert_eq!(a.read_only_hint, Some(true));
     assert_eq!(a.open_world_hint, Some(true));
     let none = evaluator(empty(), EvalLimits::default()).await;
-    let a = tool::annotations(none.upstreams().catalog());
+    let a = tool::annotations(none.upstreams().catalog(), &Grant::everything());
     assert_eq!(
         (a.read_only_hint, a.open_world_hint),
         (Some(true), Some(false))
     );
-    assert!(tool::catalog_text(none.upstreams().catalog()).contains("No upstreams"));
+    assert!(
+        tool::catalog_text(none.upstreams().catalog(), &Grant::everything())
+            .contains("No upstreams")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -165,7 +165,9 @@ async fn binding_off_loopback_needs_a_long_enough_token() {
     };
     let e = public.validate().unwrap_err();
     assert!(
-        e.contains("needs a bearer token") && e.contains("PTC_HTTP_TOKEN"),
+        e.contains("needs callers to authenticate")
+            && e.contains("PTC_HTTP_TOKEN")
+            && e.contains("--oauth-issuer"),
         "{e}"
     );
     let short = HttpOptions {
@@ -231,7 +233,7 @@ async fn binding_off_loopback_needs_a_long_enough_token() {
     )
     .unwrap();
     let e = serve_http(ev, public, async {}).await.err().unwrap();
-    assert!(e.contains("needs a bearer token"), "{e}");
+    assert!(e.contains("needs callers to authenticate"), "{e}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

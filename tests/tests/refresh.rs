@@ -83,6 +83,7 @@ async fn eval(ev: &Evaluator, program: &str) -> String {
                 program: program.into(),
                 context: None,
                 output_schema: None,
+                ..EvalRequest::default()
             },
             Default::default(),
         )

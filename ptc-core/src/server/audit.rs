@@ -1,4 +1,5 @@
-//! One audit line per evaluation (tracing target `ptc::audit`): the program's hash, the upstream
+//! One audit line per evaluation (tracing target `ptc::audit`): the caller's subject, the
+//! program's hash, the upstream
 //! calls (names and outcomes only; for a write also its approval and what it did), the outcome,
 //! durations and byte counts. Never program text, payloads, results or secrets.
 
@@ -28,6 +29,7 @@ pub fn record(program: &str, outcome: &EvalOutcome) {
     let m = &outcome.records.ptc_metrics;
     tracing::info!(
         target: "ptc::audit",
+        caller = %outcome.caller,
         program_sha256 = %program_hash(program),
         program_bytes = program.len(),
         outcome = outcome_name,

@@ -37,6 +37,18 @@ fn prints_json(prints: &str) -> Json {
 
 /// The MCP result for `outcome`, rendering at most `max_output_bytes` of text.
 pub fn to_result(outcome: &EvalOutcome, max_output_bytes: usize) -> CallToolResult {
+    let mut r = content(outcome, max_output_bytes);
+    if let Some(s) = r
+        .structured_content
+        .as_mut()
+        .filter(|_| !outcome.caller.is_empty())
+    {
+        s["caller"] = json!(outcome.caller);
+    }
+    r
+}
+
+fn content(outcome: &EvalOutcome, max_output_bytes: usize) -> CallToolResult {
     let records = &outcome.records;
     match &outcome.result {
         Ok(v) => {

@@ -15,6 +15,8 @@ use tokio_util::sync::CancellationToken;
 use crate::approval::Approver;
 use crate::executor::Upstreams;
 use crate::host::{ProgramHost, Spawned};
+use crate::identity::Caller;
+use crate::policy::{Grant, Pace, Policy};
 use crate::records::RunRecords;
 use crate::server::admission::{Queue, Turned};
 use crate::server::options::EvalLimits;
@@ -62,6 +64,10 @@ pub struct Evaluator {
     patterns: Patterns,
     /// Programs waiting for a person between request rounds (MCP 2026-07-28).
     parked: Parked,
+    /// What each caller may reach; everything when unset.
+    policy: std::sync::OnceLock<Arc<Policy>>,
+    /// Programs per minute per caller, under the policy's limits.
+    pace: Pace,
 }
 
 impl Evaluator {
@@ -91,6 +97,8 @@ impl Evaluator {
             closing: CancellationToken::new(),
             patterns: Patterns::default(),
             parked: Parked::default(),
+            policy: std::sync::OnceLock::new(),
+            pace: Pace::default(),
         }))
     }
 
@@ -128,6 +136,35 @@ impl Evaluator {
         // The old upstreams (and their MCP servers) stop when the last evaluation using them
         // ends and drops them.
         Ok(diff)
+    }
+
+    /// Makes `policy` decide what each caller may reach (once; later calls are ignored).
+    pub fn set_policy(&self, policy: Policy) {
+        let _ = self.policy.set(Arc::new(policy));
+    }
+
+    /// What `caller` may reach, counting the program it starts against its rule's pace:
+    /// `forbidden` when no rule is for it, `rate_limited` past its programs per minute.
+    pub(crate) fn grant(&self, caller: &Caller) -> Result<Grant, EvalError> {
+        let Some(policy) = self.policy.get() else {
+            return Ok(Grant::everything());
+        };
+        let grant = policy
+            .grant(caller)
+            .map_err(|m| EvalError::host("forbidden", m))?;
+        self.pace
+            .admit(&grant, &caller.subject, Instant::now())
+            .map_err(|m| EvalError::host("rate_limited", m))?;
+        Ok(grant)
+    }
+
+    /// What `caller` may see, for its listing of `lisp_eval` (its pace is not counted).
+    pub(crate) fn visible_to(&self, caller: &Caller) -> Grant {
+        match self.policy.get() {
+            None => Grant::everything(),
+            // A caller no rule is for sees nothing: its programs are refused.
+            Some(p) => p.grant(caller).unwrap_or_else(|_| Grant::nothing()),
+        }
     }
 
     /// The limits in force.
@@ -319,6 +356,7 @@ impl Evaluator {
         let outcome = self.eval_inner(&req, cancel, until, approver).await;
         let outcome = EvalOutcome {
             duration: started.elapsed(),
+            caller: req.caller.subject.clone(),
             ..outcome
         };
         crate::server::audit::record(&req.program, &outcome);
@@ -336,6 +374,10 @@ impl Evaluator {
             Ok(c) => c,
             Err(e) => return EvalOutcome::refused(e),
         };
+        let grant = match self.grant(&req.caller) {
+            Ok(g) => g,
+            Err(e) => return EvalOutcome::refused(e),
+        };
         let permits = match self.admit(until, &cancel).await {
             Ok(p) => p,
             Err(e) => return EvalOutcome::refused(e),
@@ -347,19 +389,13 @@ impl Evaluator {
         // every task hand-off is a thread wake-up, tens of microseconds on a virtual machine.
         // One snapshot for the whole run: a refresh meanwhile does not change its catalog.
         let upstreams = self.upstreams();
-        let host = Arc::new(match approver {
-            Some(a) => ProgramHost::with_approver(
-                upstreams.clone(),
-                self.runtime.clone(),
-                self.limits.budgets(),
-                a,
-            ),
-            None => ProgramHost::new(
-                upstreams.clone(),
-                self.runtime.clone(),
-                self.limits.budgets(),
-            ),
-        });
+        let host = Arc::new(ProgramHost::for_caller(
+            upstreams.clone(),
+            self.runtime.clone(),
+            self.limits.budgets(),
+            approver.unwrap_or_else(|| Arc::new(crate::approval::Nobody)),
+            grant,
+        ));
         let mut interp = Interpreter::with_host(self.limits.lisp_limits(), host.clone());
         interp.set_memory_pool(self.memory.clone());
         let flag = interp.cancel_handle();
@@ -428,6 +464,7 @@ impl Evaluator {
             prints,
             records,
             duration: Duration::ZERO,
+            caller: String::new(),
         }
     }
 

@@ -12,6 +12,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Map, Value};
 
+use crate::identity::Caller;
 use crate::server::admission::Queue;
 use crate::server::envelope;
 use crate::server::eval::Evaluator;
@@ -84,10 +85,11 @@ impl ServerHandler for PtcServer {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         // From the current catalog: a session opened before a catalog refresh lists the new one.
-        let tool = tool::definition(self.evaluator.upstreams().catalog());
+        let grant = self.evaluator.visible_to(&caller(&context));
+        let tool = tool::definition(self.evaluator.upstreams().catalog(), &grant);
         Ok(ListToolsResult::with_all_items(vec![tool]))
     }
 
@@ -107,18 +109,27 @@ impl ServerHandler for PtcServer {
             envelope::to_result(&EvalOutcome::refused(e), max).into()
         };
         let arguments = request.arguments.clone().unwrap_or_default();
+        let caller = caller(&context);
         if let Some(state) = &request.request_state {
             // The next round of a program waiting for a person (MCP 2026-07-28).
             let parked = self.evaluator.parked();
             return Ok(
-                match parked.resume(state, &arguments, request.input_responses.as_ref()) {
+                match parked.resume(
+                    state,
+                    &caller.subject,
+                    &arguments,
+                    request.input_responses.as_ref(),
+                ) {
                     Ok(conversation) => self.round(conversation).await,
                     Err(stale) => refused(EvalError::host("invalid_request", stale.to_string())),
                 },
             );
         }
         let req = match parse_request(request.arguments) {
-            Ok(r) => r,
+            Ok(r) => EvalRequest {
+                caller: caller.clone(),
+                ..r
+            },
             Err(m) => return Ok(refused(EvalError::host("invalid_request", m))),
         };
         // One wait for the whole admission: the session's turn, then the host's.
@@ -138,7 +149,7 @@ impl ServerHandler for PtcServer {
             elicit::Channel::Rounds => {
                 // The evaluation outlives this request when it waits for a person: it runs as
                 // a task, cancelled only while this first round still waits for it.
-                let (approver, done, conversation) = rounds::start(&arguments);
+                let (approver, done, conversation) = rounds::start(&caller.subject, &arguments);
                 let evaluator = self.evaluator.clone();
                 let cancel = CancellationToken::new();
                 let stop = cancel.clone();
@@ -168,6 +179,17 @@ impl ServerHandler for PtcServer {
             .await;
         Ok(envelope::to_result(&outcome, max).into())
     }
+}
+
+/// The caller the HTTP transport's authentication put into the request; over stdio, whoever
+/// started the process.
+fn caller(context: &RequestContext<RoleServer>) -> Arc<Caller> {
+    context
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<Arc<Caller>>())
+        .cloned()
+        .unwrap_or_default()
 }
 
 impl PtcServer {

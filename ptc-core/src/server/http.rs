@@ -1,5 +1,7 @@
-//! Streamable HTTP (`/mcp`) with axum: bearer auth (required off loopback, compared in constant
-//! time), Host and Origin checks against allow-lists (DNS-rebinding protection), a request body
+//! Streamable HTTP (`/mcp`) with axum: bearer auth (required off loopback): a static token
+//! (compared in constant time) or OAuth bearer JWTs with the protected resource metadata that
+//! points clients at the authorization server ([`crate::identity::oauth`]); the caller it
+//! establishes goes with the request to the evaluation; Host and Origin checks against allow-lists (DNS-rebinding protection), a request body
 //! limit, a request timeout, unauthenticated `/health` and `/ready`, `POST /admin/refresh`
 //! behind its own token when one is set, and a graceful shutdown that finishes in-flight
 //! evaluations. Both protocol eras are served by rmcp: the legacy
@@ -22,6 +24,8 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use subtle::ConstantTimeEq;
 use tokio_util::sync::CancellationToken;
 
+use crate::identity::Caller;
+use crate::identity::oauth::{MISSING, OAuthOptions, Rejection, TokenValidator};
 use crate::server::eval::Evaluator;
 use crate::server::handler::PtcServer;
 use crate::server::sessions::{ReplicaSessions, replica_id_problem};
@@ -58,6 +62,9 @@ pub struct HttpOptions {
     /// The bearer token of `POST /admin/refresh` (its own, never the clients'); without one
     /// there is no admin endpoint.
     pub admin_token: Option<String>,
+    /// Callers present OAuth bearer JWTs, each checked and made the evaluation's caller
+    /// (instead of one shared `token`).
+    pub oauth: Option<OAuthOptions>,
 }
 
 impl Default for HttpOptions {
@@ -73,6 +80,7 @@ impl Default for HttpOptions {
             replica_id: None,
             shutdown_grace: Duration::from_secs(2),
             admin_token: None,
+            oauth: None,
         }
     }
 }
@@ -94,10 +102,21 @@ impl HttpOptions {
                 );
             }
         }
+        if let Some(oauth) = &self.oauth {
+            if self.token.is_some() {
+                return Err(
+                    "give either a static bearer token or OAuth (--oauth-issuer), not both: \
+                     with OAuth every caller has a token of its own"
+                        .into(),
+                );
+            }
+            return oauth.validate();
+        }
         match &self.token {
             None if !self.addr.ip().is_loopback() => Err(format!(
-                "listening on {} (not loopback) needs a bearer token: give --token-file FILE or \
-                 set PTC_HTTP_TOKEN (at least {MIN_TOKEN_CHARS} characters)",
+                "listening on {} (not loopback) needs callers to authenticate: give \
+                 --oauth-issuer URL (OAuth bearer JWTs), or --token-file FILE or PTC_HTTP_TOKEN \
+                 (one shared token of at least {MIN_TOKEN_CHARS} characters)",
                 self.addr
             )),
             Some(t) => token_problem(t, "bearer token"),
@@ -126,8 +145,70 @@ fn token_problem(t: &str, what: &str) -> Result<(), String> {
 #[derive(Clone)]
 struct AppState {
     evaluator: Arc<Evaluator>,
-    token: Option<Arc<[u8]>>,
+    auth: Auth,
     timeout: Duration,
+}
+
+/// How `/mcp` knows its callers.
+#[derive(Clone)]
+enum Auth {
+    /// Loopback without a token: whoever can reach the port is the local operator.
+    Open,
+    /// One shared token.
+    Token(Arc<[u8]>),
+    /// OAuth bearer JWTs.
+    Jwt(Arc<TokenValidator>),
+}
+
+impl Auth {
+    /// The caller a request with the bearer token `given` speaks for, or the refusal to send.
+    async fn caller(&self, given: Option<String>) -> Result<Caller, Response> {
+        match self {
+            Auth::Open => Ok(Caller::local()),
+            Auth::Token(t) => match refused_token(given.as_deref(), t) {
+                Some(r) => Err(r),
+                None => Ok(Caller::shared_token()),
+            },
+            Auth::Jwt(v) => {
+                let checked = match given {
+                    None => Err(Rejection::Invalid(MISSING.into())),
+                    Some(token) => v.validate(&token).await,
+                };
+                checked.map_err(|r| challenge(v.options(), &r))
+            }
+        }
+    }
+}
+
+/// The refusal of an OAuth token: 401 (no token, or not valid), 403 (a scope missing) or 503
+/// (the issuer's keys cannot be had), with the challenge that tells the client what to do.
+fn challenge(options: &OAuthOptions, rejection: &Rejection) -> Response {
+    let status = match rejection {
+        Rejection::Invalid(_) => StatusCode::UNAUTHORIZED,
+        Rejection::InsufficientScope(_) => StatusCode::FORBIDDEN,
+        Rejection::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+    };
+    let message = rejection.message();
+    if !matches!(rejection, Rejection::Invalid(m) if m == MISSING) {
+        tracing::warn!(target: "ptc::auth", status = status.as_u16(), "token refused: {message}");
+    }
+    let mut r = (status, format!("{message}\n")).into_response();
+    let header = rejection.challenge(&options.metadata_url(), &options.required_scopes);
+    if let Ok(v) = HeaderValue::from_str(&header) {
+        r.headers_mut().insert(header::WWW_AUTHENTICATE, v);
+    }
+    r
+}
+
+/// `GET` of the protected resource metadata (RFC 9728): the resource and its authorization
+/// servers, unauthenticated so a client can learn where to get a token.
+async fn resource_metadata(State(options): State<Arc<OAuthOptions>>) -> Response {
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "application/json")],
+        options.metadata().to_string(),
+    )
+        .into_response()
 }
 
 /// The bearer token a request carries, if any.
@@ -143,7 +224,12 @@ fn bearer(req: &Request) -> Option<&str> {
 
 /// Why `req` may not pass `expected` (constant-time comparison), or `None`.
 fn refused(req: &Request, expected: &[u8]) -> Option<Response> {
-    match bearer(req) {
+    refused_token(bearer(req), expected)
+}
+
+/// Why the bearer token `given` is not `expected` (constant-time comparison), or `None`.
+fn refused_token(given: Option<&str>, expected: &[u8]) -> Option<Response> {
+    match given {
         None => Some(unauthorized("missing bearer token")),
         Some(given) if !bool::from(given.as_bytes().ct_eq(expected)) => {
             Some(unauthorized("wrong bearer token"))
@@ -227,10 +313,15 @@ fn unauthorized(why: &str) -> Response {
     r
 }
 
-/// Bearer check (constant time) and the request timeout, in front of `/mcp`.
-async fn guard(State(state): State<AppState>, req: Request, next: Next) -> Response {
-    if let Some(r) = state.token.as_ref().and_then(|t| refused(&req, t)) {
-        return r;
+/// Who is calling (the caller goes into the request for the evaluation), and the request
+/// timeout, in front of `/mcp`.
+async fn guard(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
+    let given = bearer(&req).map(str::to_string);
+    match state.auth.caller(given).await {
+        Ok(caller) => {
+            req.extensions_mut().insert(Arc::new(caller));
+        }
+        Err(refusal) => return refusal,
     }
     match tokio::time::timeout(state.timeout, next.run(req)).await {
         Ok(r) => r,
@@ -245,8 +336,13 @@ async fn guard(State(state): State<AppState>, req: Request, next: Next) -> Respo
     }
 }
 
-/// The axum app: `/mcp`, `/health`, `/ready`. `ct` ends every MCP session when cancelled.
-pub fn router(evaluator: Arc<Evaluator>, options: &HttpOptions, ct: CancellationToken) -> Router {
+/// The axum app: `/mcp`, `/health`, `/ready`, and with OAuth the protected resource metadata.
+/// `ct` ends every MCP session when cancelled.
+pub fn router(
+    evaluator: Arc<Evaluator>,
+    options: &HttpOptions,
+    ct: CancellationToken,
+) -> Result<Router, String> {
     let mut config = StreamableHttpServerConfig::default()
         .with_cancellation_token(ct)
         .with_max_request_body_bytes(options.max_body_bytes)
@@ -272,12 +368,20 @@ pub fn router(evaluator: Arc<Evaluator>, options: &HttpOptions, ct: Cancellation
         evaluator: evaluator.clone(),
         token: Arc::from(t.as_bytes().to_vec().into_boxed_slice()),
     });
+    let auth = match (&options.oauth, &options.token) {
+        (Some(oauth), _) => Auth::Jwt(Arc::new(TokenValidator::new(
+            oauth.clone(),
+            crate::http_client::builder()
+                .timeout(Duration::from_secs(10))
+                .build()
+                .map_err(|e| format!("cannot build the HTTP client for OAuth keys: {e}"))?,
+        )?)),
+        (None, Some(t)) => Auth::Token(Arc::from(t.as_bytes().to_vec().into_boxed_slice())),
+        (None, None) => Auth::Open,
+    };
     let state = AppState {
         evaluator,
-        token: options
-            .token
-            .as_ref()
-            .map(|t| Arc::from(t.as_bytes().to_vec().into_boxed_slice())),
+        auth,
         timeout: options.request_timeout,
     };
     let mcp = Router::new()
@@ -295,7 +399,20 @@ pub fn router(evaluator: Arc<Evaluator>, options: &HttpOptions, ct: Cancellation
                 .with_state(admin),
         );
     }
-    app
+    if let Some(oauth) = &options.oauth {
+        // At the path RFC 9728 derives from the resource, and at the root for clients that
+        // look there first.
+        let mut metadata = Router::new().route(
+            "/.well-known/oauth-protected-resource",
+            get(resource_metadata),
+        );
+        let path = oauth.metadata_path();
+        if path != "/.well-known/oauth-protected-resource" {
+            metadata = metadata.route(&path, get(resource_metadata));
+        }
+        app = app.merge(metadata.with_state(Arc::new(oauth.clone())));
+    }
+    Ok(app)
 }
 
 /// A listening server: its address, and the task to await for it to end.
@@ -321,7 +438,7 @@ pub async fn serve(
         .local_addr()
         .map_err(|e| format!("cannot read the bound address: {e}"))?;
     let ct = CancellationToken::new();
-    let app = router(evaluator.clone(), &options, ct.child_token());
+    let app = router(evaluator.clone(), &options, ct.child_token())?;
     let grace = options.shutdown_grace;
     let drained = CancellationToken::new();
     let drained_signal = drained.clone();

@@ -1,11 +1,13 @@
 //! What one evaluation was asked and what it answered: the types the evaluator produces and the
 //! envelope, the audit line and the host commands read.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use ptc_lisp::Pos;
 use serde_json::{Map, Value as Json};
 
+use crate::identity::Caller;
 use crate::records::RunRecords;
 
 /// What a client sent to `lisp_eval`.
@@ -17,6 +19,8 @@ pub struct EvalRequest {
     pub context: Option<Map<String, Json>>,
     /// A JSON Schema the result must satisfy.
     pub output_schema: Option<Json>,
+    /// Who sent it (the transport's authentication says; `local` by default).
+    pub caller: Arc<Caller>,
 }
 
 /// A successful program's value.
@@ -65,6 +69,8 @@ pub struct EvalOutcome {
     pub records: RunRecords,
     /// Wall-clock time from admission to the answer.
     pub duration: Duration,
+    /// The caller's subject (empty for a request refused before its caller was known).
+    pub caller: String,
 }
 
 impl EvalOutcome {
@@ -75,6 +81,7 @@ impl EvalOutcome {
             prints: String::new(),
             records: RunRecords::new(Vec::new(), 0),
             duration: Duration::ZERO,
+            caller: String::new(),
         }
     }
 }

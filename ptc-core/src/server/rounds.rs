@@ -34,7 +34,8 @@ pub(crate) enum Event {
 
 /// One evaluation's events, and the answer it waits for, between request rounds.
 pub(crate) struct Conversation {
-    /// Which `lisp_eval` arguments it runs: a retry must send the same.
+    /// Which caller runs which `lisp_eval` arguments: a retry must be the same caller sending
+    /// the same.
     fingerprint: [u8; 32],
     events: mpsc::UnboundedReceiver<Event>,
     answer: Option<oneshot::Sender<Decision>>,
@@ -71,6 +72,7 @@ impl Approver for Rounds {
 /// A new conversation for the `lisp_eval` call with `arguments`: the approver its evaluation
 /// asks through, the sender it reports its outcome on, and the conversation the rounds read.
 pub(crate) fn start(
+    caller: &str,
     arguments: &serde_json::Map<String, serde_json::Value>,
 ) -> (
     Arc<dyn Approver>,
@@ -79,16 +81,21 @@ pub(crate) fn start(
 ) {
     let (tx, events) = mpsc::unbounded_channel();
     let conversation = Conversation {
-        fingerprint: fingerprint(arguments),
+        fingerprint: fingerprint(caller, arguments),
         events,
         answer: None,
     };
     (Arc::new(Rounds { events: tx.clone() }), tx, conversation)
 }
 
-fn fingerprint(arguments: &serde_json::Map<String, serde_json::Value>) -> [u8; 32] {
+fn fingerprint(caller: &str, arguments: &serde_json::Map<String, serde_json::Value>) -> [u8; 32] {
     let text = serde_json::Value::Object(arguments.clone()).to_string();
-    Sha256::digest(text.as_bytes()).into()
+    let mut digest = Sha256::new();
+    // The length first, so no caller name can run into the arguments.
+    digest.update((caller.len() as u64).to_le_bytes());
+    digest.update(caller.as_bytes());
+    digest.update(text.as_bytes());
+    digest.finalize().into()
 }
 
 /// What a round answers.
@@ -122,7 +129,7 @@ pub(crate) struct Parked {
 pub(crate) enum Stale {
     /// No conversation has that `requestState` (it ended, expired, or lives on another replica).
     Unknown,
-    /// The retry's arguments are not the ones the conversation runs.
+    /// The retry's arguments (or its caller) are not the ones the conversation runs.
     OtherArguments,
 }
 
@@ -135,7 +142,7 @@ impl std::fmt::Display for Stale {
             }
             Stale::OtherArguments => {
                 "the retry's arguments differ from the program's that waits; a retry sends the \
-                 same program, context and output_schema"
+                 same program, context and output_schema, as the same caller"
             }
         })
     }
@@ -202,6 +209,7 @@ impl Parked {
     pub(crate) fn resume(
         &self,
         state: &str,
+        caller: &str,
         arguments: &serde_json::Map<String, serde_json::Value>,
         responses: Option<&InputResponses>,
     ) -> Result<Conversation, Stale> {
@@ -209,7 +217,7 @@ impl Parked {
         let Some(conversation) = waiting.get(state) else {
             return Err(Stale::Unknown);
         };
-        if conversation.fingerprint != fingerprint(arguments) {
+        if conversation.fingerprint != fingerprint(caller, arguments) {
             return Err(Stale::OtherArguments);
         }
         let mut conversation = waiting.remove(state).ok_or(Stale::Unknown)?;
@@ -275,7 +283,7 @@ mod tests {
     #[tokio::test]
     async fn an_approval_parks_the_conversation_until_the_retry_answers_it() {
         let parked = Parked::default();
-        let (approver, done, conversation) = start(&args("(w)"));
+        let (approver, done, conversation) = start("alice", &args("(w)"));
         let waiting = tokio::spawn(approver.approve(request(), Duration::from_secs(30)));
         let Round::InputRequired(asked) = parked.next(conversation, Duration::from_secs(60)).await
         else {
@@ -299,14 +307,27 @@ mod tests {
         // Another program's retry, or an unknown state, cannot take it.
         let yes = responses(json!({"action": "accept", "content": {"approve": true}}));
         assert_eq!(
-            parked.resume(&state, &args("(other)"), Some(&yes)).err(),
+            parked
+                .resume(&state, "alice", &args("(other)"), Some(&yes))
+                .err(),
             Some(Stale::OtherArguments)
         );
         assert_eq!(
-            parked.resume("nope", &args("(w)"), Some(&yes)).err(),
+            parked
+                .resume("nope", "alice", &args("(w)"), Some(&yes))
+                .err(),
             Some(Stale::Unknown)
         );
-        let conversation = parked.resume(&state, &args("(w)"), Some(&yes)).unwrap();
+        // Nor another caller with the same program.
+        assert_eq!(
+            parked
+                .resume(&state, "mallory", &args("(w)"), Some(&yes))
+                .err(),
+            Some(Stale::OtherArguments)
+        );
+        let conversation = parked
+            .resume(&state, "alice", &args("(w)"), Some(&yes))
+            .unwrap();
         assert_eq!(parked.len(), 0);
         assert_eq!(waiting.await.unwrap(), Decision::Approved);
         done.send(Event::Done(Box::new(EvalOutcome::refused(
@@ -320,7 +341,9 @@ mod tests {
         ));
         // A state is taken once.
         assert_eq!(
-            parked.resume(&state, &args("(w)"), Some(&yes)).err(),
+            parked
+                .resume(&state, "alice", &args("(w)"), Some(&yes))
+                .err(),
             Some(Stale::Unknown)
         );
     }
@@ -336,7 +359,7 @@ mod tests {
     async fn a_retry_that_never_comes_declines_and_the_conversation_is_dropped_at_its_keep() {
         let parked = Parked::default();
         let keep = Duration::from_secs(60);
-        let (approver, _done, conversation) = start(&args("(w)"));
+        let (approver, _done, conversation) = start("alice", &args("(w)"));
         let waiting = tokio::spawn(approver.approve(request(), Duration::from_secs(1)));
         let Round::InputRequired(asked) = parked.next(conversation, keep).await else {
             panic!("an approval round")
@@ -347,7 +370,7 @@ mod tests {
             Decision::Declined("nobody answered the approval request within 1 s".into())
         );
         // Another program parked meanwhile is kept for its own keep.
-        let (approver, _done2, conversation) = start(&args("(v)"));
+        let (approver, _done2, conversation) = start("alice", &args("(v)"));
         let _asking = tokio::spawn(approver.approve(request(), Duration::from_secs(90)));
         let Round::InputRequired(_) = parked.next(conversation, keep).await else {
             panic!("an approval round")
@@ -363,6 +386,7 @@ mod tests {
             parked
                 .resume(
                     asked.request_state.as_ref().unwrap(),
+                    "alice",
                     &args("(w)"),
                     Some(&yes)
                 )

@@ -1,13 +1,15 @@
 //! The `lisp_eval` tool as clients see it: its input schema, its description (how to call
-//! upstreams, how to discover them, and a compact catalog) and truthful annotations.
+//! upstreams, how to discover them, and a compact catalog of what the caller may call) and
+//! truthful annotations.
 
 use std::sync::Arc;
 
 use rmcp::model::{Tool, ToolAnnotations};
 use serde_json::json;
 
-use crate::catalog::Catalog;
-use crate::discovery::listing;
+use crate::catalog::{Catalog, ServerEntry};
+use crate::discovery::{listing, visible};
+use crate::policy::Grant;
 
 /// The tool's name.
 pub const NAME: &str = "lisp_eval";
@@ -33,16 +35,20 @@ arguments and result, (meta 'server/tool) the schemas as data, (apropos \"text\"
 
 /// The compact catalog text: every tool's `server/tool - summary` when small, else one line per
 /// server with its tool count.
-pub fn catalog_text(catalog: &Catalog) -> String {
-    let servers = catalog.servers();
+pub fn catalog_text(catalog: &Catalog, grant: &Grant) -> String {
+    let servers: Vec<&ServerEntry> = catalog
+        .servers()
+        .iter()
+        .filter(|s| shown(s, grant))
+        .collect();
     if servers.is_empty() {
         return "No upstreams are configured: programs compute on `context` only.".into();
     }
     let mut inline = String::from("Upstreams:\n");
     let mut tools = 0;
-    for s in servers {
+    for s in &servers {
         inline.push_str(&format!("- {}: {}\n", s.name, s.description()));
-        for t in s.tools().unwrap_or_default() {
+        for t in visible(s, grant) {
             tools += 1;
             inline.push_str(&format!("  {}\n", listing(t)));
         }
@@ -52,25 +58,35 @@ pub fn catalog_text(catalog: &Catalog) -> String {
     }
     let mut summary = String::from("Upstreams (use apropos/dir/doc to find tools):\n");
     for s in servers {
-        let count = s
-            .tools()
-            .map_or("tools listed on first use".to_string(), |t| {
-                format!("{} tools", t.len())
-            });
+        let count = if s.tools().is_some() {
+            format!("{} tools", visible(s, grant).len())
+        } else {
+            "tools listed on first use".to_string()
+        };
         summary.push_str(&format!("- {} ({count}): {}\n", s.name, s.description()));
     }
     summary
 }
 
-/// The full description of `lisp_eval`.
-pub fn description(catalog: &Catalog) -> String {
-    format!("{INTRO}\n{DISCOVERY}\n{}", catalog_text(catalog))
+/// Whether the caller sees `server` at all: not when every one of its listed tools is hidden
+/// (an upstream not listed yet is shown: what it has is not known).
+pub fn shown(server: &ServerEntry, grant: &Grant) -> bool {
+    server.tools().is_none() || !visible(server, grant).is_empty()
+}
+
+/// The full description of `lisp_eval` for a caller with `grant`.
+pub fn description(catalog: &Catalog, grant: &Grant) -> String {
+    format!("{INTRO}\n{DISCOVERY}\n{}", catalog_text(catalog, grant))
 }
 
 /// Read-only when every upstream tool that can be called here is known to be read-only (a
 /// disabled write cannot change anything); no upstreams means a closed world.
-pub fn annotations(catalog: &Catalog) -> ToolAnnotations {
-    let servers = catalog.servers();
+pub fn annotations(catalog: &Catalog, grant: &Grant) -> ToolAnnotations {
+    let servers: Vec<&ServerEntry> = catalog
+        .servers()
+        .iter()
+        .filter(|s| shown(s, grant))
+        .collect();
     if servers.is_empty() {
         return ToolAnnotations::with_title("PTC-Lisp")
             .read_only(true)
@@ -79,10 +95,10 @@ pub fn annotations(catalog: &Catalog) -> ToolAnnotations {
             .open_world(false);
     }
     let all_read_only = servers.iter().all(|s| {
-        s.tools().is_some_and(|ts| {
-            ts.iter()
+        s.tools().is_some()
+            && visible(s, grant)
+                .iter()
                 .all(|t| t.classified.effect.is_read() || t.disabled.is_some())
-        })
     });
     if all_read_only {
         ToolAnnotations::with_title("PTC-Lisp over upstream tools")
@@ -126,10 +142,10 @@ pub fn input_schema() -> serde_json::Map<String, serde_json::Value> {
     }
 }
 
-/// The `lisp_eval` tool.
-pub fn definition(catalog: &Catalog) -> Tool {
-    Tool::new(NAME, description(catalog), Arc::new(input_schema()))
-        .with_annotations(annotations(catalog))
+/// The `lisp_eval` tool as a caller with `grant` sees it.
+pub fn definition(catalog: &Catalog, grant: &Grant) -> Tool {
+    Tool::new(NAME, description(catalog, grant), Arc::new(input_schema()))
+        .with_annotations(annotations(catalog, grant))
 }
 
 #[cfg(test)]
@@ -160,6 +176,10 @@ mod tests {
         }
     }
 
+    fn text(c: &Catalog) -> String {
+        catalog_text(c, &Grant::everything())
+    }
+
     /// One server `obs` described by `description`, with `tools` read-only tools (or none loaded).
     fn catalog(description: &str, tools: Option<usize>) -> Catalog {
         let server = ServerEntry::new("obs", description, "openapi", Default::default());
@@ -173,13 +193,13 @@ mod tests {
 
     #[test]
     fn the_catalog_is_inline_up_to_its_tool_count_and_summarised_past_it() {
-        let at = catalog_text(&catalog("Obs", Some(INLINE_MAX_TOOLS)));
+        let at = text(&catalog("Obs", Some(INLINE_MAX_TOOLS)));
         assert!(
             at.starts_with("Upstreams:\n- obs: Obs\n  obs/t0 - Does a thing\n"),
             "{at}"
         );
         assert_eq!(at.lines().count(), 2 + INLINE_MAX_TOOLS, "{at}");
-        let past = catalog_text(&catalog("Obs", Some(INLINE_MAX_TOOLS + 1)));
+        let past = text(&catalog("Obs", Some(INLINE_MAX_TOOLS + 1)));
         assert_eq!(
             past,
             "Upstreams (use apropos/dir/doc to find tools):\n- obs (17 tools): Obs\n"
@@ -188,12 +208,12 @@ mod tests {
 
     #[test]
     fn the_catalog_is_inline_up_to_its_length_and_summarised_past_it() {
-        let base = catalog_text(&catalog("", Some(1))).len();
+        let base = text(&catalog("", Some(1))).len();
         let pad = "d".repeat(INLINE_MAX_CHARS - base);
-        let at = catalog_text(&catalog(&pad, Some(1)));
+        let at = text(&catalog(&pad, Some(1)));
         assert_eq!(at.len(), INLINE_MAX_CHARS);
         assert!(at.starts_with("Upstreams:\n"), "{at}");
-        let past = catalog_text(&catalog(&format!("{pad}d"), Some(1)));
+        let past = text(&catalog(&format!("{pad}d"), Some(1)));
         assert!(past.starts_with("Upstreams (use apropos/dir/doc"), "{past}");
         assert!(past.contains("- obs (1 tools): dd"), "{past}");
     }
@@ -207,7 +227,7 @@ mod tests {
             "mcp_http",
             Default::default(),
         ));
-        let text = catalog_text(&c);
+        let text = text(&c);
         assert!(
             text.ends_with("- web (tools listed on first use): Web\n"),
             "{text}"
@@ -217,7 +237,7 @@ mod tests {
     #[test]
     fn annotations_are_read_only_only_when_every_tool_is_known_to_be() {
         let hints = |c: &Catalog| {
-            let a = annotations(c);
+            let a = annotations(c, &Grant::everything());
             (
                 a.read_only_hint,
                 a.destructive_hint,
@@ -247,7 +267,7 @@ mod tests {
 
     #[test]
     fn the_description_holds_the_intro_discovery_and_catalog() {
-        let d = description(&catalog("Obs", Some(1)));
+        let d = description(&catalog("Obs", Some(1)), &Grant::everything());
         assert_eq!(
             d,
             format!("{INTRO}\n{DISCOVERY}\nUpstreams:\n- obs: Obs\n  obs/t0 - Does a thing\n")
@@ -255,9 +275,58 @@ mod tests {
         let schema = input_schema();
         assert_eq!(schema["required"], json!(["program"]));
         assert_eq!(schema["additionalProperties"], json!(false));
-        let t = definition(&catalog("Obs", Some(1)));
+        let t = definition(&catalog("Obs", Some(1)), &Grant::everything());
         assert_eq!(t.name, NAME);
         assert_eq!(t.description.as_deref(), Some(d.as_str()));
         assert_eq!(t.annotations.unwrap().read_only_hint, Some(true));
+    }
+
+    #[test]
+    fn a_caller_sees_only_what_its_grant_allows() {
+        let policy = crate::policy::Policy::parse(
+            r#"{"rules": [{"name": "r", "tools": ["obs/t0", "obs/t2"]}]}"#,
+        )
+        .unwrap();
+        let grant = policy.grant(&crate::identity::Caller::local()).unwrap();
+        let c = catalog("Obs", None);
+        c.servers[0].set_tools(vec![
+            entry(0, Effect::Read, false),
+            entry(1, Effect::Write, false),
+            entry(2, Effect::Read, false),
+        ]);
+        assert_eq!(
+            catalog_text(&c, &grant),
+            "Upstreams:\n- obs: Obs\n  obs/t0 - Does a thing\n  obs/t2 - Does a thing\n"
+        );
+        // The write it may not call does not make lisp_eval a writer for this caller.
+        assert_eq!(annotations(&c, &grant).read_only_hint, Some(true));
+        assert_eq!(
+            annotations(&c, &Grant::everything()).read_only_hint,
+            Some(false)
+        );
+        // A caller that may call nothing here sees no upstreams; one not listed yet is shown.
+        let none = Grant::nothing();
+        assert!(!shown(&c.servers[0], &none));
+        assert!(catalog_text(&c, &none).starts_with("No upstreams"));
+        assert!(shown(&catalog("Obs", None).servers[0], &none));
+        let past = catalog("Obs", Some(INLINE_MAX_TOOLS + 1));
+        let grant =
+            crate::policy::Policy::parse(r#"{"rules": [{"name": "r", "tools": ["obs/t1*"]}]}"#)
+                .unwrap()
+                .grant(&crate::identity::Caller::local())
+                .unwrap();
+        // t1, t10..t16: 8 of the 17, listed inline.
+        assert_eq!(catalog_text(&past, &grant).lines().count(), 2 + 8);
+        let big = catalog("Obs", Some(INLINE_MAX_TOOLS + 3));
+        let grant = crate::policy::Policy::parse(
+            r#"{"rules": [{"name": "r", "tools": ["*"], "except": ["obs/t0"]}]}"#,
+        )
+        .unwrap()
+        .grant(&crate::identity::Caller::local())
+        .unwrap();
+        assert_eq!(
+            catalog_text(&big, &grant),
+            "Upstreams (use apropos/dir/doc to find tools):\n- obs (18 tools): Obs\n"
+        );
     }
 }

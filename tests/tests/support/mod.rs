@@ -66,16 +66,16 @@ pub fn message_with_id(body: &str, id: i64) -> Option<Value> {
 pub struct Session {
     pub url: String,
     pub id: Option<String>,
-    pub token: Option<&'static str>,
+    pub token: Option<String>,
 }
 
 impl Session {
     /// `initialize` and `notifications/initialized`, with the bearer `token` if any.
-    pub async fn open(url: &str, token: Option<&'static str>) -> Session {
+    pub async fn open(url: &str, token: Option<&str>) -> Session {
         let mut s = Session {
             url: url.to_string(),
             id: None,
-            token,
+            token: token.map(str::to_string),
         };
         let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
             "protocolVersion": "2025-11-25", "capabilities": {},
@@ -104,7 +104,7 @@ impl Session {
         if let Some(id) = &self.id {
             req = req.header("mcp-session-id", id);
         }
-        if let Some(t) = self.token {
+        if let Some(t) = &self.token {
             req = req.bearer_auth(t);
         }
         req.send().await.unwrap()
