@@ -2,7 +2,6 @@
 //! `when`, `for`, ...) are handled here; symbols resolve to frame slots, captures, globals,
 //! builtins (through namespace aliases such as `clojure.string/join`) or host functions.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::ast::{Arity, Bind, CapSrc, ForClause, Lambda, Node};
@@ -10,30 +9,13 @@ use crate::builtins;
 use crate::error::{LispError, Pos, Reason};
 use crate::function::Builtin;
 use crate::function::{Fast, Function, builtin_value};
+use crate::globals::{FormRecord, GlobalTable};
 use crate::names::{self, Constant, NsKind, Special};
 use crate::reader::{Form, FormKind};
 mod destructure;
 
 use crate::sugar::{self, binding_vector, expect_args, invalid, list, sym};
 use crate::value::Value;
-
-/// User definitions (`def`/`defn`), shared by successive top-level forms and evaluations.
-#[derive(Default, Clone)]
-pub(crate) struct Globals {
-    pub names: HashMap<Arc<str>, usize>,
-    pub values: Vec<Option<Value>>,
-}
-
-impl Globals {
-    pub(crate) fn declare(&mut self, name: &Arc<str>) -> usize {
-        if let Some(i) = self.names.get(name) {
-            return *i;
-        }
-        let i = self.names.len();
-        self.names.insert(name.clone(), i);
-        i
-    }
-}
 
 struct FnScope {
     names: Vec<(Arc<str>, usize)>,
@@ -49,7 +31,9 @@ struct RecurTarget {
 
 pub(crate) struct Analyzer<'a> {
     scopes: Vec<FnScope>,
-    globals: &'a mut Globals,
+    globals: &'a mut GlobalTable,
+    /// What the top-level form being analyzed uses (for a session to keep a definition).
+    record: FormRecord,
     host_namespaces: &'a [String],
     upstreams: &'a [String],
     recur: Option<RecurTarget>,
@@ -64,7 +48,7 @@ type AR<T> = Result<T, LispError>;
 
 impl<'a> Analyzer<'a> {
     pub(crate) fn new(
-        globals: &'a mut Globals,
+        globals: &'a mut GlobalTable,
         host_namespaces: &'a [String],
         upstreams: &'a [String],
         max_depth: usize,
@@ -72,6 +56,7 @@ impl<'a> Analyzer<'a> {
         Analyzer {
             scopes: Vec::new(),
             globals,
+            record: FormRecord::default(),
             host_namespaces,
             upstreams,
             recur: None,
@@ -91,12 +76,24 @@ impl<'a> Analyzer<'a> {
             self_name: None,
         });
         self.recur = None;
+        self.record = FormRecord::default();
         let r = self.analyze(form, true);
         let scope = self.scopes.pop();
         let mut node = r?;
         let n = scope.map(|s| s.n_slots).unwrap_or(0);
         crate::liveness::mark_moves(&mut node, n);
         Ok((node, n))
+    }
+
+    /// What the last top-level form used: the globals it names, host functions, `data/` reads.
+    pub(crate) fn take_record(&mut self) -> FormRecord {
+        std::mem::take(&mut self.record)
+    }
+
+    /// Whether analysis is outside every function body of the top-level form: what is named
+    /// here is read when the form runs, not when a function it creates is called.
+    fn at_top(&self) -> bool {
+        self.scopes.len() == 1
     }
 
     fn gensym(&mut self, base: &str) -> Arc<str> {
@@ -260,8 +257,10 @@ impl<'a> Analyzer<'a> {
         if let Some((_, i, hidden)) = self.letfn_names.iter().rev().find(|(n, _, _)| n == s) {
             return Ok(Node::Global(*i, hidden.clone()));
         }
-        if let Some(i) = self.globals.names.get(&**s) {
-            return Ok(Node::Global(*i, s.clone()));
+        if let Some(&i) = self.globals.names.get(&**s) {
+            let eager = self.at_top();
+            self.record.refs.push((s.clone(), eager));
+            return Ok(Node::Global(i, s.clone()));
         }
         if let Some(b) = builtins::lookup(s) {
             return Ok(Node::Const(builtin_value(b)));
@@ -306,7 +305,12 @@ impl<'a> Analyzer<'a> {
     fn resolve_qualified(&mut self, ns: &str, name: &str, pos: Pos) -> AR<Node> {
         if let Some(space) = names::namespace(ns) {
             match space.kind {
-                NsKind::Data => return Ok(Node::Data(name.into(), pos)),
+                NsKind::Data => {
+                    if self.at_top() {
+                        self.record.data_reads.push(format!("{ns}/{name}"));
+                    }
+                    return Ok(Node::Data(name.into(), pos));
+                }
                 NsKind::Builtins { .. } => {
                     if let Some(b) = builtins::lookup_in(space, name) {
                         return Ok(Node::Const(builtin_value(b)));
@@ -348,6 +352,7 @@ impl<'a> Analyzer<'a> {
             }
         }
         if self.host_namespaces.iter().any(|h| h == ns) {
+            self.record.host_calls.push(format!("{ns}/{name}"));
             return Ok(Node::Const(Value::Func(Arc::new(Function::Host {
                 ns: ns.into(),
                 name: name.into(),
@@ -558,6 +563,7 @@ impl<'a> Analyzer<'a> {
                                 name: hidden,
                                 value: Box::new(f),
                                 once: false,
+                                origin: None,
                             });
                         }
                     }
@@ -668,6 +674,7 @@ impl<'a> Analyzer<'a> {
                     name,
                     value: Box::new(value),
                     once: false,
+                    origin: None,
                 })
             }
             Special::Defonce => {
@@ -683,6 +690,7 @@ impl<'a> Analyzer<'a> {
                     name,
                     value: Box::new(value),
                     once: true,
+                    origin: None,
                 })
             }
             Special::Defn => {
@@ -709,6 +717,7 @@ impl<'a> Analyzer<'a> {
                     name: fname,
                     value: Box::new(f),
                     once: false,
+                    origin: None,
                 })
             }
             Special::Cond => {

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use crate::error::Pos;
 use crate::function::Builtin;
+use crate::globals::DefSource;
 use crate::value::{Value, equal, ordering_for_lt};
 
 /// Where a closure capture comes from in the enclosing frame.
@@ -107,6 +108,9 @@ pub(crate) enum Node {
         name: Arc<str>,
         value: Box<Node>,
         once: bool,
+        /// The top-level form, when this definition is one (see `session`): noted as the
+        /// global's latest definition when it runs.
+        origin: Option<Arc<DefSource>>,
     },
     And(Vec<Node>),
     Or(Vec<Node>),

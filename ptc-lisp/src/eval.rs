@@ -10,6 +10,7 @@ use crate::destructure;
 use crate::error::{Ctl, LispError, Pos, R, Reason, err};
 use crate::footprint;
 use crate::function::{Builtin, Closure, Function, arity_error, closure_arity_error};
+use crate::globals::GlobalTable;
 use crate::host::{CallContext, Host, HostValue};
 use crate::limits::Limits;
 use crate::meter::Meter;
@@ -32,6 +33,8 @@ pub(crate) struct Shared<'a> {
     pub cancel: &'a AtomicBool,
     pub host: Option<&'a dyn Host>,
     pub data: &'a Value,
+    /// Whether the host keeps definitions between evaluations (`session/` builtins work).
+    pub sessions: bool,
 }
 
 /// Per-thread evaluation context. Builtins reach it through methods only: charge the budget,
@@ -46,6 +49,9 @@ pub struct Ctx<'a> {
     stack: Vec<Value>,
     recur_buf: Vec<Value>,
     globals: Vec<Option<Value>>,
+    /// The globals' names and latest definitions (the analyzer declares into it between
+    /// top-level forms; `def` marks it). A parallel branch has an empty one of its own.
+    table: GlobalTable,
     output: String,
     /// How many parallel regions (`pmap`/`pcalls`) enclose this context.
     par_depth: usize,
@@ -73,7 +79,12 @@ impl<'a> Fork<'a> {
     /// A branch context, created on the branch's own stack (it measures that stack), whose
     /// waits suspend through the branch's coroutine.
     pub(crate) fn start(&self, suspend: &'a Suspender) -> Ctx<'a> {
-        let mut w = Ctx::new(self.shared, self.globals.to_vec(), suspend);
+        let mut w = Ctx::new(
+            self.shared,
+            self.globals.to_vec(),
+            GlobalTable::default(),
+            suspend,
+        );
         w.par_depth = self.par_depth + 1;
         w.steps = self.steps;
         w.depth = self.depth;
@@ -122,6 +133,7 @@ impl<'a> Ctx<'a> {
     pub(crate) fn new(
         shared: &'a Shared<'a>,
         globals: Vec<Option<Value>>,
+        table: GlobalTable,
         suspend: &'a Suspender,
     ) -> Self {
         Ctx {
@@ -133,6 +145,7 @@ impl<'a> Ctx<'a> {
             stack: Vec::with_capacity(256),
             recur_buf: Vec::new(),
             globals,
+            table,
             output: String::new(),
             par_depth: 0,
             suspend,
@@ -196,11 +209,43 @@ impl<'a> Ctx<'a> {
         self.shared.data
     }
 
-    /// Evaluates one analyzed top-level form in a fresh frame of `n_slots` slots, with
-    /// `n_globals` globals declared so far.
-    pub(crate) fn eval_top(&mut self, node: &Node, n_slots: usize, n_globals: usize) -> R<Value> {
-        if self.globals.len() < n_globals {
-            self.globals.resize(n_globals, None);
+    /// The globals' table, for the analyzer to declare into between top-level forms.
+    pub(crate) fn table_mut(&mut self) -> &mut GlobalTable {
+        &mut self.table
+    }
+
+    /// Whether the host keeps definitions between evaluations.
+    pub(crate) fn sessions_on(&self) -> bool {
+        self.shared.sessions
+    }
+
+    /// The globals' table and values, for the `session/` builtins; `None` in a parallel
+    /// branch, which has a copy of the values only.
+    pub(crate) fn globals_view(&self) -> Option<(&GlobalTable, &[Option<Value>])> {
+        (self.par_depth == 0).then_some((&self.table, self.globals.as_slice()))
+    }
+
+    /// Removes the global `name` (later forms do not know it, functions that use it find no
+    /// value). False when there is no such global, or in a parallel branch.
+    pub(crate) fn forget_global(&mut self, name: &str) -> bool {
+        if self.par_depth > 0 {
+            return false;
+        }
+        match self.table.remove(name) {
+            Some(idx) => {
+                if let Some(slot) = self.globals.get_mut(idx) {
+                    *slot = None;
+                }
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Evaluates one analyzed top-level form in a fresh frame of `n_slots` slots.
+    pub(crate) fn eval_top(&mut self, node: &Node, n_slots: usize) -> R<Value> {
+        if self.globals.len() < self.table.slots {
+            self.globals.resize(self.table.slots, None);
         }
         self.stack.clear();
         self.stack.resize(n_slots, Value::Nil);
@@ -215,13 +260,13 @@ impl<'a> Ctx<'a> {
 
     /// Ends the evaluation: the globals (for the next one), the captured output and the most
     /// native stack a call found in use.
-    pub(crate) fn finish(mut self) -> (Vec<Option<Value>>, String, usize) {
+    pub(crate) fn finish(mut self) -> (crate::globals::Globals, String, usize) {
         self.stack.clear();
-        (
-            std::mem::take(&mut self.globals),
-            std::mem::take(&mut self.output),
-            self.stack_peak,
-        )
+        let globals = crate::globals::Globals {
+            table: std::mem::take(&mut self.table),
+            values: std::mem::take(&mut self.globals),
+        };
+        (globals, std::mem::take(&mut self.output), self.stack_peak)
     }
 
     #[inline]
@@ -634,6 +679,7 @@ impl<'a> Ctx<'a> {
                 name,
                 value,
                 once,
+                origin,
             } => {
                 if *once && matches!(self.globals.get(*idx), Some(Some(_))) {
                     return Ok(Value::Var(name.clone()));
@@ -643,6 +689,7 @@ impl<'a> Ctx<'a> {
                     self.globals.resize(*idx + 1, None);
                 }
                 self.globals[*idx] = Some(v);
+                self.table.mark(*idx, origin.clone());
                 Ok(Value::Var(name.clone()))
             }
             Node::And(nodes) => {

@@ -1,7 +1,8 @@
 //! The interpreter: reads, analyzes and evaluates programs as coroutines on an evaluation stack
 //! of their own (large, guarded, reused between evaluations: see [`eval_stack`]), under the
 //! configured limits. A program suspends while its host waits (see [`crate::suspend`]).
-//! Definitions persist across evaluations.
+//! Definitions persist across evaluations; a host keeps them across interpreters with
+//! [`Interpreter::session_state`] and [`Interpreter::restore_session`] (see [`crate::session`]).
 
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -11,14 +12,17 @@ use std::time::Instant;
 
 use corosensei::{Coroutine, CoroutineResult};
 
-use crate::analyze::{Analyzer, Globals};
+use crate::analyze::Analyzer;
+use crate::ast::Node;
 use crate::error::{Ctl, LispError, Reason};
 use crate::eval::{Ctx, Shared};
 use crate::eval_stack;
+use crate::globals::{Globals, HISTORY};
 use crate::host::Host;
 use crate::limits::Limits;
 use crate::meter::{MemoryPool, Meter};
 use crate::reader::Reader;
+use crate::session::{Kept, SessionState};
 use crate::suspend::{Resume, Suspender, block_on, wait_or_stop};
 use crate::value::Value;
 
@@ -32,6 +36,17 @@ pub struct Interpreter {
     last_memory: u64,
     cancel: Arc<AtomicBool>,
     pool: Option<Arc<dyn MemoryPool>>,
+    sessions: bool,
+}
+
+/// What an evaluation is for.
+#[derive(Clone)]
+enum Mode {
+    /// A program: its result joins the REPL history, its output is kept.
+    Program,
+    /// Restoring the kept definition of this global: the source must be one form defining it,
+    /// calling no host function; nothing else of the run is kept.
+    Restore(Arc<str>),
 }
 
 impl Interpreter {
@@ -46,8 +61,9 @@ impl Interpreter {
             last_memory: 0,
             cancel: Arc::new(AtomicBool::new(false)),
             pool: None,
+            sessions: false,
         };
-        for name in ["*1", "*2", "*3"] {
+        for name in HISTORY {
             i.define(name, Value::Nil);
         }
         i
@@ -72,12 +88,67 @@ impl Interpreter {
     }
 
     /// Defines a global, as `(def name value)` would (e.g. to hand a decoded tool result to a program).
+    /// It is part of [`Interpreter::session_state`] like a program's own definition.
     pub fn define(&mut self, name: &str, value: Value) {
-        let idx = self.globals.declare(&Arc::from(name));
+        let idx = self.globals.table.declare(&Arc::from(name));
         if self.globals.values.len() <= idx {
             self.globals.values.resize(idx + 1, None);
         }
         self.globals.values[idx] = Some(value);
+        self.globals.table.mark(idx, None);
+    }
+
+    /// Turns on the `session/vars` and `session/forget` builtins, for a host that keeps
+    /// definitions between evaluations ([`Interpreter::session_state`],
+    /// [`Interpreter::restore_session`]). Off by default: they then fail, saying that
+    /// definitions last one evaluation.
+    pub fn enable_session(&mut self, on: bool) {
+        self.sessions = on;
+    }
+
+    /// The program's definitions after the evaluations so far, in the order they were last
+    /// defined: data values as they are, functions as the source text of the top-level form
+    /// that defined them, and the ones that cannot be kept with why (see [`crate::session`]).
+    /// Neither the REPL history (`*1` ...) nor `letfn`'s hidden globals nor names declared
+    /// without a value are included.
+    pub fn session_state(&self) -> SessionState {
+        crate::session::snapshot(&self.globals.table, &self.globals.values).into_state()
+    }
+
+    /// Defines the kept definitions of `state` (from [`Interpreter::session_state`] or
+    /// [`SessionState::decode`]) in this interpreter, in their order: data values as
+    /// [`Interpreter::define`] does, functions by evaluating their source forms again (under
+    /// this interpreter's limits; their output is dropped). Call it on a fresh interpreter,
+    /// before the program. Every kept name is declared first, so functions that call each
+    /// other restore in any order. An error names the definition that failed; what was restored
+    /// before it stays defined.
+    pub fn restore_session(&mut self, state: &SessionState) -> Result<(), LispError> {
+        for var in state.vars() {
+            if !matches!(var.kept(), Kept::NotKept(_)) {
+                self.globals.table.declare(&Arc::from(var.name()));
+            }
+        }
+        for var in state.vars() {
+            match var.kept() {
+                Kept::Data(v) => self.define(var.name(), v.clone()),
+                Kept::Source(src) => {
+                    let mode = Mode::Restore(Arc::from(var.name()));
+                    block_on(self.run_program(src, std::future::pending(), mode)).map_err(|e| {
+                        let mut msg = format!(
+                            "could not restore the session's definition of {}: {}",
+                            var.name(),
+                            e.message()
+                        );
+                        if let Some(p) = e.pos() {
+                            msg.push_str(&format!(" (at {p} of its source)"));
+                        }
+                        LispError::new(e.reason(), msg)
+                    })?;
+                }
+                Kept::NotKept(_) => {}
+            }
+        }
+        Ok(())
     }
 
     /// The limits in force.
@@ -126,6 +197,15 @@ impl Interpreter {
         src: &str,
         stop: impl Future<Output = Reason>,
     ) -> Result<Value, LispError> {
+        self.run_program(src, stop, Mode::Program).await
+    }
+
+    async fn run_program(
+        &mut self,
+        src: &str,
+        stop: impl Future<Output = Reason>,
+        mode: Mode,
+    ) -> Result<Value, LispError> {
         if src.len() > self.limits.max_program_bytes {
             return Err(LispError::new(
                 Reason::ParseError,
@@ -149,6 +229,8 @@ impl Interpreter {
             cancel: self.cancel.clone(),
             pool: self.pool.clone(),
             globals: std::mem::take(&mut self.globals),
+            sessions: self.sessions,
+            mode: mode.clone(),
         };
         let mut program = Coroutine::with_stack(stack, move |suspender: &Suspender, _: Resume| {
             let (ran, used) = run(&mut job, suspender);
@@ -181,9 +263,12 @@ impl Interpreter {
         };
         eval_stack::keep(size, program.into_stack(), used);
         self.globals = globals;
-        self.output.push_str(&ran.printed);
         self.last_memory = ran.memory;
         let result = ran.result;
+        if let Mode::Restore(_) = mode {
+            return result;
+        }
+        self.output.push_str(&ran.printed);
         if let Ok(v) = &result {
             // REPL history, as in Clojure: *1 is the last result, *2 the one before, *3 before that.
             let prev1 = self.global("*1");
@@ -197,6 +282,7 @@ impl Interpreter {
 
     fn global(&self, name: &str) -> Value {
         self.globals
+            .table
             .names
             .get(name)
             .and_then(|i| self.globals.values.get(*i))
@@ -215,6 +301,8 @@ struct Job {
     cancel: Arc<AtomicBool>,
     pool: Option<Arc<dyn MemoryPool>>,
     globals: Globals,
+    sessions: bool,
+    mode: Mode,
 }
 
 /// What one evaluation gives back besides the globals.
@@ -234,6 +322,8 @@ fn run(job: &mut Job, suspender: &Suspender) -> (Ran, usize) {
         cancel,
         pool,
         globals,
+        sessions,
+        mode,
     } = job;
     let limits = &*limits;
     let host = host.as_deref();
@@ -246,8 +336,9 @@ fn run(job: &mut Job, suspender: &Suspender) -> (Ran, usize) {
         cancel,
         host,
         data,
+        sessions: *sessions,
     };
-    let forms = match Reader::new(src, limits.max_reader_depth).read_all() {
+    let forms = match Reader::new(src, limits.max_reader_depth).read_all_with_text() {
         Ok(forms) => forms,
         Err(e) => {
             let ran = Ran {
@@ -258,20 +349,41 @@ fn run(job: &mut Job, suspender: &Suspender) -> (Ran, usize) {
             return (ran, 0);
         }
     };
-    let mut ctx = Ctx::new(&shared, std::mem::take(&mut globals.values), suspender);
+    let Globals { table, values } = std::mem::take(globals);
+    let mut ctx = Ctx::new(&shared, values, table, suspender);
     let result = (|| {
+        if let Mode::Restore(name) = &*mode
+            && forms.len() != 1
+        {
+            return Err(not_a_definition(name));
+        }
         let mut last = Value::Nil;
-        for form in &forms {
-            let (node, n_slots) = {
+        for (form, text) in &forms {
+            let (mut node, n_slots, record) = {
                 let mut an = Analyzer::new(
-                    globals,
+                    ctx.table_mut(),
                     &host_namespaces,
                     &upstreams,
                     limits.max_reader_depth * 4,
                 );
-                an.analyze_top(form)?
+                let (node, n_slots) = an.analyze_top(form)?;
+                (node, n_slots, an.take_record())
             };
-            match ctx.eval_top(&node, n_slots, globals.names.len()) {
+            // A top-level definition notes its form, so a session can keep it as source.
+            match (&mut node, &*mode) {
+                (Node::Def { name, origin, .. }, mode) => {
+                    let source = record.into_source(Arc::from(*text));
+                    if let Mode::Restore(want) = mode
+                        && (name != want || source.blocker.is_some())
+                    {
+                        return Err(not_a_definition(want));
+                    }
+                    *origin = Some(Arc::new(source));
+                }
+                (_, Mode::Restore(want)) => return Err(not_a_definition(want)),
+                (_, Mode::Program) => {}
+            }
+            match ctx.eval_top(&node, n_slots) {
                 Ok(v) => last = v,
                 Err(Ctl::Return(v)) => return Ok(*v),
                 Err(Ctl::Err(e)) => return Err(*e),
@@ -285,12 +397,23 @@ fn run(job: &mut Job, suspender: &Suspender) -> (Ran, usize) {
         }
         Ok(last)
     })();
-    let (values, printed, stack_used) = ctx.finish();
-    globals.values = values;
+    let (back, printed, stack_used) = ctx.finish();
+    *globals = back;
     let ran = Ran {
         result,
         printed,
         memory: shared.meter.used(),
     };
     (ran, stack_used)
+}
+
+/// The error of a session's source that is not what a kept definition must be.
+fn not_a_definition(name: &str) -> LispError {
+    LispError::new(
+        Reason::InvalidForm,
+        format!(
+            "the session's source for {name} is not one top-level form defining {name} \
+             without host calls"
+        ),
+    )
 }

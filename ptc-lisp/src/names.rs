@@ -381,6 +381,7 @@ pub(crate) const NAMESPACES: &[Namespace] = &[
     ns("LocalDate", &["java.time.LocalDate"], "LocalDate/"),
     ns("Instant", &["java.time.Instant"], "Instant/"),
     ns("Duration", &["java.time.Duration"], "Duration/"),
+    ns("session", &[], "session/"),
     Namespace {
         name: "data",
         aliases: &[],

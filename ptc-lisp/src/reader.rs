@@ -44,10 +44,12 @@ impl Form {
 pub(crate) struct Reader<'a> {
     chars: Vec<char>,
     i: usize,
+    /// The byte offset of `chars[i]` in `src`.
+    byte: usize,
     line: u32,
     col: u32,
     max_depth: usize,
-    _src: &'a str,
+    src: &'a str,
 }
 
 fn perr(msg: impl Into<String>, pos: Pos) -> LispError {
@@ -63,10 +65,11 @@ impl<'a> Reader<'a> {
         Reader {
             chars: src.chars().collect(),
             i: 0,
+            byte: 0,
             line: 1,
             col: 1,
             max_depth,
-            _src: src,
+            src,
         }
     }
 
@@ -88,6 +91,7 @@ impl<'a> Reader<'a> {
     fn bump(&mut self) -> Option<char> {
         let c = self.chars.get(self.i).copied()?;
         self.i += 1;
+        self.byte += c.len_utf8();
         if c == '\n' {
             self.line += 1;
             self.col = 1;
@@ -123,8 +127,23 @@ impl<'a> Reader<'a> {
         Ok(out)
     }
 
+    /// Reads every top-level form with its exact source text (what a session keeps of a
+    /// definition).
+    pub(crate) fn read_all_with_text(&mut self) -> Result<Vec<(Form, &'a str)>, LispError> {
+        let mut out = Vec::new();
+        while let Some((start, f)) = self.read_next_at(0)? {
+            out.push((f, &self.src[start..self.byte]));
+        }
+        Ok(out)
+    }
+
     /// Reads the next form, skipping `#_` discards; `None` at end of input.
     pub(crate) fn read_next(&mut self, depth: usize) -> Result<Option<Form>, LispError> {
+        Ok(self.read_next_at(depth)?.map(|(_, f)| f))
+    }
+
+    /// [`Reader::read_next`], with the byte offset where the form starts.
+    fn read_next_at(&mut self, depth: usize) -> Result<Option<(usize, Form)>, LispError> {
         loop {
             self.skip_ws();
             if self.peek().is_none() {
@@ -139,7 +158,8 @@ impl<'a> Reader<'a> {
                 }
                 continue;
             }
-            return self.read_form(depth).map(Some);
+            let start = self.byte;
+            return self.read_form(depth).map(|f| Some((start, f)));
         }
     }
 

@@ -362,7 +362,7 @@ fn upstream_names_are_a_letter_then_letters_digits_dashes_underscores() {
             "{name}"
         );
     }
-    for name in ["tool", "json", "core", "Math", "user"] {
+    for name in ["tool", "json", "core", "Math", "user", "session"] {
         assert_eq!(
             problems("{}", &upstream(name)),
             [(

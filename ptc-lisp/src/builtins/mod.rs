@@ -28,6 +28,7 @@ pub(crate) mod ptc;
 pub(crate) mod regex;
 pub(crate) mod repl;
 pub(crate) mod seqs;
+pub(crate) mod session;
 pub(crate) mod sets;
 pub(crate) mod strings;
 pub(crate) mod time;
@@ -67,6 +68,7 @@ const TABLES: &[&[Builtin]] = &[
     io::BUILTINS,
     repl::BUILTINS,
     time::BUILTINS,
+    session::BUILTINS,
 ];
 
 static REGISTRY: LazyLock<HashMap<&'static str, &'static Builtin>> = LazyLock::new(|| {

@@ -32,6 +32,7 @@ pub const RESERVED_NAMESPACES: &[&str] = &[
     "regex",
     "math",
     "data",
+    "session",
     "user",
     "Math",
     "System",
