@@ -9,6 +9,7 @@ use std::fmt;
 use base64::Engine as _;
 use ptc_plan::{AuthEmitter, CredentialBinding, CredentialSource, Secrets};
 
+use crate::credential_caller::CallerSecrets;
 use crate::redact::Redactor;
 
 /// A secret value. `Debug` and `Display` never show it.
@@ -16,6 +17,11 @@ use crate::redact::Redactor;
 pub struct Secret(String);
 
 impl Secret {
+    /// Wraps a value read from a source.
+    pub(crate) fn new(value: &str) -> Self {
+        Secret(value.to_string())
+    }
+
     /// The value, for building a header. Keep the result out of logs and errors.
     pub fn expose(&self) -> &str {
         &self.0
@@ -40,11 +46,14 @@ impl fmt::Display for CredentialError {
 
 impl std::error::Error for CredentialError {}
 
-/// What a call needs besides the upstream: where secrets come from and the redactor.
+/// What a call needs besides the upstream: where secrets come from, the redactor, and who the
+/// call is made for (per-caller bindings read the caller's secret).
 pub(crate) struct CallEnv<'a> {
     pub credentials: &'a [CredentialBinding],
     pub secrets: &'a Secrets,
     pub redactor: &'a Redactor,
+    pub caller: Option<&'a crate::identity::Caller>,
+    pub exchanges: &'a crate::credential_caller::Exchanges,
 }
 
 /// Reads `binding`'s secret now: env and file sources are read on every call, an exec source's
@@ -75,6 +84,11 @@ pub fn resolve(binding: &CredentialBinding, secrets: &Secrets) -> Result<Secret,
         CredentialSource::Exec(src) => {
             crate::credential_exec::read(name, src).map_err(CredentialError)?
         }
+        CredentialSource::CallerTokenExchange(_) | CredentialSource::PerCaller { .. } => {
+            return Err(CredentialError(format!(
+                "credential `{name}` depends on the caller and is read for a call made for one"
+            )));
+        }
     };
     if value.is_empty() {
         return Err(CredentialError(format!("credential `{name}` is empty")));
@@ -95,6 +109,23 @@ pub fn auth_headers(
     secrets: &Secrets,
     redactor: &Redactor,
 ) -> Result<Vec<(String, Secret)>, CredentialError> {
+    auth_headers_with(
+        emitters,
+        credentials,
+        secrets,
+        redactor,
+        &CallerSecrets::default(),
+    )
+}
+
+/// [`auth_headers`] with the per-caller secrets of this call already read.
+pub(crate) fn auth_headers_with(
+    emitters: &[AuthEmitter],
+    credentials: &[CredentialBinding],
+    secrets: &Secrets,
+    redactor: &Redactor,
+    per_caller: &CallerSecrets,
+) -> Result<Vec<(String, Secret)>, CredentialError> {
     emitters
         .iter()
         .map(|e| {
@@ -104,14 +135,24 @@ pub fn auth_headers(
                 .ok_or_else(|| {
                     CredentialError(format!("unknown credential binding `{}`", e.binding()))
                 })?;
-            let secret = resolve(binding, secrets)?;
-            register(redactor, &secret);
-            let value = match e {
-                AuthEmitter::Bearer { .. } => format!("Bearer {}", secret.0),
-                AuthEmitter::Basic { .. } => format!("Basic {}", basic(&binding.name, &secret)?),
-                AuthEmitter::CustomHeader { .. } => secret.0,
+            let caller_secret = per_caller.get(&binding.name);
+            let secret = match caller_secret {
+                Some(s) => s.clone(),
+                None => resolve(binding, secrets)?,
             };
-            redactor.register(&value);
+            register(redactor, &secret);
+            let (value, holds_secret) = match e {
+                AuthEmitter::Bearer { .. } => (format!("Bearer {}", secret.0), true),
+                AuthEmitter::Basic { .. } => {
+                    (format!("Basic {}", basic(&binding.name, &secret)?), false)
+                }
+                AuthEmitter::CustomHeader { .. } => (secret.0, true),
+            };
+            // A header that holds a caller's secret as it is needs no entry of its own: the
+            // secret's masks it, and is forgotten when the secret leaves its cache.
+            if caller_secret.is_none() || !holds_secret {
+                redactor.register(&value);
+            }
             Ok((e.header(), Secret(value)))
         })
         .collect()

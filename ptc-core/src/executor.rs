@@ -26,13 +26,15 @@ use crate::webhook::Webhook;
 use crate::writes::{IdempotencyKey, WriteGate};
 
 /// Per-call settings from the caller.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct CallOptions {
     /// The caller's deadline (a program's remaining time); the executor's own timeouts are capped
     /// by it.
     pub deadline: Option<Instant>,
     /// The idempotency key a write carries (in the upstream's `idempotency_header`).
     pub idempotency_key: Option<IdempotencyKey>,
+    /// Who the call is made for: per-caller credentials read its secret.
+    pub caller: Option<std::sync::Arc<crate::identity::Caller>>,
 }
 
 /// Decodes a typed call's output: the typed path's half of the executor interface.
@@ -194,6 +196,8 @@ pub struct Upstreams {
     webhook: Option<Webhook>,
     /// Response checking and what drifted.
     drift: crate::drift::DriftWatch,
+    /// Tokens exchanged for callers (per-caller credentials).
+    exchanges: crate::credential_caller::Exchanges,
 }
 
 impl Upstreams {
@@ -265,6 +269,7 @@ impl Upstreams {
         let upstreams = Upstreams {
             webhook,
             drift: crate::drift::DriftWatch::new(options.response_check, options.strict_responses),
+            exchanges: Default::default(),
             loading: links.iter().map(|_| Mutex::new(())).collect(),
             plan,
             secrets,
@@ -391,7 +396,7 @@ impl Upstreams {
         options: CallOptions,
         byte_cap: Option<u64>,
     ) -> Result<Executed, ToolError> {
-        let env = self.call_env();
+        let env = self.call_env_for(options.caller.as_deref());
         let result = match &self.links[call.server] {
             Link::OpenApi(api) => {
                 api.call(
@@ -488,11 +493,23 @@ impl Upstreams {
 
     /// Where calls read credentials from, and the redactor they register them with.
     fn call_env(&self) -> CallEnv<'_> {
+        self.call_env_for(None)
+    }
+
+    /// [`Self::call_env`] for a call made for `caller`.
+    fn call_env_for<'a>(&'a self, caller: Option<&'a crate::identity::Caller>) -> CallEnv<'a> {
         CallEnv {
             credentials: &self.plan.credentials,
             secrets: &self.secrets,
             redactor: &self.redactor,
+            caller,
+            exchanges: &self.exchanges,
         }
+    }
+
+    /// Token exchanges for per-caller credentials.
+    pub fn exchanges(&self) -> &crate::credential_caller::Exchanges {
+        &self.exchanges
     }
 
     fn redact_output(&self, output: ToolOutput) -> ToolOutput {

@@ -23,6 +23,7 @@ use crate::discovery::{
     apropos, dir_lines, doc_text, listing, server_doc_text, server_meta, visible,
 };
 use crate::executor::{CallOptions, Upstreams};
+use crate::identity::Caller;
 use crate::outcome::{Reason, ToolError, ToolOutput};
 use crate::policy::Grant;
 use crate::projection::{Pager, Step, lisp_at};
@@ -121,6 +122,8 @@ struct RunState {
     run_id: RunId,
     /// Writes of this run whose outcome is unknown: not sent again.
     indeterminate: Mutex<HashSet<IdempotencyKey>>,
+    /// Who the run is for: per-caller credentials read its secret.
+    caller: Arc<Caller>,
     /// What the run's caller may reach: discovery shows only that, and calls of anything else
     /// are refused before a request.
     grant: Grant,
@@ -305,10 +308,17 @@ impl ProgramHost {
         budgets: Budgets,
         approver: Arc<dyn Approver>,
     ) -> Self {
-        Self::for_caller(upstreams, runtime, budgets, approver, Grant::everything())
+        Self::for_caller(
+            upstreams,
+            runtime,
+            budgets,
+            approver,
+            Arc::default(),
+            Grant::everything(),
+        )
     }
 
-    /// A host for one program run of a caller that may reach what `grant` allows (its calls
+    /// A host for one program run of `caller`, who may reach what `grant` allows (its calls
     /// per program at most the grant's), whose approvals go to `approver` or to the
     /// deployment's approval webhook.
     pub fn for_caller(
@@ -316,6 +326,7 @@ impl ProgramHost {
         runtime: tokio::runtime::Handle,
         mut budgets: Budgets,
         approver: Arc<dyn Approver>,
+        caller: Arc<Caller>,
         grant: Grant,
     ) -> Self {
         budgets.max_calls = grant.calls_per_program(budgets.max_calls);
@@ -336,6 +347,7 @@ impl ProgramHost {
                 approver,
                 run_id: RunId::new(),
                 indeterminate: Mutex::new(HashSet::new()),
+                caller,
                 grant,
             }),
         }
@@ -1024,6 +1036,7 @@ impl RunState {
             return CallOutcome::failed(e, Some(names), None);
         }
         let mut options = CallOptions {
+            caller: Some(self.caller.clone()),
             deadline,
             idempotency_key: None,
         };

@@ -9,6 +9,7 @@
 pub mod approval;
 mod call_form;
 pub mod catalog;
+pub mod credential_caller;
 mod credential_exec;
 pub mod credentials;
 pub mod discovery;

@@ -274,10 +274,13 @@ pub async fn list_live_tools(
     let up = plan.upstream(upstream).ok_or_else(unknown)?;
     // Listing for `ptc vendor` calls nothing: the gate does not matter.
     let link = McpLink::new(upstream, &up.transport, WriteGate::Closed).ok_or_else(unknown)?;
+    let exchanges = crate::credential_caller::Exchanges::default();
     let env = CallEnv {
         credentials: &plan.credentials,
         secrets,
         redactor,
+        caller: None,
+        exchanges: &exchanges,
     };
     let listed = match link.client(&env).await {
         Ok(client) => client.list_tools().await,

@@ -10,7 +10,7 @@ use ptc_plan::{BODY_ARG, Effect, OpenApiPlan, ParamLocation, ToolPlan};
 use reqwest::StatusCode;
 use serde_json::{Map, Value};
 
-use crate::credentials::{CallEnv, auth_headers};
+use crate::credentials::{CallEnv, auth_headers_with};
 use crate::outcome::{Reason, ToolError, ToolOutput};
 use crate::writes::IdempotencyKey;
 
@@ -175,8 +175,17 @@ impl OpenApiUpstream {
                 rb = rb.header(*header, key);
             }
             // Read per attempt: a 401 retry sees a rotated credential.
-            let auth = auth_headers(&http.auth, env.credentials, env.secrets, env.redactor)
+            let per_caller = crate::credential_caller::for_call(&http.auth, env)
+                .await
                 .map_err(|e| fail(Reason::AuthFailed, e.to_string()))?;
+            let auth = auth_headers_with(
+                &http.auth,
+                env.credentials,
+                env.secrets,
+                env.redactor,
+                &per_caller,
+            )
+            .map_err(|e| fail(Reason::AuthFailed, e.to_string()))?;
             for (name, value) in &auth {
                 rb = rb.header(name, value.expose());
             }
@@ -208,6 +217,9 @@ impl OpenApiUpstream {
             {
                 auth_retried = true;
                 crate::credentials::refresh(&http.auth, env.credentials);
+                for e in &http.auth {
+                    env.exchanges.forget(e.binding(), env.caller);
+                }
                 continue;
             }
             if matches!(status.as_u16(), 502..=504)

@@ -42,6 +42,13 @@ impl Redactor {
         }
     }
 
+    /// Stops masking `secret` (a per-caller token that left its cache: kept, the list would grow
+    /// with every caller ever seen).
+    pub fn forget(&self, secret: &str) {
+        let mut secrets = self.secrets.write().unwrap_or_else(|e| e.into_inner());
+        secrets.retain(|s| s != secret);
+    }
+
     /// `text` with every registered secret replaced by [`MASK`].
     pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
         let secrets = self.secrets.read().unwrap_or_else(|e| e.into_inner());
@@ -89,6 +96,19 @@ impl Redactor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_forgotten_secret_is_no_longer_masked_and_others_still_are() {
+        let r = Redactor::new();
+        r.register("first-secret");
+        r.register("second-secret");
+        r.forget("first-secret");
+        r.forget("never-registered");
+        assert_eq!(
+            r.redact("first-secret second-secret"),
+            "first-secret [REDACTED]"
+        );
+    }
 
     #[test]
     fn masks_registered_secrets_longest_first() {

@@ -81,6 +81,46 @@ pub enum CredentialSource {
     /// The first line a command prints, cached for `cache_ttl_ms` and fetched again after a
     /// 401. The command runs without a shell, with only the named environment variables.
     Exec(ExecSource),
+    /// The caller's own access token, exchanged at the authorization server (RFC 8693) for a
+    /// token meant for the upstream; cached per caller until it expires. The caller's token
+    /// itself never reaches the upstream.
+    CallerTokenExchange(TokenExchangeSource),
+    /// A secret per caller: a file per subject, `*` for every other caller (none: callers not
+    /// named get no credential).
+    PerCaller {
+        /// Subject (or `*`) → absolute file path, read on each use.
+        files: BTreeMap<String, String>,
+    },
+}
+
+impl CredentialSource {
+    /// Whether the value depends on who calls (so only a call made for a caller can read it).
+    pub fn is_per_caller(&self) -> bool {
+        matches!(
+            self,
+            CredentialSource::CallerTokenExchange(_) | CredentialSource::PerCaller { .. }
+        )
+    }
+}
+
+/// An RFC 8693 token exchange (`"source": "caller_token_exchange"`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenExchangeSource {
+    /// The authorization server's token endpoint.
+    pub token_endpoint: String,
+    /// The upstream as the authorization server names it (`audience`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audience: Option<String>,
+    /// The upstream's URL (`resource`, RFC 8707).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource: Option<String>,
+    /// The scopes asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+    /// The host's client id at the authorization server.
+    pub client_id: String,
+    /// The binding that holds the host's client secret.
+    pub client_secret: String,
 }
 
 /// A credential command (`"source": "exec"`).

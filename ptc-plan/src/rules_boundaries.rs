@@ -1028,3 +1028,82 @@ fn overrides_set_the_result_path_and_pagination() {
         ]
     );
 }
+
+#[test]
+fn a_token_exchange_needs_a_target_and_a_safe_endpoint_and_parses_into_the_plan() {
+    let exchange = |fields: &str| {
+        format!(
+            r#"{{"c": {{"source": "env", "var": "C"}}, "x": {{"source": "caller_token_exchange",
+                "client_id": "ptc", "client_secret": "c"{fields}}}}}"#
+        )
+    };
+    let target = r#", "token_endpoint": "https://auth.example.test/token""#;
+    for ok in [
+        format!(r#"{target}, "audience": "a""#),
+        format!(r#"{target}, "resource": "https://api.example.test""#),
+        r#", "token_endpoint": "http://127.0.0.1:9/token", "audience": "a""#.to_string(),
+        r#", "token_endpoint": "http://localhost:9/token", "audience": "a""#.to_string(),
+        r#", "token_endpoint": "http://[::1]:9/token", "audience": "a""#.to_string(),
+    ] {
+        assert_eq!(problems(&exchange(&ok), "{}"), [], "{ok}");
+    }
+    assert_eq!(
+        problems(&exchange(target), "{}"),
+        [(
+            "/credentials/x/audience".to_string(),
+            "a token exchange needs `audience` or `resource`: the upstream the token is for"
+                .to_string()
+        )]
+    );
+    for bad in [
+        "http://auth.example.test/token",
+        "ftp://127.0.0.1/token",
+        "not a url",
+    ] {
+        let fields = format!(r#", "token_endpoint": "{bad}", "audience": "a""#);
+        let found = problems(&exchange(&fields), "{}");
+        assert_eq!(found.len(), 1, "{bad}: {found:?}");
+        assert_eq!(found[0].0, "/credentials/x/token_endpoint", "{bad}");
+    }
+    let text = format!(
+        r#"{{"credentials": {}, "upstreams": {{}}}}"#,
+        exchange(&format!(r#"{target}, "audience": "a", "scope": "s1 s2""#))
+    );
+    let config = parse(&text).unwrap();
+    let x = config.credentials.iter().find(|c| c.name == "x").unwrap();
+    assert!(x.source.is_per_caller());
+    assert_eq!(
+        x.source,
+        crate::CredentialSource::CallerTokenExchange(crate::TokenExchangeSource {
+            token_endpoint: "https://auth.example.test/token".into(),
+            audience: Some("a".into()),
+            resource: None,
+            scope: Some("s1 s2".into()),
+            client_id: "ptc".into(),
+            client_secret: "c".into(),
+        })
+    );
+    let c = config.credentials.iter().find(|c| c.name == "c").unwrap();
+    assert!(!c.source.is_per_caller());
+}
+
+#[test]
+fn per_caller_files_resolve_against_the_config_folder() {
+    let text = r#"{"credentials": {"p": {"source": "per_caller",
+        "files": {"alice": "alice.token", "*": "/run/shared"}}}, "upstreams": {}}"#;
+    let mut d = crate::Diagnostics::default();
+    let (config, _) = crate::config::parse(
+        text,
+        Path::new("/etc/ptc/upstreams.json"),
+        Path::new("/etc/ptc"),
+        &mut d,
+    )
+    .unwrap();
+    assert!(d.is_empty(), "{d:?}");
+    let crate::CredentialSource::PerCaller { files } = &config.credentials[0].source else {
+        panic!("per_caller")
+    };
+    assert_eq!(files["*"], "/run/shared");
+    assert_eq!(files["alice"], "/etc/ptc/alice.token");
+    assert!(config.credentials[0].source.is_per_caller());
+}

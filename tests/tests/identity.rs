@@ -486,3 +486,215 @@ async fn a_caller_past_its_programs_per_minute_is_told_when_to_retry() {
     assert_eq!(structured(&other.call(1, "(+ 1 2)").await)["result"], 3);
     assert_eq!(h.evaluator.running(), 0);
 }
+
+// ---- per-caller upstream credentials ----
+
+/// A loopback upstream that records the `Authorization` header of every request.
+struct WhoAmI {
+    base: String,
+    seen: Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+async fn who_am_i() -> WhoAmI {
+    let seen = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let record = seen.clone();
+    let app = axum::Router::new().route(
+        "/whoami",
+        axum::routing::get(move |headers: axum::http::HeaderMap| {
+            let record = record.clone();
+            async move {
+                let auth = headers
+                    .get("authorization")
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("")
+                    .to_string();
+                record.lock().unwrap().push(auth);
+                axum::Json(json!({"ok": true}))
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    WhoAmI {
+        base: format!("http://{addr}"),
+        seen,
+    }
+}
+
+const WHO_DOC: &str = r#"{"openapi": "3.0.3", "info": {"title": "who", "version": "1"},
+  "paths": {"/whoami": {"get": {"operationId": "whoami", "summary": "Who the upstream sees",
+    "responses": {"200": {"description": "ok", "content": {"application/json":
+      {"schema": {"type": "object", "properties": {"ok": {"type": "boolean"}}}}}}}}}}}"#;
+
+/// The `who` upstream at `base`, authenticated with the binding `as-caller` defined by
+/// `credential`; the config written to a fresh folder named `name`.
+async fn who_upstreams(name: &str, base: &str, credential: Value) -> Arc<Upstreams> {
+    let dir = std::env::temp_dir().join(format!("ptc-identity-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("who.openapi.json"), WHO_DOC).unwrap();
+    let config = json!({
+        "credentials": {
+            "exchange-client": {"source": "literal", "value": ptc_tests::issuer::client().1},
+            "as-caller": credential,
+        },
+        "upstreams": {"who": {
+            "transport": "openapi",
+            "base_url": base,
+            "allow_insecure_http": true,
+            "allow_insecure_auth": true,
+            "schema_file": "who.openapi.json",
+            "include_operations": ["whoami"],
+            "auth": [{"scheme": "bearer", "binding": "as-caller"}],
+        }},
+    });
+    std::fs::write(dir.join("upstreams.json"), config.to_string()).unwrap();
+    let loaded = ptc_plan::load(&dir.join("upstreams.json")).unwrap_or_else(|d| panic!("{d}"));
+    Arc::new(
+        Upstreams::start(loaded.plan, loaded.secrets, StartOptions::default())
+            .await
+            .unwrap(),
+    )
+}
+
+/// The claims of a JWT (its middle part), unverified.
+fn claims(jwt: &str) -> Value {
+    use base64::Engine;
+    let payload = jwt.split('.').nth(1).unwrap();
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload)
+        .unwrap();
+    serde_json::from_slice(&bytes).unwrap()
+}
+
+const WHO: &str = "(:ok (tool/call 'who/whoami {}))";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_gets_a_token_exchanged_for_the_caller_never_the_callers_own() {
+    let Some(issuer) = ptc_tests::issuer::start(&["--exchange-ttl", "2"]) else {
+        return;
+    };
+    let who = who_am_i().await;
+    let up = who_upstreams(
+        "exchange",
+        &who.base,
+        json!({"source": "caller_token_exchange", "token_endpoint": issuer.token_endpoint(),
+            "audience": "https://who.example.com", "scope": "who:read",
+            "client_id": ptc_tests::issuer::client().0, "client_secret": "exchange-client"}),
+    )
+    .await;
+    let h = host(&issuer, &[], None, up.clone()).await;
+    // The canary: alice's own token, which must reach the token endpoint only.
+    let alice_token = token(&issuer, "alice", "ptc:eval").await;
+    let alice = Session::open(&h.url, Some(&alice_token)).await;
+    let reply = alice.call(1, &format!("[{WHO} {WHO}]")).await;
+    assert_eq!(structured(&reply)["result"], json!([true, true]), "{reply}");
+    assert!(!reply.to_string().contains(&alice_token));
+    let seen = who.seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 2);
+    for auth in &seen {
+        assert!(
+            !auth.contains(&alice_token),
+            "the caller's token reached the upstream"
+        );
+        let exchanged = claims(auth.strip_prefix("Bearer ").unwrap());
+        assert_eq!(exchanged["sub"], "alice");
+        assert_eq!(exchanged["aud"], "https://who.example.com");
+        assert_eq!(exchanged["act"]["sub"], ptc_tests::issuer::client().0);
+        assert_eq!(exchanged["scope"], "who:read");
+    }
+    assert_eq!(seen[0], seen[1], "one exchange, cached");
+    assert_eq!(up.exchanges().made(), 1);
+    let exchanges = issuer.stats().await["exchanges"].clone();
+    assert_eq!(exchanges.as_array().unwrap().len(), 1, "{exchanges}");
+
+    // Bob gets a token of his own.
+    let bob = Session::open(&h.url, Some(&token(&issuer, "bob", "ptc:eval").await)).await;
+    let reply = bob.call(1, WHO).await;
+    assert_eq!(structured(&reply)["result"], true, "{reply}");
+    let last = who.seen.lock().unwrap().last().unwrap().clone();
+    assert_eq!(claims(last.strip_prefix("Bearer ").unwrap())["sub"], "bob");
+    assert_eq!(up.exchanges().made(), 2);
+
+    // Exchanged tokens live 2 s here, and are used until 1 s before they expire: alice's is
+    // exchanged again once it is that old (polled, bounded).
+    let mut exchanged_again = false;
+    for id in 2..200 {
+        assert_eq!(structured(&alice.call(id, WHO).await)["result"], true);
+        if up.exchanges().made() == 3 {
+            exchanged_again = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(
+        exchanged_again,
+        "the cached token expired and was exchanged again"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_caller_without_a_token_to_exchange_is_told_so_and_nothing_is_sent() {
+    let Some(issuer) = start_issuer() else { return };
+    let who = who_am_i().await;
+    let up = who_upstreams(
+        "no-token",
+        &who.base,
+        json!({"source": "caller_token_exchange", "token_endpoint": issuer.token_endpoint(),
+            "audience": "https://who.example.com",
+            "client_id": ptc_tests::issuer::client().0, "client_secret": "exchange-client"}),
+    )
+    .await;
+    // `eval` and stdio run as the local operator, who has no OAuth token.
+    let ev = Evaluator::new(up, tokio::runtime::Handle::current(), EvalLimits::default()).unwrap();
+    let outcome = ev
+        .eval(
+            ptc_core::server::EvalRequest {
+                program: "(tool/call 'who/whoami {})".into(),
+                ..Default::default()
+            },
+            Default::default(),
+        )
+        .await;
+    let value = outcome.result.unwrap().json.unwrap();
+    assert_eq!(value["reason"], "auth_failed", "{value}");
+    assert_eq!(
+        value["message"],
+        "who/whoami: credential `as-caller` exchanges the caller's token, but the caller \
+         `local` has none (it did not authenticate with OAuth)"
+    );
+    assert!(who.seen.lock().unwrap().is_empty(), "nothing was sent");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_per_caller_file_is_read_for_its_caller_and_star_for_the_rest() {
+    let Some(issuer) = start_issuer() else { return };
+    let who = who_am_i().await;
+    let dir = std::env::temp_dir().join(format!("ptc-identity-files-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("alice.token"), "alice-upstream-token\n").unwrap();
+    std::fs::write(dir.join("others.token"), "shared-upstream-token").unwrap();
+    let up = who_upstreams(
+        "files",
+        &who.base,
+        json!({"source": "per_caller", "files": {
+            "alice": dir.join("alice.token"), "*": dir.join("others.token")}}),
+    )
+    .await;
+    let h = host(&issuer, &[], None, up).await;
+    for (who_calls, expected) in [
+        ("alice", "Bearer alice-upstream-token"),
+        ("bob", "Bearer shared-upstream-token"),
+    ] {
+        let s = Session::open(&h.url, Some(&token(&issuer, who_calls, "").await)).await;
+        let reply = s.call(1, WHO).await;
+        assert_eq!(structured(&reply)["result"], true, "{reply}");
+        assert_eq!(who.seen.lock().unwrap().last().unwrap(), expected);
+    }
+    // The per-caller secret is masked like any other if an answer carries it.
+    let s = Session::open(&h.url, Some(&token(&issuer, "alice", "").await)).await;
+    let reply = s.call(2, "(str \"alice-upstream-token\")").await;
+    assert_eq!(structured(&reply)["result"], "[REDACTED]", "{reply}");
+}

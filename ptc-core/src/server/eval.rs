@@ -394,6 +394,7 @@ impl Evaluator {
             self.runtime.clone(),
             self.limits.budgets(),
             approver.unwrap_or_else(|| Arc::new(crate::approval::Nobody)),
+            req.caller.clone(),
             grant,
         ));
         let mut interp = Interpreter::with_host(self.limits.lisp_limits(), host.clone());

@@ -7,10 +7,19 @@ use serde_json::Value;
 use super::Secrets;
 use super::fields::{Cx, Fields};
 use crate::diagnostic::pointer_join;
-use crate::plan::{CredentialBinding, CredentialSource, ExecSource, SchemeHint};
+use crate::plan::{
+    CredentialBinding, CredentialSource, ExecSource, SchemeHint, TokenExchangeSource,
+};
 use crate::suggest::did_you_mean;
 
-const SOURCES: [&str; 4] = ["env", "file", "literal", "exec"];
+const SOURCES: [&str; 6] = [
+    "env",
+    "file",
+    "literal",
+    "exec",
+    "caller_token_exchange",
+    "per_caller",
+];
 
 pub(super) fn parse_all(
     cx: &mut Cx,
@@ -42,7 +51,134 @@ pub(super) fn parse_all(
         }
     }
     out.sort_by(|a, b| a.name.cmp(&b.name));
+    check_client_secrets(cx, pointer, &out);
     out
+}
+
+/// A token exchange's client secret is a binding of its own, read the usual way: not one that
+/// depends on the caller (the host authenticates as itself).
+fn check_client_secrets(cx: &mut Cx, pointer: &str, bindings: &[CredentialBinding]) {
+    for b in bindings {
+        let CredentialSource::CallerTokenExchange(x) = &b.source else {
+            continue;
+        };
+        let at = pointer_join(&pointer_join(pointer, &b.name), "client_secret");
+        match bindings.iter().find(|c| c.name == x.client_secret) {
+            None => {
+                let names = bindings.iter().map(|c| c.name.as_str());
+                cx.error(
+                    &at,
+                    format!(
+                        "names unknown credential binding `{}`{}",
+                        x.client_secret,
+                        did_you_mean(&x.client_secret, names)
+                    ),
+                    Some(
+                        "define the host's client secret as a binding of its own, e.g. \
+                         {\"source\": \"file\", \"path\": \"/run/secrets/exchange-client\"}"
+                            .into(),
+                    ),
+                );
+            }
+            Some(c) if c.source.is_per_caller() => cx.error(
+                &at,
+                format!(
+                    "`{}` depends on the caller; the client secret is the host's own",
+                    x.client_secret
+                ),
+                Some("read it from an env, file, exec or literal binding".into()),
+            ),
+            Some(_) => {}
+        }
+    }
+}
+
+/// `{"source": "caller_token_exchange", "token_endpoint", "audience"?, "resource"?, "scope"?,
+/// "client_id", "client_secret"}`.
+fn exchange(cx: &mut Cx, f: &mut Fields) -> Option<TokenExchangeSource> {
+    let endpoint = f.required_string(
+        cx,
+        "token_endpoint",
+        "give the authorization server's token endpoint, e.g. \"https://auth.example.com/token\"",
+    );
+    let audience = f.string(cx, "audience").map(str::to_string);
+    let resource = f.string(cx, "resource").map(str::to_string);
+    let scope = f.string(cx, "scope").map(str::to_string);
+    let client_id = f.required_string(cx, "client_id", "give the host's client id");
+    let client_secret = f.required_string(
+        cx,
+        "client_secret",
+        "name the binding that holds the host's client secret",
+    );
+    if audience.is_none() && resource.is_none() {
+        cx.error(
+            &f.at("audience"),
+            "a token exchange needs `audience` or `resource`: the upstream the token is for",
+            Some("e.g. \"audience\": \"https://observatory.example.com\"".into()),
+        );
+    }
+    let endpoint = endpoint?;
+    if let Some(problem) = endpoint_problem(endpoint) {
+        cx.error(&f.at("token_endpoint"), problem, None);
+        return None;
+    }
+    Some(TokenExchangeSource {
+        token_endpoint: endpoint.to_string(),
+        audience: audience.clone(),
+        resource: resource.clone(),
+        scope,
+        client_id: client_id?.to_string(),
+        client_secret: client_secret?.to_string(),
+    })
+    .filter(|_| audience.is_some() || resource.is_some())
+}
+
+/// The caller's token travels to the token endpoint: https, or http on loopback only.
+fn endpoint_problem(endpoint: &str) -> Option<String> {
+    let Ok(url) = url::Url::parse(endpoint) else {
+        return Some(format!("`token_endpoint` `{endpoint}` is not a URL"));
+    };
+    let loopback = match url.host() {
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        Some(url::Host::Domain(d)) => d == "localhost",
+        None => false,
+    };
+    match url.scheme() {
+        "https" => None,
+        "http" if loopback => None,
+        _ => Some(format!(
+            "`token_endpoint` `{endpoint}` must use https:// (http:// only on a loopback \
+             address): callers' tokens travel to it"
+        )),
+    }
+}
+
+/// `{"source": "per_caller", "files": {"<subject>": "<path>", "*": "<path>"}}`.
+fn per_caller(cx: &mut Cx, f: &mut Fields, base_dir: &Path) -> Option<CredentialSource> {
+    let at = f.at("files");
+    let Some(files) = f.string_map(cx, "files") else {
+        cx.error(
+            &at,
+            "`files` is required: map each caller's subject (or \"*\") to its secret file",
+            Some("e.g. \"files\": {\"alice\": \"/run/secrets/alice\", \"*\": \"/run/secrets/others\"}".into()),
+        );
+        return None;
+    };
+    if files.is_empty() {
+        cx.error(
+            &at,
+            "`files` is empty: no caller would get a credential",
+            None,
+        );
+        return None;
+    }
+    Some(CredentialSource::PerCaller {
+        files: files
+            .into_iter()
+            .map(|(who, path)| (who.to_string(), crate::paths::resolve(base_dir, path)))
+            .collect(),
+    })
 }
 
 /// `{"source": "exec", "command", "args", "env", "timeout_ms", "cache_ttl_ms"}`.
@@ -126,7 +262,7 @@ fn parse_one(
     let source = f.required_string(
         cx,
         "source",
-        "set \"source\" to \"env\", \"file\", \"exec\" or \"literal\"",
+        "set \"source\" to \"env\", \"file\", \"exec\", \"literal\", \"caller_token_exchange\" or \"per_caller\"",
     );
     let scheme_hint = match f.string(cx, "scheme_hint") {
         None => None,
@@ -186,6 +322,8 @@ fn parse_one(
                 CredentialSource::Literal
             }),
         "exec" => exec(cx, &mut f, base_dir).map(CredentialSource::Exec),
+        "caller_token_exchange" => exchange(cx, &mut f).map(CredentialSource::CallerTokenExchange),
+        "per_caller" => per_caller(cx, &mut f, base_dir),
         other => {
             cx.error(
                 &f.at("source"),
@@ -193,7 +331,11 @@ fn parse_one(
                     "credential `{name}` has unknown source `{other}`{}",
                     did_you_mean(other, SOURCES)
                 ),
-                Some("use \"env\", \"file\", \"exec\" or \"literal\"".into()),
+                Some(
+                    "use \"env\", \"file\", \"exec\", \"literal\", \"caller_token_exchange\" or \
+                     \"per_caller\""
+                        .into(),
+                ),
             );
             None
         }

@@ -104,6 +104,13 @@ pub(super) fn parse_webhook(
         None => Vec::new(),
     };
     let static_headers = parse_static_headers(cx, &mut f, &auth);
+    refuse_per_caller(
+        cx,
+        &f.at("auth"),
+        &auth,
+        credentials,
+        "the approval webhook",
+    );
     let http = HttpSettings {
         auth,
         static_headers,
@@ -354,6 +361,33 @@ fn parse_auth(
         out.push(emitter);
     }
     out
+}
+
+/// Refuses credentials that depend on the caller where one connection serves every caller (an
+/// MCP server's session, the approval webhook): only an OpenAPI request is made for one caller.
+pub(super) fn refuse_per_caller(
+    cx: &mut Cx,
+    pointer: &str,
+    auth: &[AuthEmitter],
+    credentials: &[CredentialBinding],
+    what: &str,
+) {
+    for (i, e) in auth.iter().enumerate() {
+        let per_caller = credentials
+            .iter()
+            .any(|c| c.name == e.binding() && c.source.is_per_caller());
+        if per_caller {
+            cx.error(
+                &pointer_join(&pointer_join(pointer, &i.to_string()), "binding"),
+                format!(
+                    "credential `{}` depends on the caller, but {what} serves every caller over \
+                     one connection",
+                    e.binding()
+                ),
+                Some("use it on an OpenAPI upstream, whose requests are made per caller".into()),
+            );
+        }
+    }
 }
 
 fn check_binding(

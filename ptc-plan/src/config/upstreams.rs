@@ -394,6 +394,13 @@ fn parse_mcp_http(
     credentials: &[CredentialBinding],
 ) -> Option<McpHttpPlan> {
     let http = http::parse_settings(cx, f, credentials);
+    http::refuse_per_caller(
+        cx,
+        &f.at("auth"),
+        &http.auth,
+        credentials,
+        "an MCP upstream",
+    );
     let handshake_timeout_ms = f.positive(cx, "handshake_timeout_ms", DEFAULT_HANDSHAKE_TIMEOUT_MS);
     let tools = parse_mcp_tools(cx, f);
     let url = f.required_string(
