@@ -36,8 +36,14 @@ impl Drop for Killed {
 }
 
 fn replica(id: &str) -> (Killed, String) {
+    replica_with(&["--replica-id", id])
+}
+
+/// A replica started with `args` after `serve --http 127.0.0.1:0`.
+fn replica_with(args: &[&str]) -> (Killed, String) {
     let mut child = Command::new(BIN)
-        .args(["serve", "--http", "127.0.0.1:0", "--replica-id", id])
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -57,45 +63,45 @@ fn replica(id: &str) -> (Killed, String) {
     (Killed(child), addr)
 }
 
-/// The ```nginx block of docs/operations.md.
-fn documented_nginx() -> String {
+/// The `n`th (from 0) ```nginx block of docs/operations.md.
+fn documented_nginx(n: usize) -> String {
     let doc = std::fs::read_to_string(root().join("docs/operations.md")).unwrap();
     let start = doc
-        .find("```nginx\n")
-        .expect("operations.md has an nginx block")
+        .match_indices("```nginx\n")
+        .nth(n)
+        .unwrap_or_else(|| panic!("operations.md has nginx block {n}"))
+        .0
         + 9;
     let end = start + doc[start..].find("```").unwrap();
     doc[start..end].to_string()
 }
 
-#[test]
-fn two_replicas_behind_nginx_serve_an_mcp_clients_evals() {
-    let Some(nginx) = find_nginx() else {
-        return ptc_tests::skip(
-            "nginx is not installed (Debian package nginx; .ci/run installs it)",
-        );
-    };
-    let python = root().join("fixtures/host-clients/.venv/bin/python");
-    if !python.exists() {
-        return ptc_tests::skip(&format!(
-            "the Python mcp client is not installed at {} (run the install lines of .ci/run)",
-            python.display()
-        ));
+/// nginx running `block` (its replica and front addresses replaced by these), until dropped.
+struct Nginx {
+    _process: Killed,
+    dir: PathBuf,
+    front: String,
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
-    let (_a, addr_a) = replica("r1");
-    let (_b, addr_b) = replica("r2");
+}
+
+fn nginx(binary: &Path, block: &str, addr_a: &str, addr_b: &str, name: &str) -> Nginx {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
         .port();
     let front = format!("127.0.0.1:{port}");
-    let block = documented_nginx()
-        .replace("127.0.0.1:7401", &addr_a)
-        .replace("127.0.0.1:7402", &addr_b)
+    let block = block
+        .replace("127.0.0.1:7401", addr_a)
+        .replace("127.0.0.1:7402", addr_b)
         .replace("127.0.0.1:7332", &front);
-    assert!(block.contains(&addr_a) && block.contains(&addr_b) && block.contains(&front));
-    let dir = std::env::temp_dir().join(format!("ptc-nginx-{}", std::process::id()));
+    assert!(block.contains(addr_a) && block.contains(addr_b) && block.contains(&front));
+    let dir = std::env::temp_dir().join(format!("ptc-nginx-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let d = dir.display();
     let conf = format!(
@@ -107,8 +113,8 @@ fn two_replicas_behind_nginx_serve_an_mcp_clients_evals() {
     );
     let conf_path = dir.join("nginx.conf");
     std::fs::write(&conf_path, conf).unwrap();
-    let _nginx = Killed(
-        Command::new(&nginx)
+    let process = Killed(
+        Command::new(binary)
             .arg("-p")
             .arg(&dir)
             .arg("-c")
@@ -128,6 +134,56 @@ fn two_replicas_behind_nginx_serve_an_mcp_clients_evals() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
+    Nginx {
+        _process: process,
+        dir,
+        front,
+    }
+}
+
+/// Runs the Python MCP client on `spec`; its output (the calls' results).
+fn client(python: &Path, spec: &Value) -> Value {
+    let out = Command::new(python)
+        .arg(root().join("fixtures/host-clients/client.py"))
+        .arg(spec.to_string())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{spec}\nstdout:\n{stdout}\nstderr:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(stdout.lines().last().unwrap()).unwrap()
+}
+
+/// The `result` of each call in a client's output.
+fn results(out: &Value) -> Vec<Value> {
+    out["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["structured"]["result"].clone())
+        .collect()
+}
+
+#[test]
+fn two_replicas_behind_nginx_serve_an_mcp_clients_evals() {
+    let Some(nginx_bin) = find_nginx() else {
+        return ptc_tests::skip(
+            "nginx is not installed (Debian package nginx; .ci/run installs it)",
+        );
+    };
+    let python = root().join("fixtures/host-clients/.venv/bin/python");
+    if !python.exists() {
+        return ptc_tests::skip(&format!(
+            "the Python mcp client is not installed at {} (run the install lines of .ci/run)",
+            python.display()
+        ));
+    }
+    let (_a, addr_a) = replica("r1");
+    let (_b, addr_b) = replica("r2");
+    let front = nginx(&nginx_bin, &documented_nginx(0), &addr_a, &addr_b, "routed");
     let programs = json!([
         {"program": "(+ 1 2)"},
         {"program": "(count (dir 'observatory))"},
@@ -136,31 +192,63 @@ fn two_replicas_behind_nginx_serve_an_mcp_clients_evals() {
     // Round-robin sends the `initialize` of successive legacy clients to alternate replicas, so
     // three of them open sessions on both; each session's later requests must reach its own.
     for mode in ["legacy", "legacy", "legacy", "auto"] {
-        let spec = json!({"transport": "http", "url": format!("http://{front}/mcp"),
+        let spec = json!({"transport": "http", "url": format!("http://{}/mcp", front.front),
                           "mode": mode, "programs": programs});
-        let out = Command::new(&python)
-            .arg(root().join("fixtures/host-clients/client.py"))
-            .arg(spec.to_string())
-            .output()
-            .unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            out.status.success(),
-            "mode {mode}\nstdout:\n{stdout}\nstderr:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let v: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
-        let results: Vec<&Value> = v["calls"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|c| &c["structured"]["result"])
-            .collect();
+        let v = client(&python, &spec);
         assert_eq!(
-            results,
-            [&json!(3), &json!(8), &json!(9)],
+            results(&v),
+            [json!(3), json!(8), json!(9)],
             "mode {mode}: {v}"
         );
     }
-    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn replicas_with_sessions_share_them_through_redis_behind_round_robin() {
+    let Some(nginx_bin) = find_nginx() else {
+        return ptc_tests::skip(
+            "nginx is not installed (Debian package nginx; .ci/run installs it)",
+        );
+    };
+    let python = root().join("fixtures/host-clients/.venv/bin/python");
+    if !python.exists() {
+        return ptc_tests::skip(&format!(
+            "the Python mcp client is not installed at {} (run the install lines of .ci/run)",
+            python.display()
+        ));
+    }
+    let Some(redis) = ptc_tests::redis::start() else {
+        return;
+    };
+    let args = ["--stateless", "--sessions", "--session-store", &redis.url];
+    let (_a, addr_a) = replica_with(&args);
+    let (_b, addr_b) = replica_with(&args);
+    let call = |url: &str, programs: Value| {
+        let spec = json!({"transport": "http", "url": url, "mode": "auto", "programs": programs});
+        results(&client(&python, &spec))
+    };
+    // Defined through one replica, used through the other: the state is in Redis.
+    let defined = call(
+        &format!("http://{addr_a}/mcp"),
+        json!([{"program": "(def x 41) (defn twice [v] (* 2 v)) :ok", "session": "inv"}]),
+    );
+    assert_eq!(defined, [json!("ok")]);
+    let used = call(
+        &format!("http://{addr_b}/mcp"),
+        json!([{"program": "(twice (inc x))", "session": "inv"}]),
+    );
+    assert_eq!(used, [json!(84)]);
+    // Behind the documented round-robin block, a session's programs go to either replica.
+    let front = nginx(
+        &nginx_bin,
+        &documented_nginx(1),
+        &addr_a,
+        &addr_b,
+        "sessions",
+    );
+    let programs: Vec<Value> = (0..6)
+        .map(|_| json!({"program": "(def x (inc x)) x", "session": "inv"}))
+        .collect();
+    let counted = call(&format!("http://{}/mcp", front.front), json!(programs));
+    assert_eq!(counted, (42..48).map(|n| json!(n)).collect::<Vec<_>>());
 }

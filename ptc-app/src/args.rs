@@ -275,11 +275,64 @@ pub struct ServeArgs {
     #[arg(long, value_name = "FILE", env = "PTC_POLICY")]
     pub policy: Option<PathBuf>,
     #[command(flatten)]
+    pub sessions: SessionArgs,
+    #[command(flatten)]
     pub limits: LimitArgs,
     #[command(flatten)]
     pub overrides: OverrideArgs,
     #[command(flatten)]
     pub log: LogArgs,
+}
+
+/// Sessions: definitions kept between `lisp_eval` calls (see docs/operations.md).
+#[derive(clap::Args, Clone, Debug)]
+pub struct SessionArgs {
+    /// Keep each session's definitions (def, defn) for its later programs. Off by default:
+    /// every program starts from nothing.
+    #[arg(long)]
+    pub sessions: bool,
+    /// Where sessions live: `memory` (this process), or a Redis URL (redis://host:6379/0) that
+    /// several replicas share.
+    #[arg(
+        long,
+        value_name = "STORE",
+        env = "PTC_SESSION_STORE",
+        default_value = "memory",
+        requires = "sessions"
+    )]
+    pub session_store: String,
+    /// How long an unused session is kept, in seconds.
+    #[arg(
+        long,
+        value_name = "SECS",
+        default_value_t = 1800,
+        requires = "sessions"
+    )]
+    pub session_ttl_secs: u64,
+    /// Largest state a session keeps, in bytes (past it the session keeps what it had).
+    #[arg(long, value_name = "BYTES", default_value_t = 1 << 20, requires = "sessions")]
+    pub session_max_bytes: usize,
+}
+
+impl SessionArgs {
+    /// The session options, or `None` when sessions are off.
+    pub fn options(&self) -> Result<Option<ptc_core::server::session_run::SessionOptions>, String> {
+        if !self.sessions {
+            return Ok(None);
+        }
+        if self.session_ttl_secs == 0 {
+            return Err("--session-ttl-secs must be at least 1".into());
+        }
+        if self.session_max_bytes == 0 {
+            return Err("--session-max-bytes must be at least 1".into());
+        }
+        let store = ptc_core::server::state::open(&self.session_store)
+            .map_err(|e| format!("--session-store: {e}"))?;
+        let mut o = ptc_core::server::session_run::SessionOptions::new(store);
+        o.ttl = Duration::from_secs(self.session_ttl_secs);
+        o.max_bytes = self.session_max_bytes;
+        Ok(Some(o))
+    }
 }
 
 /// `repl`: an interactive PTC-Lisp session against the upstreams.

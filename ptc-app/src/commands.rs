@@ -62,6 +62,7 @@ pub fn serve(name: &str, source: PlanSource, args: ServeArgs) -> ExitCode {
             Some(p) => Some(ptc_core::policy::Policy::load(p).map_err(|e| (2, e))?),
             None => None,
         };
+        let sessions = args.sessions.options().map_err(|e| (2, e))?;
         let upstreams = start::upstreams(&source, &args.overrides)
             .await
             .map_err(|e| (2, e))?;
@@ -74,6 +75,9 @@ pub fn serve(name: &str, source: PlanSource, args: ServeArgs) -> ExitCode {
         evaluator.set_reload(start::reload(source.clone(), args.overrides.clone()));
         if let Some(p) = policy {
             evaluator.set_policy(p);
+        }
+        if let Some(s) = sessions {
+            evaluator.set_sessions(s);
         }
         refresh_on_sighup(evaluator.clone(), name.to_string());
         let served = match http {

@@ -3,6 +3,7 @@
 //! runs cargo.
 
 pub mod issuer;
+pub mod redis;
 
 use std::io::Write;
 use std::path::PathBuf;

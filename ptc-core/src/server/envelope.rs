@@ -38,12 +38,13 @@ fn prints_json(prints: &str) -> Json {
 /// The MCP result for `outcome`, rendering at most `max_output_bytes` of text.
 pub fn to_result(outcome: &EvalOutcome, max_output_bytes: usize) -> CallToolResult {
     let mut r = content(outcome, max_output_bytes);
-    if let Some(s) = r
-        .structured_content
-        .as_mut()
-        .filter(|_| !outcome.caller.is_empty())
-    {
-        s["caller"] = json!(outcome.caller);
+    if let Some(s) = r.structured_content.as_mut() {
+        if !outcome.caller.is_empty() {
+            s["caller"] = json!(outcome.caller);
+        }
+        if let Some(session) = &outcome.session {
+            s["session"] = json!(session);
+        }
     }
     r
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use ptc_lisp::{Interpreter, LispError, Value};
+use ptc_lisp::{Interpreter, LispError, SessionState, Value};
 use serde_json::{Map, Value as Json};
 use tokio::sync::{Notify, OwnedSemaphorePermit};
 use tokio_util::sync::CancellationToken;
@@ -23,6 +23,7 @@ use crate::server::options::EvalLimits;
 use crate::server::outcome::{EvalError, EvalOutcome, EvalRequest, EvalValue};
 use crate::server::refresh::{self, CatalogDiff, Reload};
 use crate::server::rounds::Parked;
+use crate::server::session_run::{self, SessionOptions};
 use crate::server::workers::Workers;
 use crate::validate::{Patterns, Schema, check_args};
 
@@ -66,6 +67,8 @@ pub struct Evaluator {
     parked: Parked,
     /// What each caller may reach; everything when unset.
     policy: std::sync::OnceLock<Arc<Policy>>,
+    /// Where sessions keep their definitions; none kept when unset.
+    sessions: std::sync::OnceLock<SessionOptions>,
     /// Programs per minute per caller, under the policy's limits.
     pace: Pace,
 }
@@ -98,6 +101,7 @@ impl Evaluator {
             patterns: Patterns::default(),
             parked: Parked::default(),
             policy: std::sync::OnceLock::new(),
+            sessions: std::sync::OnceLock::new(),
             pace: Pace::default(),
         }))
     }
@@ -136,6 +140,16 @@ impl Evaluator {
         // The old upstreams (and their MCP servers) stop when the last evaluation using them
         // ends and drops them.
         Ok(diff)
+    }
+
+    /// Keeps sessions' definitions as `options` say (once; later calls are ignored).
+    pub fn set_sessions(&self, options: SessionOptions) {
+        let _ = self.sessions.set(options);
+    }
+
+    /// Whether sessions keep definitions.
+    pub fn keeps_sessions(&self) -> bool {
+        self.sessions.get().is_some()
     }
 
     /// Makes `policy` decide what each caller may reach (once; later calls are ignored).
@@ -378,6 +392,23 @@ impl Evaluator {
             Ok(g) => g,
             Err(e) => return EvalOutcome::refused(e),
         };
+        let opened = match (self.sessions.get(), &req.session) {
+            (Some(options), Some(name)) => {
+                match session_run::open(options, &req.caller.subject, name).await {
+                    Ok(o) => Some(o),
+                    Err(e) => return EvalOutcome::refused(e),
+                }
+            }
+            (None, Some(_)) => {
+                return EvalOutcome::refused(EvalError::host(
+                    "invalid_request",
+                    "this deployment keeps no sessions (its host runs without --sessions): \
+                     leave out `session`",
+                ));
+            }
+            _ => None,
+        };
+        let restore = opened.as_ref().map(|o| o.state.clone());
         let permits = match self.admit(until, &cancel).await {
             Ok(p) => p,
             Err(e) => return EvalOutcome::refused(e),
@@ -421,7 +452,7 @@ impl Evaluator {
                     _ = timer => ptc_lisp::Reason::Timeout,
                 }
             };
-            run(&for_run, &host, interp, &program, stop).await
+            run(&for_run, &host, interp, &program, restore, stop).await
         });
         let mut job = std::pin::pin!(job);
         let run = tokio::select! {
@@ -431,11 +462,15 @@ impl Evaluator {
                 job.await
             }
         };
-        let Some((result, prints, records)) = run else {
+        let Some((result, prints, records, after)) = run else {
             return EvalOutcome::refused(EvalError::host(
                 "internal_error",
                 "the evaluation stopped unexpectedly",
             ));
+        };
+        let session = match (opened, after) {
+            (Some(o), Some(after)) => Some(o.save(&after).await),
+            _ => None,
         };
         let redactor = upstreams.redactor();
         let result = match result {
@@ -466,6 +501,7 @@ impl Evaluator {
             records,
             duration: Duration::ZERO,
             caller: String::new(),
+            session,
         }
     }
 
@@ -502,14 +538,21 @@ impl Evaluator {
     }
 }
 
-type RunResult = (Result<Value, LispError>, String, RunRecords);
+type RunResult = (
+    Result<Value, LispError>,
+    String,
+    RunRecords,
+    Option<SessionState>,
+);
 
-/// The half on an evaluation thread: the pre-check, then the evaluation.
+/// The half on an evaluation thread: the pre-check, the session's definitions when it runs in
+/// one, then the evaluation; with what it leaves for the session.
 async fn run(
     upstreams: &Upstreams,
     host: &ProgramHost,
     mut interp: Interpreter,
     src: &str,
+    session: Option<SessionState>,
     stop: impl std::future::Future<Output = ptc_lisp::Reason>,
 ) -> RunResult {
     if let Err(problems) = crate::precheck::precheck(upstreams, src) {
@@ -517,7 +560,16 @@ async fn run(
             Err(crate::precheck::to_error(&problems)),
             String::new(),
             host.records(None),
+            None,
         );
+    }
+    let in_session = session.is_some();
+    if let Some(state) = session {
+        interp.enable_session(true);
+        if let Err(e) = interp.restore_session(&state) {
+            // Nothing is saved: the session keeps what it had.
+            return (Err(e), String::new(), host.records(None), None);
+        }
     }
     let result = interp.eval_async(src, stop).await;
     let prints = upstreams
@@ -525,7 +577,9 @@ async fn run(
         .redact(&interp.take_output())
         .into_owned();
     let records = host.records(result.as_ref().ok());
-    (result, prints, records)
+    // Definitions made before an error are kept too, as at a REPL.
+    let after = in_session.then(|| interp.session_state());
+    (result, prints, records, after)
 }
 
 fn lisp_error(e: &LispError, redactor: &crate::redact::Redactor) -> EvalError {

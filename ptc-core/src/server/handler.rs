@@ -59,10 +59,20 @@ pub fn parse_request(args: Option<Map<String, Value>>) -> Result<EvalRequest, St
             }
             ("output_schema", Value::Null) => {}
             ("output_schema", v) => req.output_schema = Some(v),
+            ("session", Value::Null) => {}
+            ("session", Value::String(s)) => {
+                crate::server::session_run::check_name(&s)?;
+                req.session = Some(s);
+            }
+            ("session", other) => {
+                return Err(format!(
+                    "`session` must be a string (its name), got {other}"
+                ));
+            }
             (other, _) => {
                 return Err(format!(
-                    "unknown argument `{other}`; lisp_eval takes program, context and \
-                     output_schema"
+                    "unknown argument `{other}`; lisp_eval takes program, context, \
+                     output_schema and session"
                 ));
             }
         }
@@ -128,6 +138,7 @@ impl ServerHandler for PtcServer {
         let req = match parse_request(request.arguments) {
             Ok(r) => EvalRequest {
                 caller: caller.clone(),
+                session: r.session.clone().or_else(|| self.default_session(&context)),
                 ..r
             },
             Err(m) => return Ok(refused(EvalError::host("invalid_request", m))),
@@ -193,6 +204,22 @@ fn caller(context: &RequestContext<RoleServer>) -> Arc<Caller> {
 }
 
 impl PtcServer {
+    /// The session a program runs in when it names none, where the deployment keeps sessions:
+    /// the MCP session over HTTP (none in stateless mode), the process's over stdio.
+    fn default_session(&self, context: &RequestContext<RoleServer>) -> Option<String> {
+        if !self.evaluator.keeps_sessions() {
+            return None;
+        }
+        match context.extensions.get::<axum::http::request::Parts>() {
+            Some(parts) => parts
+                .headers
+                .get("mcp-session-id")
+                .and_then(|v| v.to_str().ok())
+                .map(|id| format!("mcp-{id}")),
+            None => Some("stdio".into()),
+        }
+    }
+
     /// One request round of a conversation: the program's result, or the approval it waits for.
     async fn round(&self, conversation: rounds::Conversation) -> CallToolResponse {
         let keep = self.evaluator.limits().program_timeout + PARKED_GRACE;

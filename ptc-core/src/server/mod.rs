@@ -18,7 +18,9 @@ pub mod outcome;
 pub mod refresh;
 pub mod repl;
 mod rounds;
+pub mod session_run;
 pub mod sessions;
+pub mod state;
 pub mod tool;
 pub mod workers;
 

@@ -9,6 +9,7 @@ use serde_json::{Map, Value as Json};
 
 use crate::identity::Caller;
 use crate::records::RunRecords;
+use crate::server::session_run::SessionReport;
 
 /// What a client sent to `lisp_eval`.
 #[derive(Clone, Debug, Default)]
@@ -21,6 +22,9 @@ pub struct EvalRequest {
     pub output_schema: Option<Json>,
     /// Who sent it (the transport's authentication says; `local` by default).
     pub caller: Arc<Caller>,
+    /// The session whose definitions the program gets and leaves, when the deployment keeps
+    /// sessions.
+    pub session: Option<String>,
 }
 
 /// A successful program's value.
@@ -71,6 +75,8 @@ pub struct EvalOutcome {
     pub duration: Duration,
     /// The caller's subject (empty for a request refused before its caller was known).
     pub caller: String,
+    /// What the session kept, when the program ran in one.
+    pub session: Option<SessionReport>,
 }
 
 impl EvalOutcome {
@@ -82,6 +88,7 @@ impl EvalOutcome {
             records: RunRecords::new(Vec::new(), 0),
             duration: Duration::ZERO,
             caller: String::new(),
+            session: None,
         }
     }
 }

@@ -131,6 +131,12 @@ pub fn input_schema() -> serde_json::Map<String, serde_json::Value> {
             "output_schema": {
                 "type": "object",
                 "description": "A JSON Schema the result must satisfy"
+            },
+            "session": {
+                "type": "string",
+                "description": "Where the deployment keeps sessions: the name under which this \
+                    program's definitions (def, defn) are kept for later programs that give the \
+                    same name. Over a stateful connection its own session is used by default"
             }
         },
         "required": ["program"],

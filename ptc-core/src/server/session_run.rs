@@ -1,0 +1,207 @@
+//! An evaluation in a session: the definitions its session kept are loaded before the program
+//! runs and what it leaves is saved after, in the deployment's [`StateStore`] (memory, or Redis
+//! shared by replicas), under the caller's subject and the session's name, so no caller reaches
+//! another's state.
+//!
+//! The program sees nothing of this but its definitions and `session/vars`/`session/forget`;
+//! the reply says what was kept (`session` in the structured content).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ptc_lisp::SessionState;
+use serde::Serialize;
+
+use crate::server::outcome::EvalError;
+use crate::server::state::{StateKey, StateStore};
+
+/// Longest session name a client may give.
+pub const MAX_NAME_CHARS: usize = 128;
+
+/// How the deployment keeps sessions (`--sessions`).
+#[derive(Clone)]
+pub struct SessionOptions {
+    /// Where state lives.
+    pub store: Arc<dyn StateStore>,
+    /// How long a session unused is kept.
+    pub ttl: Duration,
+    /// Largest saved state, in bytes.
+    pub max_bytes: usize,
+}
+
+impl SessionOptions {
+    /// Sessions in `store`, kept 30 minutes unused, at most 1 MiB each.
+    pub fn new(store: Arc<dyn StateStore>) -> Self {
+        SessionOptions {
+            store,
+            ttl: Duration::from_secs(30 * 60),
+            max_bytes: 1 << 20,
+        }
+    }
+}
+
+impl std::fmt::Debug for SessionOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionOptions")
+            .field("store", &self.store.describe())
+            .field("ttl", &self.ttl)
+            .field("max_bytes", &self.max_bytes)
+            .finish()
+    }
+}
+
+/// A session name a client gave: 1 to 128 of letters, digits, `.`, `_`, `-`.
+pub fn check_name(name: &str) -> Result<(), String> {
+    let n = name.chars().count();
+    if n == 0 || n > MAX_NAME_CHARS {
+        return Err(format!(
+            "`session` must be 1 to {MAX_NAME_CHARS} characters, got {n}"
+        ));
+    }
+    if let Some(c) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
+    {
+        return Err(format!(
+            "`session` may hold letters, digits, `.`, `_` and `-`, not {c:?}"
+        ));
+    }
+    Ok(())
+}
+
+/// One evaluation's session: where its state is and what was in it.
+pub(crate) struct Opened {
+    options: SessionOptions,
+    key: StateKey,
+    /// What the session held when the program started.
+    pub(crate) state: SessionState,
+}
+
+/// What the reply says of the session.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SessionReport {
+    /// The session's name.
+    pub name: String,
+    /// Definitions kept for the next program.
+    pub kept: Vec<String>,
+    /// Definitions that cannot be kept, and why.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub not_kept: Vec<NotKept>,
+    /// Bytes of the saved state.
+    pub bytes: usize,
+    /// Whether the state was saved; when not, why (the session keeps what it had).
+    pub saved: bool,
+    /// Why it was not saved.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// A definition the session could not keep.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct NotKept {
+    /// Its name.
+    pub name: String,
+    /// Why.
+    pub why: String,
+}
+
+/// Loads `caller`'s session `name`: its state (empty when new or expired), or the refusal when
+/// the store cannot be reached or holds state this host cannot read. The program must not run
+/// without the state it expects: it would fail on names it defined, for a reason it cannot see.
+pub(crate) async fn open(
+    options: &SessionOptions,
+    caller: &str,
+    name: &str,
+) -> Result<Opened, EvalError> {
+    let key = StateKey::new(caller, name);
+    let bytes = options.store.load(&key, options.ttl).await.map_err(|e| {
+        EvalError::host(
+            "session_unavailable",
+            format!("{e}; the program did not run"),
+        )
+    })?;
+    let state = match bytes {
+        None => SessionState::default(),
+        Some(b) => SessionState::decode(&b).map_err(|e| {
+            EvalError::host(
+                "session_unreadable",
+                format!(
+                    "the state of session `{name}` cannot be read by this host: {e}; the program \
+                     did not run"
+                ),
+            )
+        })?,
+    };
+    Ok(Opened {
+        options: options.clone(),
+        key,
+        state,
+    })
+}
+
+impl Opened {
+    /// Saves `after` (what the program left) and says what was kept. Nothing is saved when it
+    /// is past the size limit or the store fails: the session keeps what it had.
+    pub(crate) async fn save(self, after: &SessionState) -> SessionReport {
+        let bytes = after.encode();
+        let mut report = SessionReport {
+            name: self.key.session.clone(),
+            kept: after.names().map(str::to_string).collect(),
+            not_kept: after
+                .not_kept()
+                .map(|(name, why)| NotKept {
+                    name: name.to_string(),
+                    why: why.to_string(),
+                })
+                .collect(),
+            bytes: bytes.len(),
+            saved: false,
+            error: None,
+        };
+        if bytes.len() > self.options.max_bytes {
+            report.error = Some(format!(
+                "the definitions take {} bytes, more than the session's limit of {}; the session \
+                 keeps what it had (forget large ones with (session/forget 'name))",
+                bytes.len(),
+                self.options.max_bytes
+            ));
+            return report;
+        }
+        match self
+            .options
+            .store
+            .save(&self.key, bytes, self.options.ttl)
+            .await
+        {
+            Ok(()) => report.saved = true,
+            Err(e) => report.error = Some(e.to_string()),
+        }
+        report
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_names_at_their_limits() {
+        assert!(check_name("a").is_ok());
+        assert!(check_name(&"a".repeat(MAX_NAME_CHARS)).is_ok());
+        assert_eq!(
+            check_name(&"a".repeat(MAX_NAME_CHARS + 1)).unwrap_err(),
+            "`session` must be 1 to 128 characters, got 129"
+        );
+        assert_eq!(
+            check_name("").unwrap_err(),
+            "`session` must be 1 to 128 characters, got 0"
+        );
+        assert!(check_name("Investigation-2026_12.04").is_ok());
+        assert_eq!(
+            check_name("a b").unwrap_err(),
+            "`session` may hold letters, digits, `.`, `_` and `-`, not ' '"
+        );
+        assert!(check_name("é").is_err());
+        assert!(check_name("a/b").is_err());
+    }
+}
