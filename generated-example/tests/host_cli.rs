@@ -208,3 +208,103 @@ fn a_compiled_deployment_refuses_a_catalog_refresh() {
     );
     assert!(host.child.try_wait().unwrap().is_none(), "the host goes on");
 }
+
+/// POSTs a JSON-RPC `msg` to `url` with `token` and the legacy session `id`; the status, the
+/// session id it answers with, and the body.
+async fn post(
+    url: &str,
+    token: &str,
+    id: Option<&str>,
+    msg: serde_json::Value,
+) -> (u16, Option<String>, String) {
+    let mut req = ptc_tests::issuer::http_client()
+        .post(url)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .header("mcp-protocol-version", "2025-11-25")
+        .bearer_auth(token)
+        .body(msg.to_string());
+    if let Some(id) = id {
+        req = req.header("mcp-session-id", id);
+    }
+    let r = req.send().await.unwrap();
+    let session = r
+        .headers()
+        .get("mcp-session-id")
+        .map(|v| v.to_str().unwrap().to_string());
+    (r.status().as_u16(), session, r.text().await.unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oauth_host_logs_its_callers_and_never_their_tokens() {
+    let Some(issuer) = ptc_tests::issuer::start(&[]) else {
+        return;
+    };
+    let aud = "http://127.0.0.1/canary/mcp";
+    let mut host = ptc_tests::HostProcess::serve(
+        BIN,
+        &[
+            "--log-format",
+            "json",
+            "--oauth-issuer",
+            &issuer.url,
+            "--oauth-audience",
+            aud,
+        ],
+    );
+    let url = format!("http://{}/mcp", host.addr);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let good = issuer
+        .mint(serde_json::json!({"claims": {"sub": "canary-caller", "aud": aud}}))
+        .await;
+    let expired = issuer
+        .mint(serde_json::json!({"claims": {"sub": "x", "aud": aud, "exp": now - 3600}}))
+        .await;
+    let wrong_audience = issuer
+        .mint(serde_json::json!({"claims": {"sub": "x", "aud": "https://elsewhere"}}))
+        .await;
+    let init = serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "canary", "version": "1"}}});
+    for bad in [&expired, &wrong_audience] {
+        let (status, _, body) = post(&url, bad, None, init.clone()).await;
+        assert_eq!(status, 401, "{body}");
+    }
+    let (status, id, _) = post(&url, &good, None, init).await;
+    assert_eq!(status, 200);
+    let id = id.unwrap();
+    let note = serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    post(&url, &good, Some(&id), note).await;
+    let call = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "lisp_eval", "arguments": {"program": "(+ 1 2)"}}});
+    let (status, _, body) = post(&url, &good, Some(&id), call).await;
+    assert_eq!(status, 200);
+    assert!(body.contains("\"caller\":\"canary-caller\""), "{body}");
+    assert!(!body.contains(&good));
+    // Everything the host logged (the audit line was written before the reply), to its end.
+    let _ = host.child.kill();
+    let logged: Vec<String> = host.lines.by_ref().map_while(Result::ok).collect();
+    let audit = logged
+        .iter()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|v| v["target"] == "ptc::audit")
+        .expect("an audit line");
+    assert_eq!(audit["caller"], "canary-caller", "{audit}");
+    let logged = logged.join("\n");
+    assert!(logged.contains("token refused"), "{logged}");
+    for token in [&good, &expired, &wrong_audience] {
+        assert!(
+            !logged.contains(token.as_str()),
+            "a token in the log:\n{logged}"
+        );
+        // Not even its signature, the part that makes it usable.
+        let signature = token.rsplit('.').next().unwrap();
+        assert!(
+            !logged.contains(signature),
+            "a signature in the log:\n{logged}"
+        );
+    }
+}

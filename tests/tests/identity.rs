@@ -335,7 +335,12 @@ async fn observatory(name: &str) -> Bed {
             api.base_url = format!("http://{addr}");
         }
     }
-    let up = Upstreams::start(loaded.plan, loaded.secrets, StartOptions::default())
+    // The write gate is open: the policy, not the gate, decides who may write here.
+    let options = StartOptions {
+        writes: ptc_core::WriteGate::Open,
+        ..StartOptions::default()
+    };
+    let up = Upstreams::start(loaded.plan, loaded.secrets, options)
         .await
         .unwrap();
     Bed {
@@ -347,6 +352,7 @@ async fn observatory(name: &str) -> Bed {
 
 const POLICY: &str = r#"{"rules": [
     {"name": "sre", "callers": {"groups": ["sre"]}, "tools": ["*"], "writes": true},
+    {"name": "readers", "callers": {"groups": ["readers"]}, "tools": ["observatory/*"]},
     {"name": "agents", "callers": {"scopes": ["ptc:eval"]},
      "tools": ["observatory/list-*", "observatory/get-trace"],
      "except": ["observatory/list-errors"],
@@ -446,6 +452,29 @@ async fn the_policy_decides_what_each_caller_reaches_and_sees() {
         )
         .await;
     assert_eq!(structured(&reply)["result"], true, "{reply}");
+
+    // A rule without `writes` lets its callers read everything and write nothing: refused
+    // before any approval is asked or request sent.
+    let annotate = "(tool/call 'observatory/annotate-trace {:org-id \"org_acme\" :id \"t\" \
+                    :body {:label \"n\"}})";
+    let reader_token = issuer
+        .mint(json!({"claims": {"sub": "dave", "aud": AUD, "groups": ["readers"]}}))
+        .await;
+    let reader = Session::open(&h.url, Some(&reader_token)).await;
+    let reply = reader.call(9, annotate).await;
+    let v = &structured(&reply)["result"];
+    assert_eq!(v["reason"], "forbidden", "{reply}");
+    assert_eq!(
+        v["message"],
+        "observatory/annotate-trace: policy rule `readers` does not allow writes; nothing was sent"
+    );
+    // The SRE passes the policy; the write then needs a person (none can be asked here).
+    let reply = sre.call(10, annotate).await;
+    assert_eq!(
+        structured(&reply)["result"]["reason"],
+        "approval_unavailable",
+        "{reply}"
+    );
 
     // A caller no rule is for runs nothing.
     let stranger = Session::open(&h.url, Some(&token(&issuer, "eve", "other").await)).await;
