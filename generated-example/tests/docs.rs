@@ -23,11 +23,23 @@ fn doc(name: &str) -> String {
 fn sh_blocks(text: &str) -> Vec<Vec<String>> {
     let mut blocks = Vec::new();
     let mut current: Option<Vec<String>> = None;
+    // A line ending in `\` goes on with the next, as in the shell.
+    let mut continued = false;
     for line in text.lines() {
         match (&mut current, line.trim_start().starts_with("```")) {
             (None, true) if line.trim() == "```sh" => current = Some(Vec::new()),
             (Some(_), true) => blocks.push(current.take().unwrap()),
-            (Some(b), false) => b.push(line.to_string()),
+            (Some(b), false) => {
+                let text = line.strip_suffix('\\').unwrap_or(line);
+                match b.last_mut() {
+                    Some(last) if continued => {
+                        last.push(' ');
+                        last.push_str(text.trim());
+                    }
+                    _ => b.push(text.trim_end().to_string()),
+                }
+                continued = line.ends_with('\\');
+            }
             _ => {}
         }
     }
@@ -159,9 +171,19 @@ fn http_get(addr: &str, path: &str) -> String {
 #[test]
 fn serve_examples_start_and_answer() {
     let lines = serve_lines();
-    assert_eq!(lines.len(), 7, "{lines:?}");
+    assert_eq!(lines.len(), 8, "{lines:?}");
     let token_file = std::env::temp_dir().join(format!("ptc-docs-{}.token", std::process::id()));
     std::fs::write(&token_file, "d0c5d0c5d0c5d0c5d0c5d0c5d0c5d0c5d0c5").unwrap();
+    // The policy the docs show (security.md's json block that has "rules").
+    let policy_file = std::env::temp_dir().join(format!("ptc-docs-{}.policy", std::process::id()));
+    let security = doc("security.md");
+    let policy = security
+        .split("```json\n")
+        .skip(1)
+        .map(|b| b.split("```").next().unwrap())
+        .find(|b| b.contains("\"rules\""))
+        .expect("security.md shows a policy");
+    std::fs::write(&policy_file, policy).unwrap();
     let mut http_urls = Vec::new();
     for (origin, cmd) in &lines {
         let prog = program(&cmd[0]);
@@ -189,6 +211,9 @@ fn serve_examples_start_and_answer() {
             }
             if args[i] == "--token-file" {
                 args[i + 1] = token_file.display().to_string();
+            }
+            if args[i] == "--policy" {
+                args[i + 1] = policy_file.display().to_string();
             }
         }
         let mut child = Command::new(&prog)
