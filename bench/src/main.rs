@@ -77,6 +77,9 @@ fn main() -> ExitCode {
     if enabled("pins") {
         rows.extend(suites::pins::run(budget));
     }
+    if enabled("identity") {
+        rows.extend(suites::identity::run(budget));
+    }
     println!("{}", report::markdown(&rows));
     let json_path = data::dir().with_file_name("bench-results.json");
     match serde_json::to_string_pretty(&rows) {

@@ -727,3 +727,34 @@ async fn a_per_caller_file_is_read_for_its_caller_and_star_for_the_rest() {
     let reply = s.call(2, "(str \"alice-upstream-token\")").await;
     assert_eq!(structured(&reply)["result"], "[REDACTED]", "{reply}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_several_issuers_the_token_names_whose_keys_check_it() {
+    let Some(issuer) = start_issuer() else { return };
+    let options = OAuthOptions::new(
+        vec!["https://other.example.com".into(), issuer.url.clone()],
+        AUD.into(),
+    );
+    let http = ptc_core::http_client::builder().build().unwrap();
+    let v = ptc_core::identity::oauth::TokenValidator::new(options, http).unwrap();
+    let good = token(&issuer, "alice", "").await;
+    assert_eq!(v.validate(&good).await.unwrap().subject, "alice");
+    let stranger = issuer
+        .mint(json!({"claims": {"sub": "m", "aud": AUD, "iss": "http://127.0.0.1:9"}}))
+        .await;
+    assert_eq!(
+        v.validate(&stranger).await.unwrap_err().message(),
+        "the token's issuer `http://127.0.0.1:9` is not trusted here (trusted: \
+         https://other.example.com, "
+            .to_string()
+            + &issuer.url
+            + ")"
+    );
+    let no_iss = issuer
+        .mint(json!({"claims": {"sub": "m", "aud": AUD, "iss": null}}))
+        .await;
+    assert_eq!(
+        v.validate(&no_iss).await.unwrap_err().message(),
+        "the token has no `iss` claim"
+    );
+}

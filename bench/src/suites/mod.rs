@@ -3,6 +3,7 @@
 pub mod baselines;
 pub mod codegen;
 pub mod host;
+pub mod identity;
 pub mod lisp;
 pub mod load;
 pub mod pins;

@@ -247,13 +247,19 @@ impl TokenValidator {
         }
         let header = Header::read(token)?;
         let alg = self.algorithm(&header.alg)?;
-        let issuer = unverified_issuer(token)?;
-        let keys = self.keys.get(issuer.trim_end_matches('/')).ok_or_else(|| {
-            Rejection::Invalid(format!(
-                "the token's issuer `{issuer}` is not trusted here (trusted: {})",
-                self.options.issuers.join(", ")
-            ))
-        })?;
+        let keys = match self.keys.values().next() {
+            // One issuer: its keys check every token (and `iss` is verified with the rest).
+            Some(only) if self.keys.len() == 1 => only,
+            _ => {
+                let issuer = unverified_issuer(token)?;
+                self.keys.get(issuer.trim_end_matches('/')).ok_or_else(|| {
+                    Rejection::Invalid(format!(
+                        "the token's issuer `{issuer}` is not trusted here (trusted: {})",
+                        self.options.issuers.join(", ")
+                    ))
+                })?
+            }
+        };
         let candidates = keys
             .keys(header.kid.as_deref())
             .await
@@ -419,7 +425,11 @@ impl TokenValidator {
                 claim("aud"),
                 self.options.audience
             ),
-            K::InvalidIssuer => format!("the token's issuer {} is not trusted", claim("iss")),
+            K::InvalidIssuer => format!(
+                "the token's issuer `{}` is not trusted here (trusted: {})",
+                claims.get("iss").and_then(Json::as_str).unwrap_or("?"),
+                self.options.issuers.join(", ")
+            ),
             K::MissingRequiredClaim(c) => format!("the token has no `{c}` claim"),
             K::InvalidSignature => "the token's signature does not verify".into(),
             K::InvalidAlgorithm => "the token's algorithm does not match its key".into(),
