@@ -290,6 +290,112 @@ mod tests {
         assert!(matches!(demo, Ok(Choice::Own(Own::Demo))), "{demo:?}");
     }
 
+    /// The serve arguments `args` parse to.
+    fn serve_args(args: &[&str]) -> Result<crate::args::ServeArgs, String> {
+        let d = Deployment::new("obs", plan);
+        let all: Vec<&str> = ["obs", "serve"].iter().chain(args).copied().collect();
+        match d.parse::<NoCommands, _, _>(all) {
+            Ok(Choice::Host(HostCommand::Serve(a))) => Ok(*a),
+            Ok(other) => Err(format!("not serve: {other:?}")),
+            Err(e) => Err(e.kind().to_string()),
+        }
+    }
+
+    #[test]
+    fn oauth_flags_need_an_issuer_and_an_audience_together() {
+        let none = serve_args(&[]).unwrap();
+        assert!(none.http.oauth.options().unwrap().is_none());
+        let both = serve_args(&[
+            "--oauth-issuer",
+            "https://auth.example.com",
+            "--oauth-audience",
+            "https://ptc.example.com/mcp",
+            "--oauth-scope",
+            "ptc:eval",
+            "--oauth-algorithm",
+            "ES256",
+            "--oauth-groups-claim",
+            "roles",
+        ])
+        .unwrap();
+        let o = both.http.oauth.options().unwrap().unwrap();
+        assert_eq!(o.issuers, ["https://auth.example.com"]);
+        assert_eq!(o.audience, "https://ptc.example.com/mcp");
+        assert_eq!(o.required_scopes, ["ptc:eval"]);
+        assert_eq!(format!("{:?}", o.algorithms), "[ES256]");
+        assert_eq!(o.groups_claim, "roles");
+        let no_audience = serve_args(&["--oauth-issuer", "https://auth.example.com"]).unwrap();
+        assert!(
+            no_audience
+                .http
+                .oauth
+                .options()
+                .unwrap_err()
+                .starts_with("--oauth-issuer needs --oauth-audience URL")
+        );
+        let no_issuer = serve_args(&["--oauth-audience", "https://ptc.example.com/mcp"]).unwrap();
+        assert_eq!(
+            no_issuer.http.oauth.options().unwrap_err(),
+            "--oauth-audience needs --oauth-issuer"
+        );
+        let bad_alg = serve_args(&[
+            "--oauth-issuer",
+            "https://a",
+            "--oauth-audience",
+            "https://b",
+            "--oauth-algorithm",
+            "XS999",
+        ])
+        .unwrap();
+        assert_eq!(
+            bad_alg.http.oauth.options().unwrap_err(),
+            "--oauth-algorithm: unknown algorithm `XS999`"
+        );
+    }
+
+    #[test]
+    fn session_flags_need_sessions_on_and_their_limits_at_least_one() {
+        assert!(
+            serve_args(&[])
+                .unwrap()
+                .sessions
+                .options()
+                .unwrap()
+                .is_none()
+        );
+        let on = serve_args(&["--sessions"]).unwrap();
+        let o = on.sessions.options().unwrap().unwrap();
+        assert_eq!(o.store.describe(), "memory");
+        assert_eq!(o.ttl, std::time::Duration::from_secs(1800));
+        assert_eq!(o.max_bytes, 1 << 20);
+        let set = serve_args(&[
+            "--sessions",
+            "--session-ttl-secs",
+            "1",
+            "--session-max-bytes",
+            "1",
+        ])
+        .unwrap();
+        let o = set.sessions.options().unwrap().unwrap();
+        assert_eq!((o.ttl.as_secs(), o.max_bytes), (1, 1));
+        for (flag, value) in [("--session-ttl-secs", "0"), ("--session-max-bytes", "0")] {
+            let zero = serve_args(&["--sessions", flag, value]).unwrap();
+            assert_eq!(
+                zero.sessions.options().unwrap_err(),
+                format!("{flag} must be at least 1")
+            );
+        }
+        // A session setting without --sessions is a usage error, not silently ignored.
+        assert!(serve_args(&["--session-store", "memory"]).is_err());
+        let bad = serve_args(&["--sessions", "--session-store", "mongodb://x"]).unwrap();
+        assert!(
+            bad.sessions
+                .options()
+                .unwrap_err()
+                .starts_with("--session-store: ")
+        );
+    }
+
     #[test]
     fn a_missing_or_unknown_command_is_a_usage_error_naming_the_commands() {
         let d = Deployment::new("obs", plan);
