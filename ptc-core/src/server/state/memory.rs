@@ -1,6 +1,6 @@
 //! The in-process session store: a map behind a mutex, each entry with its idle deadline. It is
-//! bounded, since every session an agent opens adds one: past the cap the session used least
-//! recently is dropped (its agent starts over, as after an expiry). Expired entries are swept when
+//! bounded in sessions and in bytes, since every session an agent opens adds one: past either cap
+//! the session used least recently is dropped (its agent starts over, as after an expiry). Expired entries are swept when
 //! a save adds one, and a load of an expired entry removes it.
 //!
 //! Deadlines are on tokio's clock, so tests move time with `tokio::time::advance`.
@@ -16,11 +16,14 @@ use super::{StateKey, StateStore, StoreError, bounded};
 
 /// How many sessions a [`MemoryStore`] from [`super::open`]`("memory")` keeps.
 pub const DEFAULT_MAX_SESSIONS: usize = 10_000;
+/// How many bytes of state a [`MemoryStore`] from [`super::open`]`("memory")` keeps.
+pub const DEFAULT_MAX_BYTES: usize = 256 << 20;
 
 /// Session state in this process's memory; see the module documentation.
 pub struct MemoryStore {
     inner: Mutex<Inner>,
     max_sessions: usize,
+    max_bytes: usize,
 }
 
 /// One session's state.
@@ -44,11 +47,14 @@ struct Inner {
     by_expiry: BTreeSet<(Instant, u64)>,
     /// Counts loads and saves: the next `used`.
     ticks: u64,
+    /// Bytes of every entry's state.
+    bytes: usize,
 }
 
 impl Inner {
     fn remove(&mut self, id: &str) -> Option<Entry> {
         let entry = self.entries.remove(id)?;
+        self.bytes -= entry.bytes.len();
         self.by_use.remove(&entry.used);
         self.by_expiry.remove(&(entry.expires, entry.used));
         Some(entry)
@@ -59,6 +65,7 @@ impl Inner {
         let used = self.ticks;
         self.by_use.insert(used, id.clone());
         self.by_expiry.insert((expires, used));
+        self.bytes += bytes.len();
         self.entries.insert(
             id,
             Entry {
@@ -75,8 +82,10 @@ impl Inner {
             && expires <= now
         {
             self.by_expiry.pop_first();
-            if let Some(id) = self.by_use.remove(&used) {
-                self.entries.remove(&id);
+            if let Some(id) = self.by_use.remove(&used)
+                && let Some(entry) = self.entries.remove(&id)
+            {
+                self.bytes -= entry.bytes.len();
             }
         }
     }
@@ -98,11 +107,18 @@ fn deadline(now: Instant, ttl: Duration) -> Instant {
 }
 
 impl MemoryStore {
-    /// A store of at most `max_sessions` sessions (at least one).
+    /// A store of at most `max_sessions` sessions (at least one) and [`DEFAULT_MAX_BYTES`].
     pub fn new(max_sessions: usize) -> Self {
+        MemoryStore::bounded(max_sessions, DEFAULT_MAX_BYTES)
+    }
+
+    /// A store of at most `max_sessions` sessions (at least one) holding at most `max_bytes`
+    /// of state together (one session larger than that is kept alone).
+    pub fn bounded(max_sessions: usize, max_bytes: usize) -> Self {
         MemoryStore {
             inner: Mutex::new(Inner::default()),
             max_sessions: max_sessions.max(1),
+            max_bytes,
         }
     }
 
@@ -130,10 +146,14 @@ impl MemoryStore {
         let mut inner = self.inner();
         inner.sweep(now);
         inner.remove(&id);
-        while inner.entries.len() >= self.max_sessions {
+        while !inner.entries.is_empty()
+            && (inner.entries.len() >= self.max_sessions
+                || inner.bytes + bytes.len() > self.max_bytes)
+        {
             inner.evict();
             tracing::debug!(
                 max_sessions = self.max_sessions,
+                max_bytes = self.max_bytes,
                 "the memory session store is full: dropped the least recently used session"
             );
         }
@@ -282,6 +302,35 @@ mod tests {
         save(&store, &d, b"y").await;
         assert!([&b, &d, &e].iter().all(|k| store.has(k)));
         assert_eq!(store.inner().entries.len(), 3);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn past_the_byte_cap_the_least_recently_used_sessions_are_dropped() {
+        let store = MemoryStore::bounded(100, 10);
+        let [a, b, c, d] = ["a", "b", "c", "d"].map(key);
+        save(&store, &a, b"1234").await;
+        save(&store, &b, b"123456").await;
+        assert_eq!(store.inner().bytes, 10, "exactly at the cap: both kept");
+        assert!(store.has(&a) && store.has(&b));
+        save(&store, &c, b"1").await;
+        assert!(!store.has(&a), "one byte past it drops the oldest");
+        assert!(store.has(&b) && store.has(&c));
+        assert_eq!(store.inner().bytes, 7);
+        // Replacing a session counts its new size only.
+        save(&store, &c, b"1234").await;
+        assert_eq!(store.inner().bytes, 10);
+        assert!(store.has(&b));
+        // One larger than the cap is kept alone.
+        save(&store, &d, &[0u8; 11]).await;
+        assert!(store.has(&d) && !store.has(&b) && !store.has(&c));
+        assert_eq!(store.inner().bytes, 11);
+        store.forget(&d).await.unwrap();
+        assert_eq!(store.inner().bytes, 0);
+        // Expired entries give their bytes back when swept.
+        store.save(&a, vec![0; 5], MS).await.unwrap();
+        advance(MS).await;
+        save(&store, &b, b"12345").await;
+        assert_eq!(store.inner().bytes, 5);
     }
 
     #[tokio::test(start_paused = true)]
