@@ -96,16 +96,89 @@ fn per_caller_file(
 
 /// A binding's name and the SHA-256 of the caller's token.
 type CacheKey = (String, [u8; 32]);
-/// An exchanged token and when it stops being used.
-type Cached = HashMap<CacheKey, (Secret, Instant)>;
+
+/// Exchanged tokens until they are due to expire, at most `cap` of them.
+struct Cache {
+    tokens: HashMap<CacheKey, (Secret, Instant)>,
+    cap: usize,
+}
+
+impl Cache {
+    fn new(cap: usize) -> Self {
+        Cache {
+            tokens: HashMap::new(),
+            cap,
+        }
+    }
+
+    /// The token cached under `key`, while it is before its time at `now`.
+    fn get(&self, key: &CacheKey, now: Instant) -> Option<Secret> {
+        self.tokens
+            .get(key)
+            .filter(|(_, until)| now < *until)
+            .map(|(s, _)| s.clone())
+    }
+
+    /// Caches `secret` under `key` until `until`; the tokens that left the cache (past their
+    /// time at `now`, the one due soonest when it is full, the one it replaces), for the
+    /// redactor to forget.
+    fn put(&mut self, key: CacheKey, secret: Secret, until: Instant, now: Instant) -> Vec<Secret> {
+        let mut gone = Vec::new();
+        self.tokens.retain(|_, (s, t)| {
+            let live = now < *t;
+            if !live {
+                gone.push(s.clone());
+            }
+            live
+        });
+        if !self.tokens.contains_key(&key)
+            && self.tokens.len() >= self.cap
+            && let Some(k) = self
+                .tokens
+                .iter()
+                .min_by_key(|(_, (_, t))| *t)
+                .map(|(k, _)| k.clone())
+            && let Some((s, _)) = self.tokens.remove(&k)
+        {
+            gone.push(s);
+        }
+        if let Some((old, _)) = self.tokens.insert(key, (secret.clone(), until)) {
+            gone.push(old);
+        }
+        gone.retain(|s| *s != secret);
+        gone
+    }
+}
+
+/// When a token that lives `lifetime` from `now` stops being used: [`EXPIRY_MARGIN`] before it
+/// expires, or half way for a token that lives less than twice the margin.
+fn use_until(now: Instant, lifetime: Duration) -> Instant {
+    now + lifetime.saturating_sub(EXPIRY_MARGIN.min(lifetime / 2))
+}
 
 /// Exchanged tokens by binding and caller token, until they expire.
-#[derive(Default)]
 pub struct Exchanges {
-    cached: Mutex<Cached>,
+    cached: Mutex<Cache>,
     http: OnceLock<reqwest::Client>,
     /// Exchanges made (not answered from the cache), for tests and metrics.
     made: std::sync::atomic::AtomicU64,
+}
+
+impl Default for Exchanges {
+    fn default() -> Self {
+        Exchanges {
+            cached: Mutex::new(Cache::new(MAX_CACHED)),
+            http: OnceLock::new(),
+            made: Default::default(),
+        }
+    }
+}
+
+fn cache_key(name: &str, token: &crate::identity::CallerToken) -> CacheKey {
+    (
+        name.to_string(),
+        Sha256::digest(token.expose().as_bytes()).into(),
+    )
 }
 
 impl Exchanges {
@@ -129,61 +202,33 @@ impl Exchanges {
                 caller.subject
             ))
         })?;
-        let key = (
-            name.to_string(),
-            Sha256::digest(subject_token.expose().as_bytes()).into(),
-        );
-        if let Some((secret, until)) = self.lock().get(&key)
-            && Instant::now() < *until
-        {
-            return Ok(secret.clone());
+        let key = cache_key(name, subject_token);
+        if let Some(secret) = self.lock().get(&key, Instant::now()) {
+            return Ok(secret);
         }
         let (secret, lifetime) = self.exchange(name, x, subject_token.expose(), env).await?;
         self.made.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         crate::credentials::register(env.redactor, &secret);
-        let until = Instant::now() + lifetime.saturating_sub(EXPIRY_MARGIN.min(lifetime / 2));
-        let mut cached = self.lock();
         let now = Instant::now();
-        let mut gone: Vec<Secret> = Vec::new();
-        cached.retain(|_, (s, t)| {
-            let keep = now < *t;
-            if !keep {
-                gone.push(s.clone());
-            }
-            keep
-        });
-        if cached.len() >= MAX_CACHED
-            && let Some(k) = cached
-                .iter()
-                .min_by_key(|(_, (_, t))| *t)
-                .map(|(k, _)| k.clone())
-            && let Some((s, _)) = cached.remove(&k)
-        {
-            gone.push(s);
-        }
-        if let Some((old, _)) = cached.insert(key, (secret.clone(), until)) {
-            gone.push(old);
-        }
-        drop(cached);
-        for s in gone.iter().filter(|s| **s != secret) {
+        let gone = self
+            .lock()
+            .put(key, secret.clone(), use_until(now, lifetime), now);
+        for s in gone {
             env.redactor.forget(s.expose());
         }
         Ok(secret)
     }
 
-    /// After a 401: the token binding `name` got for `caller` is not used again.
+    /// After a 401: the token binding `name` got for `caller` is not used again. It stays
+    /// masked: refused by one upstream, it may still be good elsewhere (401s are rare, so the
+    /// redactor does not grow by much).
     pub(crate) fn forget(&self, name: &str, caller: Option<&Caller>) {
-        let Some(token) = caller.and_then(|c| c.token.as_ref()) else {
-            return;
-        };
-        let key = (
-            name.to_string(),
-            Sha256::digest(token.expose().as_bytes()).into(),
-        );
-        self.lock().remove(&key);
+        if let Some(token) = caller.and_then(|c| c.token.as_ref()) {
+            self.lock().tokens.remove(&cache_key(name, token));
+        }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Cached> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Cache> {
         self.cached.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -336,6 +381,30 @@ mod tests {
             scheme_hint: None,
         };
         let both = files(&[("alice", a.to_str().unwrap()), ("*", s.to_str().unwrap())]);
+        // Through a call's secrets, as the transport reads them.
+        let per_caller = CredentialBinding {
+            name: "p".into(),
+            source: CredentialSource::PerCaller {
+                files: both.clone(),
+            },
+            scheme_hint: None,
+        };
+        let exchanges = Exchanges::default();
+        let alice = caller("alice", None);
+        let env = CallEnv {
+            credentials: std::slice::from_ref(&per_caller),
+            secrets: &ptc_plan::Secrets::default(),
+            redactor: &Redactor::new(),
+            caller: Some(&alice),
+            exchanges: &exchanges,
+        };
+        let emitters = [AuthEmitter::Bearer {
+            binding: "p".into(),
+        }];
+        let read = futures_util::FutureExt::now_or_never(for_call(&emitters, &env))
+            .expect("a file read does not wait")
+            .unwrap();
+        assert_eq!(read.get("p").unwrap().expose(), "alice-secret");
         let read = |f: &_, who: &str| {
             per_caller_file(&binding, f, &caller(who, None)).map(|s| s.expose().to_string())
         };
@@ -508,6 +577,7 @@ mod tests {
         env.token(&again).await.unwrap();
         assert_eq!(ep.hits.load(Ordering::Relaxed), 2);
         // After a 401 the cached one is not used again.
+        assert_eq!(env.exchanges.made(), 2);
         env.exchanges.forget("x", Some(&alice));
         env.token(&alice).await.unwrap();
         assert_eq!(ep.hits.load(Ordering::Relaxed), 3);
@@ -567,6 +637,23 @@ mod tests {
             "credential `x` exchanges the caller's token, but the caller `local` has none (it \
              did not authenticate with OAuth)"
         );
+        // A long token (an answer of several KiB) is fine; the cap is 64 KiB.
+        let long = "t".repeat(8 * 1024);
+        let ep = endpoint(
+            200,
+            serde_json::json!({"access_token": long, "expires_in": 60}),
+        )
+        .await;
+        assert_eq!(Env::new(&ep.url).token(&alice).await.unwrap(), long);
+        let huge = "t".repeat(64 * 1024);
+        let ep = endpoint(200, serde_json::json!({"access_token": huge})).await;
+        assert!(
+            Env::new(&ep.url)
+                .token(&alice)
+                .await
+                .unwrap_err()
+                .ends_with("answered more than 64 KiB, or broke off")
+        );
         let ep = endpoint(200, serde_json::json!({"token": "wrong-field"})).await;
         let env = Env::new(&ep.url);
         assert!(
@@ -602,5 +689,78 @@ mod tests {
         }];
         let none = for_call(&plain, &call_env).await.unwrap();
         assert!(none.get("client").is_none());
+    }
+
+    fn k(n: u8) -> CacheKey {
+        ("x".into(), [n; 32])
+    }
+
+    #[test]
+    fn a_cached_token_is_used_until_its_time_and_not_at_it() {
+        let t0 = Instant::now();
+        let s = Duration::from_secs(1);
+        let mut c = Cache::new(10);
+        assert!(c.put(k(1), Secret::new("a"), t0 + s, t0).is_empty());
+        assert_eq!(
+            c.get(&k(1), t0 + s - Duration::from_nanos(1)),
+            Some(Secret::new("a"))
+        );
+        assert_eq!(c.get(&k(1), t0 + s), None);
+        assert_eq!(c.get(&k(2), t0), None);
+    }
+
+    #[test]
+    fn what_leaves_the_cache_is_forgotten_by_the_redactor() {
+        let t0 = Instant::now();
+        let s = Duration::from_secs(1);
+        let mut c = Cache::new(2);
+        c.put(k(1), Secret::new("one"), t0 + s, t0);
+        c.put(k(2), Secret::new("two"), t0 + 3 * s, t0);
+        // Full: the one due soonest goes.
+        assert_eq!(
+            c.put(k(3), Secret::new("three"), t0 + 2 * s, t0),
+            [Secret::new("one")]
+        );
+        assert_eq!(c.tokens.len(), 2);
+        // Replacing a key makes no room and drops its old token (not the new one).
+        assert_eq!(
+            c.put(k(3), Secret::new("three-b"), t0 + 2 * s, t0),
+            [Secret::new("three")]
+        );
+        assert!(
+            c.put(k(3), Secret::new("three-b"), t0 + 2 * s, t0)
+                .is_empty()
+        );
+        assert_eq!(c.tokens.len(), 2);
+        // Past their time, tokens are swept at the next put (exactly at it included).
+        let gone = c.put(k(4), Secret::new("four"), t0 + 9 * s, t0 + 2 * s);
+        assert_eq!(gone, [Secret::new("three-b")]);
+        assert!(c.tokens.contains_key(&k(2)) && c.tokens.contains_key(&k(4)));
+    }
+
+    #[test]
+    fn a_token_is_used_until_the_margin_before_it_expires_or_half_way() {
+        let t0 = Instant::now();
+        let secs = Duration::from_secs;
+        assert_eq!(use_until(t0, secs(3600)), t0 + secs(3570));
+        assert_eq!(use_until(t0, secs(60)), t0 + secs(30));
+        assert_eq!(use_until(t0, secs(20)), t0 + secs(10));
+        assert_eq!(use_until(t0, secs(0)), t0);
+    }
+
+    #[tokio::test]
+    async fn an_empty_or_multi_line_token_is_not_usable() {
+        let alice = caller("alice", Some("alice-own-token"));
+        for bad in ["", "two\nlines", "carriage\rreturn"] {
+            let ep = endpoint(200, serde_json::json!({"access_token": bad})).await;
+            assert!(
+                Env::new(&ep.url)
+                    .token(&alice)
+                    .await
+                    .unwrap_err()
+                    .ends_with("answered without a usable access_token"),
+                "{bad:?}"
+            );
+        }
     }
 }
