@@ -211,15 +211,20 @@ impl Callers {
 }
 
 /// What one caller may do: a rule of the policy, or everything where there is no policy.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Grant(Access);
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 enum Access {
-    #[default]
     Everything,
     Rule(Arc<Rule>),
     Nothing,
+}
+
+impl Default for Grant {
+    fn default() -> Self {
+        Grant::everything()
+    }
 }
 
 impl Grant {
@@ -284,15 +289,27 @@ impl Grant {
 }
 
 /// Programs each caller started in the last minute, for rules with `programs_per_minute`.
-#[derive(Default)]
 pub struct Pace {
     started: Mutex<HashMap<(String, String), VecDeque<Instant>>>,
+    /// Callers tracked before idle ones are swept out.
+    sweep_at: usize,
 }
 
-/// Callers tracked before idle ones are swept out.
-const PACE_SWEEP_AT: usize = 10_000;
+impl Default for Pace {
+    fn default() -> Self {
+        Pace::sweeping_at(10_000)
+    }
+}
 
 impl Pace {
+    /// A pace that sweeps out callers idle for a minute once it tracks `sweep_at` of them.
+    fn sweeping_at(sweep_at: usize) -> Self {
+        Pace {
+            started: Mutex::default(),
+            sweep_at,
+        }
+    }
+
     /// Counts a program `caller` starts `now`, or says when it may start one under its grant.
     pub fn admit(&self, grant: &Grant, caller: &str, now: Instant) -> Result<(), String> {
         let Some((rule, max)) = grant
@@ -302,7 +319,7 @@ impl Pace {
             return Ok(());
         };
         let mut started = self.started.lock().unwrap_or_else(|e| e.into_inner());
-        if started.len() >= PACE_SWEEP_AT {
+        if started.len() >= self.sweep_at {
             started.retain(|_, times| times.back().is_some_and(|t| now - *t < MINUTE));
         }
         let times = started
@@ -473,6 +490,42 @@ mod tests {
             );
         }
         assert!(pace.admit(&Grant::everything(), "c", t0).is_ok());
+    }
+
+    #[test]
+    fn callers_idle_for_a_minute_are_swept_out_once_many_are_tracked() {
+        let p = Policy::parse(POLICY).unwrap();
+        let grant = p
+            .grant(&caller("bot-1", Some("ci"), &["ptc:read", "ptc:eval"], &[]))
+            .unwrap();
+        let pace = Pace::sweeping_at(2);
+        let t0 = Instant::now();
+        let tracked = || pace.started.lock().unwrap().len();
+        pace.admit(&grant, "a", t0).unwrap();
+        pace.admit(&grant, "b", t0 + Duration::from_secs(1))
+            .unwrap();
+        assert_eq!(tracked(), 2);
+        // At the threshold, a minute after `a`'s last program (not yet after `b`'s): `a` goes.
+        pace.admit(&grant, "c", t0 + MINUTE).unwrap();
+        assert_eq!(tracked(), 2, "a swept, b kept, c added");
+        assert!(
+            pace.started
+                .lock()
+                .unwrap()
+                .keys()
+                .all(|(_, who)| who != "a")
+        );
+        // Below the threshold nothing is swept.
+        let pace = Pace::sweeping_at(3);
+        pace.admit(&grant, "a", t0).unwrap();
+        pace.admit(&grant, "b", t0).unwrap();
+        pace.admit(&grant, "c", t0 + MINUTE).unwrap();
+        assert_eq!(pace.started.lock().unwrap().len(), 3);
+        assert_eq!(
+            Grant::default().calls_per_program(9),
+            9,
+            "no policy: everything"
+        );
     }
 
     #[test]
