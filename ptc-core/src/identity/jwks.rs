@@ -334,4 +334,207 @@ mod tests {
         assert!(parse_key(&oct).unwrap().is_none());
         assert!(parse_key(&serde_json::json!({"kty": "XYZ"})).is_err());
     }
+
+    /// The RSA public key of the test above, with `kid` (`None`: without one).
+    fn rsa(kid: Option<&str>) -> serde_json::Value {
+        let mut k = serde_json::json!({"kty": "RSA", "alg": "RS256", "use": "sig",
+            "n": "sXchDaQebHnPiGvyDOAT4saGEUetSyo9MKLOoWFsueri23bOdgWp4Dy1WlUzewbgBHod5pcM9H95GQRV3JDXboIRROSBigeC5yjU1hGzHHyXss8UDprecbAYxknTcQkhslANGRUZmdTOQ5qTRsLAt6BTYuyvVRdhS8exSZEy_c4gs_7svlJJQ4H9_NxsiIoLwAEk7-Q3UXERGYw_75IDrGA84-lA_-Ct4eTlXHBIY2EaV7t7LjJaynVJCpkv4LKjTTAumiGUIuQhrNhZLuF_RJLqHpM2kgWFLU7-VTdL1VbC2tejvcI2BlMkEpk1BzBZI0KQB0GaDWFLN-aEAw3vRw",
+            "e": "AQAB"});
+        if let Some(kid) = kid {
+            k["kid"] = kid.into();
+        }
+        k
+    }
+
+    /// A loopback authorization server: its metadata (at `which` well-known path, naming
+    /// `issuer` or its own URL) and a key set the test changes; it counts the key set fetches.
+    struct Server {
+        url: String,
+        keys: Arc<std::sync::Mutex<(u16, String)>>,
+        fetches: Arc<std::sync::atomic::AtomicU32>,
+    }
+
+    async fn server(which: &'static str, issuer: Option<&'static str>) -> Server {
+        use axum::routing::get;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let keys = Arc::new(std::sync::Mutex::new((
+            200,
+            serde_json::json!({"keys": [rsa(Some("k1"))]}).to_string(),
+        )));
+        let fetches = Arc::new(std::sync::atomic::AtomicU32::new(0));
+        let meta = serde_json::json!({"issuer": issuer.unwrap_or(&url),
+            "jwks_uri": format!("{url}/jwks")})
+        .to_string();
+        let (k, f) = (keys.clone(), fetches.clone());
+        let app = axum::Router::new()
+            .route(
+                &format!("/.well-known/{which}"),
+                get(move || async move { meta }),
+            )
+            .route(
+                "/jwks",
+                get(move || {
+                    let (k, f) = (k.clone(), f.clone());
+                    async move {
+                        f.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let (status, body) = k.lock().unwrap().clone();
+                        (axum::http::StatusCode::from_u16(status).unwrap(), body)
+                    }
+                }),
+            );
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Server { url, keys, fetches }
+    }
+
+    impl Server {
+        fn set(&self, status: u16, body: serde_json::Value) {
+            *self.keys.lock().unwrap() = (status, body.to_string());
+        }
+        fn fetches(&self) -> u32 {
+            self.fetches.load(std::sync::atomic::Ordering::Relaxed)
+        }
+        fn keys(&self, ttl: Duration, refetch: Duration) -> IssuerKeys {
+            IssuerKeys::new(
+                &format!("{}/", self.url),
+                crate::http_client::builder().build().unwrap(),
+                ttl,
+                refetch,
+            )
+        }
+    }
+
+    const HOUR: Duration = Duration::from_secs(3600);
+
+    #[tokio::test]
+    async fn keys_are_fetched_once_and_an_unknown_id_fetches_again_once_per_interval() {
+        let s = server("oauth-authorization-server", None).await;
+        let keys = s.keys(HOUR, HOUR);
+        assert_eq!(keys.issuer(), s.url, "without its trailing slash");
+        assert_eq!(keys.keys(Some("k1")).await.unwrap().len(), 1);
+        assert_eq!(keys.keys(Some("k1")).await.unwrap().len(), 1);
+        assert_eq!(s.fetches(), 1, "fetched on first use, then cached");
+        assert!(keys.still_has(Some("k1")) && keys.still_has(None));
+        assert!(!keys.still_has(Some("k9")));
+        // A rotation: the new id is not cached, so the set is fetched again and it is found.
+        s.set(200, serde_json::json!({"keys": [rsa(Some("k2"))]}));
+        assert_eq!(keys.keys(Some("k2")).await.unwrap().len(), 1);
+        assert_eq!(s.fetches(), 2);
+        assert!(!keys.still_has(Some("k1")), "the old key left the set");
+        // An id the issuer never had: no second fetch within the interval.
+        let e = keys.keys(Some("nope")).await.err().unwrap();
+        assert_eq!(
+            e,
+            KeyError::Unknown(format!(
+                "the issuer {} has no key with id `nope` (its current key set)",
+                s.url
+            ))
+        );
+        assert_eq!(s.fetches(), 2);
+        // Without keys that have no id, a token without one has no key.
+        assert!(
+            matches!(keys.keys(None).await, Err(KeyError::Unknown(m)) if m.contains("names no key id"))
+        );
+    }
+
+    #[tokio::test]
+    async fn with_no_interval_every_unknown_id_fetches_and_old_keys_are_fetched_again() {
+        let s = server("oauth-authorization-server", None).await;
+        let keys = s.keys(HOUR, Duration::ZERO);
+        keys.keys(Some("k1")).await.unwrap();
+        assert!(keys.keys(Some("x")).await.is_err());
+        assert!(keys.keys(Some("y")).await.is_err());
+        assert_eq!(s.fetches(), 3);
+        let stale = s.keys(Duration::ZERO, HOUR);
+        stale.keys(Some("k1")).await.unwrap();
+        stale.keys(Some("k1")).await.unwrap();
+        assert_eq!(
+            s.fetches(),
+            5,
+            "keys older than their time are fetched again"
+        );
+    }
+
+    #[tokio::test]
+    async fn keys_without_an_id_check_tokens_without_one() {
+        let s = server("openid-configuration", None).await;
+        s.set(
+            200,
+            serde_json::json!({"keys": [rsa(None), rsa(Some("k1")),
+                {"kty": "oct", "k": "c2VjcmV0"}, {"kty": "XYZ"}]}),
+        );
+        let keys = s.keys(HOUR, HOUR);
+        assert_eq!(
+            keys.keys(None).await.unwrap().len(),
+            1,
+            "found through OpenID discovery"
+        );
+        assert_eq!(keys.keys(Some("k1")).await.unwrap().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_broken_issuer_says_what_is_wrong_and_keys_in_hand_stay_in_use() {
+        let s = server("oauth-authorization-server", None).await;
+        let keys = s.keys(Duration::ZERO, HOUR);
+        keys.keys(Some("k1")).await.unwrap();
+        s.set(500, serde_json::json!({}));
+        assert_eq!(
+            keys.keys(Some("k1")).await.unwrap().len(),
+            1,
+            "the old keys serve"
+        );
+        let fresh = s.keys(HOUR, HOUR);
+        let unavailable = |e: Result<Vec<Arc<Key>>, KeyError>| match e {
+            Err(KeyError::Unavailable(m)) => m,
+            other => panic!("unavailable, not {:?}", other.map(|k| k.len())),
+        };
+        let m = unavailable(fresh.keys(Some("k1")).await);
+        assert_eq!(
+            m,
+            format!(
+                "the key set at {}/jwks answered 500 Internal Server Error",
+                s.url
+            )
+        );
+        for (body, says) in [
+            (serde_json::json!({"no": "keys"}), "has no `keys` list"),
+            (
+                serde_json::json!("x".repeat(MAX_DOCUMENT_BYTES as usize)),
+                "is larger than",
+            ),
+        ] {
+            s.set(200, body);
+            let m = unavailable(s.keys(HOUR, HOUR).keys(Some("k1")).await);
+            assert!(m.contains(says), "{m}");
+        }
+        *s.keys.lock().unwrap() = (200, "not json".into());
+        let m = unavailable(s.keys(HOUR, HOUR).keys(Some("k1")).await);
+        assert!(m.contains("is not JSON"), "{m}");
+        // Metadata naming another issuer: its keys could be anyone's.
+        let other = server(
+            "oauth-authorization-server",
+            Some("https://evil.example.com"),
+        )
+        .await;
+        let m = unavailable(other.keys(HOUR, HOUR).keys(Some("k1")).await);
+        assert_eq!(
+            m,
+            format!(
+                "the metadata at {}/.well-known/oauth-authorization-server names the issuer \
+                 `https://evil.example.com`, not `{}`",
+                other.url, other.url
+            )
+        );
+        let nobody = IssuerKeys::new(
+            "http://127.0.0.1:1",
+            crate::http_client::builder().build().unwrap(),
+            HOUR,
+            HOUR,
+        );
+        let m = unavailable(nobody.keys(Some("k1")).await);
+        assert!(m.starts_with("cannot fetch the metadata at http://127.0.0.1:1/.well-known/oauth-authorization-server"), "{m}");
+        assert!(m.contains("openid-configuration"), "both were tried: {m}");
+    }
 }
