@@ -15,7 +15,7 @@ use ptc_plan::{AuthEmitter, CredentialBinding, CredentialSource, TokenExchangeSo
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::credentials::{CallEnv, CredentialError, Secret, resolve};
+use crate::credentials::{CallerSecrets, CredentialError, Secret, resolve};
 use crate::identity::Caller;
 
 /// Most exchanged tokens kept at once; past it the one expiring soonest goes.
@@ -28,15 +28,14 @@ const MAX_ANSWER_BYTES: u64 = 64 * 1024;
 /// How long a token exchange may take.
 const EXCHANGE_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// The secrets of one call's per-caller bindings, read before its headers are built.
-#[derive(Default)]
-pub(crate) struct CallerSecrets(Vec<(String, Secret)>);
-
-impl CallerSecrets {
-    /// The secret of binding `name`, when it depends on the caller.
-    pub(crate) fn get(&self, name: &str) -> Option<&Secret> {
-        self.0.iter().find(|(n, _)| n == name).map(|(_, s)| s)
-    }
+/// What a call needs besides the upstream: where secrets come from, the redactor, and who the
+/// call is made for (per-caller bindings read the caller's secret).
+pub(crate) struct CallEnv<'a> {
+    pub credentials: &'a [CredentialBinding],
+    pub secrets: &'a ptc_plan::Secrets,
+    pub redactor: &'a crate::redact::Redactor,
+    pub caller: Option<&'a Caller>,
+    pub exchanges: &'a Exchanges,
 }
 
 /// The per-caller secrets the bindings of `emitters` need, for the caller in `env`.
@@ -300,9 +299,9 @@ impl Exchanges {
             .body(body)
             .send()
             .await
-            .map_err(|e| fail(format!("failed: {}", crate::openapi::describe(&e))))?;
+            .map_err(|e| fail(format!("failed: {}", crate::http_client::describe(&e))))?;
         let status = resp.status();
-        let body = crate::openapi::read_capped(resp, MAX_ANSWER_BYTES)
+        let body = crate::http_client::read_capped(resp, MAX_ANSWER_BYTES)
             .await
             .map_err(|_| fail("answered more than 64 KiB, or broke off".into()))?;
         let answer: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);

@@ -9,7 +9,6 @@ use std::fmt;
 use base64::Engine as _;
 use ptc_plan::{AuthEmitter, CredentialBinding, CredentialSource, Secrets};
 
-use crate::credential_caller::CallerSecrets;
 use crate::redact::Redactor;
 
 /// A secret value. `Debug` and `Display` never show it.
@@ -46,14 +45,16 @@ impl fmt::Display for CredentialError {
 
 impl std::error::Error for CredentialError {}
 
-/// What a call needs besides the upstream: where secrets come from, the redactor, and who the
-/// call is made for (per-caller bindings read the caller's secret).
-pub(crate) struct CallEnv<'a> {
-    pub credentials: &'a [CredentialBinding],
-    pub secrets: &'a Secrets,
-    pub redactor: &'a Redactor,
-    pub caller: Option<&'a crate::identity::Caller>,
-    pub exchanges: &'a crate::credential_caller::Exchanges,
+/// The secrets of one call's per-caller bindings, read before its headers are built
+/// ([`crate::credential_caller::for_call`]).
+#[derive(Default)]
+pub(crate) struct CallerSecrets(pub(crate) Vec<(String, Secret)>);
+
+impl CallerSecrets {
+    /// The secret of binding `name`, when it depends on the caller.
+    pub(crate) fn get(&self, name: &str) -> Option<&Secret> {
+        self.0.iter().find(|(n, _)| n == name).map(|(_, s)| s)
+    }
 }
 
 /// Reads `binding`'s secret now: env and file sources are read on every call, an exec source's

@@ -16,7 +16,7 @@ use tokio::sync::Mutex;
 
 use crate::approval::{ApprovalRequest, Decision};
 use crate::catalog::{self, Catalog, ServerEntry, ToolEntry};
-use crate::credentials::CallEnv;
+use crate::credential_caller::CallEnv;
 use crate::mcp_link::McpLink;
 use crate::openapi::OpenApiUpstream;
 use crate::outcome::{Reason, ToolError, ToolOutput};

@@ -18,7 +18,7 @@ use ptc_plan::effects::{Classified, Refusal, classify};
 use serde_json::{Map, Value, json};
 
 use crate::catalog::{ServerEntry, ToolEntry};
-use crate::credentials::CallEnv;
+use crate::credential_caller::CallEnv;
 use crate::mcp::{McpClient, McpTool};
 use crate::outcome::{ToolError, ToolOutput};
 use crate::pinning::{PinBoard, PinCell};

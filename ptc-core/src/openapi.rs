@@ -10,7 +10,9 @@ use ptc_plan::{BODY_ARG, Effect, OpenApiPlan, ParamLocation, ToolPlan};
 use reqwest::StatusCode;
 use serde_json::{Map, Value};
 
-use crate::credentials::{CallEnv, auth_headers_with};
+use crate::credential_caller::CallEnv;
+use crate::credentials::auth_headers_with;
+use crate::http_client::{ReadError, describe, read_capped};
 use crate::outcome::{Reason, ToolError, ToolOutput};
 use crate::writes::IdempotencyKey;
 
@@ -461,31 +463,6 @@ fn problem_detail(body: &[u8]) -> String {
     }
 }
 
-pub(crate) enum ReadError {
-    TooLarge,
-    Failed(reqwest::Error),
-}
-
-/// Reads the body as a stream, stopping as soon as it passes `cap` bytes (whatever
-/// Content-Length said).
-pub(crate) async fn read_capped(
-    mut resp: reqwest::Response,
-    cap: u64,
-) -> Result<Vec<u8>, ReadError> {
-    if resp.content_length().is_some_and(|n| n > cap) {
-        return Err(ReadError::TooLarge);
-    }
-    let hint = resp.content_length().unwrap_or(0).min(cap).min(1 << 24) as usize;
-    let mut body = Vec::with_capacity(hint);
-    while let Some(chunk) = resp.chunk().await.map_err(ReadError::Failed)? {
-        if body.len() as u64 + chunk.len() as u64 > cap {
-            return Err(ReadError::TooLarge);
-        }
-        body.extend_from_slice(&chunk);
-    }
-    Ok(body)
-}
-
 /// Text of a query or path value: strings as they are, numbers and booleans as JSON.
 fn scalar_text(name: &str, v: &Value) -> Result<Option<String>, String> {
     Ok(Some(match v {
@@ -577,33 +554,6 @@ pub(crate) fn build_url(
         url.push_str(&query.finish());
     }
     Ok(url)
-}
-
-/// A transport error in a few words (reqwest's own text repeats the URL).
-pub(crate) fn describe(e: &reqwest::Error) -> String {
-    if e.is_timeout() {
-        return "timed out".into();
-    }
-    let mut msg = if e.is_connect() {
-        "cannot connect".to_string()
-    } else if e.is_request() {
-        "the request failed".to_string()
-    } else if e.is_body() || e.is_decode() {
-        "the response body failed".to_string()
-    } else {
-        "transport error".to_string()
-    };
-    let mut source = std::error::Error::source(e);
-    let mut last = String::new();
-    while let Some(s) = source {
-        last = s.to_string();
-        source = s.source();
-    }
-    if !last.is_empty() {
-        msg.push_str(": ");
-        msg.push_str(&last);
-    }
-    msg
 }
 
 #[cfg(test)]

@@ -12,7 +12,8 @@ use ptc_plan::ApprovalWebhook;
 use serde_json::{Value, json};
 
 use crate::approval::{ApprovalRequest, Decision};
-use crate::credentials::{CallEnv, auth_headers};
+use crate::credential_caller::CallEnv;
+use crate::credentials::auth_headers;
 
 /// A deployment's approval webhook, with its client.
 pub(crate) struct Webhook {
@@ -84,7 +85,7 @@ impl Webhook {
             Err(e) => {
                 return unavailable(format!(
                     "cannot be reached: {}",
-                    crate::openapi::describe(&e)
+                    crate::http_client::describe(&e)
                 ));
             }
         };
@@ -92,11 +93,11 @@ impl Webhook {
         if !status.is_success() {
             return unavailable(format!("answered HTTP {}", status.as_u16()));
         }
-        let bytes = match crate::openapi::read_capped(resp, self.plan.http.max_response_bytes).await
-        {
-            Ok(b) => b,
-            Err(_) => return unavailable("sent an answer that could not be read".into()),
-        };
+        let bytes =
+            match crate::http_client::read_capped(resp, self.plan.http.max_response_bytes).await {
+                Ok(b) => b,
+                Err(_) => return unavailable("sent an answer that could not be read".into()),
+            };
         decide(&bytes).unwrap_or_else(unavailable)
     }
 }

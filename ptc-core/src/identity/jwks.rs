@@ -238,13 +238,13 @@ impl IssuerKeys {
         if !resp.status().is_success() {
             return Err(format!("the {what} at {url} answered {}", resp.status()));
         }
-        let body = crate::openapi::read_capped(resp, MAX_DOCUMENT_BYTES)
+        let body = crate::http_client::read_capped(resp, MAX_DOCUMENT_BYTES)
             .await
             .map_err(|e| match e {
-                crate::openapi::ReadError::TooLarge => {
+                crate::http_client::ReadError::TooLarge => {
                     format!("the {what} at {url} is larger than {MAX_DOCUMENT_BYTES} bytes")
                 }
-                crate::openapi::ReadError::Failed(e) => {
+                crate::http_client::ReadError::Failed(e) => {
                     format!("cannot read the {what} at {url}: {e}")
                 }
             })?;

@@ -5,11 +5,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ptc_lisp::Pos;
+use serde::Serialize;
 use serde_json::{Map, Value as Json};
 
 use crate::identity::Caller;
 use crate::records::RunRecords;
-use crate::server::session_run::SessionReport;
 
 /// What a client sent to `lisp_eval`.
 #[derive(Clone, Debug, Default)]
@@ -91,4 +91,32 @@ impl EvalOutcome {
             session: None,
         }
     }
+}
+
+/// What the reply says of the session.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SessionReport {
+    /// The session's name.
+    pub name: String,
+    /// Definitions kept for the next program.
+    pub kept: Vec<String>,
+    /// Definitions that cannot be kept, and why.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub not_kept: Vec<NotKept>,
+    /// Bytes of the saved state.
+    pub bytes: usize,
+    /// Whether the state was saved; when not, why (the session keeps what it had).
+    pub saved: bool,
+    /// Why it was not saved.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// A definition the session could not keep.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct NotKept {
+    /// Its name.
+    pub name: String,
+    /// Why.
+    pub why: String,
 }

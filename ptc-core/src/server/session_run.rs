@@ -10,9 +10,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ptc_lisp::SessionState;
-use serde::Serialize;
 
-use crate::server::outcome::EvalError;
+use crate::server::outcome::{EvalError, NotKept, SessionReport};
 use crate::server::state::{StateKey, StateStore};
 
 /// Longest session name a client may give.
@@ -75,34 +74,6 @@ pub(crate) struct Opened {
     key: StateKey,
     /// What the session held when the program started.
     pub(crate) state: SessionState,
-}
-
-/// What the reply says of the session.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct SessionReport {
-    /// The session's name.
-    pub name: String,
-    /// Definitions kept for the next program.
-    pub kept: Vec<String>,
-    /// Definitions that cannot be kept, and why.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub not_kept: Vec<NotKept>,
-    /// Bytes of the saved state.
-    pub bytes: usize,
-    /// Whether the state was saved; when not, why (the session keeps what it had).
-    pub saved: bool,
-    /// Why it was not saved.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-}
-
-/// A definition the session could not keep.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct NotKept {
-    /// Its name.
-    pub name: String,
-    /// Why.
-    pub why: String,
 }
 
 /// Loads `caller`'s session `name`: its state (empty when new or expired), or the refusal when
