@@ -162,6 +162,9 @@ pub(crate) mod tests {
     /// A script in a fresh folder; `$DIR` in `body` is that folder.
     pub(crate) fn script(name: &str, body: &str) -> (String, std::path::PathBuf) {
         let dir = std::env::temp_dir().join(format!("ptc-exec-{name}-{}", std::process::id()));
+        // A run count left by an earlier process with the same id (ids are reused) would
+        // count on from it.
+        let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("cmd.sh");
         let body = body.replace("$DIR", &dir.to_string_lossy());
