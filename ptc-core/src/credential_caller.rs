@@ -735,6 +735,23 @@ mod tests {
         let gone = c.put(k(4), Secret::new("four"), t0 + 9 * s, t0 + 2 * s);
         assert_eq!(gone, [Secret::new("three-b")]);
         assert!(c.tokens.contains_key(&k(2)) && c.tokens.contains_key(&k(4)));
+        // With room to spare, only the sweep drops one: at its time, not a moment before.
+        let mut roomy = Cache::new(10);
+        roomy.put(k(1), Secret::new("one"), t0 + s, t0);
+        assert!(
+            roomy
+                .put(
+                    k(2),
+                    Secret::new("two"),
+                    t0 + 9 * s,
+                    t0 + s - Duration::from_nanos(1)
+                )
+                .is_empty()
+        );
+        assert_eq!(
+            roomy.put(k(3), Secret::new("three"), t0 + 9 * s, t0 + s),
+            [Secret::new("one")]
+        );
     }
 
     #[test]

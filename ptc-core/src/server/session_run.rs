@@ -155,6 +155,47 @@ impl Opened {
 mod tests {
     use super::*;
 
+    #[tokio::test]
+    async fn state_at_the_size_limit_is_saved_and_one_byte_past_it_is_not() {
+        let mut interp = ptc_lisp::Interpreter::new(ptc_lisp::Limits::default());
+        interp.eval_str("(def x [1 2 3])").unwrap();
+        let state = interp.session_state();
+        let size = state.encode().len();
+        let mut options = SessionOptions::new(crate::server::state::open("memory").unwrap());
+        options.max_bytes = size;
+        let at = open(&options, "alice", "s")
+            .await
+            .unwrap()
+            .save(&state)
+            .await;
+        assert!(at.saved && at.error.is_none(), "{at:?}");
+        assert_eq!(
+            (at.bytes, at.kept.as_slice()),
+            (size, ["x".to_string()].as_slice())
+        );
+        options.max_bytes = size - 1;
+        let past = open(&options, "alice", "t")
+            .await
+            .unwrap()
+            .save(&state)
+            .await;
+        assert!(!past.saved);
+        assert!(past.error.unwrap().starts_with(&format!(
+            "the definitions take {size} bytes, more than the session's limit of {}",
+            size - 1
+        )));
+        // The saved state comes back; the refused one left nothing.
+        let back = open(&options, "alice", "s").await.unwrap();
+        assert_eq!(back.state.names().collect::<Vec<_>>(), ["x"]);
+        assert!(open(&options, "alice", "t").await.unwrap().state.is_empty());
+        let shown = format!("{options:?}");
+        assert!(
+            shown.contains("store: \"memory\"")
+                && shown.contains(&format!("max_bytes: {}", size - 1)),
+            "{shown}"
+        );
+    }
+
     #[test]
     fn session_names_at_their_limits() {
         assert!(check_name("a").is_ok());

@@ -137,6 +137,14 @@ pub fn open(spec: &str) -> Result<Arc<dyn StateStore>, String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_store_error_reads_as_its_message() {
+        assert_eq!(
+            super::StoreError("the session store memory is full".into()).to_string(),
+            "the session store memory is full"
+        );
+    }
+
     use super::*;
 
     #[test]
