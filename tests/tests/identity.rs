@@ -5,7 +5,7 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use observatory_server::{ServerConfig, ServerHandle, TokenSource, TokenSpec};
@@ -13,7 +13,6 @@ use ptc_core::identity::oauth::OAuthOptions;
 use ptc_core::policy::Policy;
 use ptc_core::server::{EvalLimits, Evaluator, HttpOptions, serve_http};
 use ptc_core::{StartOptions, Upstreams};
-use ptc_plan::{CredentialSource, Transport};
 use ptc_tests::issuer::Issuer;
 use serde_json::{Value, json};
 use support::{Session, client};
@@ -319,22 +318,8 @@ async fn observatory(name: &str) -> Bed {
         observatory_server::start(ServerConfig::new(TokenSource::Inline(vec![token])))
             .await
             .expect("observatory starts");
-    let config =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/observatory/upstreams.json");
-    let mut loaded = ptc_plan::load(&config).unwrap_or_else(|d| panic!("{d}"));
-    let token_file =
-        std::env::temp_dir().join(format!("ptc-identity-{name}-{}.token", std::process::id()));
-    std::fs::write(&token_file, OBS_TOKEN).unwrap();
-    for c in &mut loaded.plan.credentials {
-        c.source = CredentialSource::File {
-            path: token_file.to_string_lossy().into(),
-        };
-    }
-    for u in &mut loaded.plan.upstreams {
-        if let Transport::Openapi(api) = &mut u.transport {
-            api.base_url = format!("http://{addr}");
-        }
-    }
+    let (loaded, token_file) =
+        support::observatory_plan(addr, OBS_TOKEN, &format!("identity-{name}"));
     // The write gate is open: the policy, not the gate, decides who may write here.
     let options = StartOptions {
         writes: ptc_core::WriteGate::Open,

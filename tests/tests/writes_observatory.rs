@@ -5,7 +5,7 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -50,22 +50,8 @@ fn bed(name: &str, gate: WriteGate, tweak: impl FnOnce(&mut Plan)) -> Bed {
     let (addr, server) = rt
         .block_on(observatory_server::start(config))
         .expect("observatory starts");
-    let config =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/observatory/upstreams.json");
-    let mut loaded = ptc_plan::load(&config).unwrap_or_else(|d| panic!("{d}"));
-    let token_file =
-        std::env::temp_dir().join(format!("ptc-writes-{name}-{}.token", std::process::id()));
-    std::fs::write(&token_file, TOKEN).unwrap();
-    for c in &mut loaded.plan.credentials {
-        c.source = CredentialSource::File {
-            path: token_file.to_string_lossy().into(),
-        };
-    }
-    for u in &mut loaded.plan.upstreams {
-        if let Transport::Openapi(api) = &mut u.transport {
-            api.base_url = format!("http://{addr}");
-        }
-    }
+    let (mut loaded, token_file) =
+        support::observatory_plan(addr, TOKEN, &format!("writes-{name}"));
     tweak(&mut loaded.plan);
     let options = StartOptions {
         writes: gate,

@@ -120,3 +120,28 @@ impl Session {
         message_with_id(&body, id).unwrap_or_else(|| panic!("no reply {id} in {body}"))
     }
 }
+
+/// The fixture config's Observatory upstream pointed at the test bed on `addr`, its credential
+/// read from a fresh file holding `token` (named after `name`); the plan and the file's path.
+pub fn observatory_plan(
+    addr: SocketAddr,
+    token: &str,
+    name: &str,
+) -> (ptc_plan::Loaded, std::path::PathBuf) {
+    let config = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../fixtures/observatory/upstreams.json");
+    let mut loaded = ptc_plan::load(&config).unwrap_or_else(|d| panic!("{d}"));
+    let token_file = std::env::temp_dir().join(format!("ptc-{name}-{}.token", std::process::id()));
+    std::fs::write(&token_file, token).unwrap();
+    for c in &mut loaded.plan.credentials {
+        c.source = ptc_plan::CredentialSource::File {
+            path: token_file.to_string_lossy().into(),
+        };
+    }
+    for u in &mut loaded.plan.upstreams {
+        if let ptc_plan::Transport::Openapi(api) = &mut u.transport {
+            api.base_url = format!("http://{addr}");
+        }
+    }
+    (loaded, token_file)
+}
