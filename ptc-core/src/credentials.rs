@@ -346,6 +346,68 @@ mod tests {
         assert_eq!((read(0), read(1)), ("token-1".into(), "token-2".into()));
     }
 
+    #[test]
+    fn a_callers_secret_is_used_as_read_and_masked_through_the_secret_alone() {
+        let shared = binding(
+            "shared",
+            CredentialSource::File {
+                path: write_temp("shared-bearer", "shared-s3cret"),
+            },
+        );
+        let mine = binding(
+            "mine",
+            CredentialSource::PerCaller {
+                files: Default::default(),
+            },
+        );
+        let credentials = [shared, mine];
+        let emitters = [
+            AuthEmitter::Bearer {
+                binding: "shared".into(),
+            },
+            AuthEmitter::Bearer {
+                binding: "mine".into(),
+            },
+        ];
+        let redactor = Redactor::new();
+        let per_caller = CallerSecrets(vec![("mine".into(), Secret::new("caller-s3cret"))]);
+        let headers = auth_headers_with(
+            &emitters,
+            &credentials,
+            &Secrets::default(),
+            &redactor,
+            &per_caller,
+        )
+        .unwrap();
+        let shown: Vec<(&str, &str)> = headers
+            .iter()
+            .map(|(h, v)| (h.as_str(), v.expose()))
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                ("authorization", "Bearer shared-s3cret"),
+                ("authorization", "Bearer caller-s3cret")
+            ]
+        );
+        // The deployment's header is masked whole; a caller's secret is masked as itself, so
+        // forgetting it (when it leaves its cache) leaves no other entry behind.
+        assert_eq!(redactor.redact("Bearer shared-s3cret"), "[REDACTED]");
+        assert_eq!(redactor.redact("Bearer caller-s3cret"), "Bearer [REDACTED]");
+        redactor.forget("caller-s3cret");
+        assert_eq!(
+            redactor.redact("Bearer caller-s3cret"),
+            "Bearer caller-s3cret"
+        );
+        // Without its per-caller secret, such a binding is refused, not read.
+        let e =
+            auth_headers(&emitters[1..], &credentials, &Secrets::default(), &redactor).unwrap_err();
+        assert_eq!(
+            e.0,
+            "credential `mine` depends on the caller and is read for a call made for one"
+        );
+    }
+
     fn write_temp(name: &str, value: &str) -> String {
         let path = std::env::temp_dir().join(format!("ptc-core-{name}-{}", std::process::id()));
         std::fs::write(&path, value).unwrap();
