@@ -35,6 +35,7 @@ mod rules_boundaries;
 pub mod schema;
 mod suggest;
 
+pub use config::credentials::https_or_loopback;
 pub use config::{Secrets, UrlOptIns, UrlProblem, check_base_url, check_upstream_url};
 pub use diagnostic::{Diagnostic, Diagnostics};
 pub use effects::{Approval, Effect};

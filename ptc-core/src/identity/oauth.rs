@@ -127,16 +127,9 @@ impl OAuthOptions {
 fn secure_url(url: &str, what: &str) -> Result<(), String> {
     let parsed =
         url::Url::parse(url).map_err(|e| format!("the OAuth {what} `{url}` is not a URL: {e}"))?;
-    let loopback = match parsed.host() {
-        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-        Some(url::Host::Domain(d)) => d == "localhost",
-        None => false,
-    };
-    match parsed.scheme() {
-        "https" => Ok(()),
-        "http" if loopback => Ok(()),
-        _ => Err(format!(
+    match ptc_plan::https_or_loopback(&parsed) {
+        true => Ok(()),
+        false => Err(format!(
             "the OAuth {what} `{url}` must use https:// (http:// only on a loopback address)"
         )),
     }

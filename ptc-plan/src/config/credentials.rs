@@ -133,21 +133,26 @@ fn exchange(cx: &mut Cx, f: &mut Fields) -> Option<TokenExchangeSource> {
     .filter(|_| audience.is_some() || resource.is_some())
 }
 
-/// The caller's token travels to the token endpoint: https, or http on loopback only.
-fn endpoint_problem(endpoint: &str) -> Option<String> {
-    let Ok(url) = url::Url::parse(endpoint) else {
-        return Some(format!("`token_endpoint` `{endpoint}` is not a URL"));
-    };
+/// Whether `url` is safe to send a token to: https, or http on a loopback address (a test or a
+/// sidecar). The one rule for token endpoints and OAuth issuers.
+pub fn https_or_loopback(url: &url::Url) -> bool {
     let loopback = match url.host() {
         Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
         Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
         Some(url::Host::Domain(d)) => d == "localhost",
         None => false,
     };
-    match url.scheme() {
-        "https" => None,
-        "http" if loopback => None,
-        _ => Some(format!(
+    url.scheme() == "https" || (url.scheme() == "http" && loopback)
+}
+
+/// The caller's token travels to the token endpoint: https, or http on loopback only.
+fn endpoint_problem(endpoint: &str) -> Option<String> {
+    let Ok(url) = url::Url::parse(endpoint) else {
+        return Some(format!("`token_endpoint` `{endpoint}` is not a URL"));
+    };
+    match https_or_loopback(&url) {
+        true => None,
+        false => Some(format!(
             "`token_endpoint` `{endpoint}` must use https:// (http:// only on a loopback \
              address): callers' tokens travel to it"
         )),

@@ -3,7 +3,7 @@
 //! Parsing produces a [`Config`]: every rule that can be checked without the OpenAPI documents has
 //! been checked. The OpenAPI compiler then turns each OpenAPI upstream's config into tools.
 
-mod credentials;
+pub(crate) mod credentials;
 mod fields;
 mod http;
 mod upstreams;
