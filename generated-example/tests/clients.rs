@@ -11,41 +11,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 use observatory_server::{ServerConfig, ServerHandle, TokenSource, TokenSpec};
+use ptc_tests::host_clients;
 use serde_json::{Value, json};
 
 const TOKEN: &str = "obs_clients_test_5b0c1e77a9d2";
 const BIN: &str = env!("CARGO_BIN_EXE_generated-example");
-
-fn clients_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/host-clients")
-}
-
-/// The client at `path`, or `None` (after saying why) when it is not installed outside CI.
-fn peer(path: PathBuf, what: &str) -> Option<PathBuf> {
-    if path.exists() {
-        return Some(path);
-    }
-    let why = format!(
-        "{what} is not installed at {} (run the install lines of .ci/run)",
-        path.display()
-    );
-    ptc_tests::skip(&why);
-    None
-}
-
-fn python() -> Option<PathBuf> {
-    peer(
-        clients_dir().join(".venv/bin/python"),
-        "the Python mcp client",
-    )
-}
-
-fn inspector() -> Option<PathBuf> {
-    peer(
-        clients_dir().join("node_modules/.bin/mcp-inspector"),
-        "the MCP Inspector CLI",
-    )
-}
 
 /// The Observatory test bed and the flags that point the server at it.
 struct Bed {
@@ -136,21 +106,6 @@ fn check_calls(calls: &[Value]) {
     assert_eq!(s(4)["position"], json!({"line": 1, "column": 1}));
 }
 
-fn run_python(python: &Path, spec: Value) -> Value {
-    let out = Command::new(python)
-        .arg(clients_dir().join("client.py"))
-        .arg(spec.to_string())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "python client failed\nstdout:\n{stdout}\nstderr:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_str(stdout.lines().last().unwrap_or("")).unwrap()
-}
-
 fn check_tools(out: &Value) {
     let tools = out["tools"].as_array().unwrap();
     assert_eq!(tools.len(), 1);
@@ -165,14 +120,16 @@ fn check_tools(out: &Value) {
 
 #[test]
 fn python_sdk_over_stdio_in_both_eras() {
-    let Some(py) = python() else { return };
+    let Some(py) = host_clients::python() else {
+        return;
+    };
     let b = bed("py-stdio");
     let mut args = vec![json!("serve")];
     args.extend(b.flags.iter().map(|f| json!(f)));
     for (mode, version) in [("legacy", "2025-11-25"), ("auto", "2026-07-28")] {
-        let out = run_python(
+        let out = host_clients::run(
             &py,
-            json!({"transport": "stdio", "command": BIN, "args": args, "mode": mode,
+            &json!({"transport": "stdio", "command": BIN, "args": args, "mode": mode,
                    "programs": programs()}),
         );
         assert_eq!(out["protocol_version"], version, "mode {mode}");
@@ -227,13 +184,15 @@ fn http_server_with(b: &Bed, extra: &[&str]) -> HttpServer {
 
 #[test]
 fn python_sdk_over_streamable_http_in_both_eras() {
-    let Some(py) = python() else { return };
+    let Some(py) = host_clients::python() else {
+        return;
+    };
     let b = bed("py-http");
     let server = http_server(&b);
     for (mode, version) in [("legacy", "2025-11-25"), ("auto", "2026-07-28")] {
-        let out = run_python(
+        let out = host_clients::run(
             &py,
-            json!({"transport": "http", "url": server.url, "mode": mode, "programs": programs()}),
+            &json!({"transport": "http", "url": server.url, "mode": mode, "programs": programs()}),
         );
         assert_eq!(out["protocol_version"], version, "mode {mode}");
         check_tools(&out);
@@ -296,7 +255,9 @@ fn inspector_checks(inspector: &Path, target: &[&str]) {
 
 #[test]
 fn inspector_cli_over_stdio() {
-    let Some(inspector) = inspector() else { return };
+    let Some(inspector) = host_clients::inspector() else {
+        return;
+    };
     let b = bed("insp-stdio");
     let mut target = vec![BIN, "serve"];
     target.extend(b.flags.iter().map(String::as_str));
@@ -305,7 +266,9 @@ fn inspector_cli_over_stdio() {
 
 #[test]
 fn inspector_cli_over_streamable_http() {
-    let Some(inspector) = inspector() else { return };
+    let Some(inspector) = host_clients::inspector() else {
+        return;
+    };
     let b = bed("insp-http");
     let server = http_server(&b);
     inspector_checks(&inspector, &[server.url.as_str(), "--transport", "http"]);
@@ -343,7 +306,7 @@ fn approval_run(py: &Path, target: Value, answer: Option<&str>) -> (Value, Value
     } else {
         "2026-07-28"
     };
-    let out = run_python(py, spec);
+    let out = host_clients::run(py, &spec);
     assert_eq!(out["protocol_version"], era);
     assert!(
         !out.to_string().contains(TOKEN),
@@ -437,7 +400,9 @@ fn approval_answers_in(py: &Path, b: &Bed, target: Value, before: usize) {
 
 #[test]
 fn python_sdk_approves_writes_through_elicitation_over_stdio() {
-    let Some(py) = python() else { return };
+    let Some(py) = host_clients::python() else {
+        return;
+    };
     let b = bed("py-approve-stdio");
     let mut args = vec![json!("serve")];
     args.extend(b.flags.iter().map(|f| json!(f)));
@@ -452,7 +417,9 @@ fn python_sdk_approves_writes_through_elicitation_over_stdio() {
 
 #[test]
 fn python_sdk_approves_writes_through_elicitation_over_http() {
-    let Some(py) = python() else { return };
+    let Some(py) = host_clients::python() else {
+        return;
+    };
     let b = bed("py-approve-http");
     let mut flags = WRITES.to_vec();
     flags.push("20000");

@@ -10,20 +10,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use ptc_tests::host_clients;
 use serde_json::{Value, json};
 
 const BIN: &str = env!("CARGO_BIN_EXE_generated-example");
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn find_nginx() -> Option<PathBuf> {
-    let mut candidates = vec![PathBuf::from("/usr/sbin/nginx")];
-    if let Some(path) = std::env::var_os("PATH") {
-        candidates.extend(std::env::split_paths(&path).map(|d| d.join("nginx")));
-    }
-    candidates.into_iter().find(|p| p.exists())
 }
 
 struct Killed(Child);
@@ -141,22 +134,6 @@ fn nginx(binary: &Path, block: &str, addr_a: &str, addr_b: &str, name: &str) -> 
     }
 }
 
-/// Runs the Python MCP client on `spec`; its output (the calls' results).
-fn client(python: &Path, spec: &Value) -> Value {
-    let out = Command::new(python)
-        .arg(root().join("fixtures/host-clients/client.py"))
-        .arg(spec.to_string())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{spec}\nstdout:\n{stdout}\nstderr:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_str(stdout.lines().last().unwrap()).unwrap()
-}
-
 /// The `result` of each call in a client's output.
 fn results(out: &Value) -> Vec<Value> {
     out["calls"]
@@ -169,18 +146,9 @@ fn results(out: &Value) -> Vec<Value> {
 
 #[test]
 fn two_replicas_behind_nginx_serve_an_mcp_clients_evals() {
-    let Some(nginx_bin) = find_nginx() else {
-        return ptc_tests::skip(
-            "nginx is not installed (Debian package nginx; .ci/run installs it)",
-        );
+    let (Some(nginx_bin), Some(python)) = (host_clients::nginx(), host_clients::python()) else {
+        return;
     };
-    let python = root().join("fixtures/host-clients/.venv/bin/python");
-    if !python.exists() {
-        return ptc_tests::skip(&format!(
-            "the Python mcp client is not installed at {} (run the install lines of .ci/run)",
-            python.display()
-        ));
-    }
     let (_a, addr_a) = replica("r1");
     let (_b, addr_b) = replica("r2");
     let front = nginx(&nginx_bin, &documented_nginx(0), &addr_a, &addr_b, "routed");
@@ -194,7 +162,7 @@ fn two_replicas_behind_nginx_serve_an_mcp_clients_evals() {
     for mode in ["legacy", "legacy", "legacy", "auto"] {
         let spec = json!({"transport": "http", "url": format!("http://{}/mcp", front.front),
                           "mode": mode, "programs": programs});
-        let v = client(&python, &spec);
+        let v = host_clients::run(&python, &spec);
         assert_eq!(
             results(&v),
             [json!(3), json!(8), json!(9)],
@@ -205,18 +173,9 @@ fn two_replicas_behind_nginx_serve_an_mcp_clients_evals() {
 
 #[test]
 fn replicas_with_sessions_share_them_through_redis_behind_round_robin() {
-    let Some(nginx_bin) = find_nginx() else {
-        return ptc_tests::skip(
-            "nginx is not installed (Debian package nginx; .ci/run installs it)",
-        );
+    let (Some(nginx_bin), Some(python)) = (host_clients::nginx(), host_clients::python()) else {
+        return;
     };
-    let python = root().join("fixtures/host-clients/.venv/bin/python");
-    if !python.exists() {
-        return ptc_tests::skip(&format!(
-            "the Python mcp client is not installed at {} (run the install lines of .ci/run)",
-            python.display()
-        ));
-    }
     let Some(redis) = ptc_tests::redis::start() else {
         return;
     };
@@ -225,7 +184,7 @@ fn replicas_with_sessions_share_them_through_redis_behind_round_robin() {
     let (_b, addr_b) = replica_with(&args);
     let call = |url: &str, programs: Value| {
         let spec = json!({"transport": "http", "url": url, "mode": "auto", "programs": programs});
-        results(&client(&python, &spec))
+        results(&host_clients::run(&python, &spec))
     };
     // Defined through one replica, used through the other: the state is in Redis.
     let defined = call(

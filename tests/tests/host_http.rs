@@ -10,10 +10,9 @@ use std::time::Duration;
 use ptc_core::server::{EvalLimits, Evaluator, HttpOptions, serve_http};
 use ptc_core::{StartOptions, Upstreams};
 use serde_json::{Value, json};
-use tokio::sync::oneshot;
 
 mod support;
-use support::{Session, client, message_with_id};
+use support::{Host, Session, client, message_with_id};
 
 const TOKEN: &str = "0123456789abcdef0123456789abcdef";
 
@@ -22,41 +21,13 @@ const LONG: &str = "(loop [i 0] (if (< i 900000) (do (loop [j 0] (if (< j 900000
 /// A program that runs a while and then answers on its own.
 const FINITE: &str = "(loop [i 0] (if (< i 300) (do (loop [j 0] (if (< j 3000) (recur (inc j)) j)) (recur (inc i))) i))";
 
-struct Host {
-    url: String,
-    base: String,
-    evaluator: Arc<Evaluator>,
-    stop: Option<oneshot::Sender<()>>,
-    done: tokio::task::JoinHandle<Result<(), String>>,
-}
-
 async fn host(options: HttpOptions, limits: EvalLimits) -> Host {
-    let plan = ptc_plan::Plan::default();
-    let up = Upstreams::start(plan, Default::default(), StartOptions::default())
-        .await
-        .unwrap();
-    host_over(Arc::new(up), options, limits).await
+    host_over(support::no_upstreams().await, options, limits).await
 }
 
 async fn host_over(up: Arc<Upstreams>, options: HttpOptions, limits: EvalLimits) -> Host {
     let evaluator = Evaluator::new(up, tokio::runtime::Handle::current(), limits).unwrap();
-    let (tx, rx) = oneshot::channel::<()>();
-    let options = HttpOptions {
-        addr: "127.0.0.1:0".parse().unwrap(),
-        ..options
-    };
-    let running = serve_http(evaluator.clone(), options, async {
-        let _ = rx.await;
-    })
-    .await
-    .unwrap();
-    Host {
-        url: format!("http://{}/mcp", running.addr),
-        base: format!("http://{}", running.addr),
-        evaluator,
-        stop: Some(tx),
-        done: running.done,
-    }
+    support::serve(evaluator, options).await
 }
 
 /// The status of an `initialize` POSTed to `url` with `headers` added (Origin, Host).

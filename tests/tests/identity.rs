@@ -11,22 +11,15 @@ use std::sync::Arc;
 use observatory_server::{ServerConfig, ServerHandle, TokenSource, TokenSpec};
 use ptc_core::identity::oauth::OAuthOptions;
 use ptc_core::policy::Policy;
-use ptc_core::server::{EvalLimits, Evaluator, HttpOptions, serve_http};
+use ptc_core::server::{EvalLimits, Evaluator, HttpOptions};
 use ptc_core::{StartOptions, Upstreams};
 use ptc_tests::issuer::Issuer;
 use serde_json::{Value, json};
-use support::{Session, client};
+use support::{Host, Session, client};
 
 /// This resource as tokens must name it.
 const AUD: &str = "http://127.0.0.1/ptc-test/mcp";
 const OBS_TOKEN: &str = "obs_identity_full_5b1e2d";
-
-struct Host {
-    url: String,
-    base: String,
-    evaluator: Arc<Evaluator>,
-    _stop: tokio::sync::oneshot::Sender<()>,
-}
 
 /// A host over `up` that accepts the issuer's tokens for [`AUD`] with `scopes` required, under
 /// `policy` when given.
@@ -38,35 +31,11 @@ async fn host(issuer: &Issuer, scopes: &[&str], policy: Option<&str>, up: Arc<Up
     }
     let mut oauth = OAuthOptions::new(vec![issuer.url.clone()], AUD.into());
     oauth.required_scopes = scopes.iter().map(|s| s.to_string()).collect();
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     let options = HttpOptions {
-        addr: "127.0.0.1:0".parse().unwrap(),
         oauth: Some(oauth),
         ..HttpOptions::default()
     };
-    let running = serve_http(evaluator.clone(), options, async {
-        let _ = rx.await;
-    })
-    .await
-    .unwrap();
-    Host {
-        url: format!("http://{}/mcp", running.addr),
-        base: format!("http://{}", running.addr),
-        evaluator,
-        _stop: tx,
-    }
-}
-
-async fn no_upstreams() -> Arc<Upstreams> {
-    Arc::new(
-        Upstreams::start(
-            ptc_plan::Plan::default(),
-            Default::default(),
-            StartOptions::default(),
-        )
-        .await
-        .unwrap(),
-    )
+    support::serve(evaluator, options).await
 }
 
 /// A token for `sub` meant for this resource, with `scope`.
@@ -109,7 +78,7 @@ fn start_issuer() -> Option<Issuer> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_metadata_names_the_issuer_and_a_request_without_a_token_is_told_where_to_go() {
     let Some(issuer) = start_issuer() else { return };
-    let h = host(&issuer, &["ptc:eval"], None, no_upstreams().await).await;
+    let h = host(&issuer, &["ptc:eval"], None, support::no_upstreams().await).await;
     let metadata_url = format!(
         "{}/.well-known/oauth-protected-resource/ptc-test/mcp",
         "http://127.0.0.1"
@@ -141,7 +110,7 @@ async fn the_metadata_names_the_issuer_and_a_request_without_a_token_is_told_whe
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_valid_token_runs_as_its_subject() {
     let Some(issuer) = start_issuer() else { return };
-    let h = host(&issuer, &["ptc:eval"], None, no_upstreams().await).await;
+    let h = host(&issuer, &["ptc:eval"], None, support::no_upstreams().await).await;
     for alg in ["RS256", "ES256"] {
         let t = issuer
             .mint(json!({"alg": alg, "claims": {"sub": "alice", "aud": AUD,
@@ -157,7 +126,7 @@ async fn a_valid_token_runs_as_its_subject() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bad_token_is_refused_with_the_reason() {
     let Some(issuer) = start_issuer() else { return };
-    let h = host(&issuer, &["ptc:eval"], None, no_upstreams().await).await;
+    let h = host(&issuer, &["ptc:eval"], None, support::no_upstreams().await).await;
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -249,7 +218,7 @@ async fn a_bad_token_is_refused_with_the_reason() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unknown_key_fetches_the_keys_once_and_a_rotated_key_is_found() {
     let Some(issuer) = start_issuer() else { return };
-    let h = host(&issuer, &[], None, no_upstreams().await).await;
+    let h = host(&issuer, &[], None, support::no_upstreams().await).await;
     let jwks = |stats: &Value| stats["jwks_requests"].as_u64().unwrap();
     let first = token(&issuer, "alice", "").await;
     assert_eq!(refused(&h.url, Some(&first)).await.0, 200);
@@ -279,7 +248,7 @@ async fn an_unknown_key_fetches_the_keys_once_and_a_rotated_key_is_found() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rotation_is_followed_and_a_dropped_key_no_longer_passes() {
     let Some(issuer) = start_issuer() else { return };
-    let h = host(&issuer, &[], None, no_upstreams().await).await;
+    let h = host(&issuer, &[], None, support::no_upstreams().await).await;
     let url = h.url.clone();
     let old = token(&issuer, "alice", "").await;
     assert_eq!(refused(&url, Some(&old)).await.0, 200);
@@ -480,7 +449,7 @@ async fn the_policy_decides_what_each_caller_reaches_and_sees() {
 async fn a_caller_past_its_programs_per_minute_is_told_when_to_retry() {
     let Some(issuer) = start_issuer() else { return };
     let policy = POLICY.replace("\"programs_per_minute\": 10", "\"programs_per_minute\": 3");
-    let h = host(&issuer, &[], Some(&policy), no_upstreams().await).await;
+    let h = host(&issuer, &[], Some(&policy), support::no_upstreams().await).await;
     let agent = Session::open(&h.url, Some(&token(&issuer, "bot-2", "ptc:eval").await)).await;
     for id in 1..=3 {
         let reply = agent.call(id, "(+ 1 2)").await;

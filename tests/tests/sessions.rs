@@ -10,21 +10,13 @@ use std::time::Duration;
 use ptc_core::identity::Caller;
 use ptc_core::server::session_run::SessionOptions;
 use ptc_core::server::state::{self, StateKey};
-use ptc_core::server::{EvalLimits, EvalOutcome, EvalRequest, Evaluator, HttpOptions, serve_http};
-use ptc_core::{StartOptions, Upstreams};
+use ptc_core::server::{EvalLimits, EvalOutcome, EvalRequest, Evaluator, HttpOptions};
 use serde_json::{Value, json};
 use support::Session;
 
 async fn evaluator(options: Option<SessionOptions>) -> Arc<Evaluator> {
-    let up = Upstreams::start(
-        ptc_plan::Plan::default(),
-        Default::default(),
-        StartOptions::default(),
-    )
-    .await
-    .unwrap();
     let ev = Evaluator::new(
-        Arc::new(up),
+        support::no_upstreams().await,
         tokio::runtime::Handle::current(),
         EvalLimits::default(),
     )
@@ -221,20 +213,8 @@ async fn state_this_host_cannot_read_is_a_clear_error_and_nothing_runs() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn over_http_a_stateful_connection_is_its_own_session() {
     let ev = evaluator(Some(memory())).await;
-    let (_tx, rx) = tokio::sync::oneshot::channel::<()>();
-    let running = serve_http(
-        ev,
-        HttpOptions {
-            addr: "127.0.0.1:0".parse().unwrap(),
-            ..HttpOptions::default()
-        },
-        async {
-            let _ = rx.await;
-        },
-    )
-    .await
-    .unwrap();
-    let url = format!("http://{}/mcp", running.addr);
+    let host = support::serve(ev, HttpOptions::default()).await;
+    let url = host.url.clone();
     let a = Session::open(&url, None).await;
     let b = Session::open(&url, None).await;
     let reply = a.call(1, "(def x 41)").await;

@@ -43,6 +43,55 @@ pub fn run(
     )
 }
 
+/// A plan with no upstreams, started: for hosts whose tests need only the language.
+pub async fn no_upstreams() -> std::sync::Arc<ptc_core::Upstreams> {
+    let up = ptc_core::Upstreams::start(
+        ptc_plan::Plan::default(),
+        Default::default(),
+        ptc_core::StartOptions::default(),
+    )
+    .await
+    .expect("an empty plan starts");
+    std::sync::Arc::new(up)
+}
+
+/// A host serving `evaluator` over Streamable HTTP on a loopback port.
+pub struct Host {
+    /// The MCP endpoint.
+    pub url: String,
+    /// `http://addr`, for `/health`, `/ready` and the other routes.
+    pub base: String,
+    pub evaluator: std::sync::Arc<ptc_core::server::Evaluator>,
+    /// Sending (or dropping) it shuts the host down gracefully.
+    pub stop: Option<tokio::sync::oneshot::Sender<()>>,
+    /// Ends when the host has shut down.
+    pub done: tokio::task::JoinHandle<Result<(), String>>,
+}
+
+/// Serves `evaluator` with `options` on 127.0.0.1 (any port).
+pub async fn serve(
+    evaluator: std::sync::Arc<ptc_core::server::Evaluator>,
+    options: ptc_core::server::HttpOptions,
+) -> Host {
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let options = ptc_core::server::HttpOptions {
+        addr: "127.0.0.1:0".parse().expect("a loopback address"),
+        ..options
+    };
+    let running = ptc_core::server::serve_http(evaluator.clone(), options, async {
+        let _ = rx.await;
+    })
+    .await
+    .expect("the host listens");
+    Host {
+        url: format!("http://{}/mcp", running.addr),
+        base: format!("http://{}", running.addr),
+        evaluator,
+        stop: Some(tx),
+        done: running.done,
+    }
+}
+
 /// The HTTP client the tests speak to a host with.
 pub fn client() -> reqwest::Client {
     ptc_core::http_client::builder()
