@@ -235,7 +235,7 @@ impl TokenValidator {
     /// The caller `token` speaks for, or why it is refused.
     pub async fn validate(&self, token: &str) -> Result<Caller, Rejection> {
         let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
-        if let Some(caller) = self.remembered(&digest) {
+        if let Some(caller) = self.remembered(&digest, now()) {
             return self.scoped(caller);
         }
         let header = Header::read(token)?;
@@ -284,10 +284,9 @@ impl TokenValidator {
         Err(last)
     }
 
-    /// A remembered caller whose token has not expired and whose key is still in its
-    /// issuer's set.
-    fn remembered(&self, digest: &[u8; 32]) -> Option<Caller> {
-        let now = now();
+    /// A remembered caller whose token has not expired at `now` (seconds since the epoch) and
+    /// whose key is still in its issuer's set.
+    fn remembered(&self, digest: &[u8; 32], now: u64) -> Option<Caller> {
         let leeway = self.options.leeway.as_secs();
         let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
         let entry = seen.get(digest)?;
@@ -567,5 +566,344 @@ mod tests {
         assert!(Header::read("!!.b.c").is_err());
         assert_eq!(unverified_issuer(&token).unwrap(), "x");
         assert!(unverified_issuer(&format!("{}.{}.", b64("{}"), b64("{}"))).is_err());
+    }
+
+    const AUD: &str = "https://ptc.example.com/mcp";
+
+    /// A loopback authorization server: metadata and a key set of Ed25519 keys made for the
+    /// test, which the test can change; and tokens signed with those keys.
+    struct Issuer {
+        url: String,
+        keys: Vec<(String, jsonwebtoken::EncodingKey, Json)>,
+        set: std::sync::Arc<Mutex<Json>>,
+    }
+
+    async fn issuer(kids: &[&str]) -> Issuer {
+        use axum::routing::get;
+        let rng = ring::rand::SystemRandom::new();
+        let keys: Vec<_> = kids
+            .iter()
+            .map(|kid| {
+                let pkcs8 = ring::signature::Ed25519KeyPair::generate_pkcs8(&rng).unwrap();
+                let pair = ring::signature::Ed25519KeyPair::from_pkcs8(pkcs8.as_ref()).unwrap();
+                use ring::signature::KeyPair;
+                let x = base64::engine::general_purpose::URL_SAFE_NO_PAD
+                    .encode(pair.public_key().as_ref());
+                let jwk = serde_json::json!({"kty": "OKP", "crv": "Ed25519", "x": x,
+                    "kid": kid, "alg": "EdDSA", "use": "sig"});
+                let signing = jsonwebtoken::EncodingKey::from_ed_der(pkcs8.as_ref());
+                (kid.to_string(), signing, jwk)
+            })
+            .collect();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let set = std::sync::Arc::new(Mutex::new(serde_json::json!({
+            "keys": keys.iter().map(|k| k.2.clone()).collect::<Vec<_>>()
+        })));
+        let meta = serde_json::json!({"issuer": url, "jwks_uri": format!("{url}/jwks")});
+        let served = set.clone();
+        let app = axum::Router::new()
+            .route(
+                "/.well-known/oauth-authorization-server",
+                get(move || async move { axum::Json(meta) }),
+            )
+            .route(
+                "/jwks",
+                get(move || {
+                    let set = served.lock().unwrap().clone();
+                    async move { axum::Json(set) }
+                }),
+            );
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Issuer { url, keys, set }
+    }
+
+    impl Issuer {
+        /// Claims valid for [`AUD`] for ten minutes, with `extra` added (a null removes one).
+        fn claims(&self, extra: Json) -> Json {
+            let mut c = serde_json::json!({"iss": self.url, "aud": AUD, "sub": "alice",
+                "exp": now() + 600});
+            for (k, v) in extra.as_object().unwrap() {
+                match v {
+                    Json::Null => c.as_object_mut().unwrap().remove(k),
+                    v => c.as_object_mut().unwrap().insert(k.clone(), v.clone()),
+                };
+            }
+            c
+        }
+
+        /// `claims` signed with the key `kid`.
+        fn sign(&self, kid: &str, claims: &Json) -> String {
+            let key = &self.keys.iter().find(|k| k.0 == kid).unwrap().1;
+            let mut header = jsonwebtoken::Header::new(Algorithm::EdDSA);
+            header.kid = Some(kid.into());
+            jsonwebtoken::encode(&header, claims, key).unwrap()
+        }
+
+        fn token(&self, extra: Json) -> String {
+            self.sign(&self.keys[0].0, &self.claims(extra))
+        }
+
+        /// Only the key `kid` left in the set.
+        fn keep_only(&self, kid: &str) {
+            let jwk = self.keys.iter().find(|k| k.0 == kid).unwrap().2.clone();
+            *self.set.lock().unwrap() = serde_json::json!({"keys": [jwk]});
+        }
+
+        fn validator(&self, change: impl FnOnce(&mut OAuthOptions)) -> TokenValidator {
+            let mut o = OAuthOptions::new(vec![self.url.clone()], AUD.into());
+            change(&mut o);
+            TokenValidator::new(o, crate::http_client::builder().build().unwrap()).unwrap()
+        }
+    }
+
+    fn refusal(r: Result<Caller, Rejection>) -> String {
+        match r {
+            Err(Rejection::Invalid(why)) => why,
+            other => panic!("expected an invalid token, got {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_valid_token_speaks_for_its_caller_and_is_remembered() {
+        let iss = issuer(&["k1"]).await;
+        let v = iss.validator(|o| o.groups_claim = "roles".into());
+        let token = iss.token(serde_json::json!({"scope": "read  write", "scp": ["admin"],
+            "azp": "cli-azp", "roles": ["ops", 7, "dev"], "groups": ["ignored"]}));
+        let caller = v.validate(&token).await.unwrap();
+        assert_eq!(caller.subject, "alice");
+        assert_eq!(caller.client_id.as_deref(), Some("cli-azp"));
+        assert_eq!(caller.scopes, ["read", "write", "admin"]);
+        assert_eq!(
+            caller.groups,
+            ["ops", "dev"],
+            "from the configured claim, strings only"
+        );
+        assert_eq!(caller.issuer.as_deref(), Some(iss.url.as_str()));
+        assert_eq!(v.seen.lock().unwrap().len(), 1, "remembered by its digest");
+        assert_eq!(v.validate(&token).await.unwrap(), caller);
+        // `client_id` wins over `azp`; `groups` is the default claim.
+        let v = iss.validator(|_| {});
+        let token =
+            iss.token(serde_json::json!({"client_id": "cli", "azp": "other", "groups": "a b"}));
+        let caller = v.validate(&token).await.unwrap();
+        assert_eq!(caller.client_id.as_deref(), Some("cli"));
+        assert_eq!(caller.groups, ["a", "b"]);
+        assert!(caller.scopes.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_token_without_a_required_scope_is_refused_first_and_when_remembered() {
+        let iss = issuer(&["k1"]).await;
+        let v = iss.validator(|o| o.required_scopes = vec!["read".into(), "ops".into()]);
+        let token = iss.token(serde_json::json!({"scope": "read"}));
+        for _ in 0..2 {
+            assert_eq!(
+                v.validate(&token).await,
+                Err(Rejection::InsufficientScope(vec!["ops".into()]))
+            );
+        }
+        let both = iss.token(serde_json::json!({"scope": "ops read"}));
+        assert!(v.validate(&both).await.is_ok());
+    }
+
+    #[tokio::test]
+    async fn each_check_refuses_with_what_is_wrong() {
+        let iss = issuer(&["k1", "k2"]).await;
+        let v = iss.validator(|_| {});
+        let t = now();
+        // `exp` and `nbf` within the 30 s leeway pass; past it they do not.
+        assert!(
+            v.validate(&iss.token(serde_json::json!({"exp": t - 20})))
+                .await
+                .is_ok()
+        );
+        let expired = refusal(
+            v.validate(&iss.token(serde_json::json!({"exp": t - 40})))
+                .await,
+        );
+        assert!(expired.starts_with("the token expired (exp "), "{expired}");
+        assert!(expired.ends_with("leeway 30 s)"), "{expired}");
+        assert!(
+            v.validate(&iss.token(serde_json::json!({"nbf": t + 20})))
+                .await
+                .is_ok()
+        );
+        let early = refusal(
+            v.validate(&iss.token(serde_json::json!({"nbf": t + 60})))
+                .await,
+        );
+        assert!(
+            early.starts_with("the token is not valid yet (nbf "),
+            "{early}"
+        );
+        let aud = refusal(
+            v.validate(&iss.token(serde_json::json!({"aud": "https://other/mcp"})))
+                .await,
+        );
+        assert_eq!(
+            aud,
+            format!("the token's audience is \"https://other/mcp\", not this resource `{AUD}`")
+        );
+        let wrong_iss = refusal(
+            v.validate(&iss.token(serde_json::json!({"iss": "https://evil.example"})))
+                .await,
+        );
+        assert_eq!(
+            wrong_iss,
+            format!(
+                "the token's issuer `https://evil.example` is not trusted here (trusted: {})",
+                iss.url
+            )
+        );
+        for claim in ["sub", "exp"] {
+            let missing = refusal(
+                v.validate(&iss.token(serde_json::json!({claim: null})))
+                    .await,
+            );
+            assert_eq!(missing, format!("the token has no `{claim}` claim"));
+        }
+        // Signed by k2, claiming k1.
+        let k2 = iss.sign("k2", &iss.claims(serde_json::json!({})));
+        let b64 = |s: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s);
+        let body = k2.split_once('.').unwrap().1;
+        let forged = format!(
+            "{}.{body}",
+            b64(r#"{"alg":"EdDSA","typ":"JWT","kid":"k1"}"#)
+        );
+        assert_eq!(
+            refusal(v.validate(&forged).await),
+            "the token's signature does not verify"
+        );
+        // An accepted algorithm no key of the set is for.
+        let rs = format!("{}.{body}", b64(r#"{"alg":"RS256","kid":"k1"}"#));
+        assert_eq!(
+            refusal(v.validate(&rs).await),
+            format!("no key of the issuer {} is for RS256", iss.url)
+        );
+        let none = format!("{}.{body}", b64(r#"{"alg":"none"}"#));
+        assert_eq!(
+            refusal(v.validate(&none).await),
+            "the token's algorithm `none` is not accepted (accepted: RS256, PS256, ES256, EdDSA)"
+        );
+        let hs = format!("{}.{body}", b64(r#"{"alg":"HS256"}"#));
+        assert!(refusal(v.validate(&hs).await).contains("`HS256` is not accepted"));
+        assert_eq!(
+            refusal(v.validate("opaque").await),
+            "the bearer token is not a JWT"
+        );
+        assert!(
+            v.seen.lock().unwrap().len() <= 2,
+            "only the two good tokens are remembered"
+        );
+    }
+
+    #[tokio::test]
+    async fn with_several_issuers_the_claimed_one_checks_the_token() {
+        let (a, b) = (issuer(&["a1"]).await, issuer(&["b1"]).await);
+        let o = OAuthOptions::new(vec![a.url.clone(), format!("{}/", b.url)], AUD.into());
+        let v = TokenValidator::new(o, crate::http_client::builder().build().unwrap()).unwrap();
+        assert!(v.validate(&a.token(serde_json::json!({}))).await.is_ok());
+        let from_b = b.token(serde_json::json!({"iss": format!("{}/", b.url)}));
+        assert!(
+            v.validate(&from_b).await.is_ok(),
+            "a trailing slash is the same issuer"
+        );
+        let stranger = a.token(serde_json::json!({"iss": "https://evil.example"}));
+        assert_eq!(
+            refusal(v.validate(&stranger).await),
+            format!(
+                "the token's issuer `https://evil.example` is not trusted here (trusted: {}, {}/)",
+                a.url, b.url
+            )
+        );
+        let anonymous = a.token(serde_json::json!({"iss": null}));
+        assert_eq!(
+            refusal(v.validate(&anonymous).await),
+            "the token has no `iss` claim"
+        );
+        // Signed by a's key, claiming b: b's keys do not know it.
+        let crossed = a.token(serde_json::json!({"iss": b.url}));
+        assert!(refusal(v.validate(&crossed).await).contains("has no key with id `a1`"));
+    }
+
+    #[tokio::test]
+    async fn a_remembered_token_holds_until_its_expiry_and_while_its_key_is_in_the_set() {
+        let iss = issuer(&["k1", "k2"]).await;
+        let v = iss.validator(|_| {});
+        iss.keep_only("k1");
+        let token = iss.token(serde_json::json!({"exp": 1_000_000, "nbf": 500_000}));
+        let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
+        // Keys fetched, then the token remembered as checked (it is long expired by the clock).
+        assert!(v.validate(&iss.token(serde_json::json!({}))).await.is_ok());
+        let claims = unverified_claims(&token).unwrap();
+        let remember = || {
+            let caller = v.caller(&claims, &token);
+            v.remember(digest, &claims, caller, &iss.url, Some("k1".into()));
+        };
+        remember();
+        assert!(
+            v.remembered(&digest, 1_000_029).is_some(),
+            "within the leeway"
+        );
+        assert!(
+            v.remembered(&digest, 1_000_030).is_none(),
+            "at exp + leeway"
+        );
+        assert!(
+            v.remembered(&digest, 1_000_029).is_none(),
+            "forgotten once expired"
+        );
+        remember();
+        assert!(v.remembered(&digest, 499_970).is_some(), "nbf - leeway");
+        assert!(v.remembered(&digest, 499_969).is_none());
+        remember();
+        assert!(v.remembered(&digest, 700_000).is_some());
+        // The issuer swaps k1 for k2; a k2 token makes the host fetch the set again.
+        iss.keep_only("k2");
+        let k2 = iss.sign("k2", &iss.claims(serde_json::json!({})));
+        assert!(v.validate(&k2).await.is_ok());
+        assert!(
+            v.remembered(&digest, 700_000).is_none(),
+            "its key left the set"
+        );
+        // A token of an issuer the validator no longer knows is not remembered either.
+        let caller = v.caller(&claims, &token);
+        v.remember(digest, &claims, caller, "https://gone.example", None);
+        assert!(v.remembered(&digest, 700_000).is_none());
+    }
+
+    #[tokio::test]
+    async fn the_memory_of_checked_tokens_starts_over_at_its_cap() {
+        let iss = issuer(&["k1"]).await;
+        let v = iss.validator(|_| {});
+        let claims = serde_json::json!({"exp": now() + 600});
+        let caller = v.caller(&claims, "t");
+        for i in 0..MAX_REMEMBERED - 1 {
+            let digest: [u8; 32] = Sha256::digest(i.to_le_bytes()).into();
+            v.remember(digest, &claims, caller.clone(), &iss.url, None);
+        }
+        let next = |tag: &str| {
+            let digest: [u8; 32] = Sha256::digest(tag.as_bytes()).into();
+            v.remember(digest, &claims, caller.clone(), &iss.url, None);
+            v.seen.lock().unwrap().len()
+        };
+        assert_eq!(next("last that fits"), MAX_REMEMBERED);
+        assert_eq!(next("one more"), 1, "cleared, then this one");
+    }
+
+    #[test]
+    fn a_rejection_tells_the_client_why() {
+        assert_eq!(Rejection::Invalid("bad".into()).message(), "bad");
+        assert_eq!(
+            Rejection::InsufficientScope(vec!["a".into(), "b".into()]).message(),
+            "the token lacks the scope a b"
+        );
+        assert_eq!(
+            Rejection::Unavailable("down".into()).message(),
+            "the token cannot be checked now: down"
+        );
     }
 }
