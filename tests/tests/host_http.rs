@@ -12,7 +12,7 @@ use ptc_core::{StartOptions, Upstreams};
 use serde_json::{Value, json};
 
 mod support;
-use support::{Host, Session, client, message_with_id};
+use support::{Bed, Host, Session, client, message_with_id};
 
 const TOKEN: &str = "0123456789abcdef0123456789abcdef";
 
@@ -583,54 +583,17 @@ async fn both_protocol_eras_are_served() {
 
 /// The Observatory test bed answering every request after `latency_ms`, and the upstreams of the
 /// fixture config pointed at it.
-struct SlowBed {
-    server: Option<observatory_server::ServerHandle>,
-    token_file: std::path::PathBuf,
-    up: Arc<Upstreams>,
-}
-
-impl SlowBed {
-    async fn start(name: &str, latency_ms: u64) -> SlowBed {
-        use observatory_server::{Faults, ServerConfig, TokenSource, TokenSpec};
-        const SECRET: &str = "obs_waiting_6b1d2e9f";
-        let mut config = ServerConfig::new(TokenSource::Inline(vec![TokenSpec::full_access(
-            "tok", SECRET,
-        )]));
-        config.faults =
-            Faults::parse_over(&Faults::default(), &format!("latency_ms={latency_ms}")).unwrap();
-        let (addr, server) = observatory_server::start(config).await.unwrap();
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../fixtures/observatory/upstreams.json");
-        let mut loaded = ptc_plan::load(&path).unwrap_or_else(|d| panic!("{d}"));
-        let token_file =
-            std::env::temp_dir().join(format!("ptc-waiting-{name}-{}.token", std::process::id()));
-        std::fs::write(&token_file, SECRET).unwrap();
-        for c in &mut loaded.plan.credentials {
-            c.source = ptc_plan::CredentialSource::File {
-                path: token_file.to_string_lossy().into(),
-            };
-        }
-        for u in &mut loaded.plan.upstreams {
-            if let ptc_plan::Transport::Openapi(api) = &mut u.transport {
-                api.base_url = format!("http://{addr}");
-            }
-        }
-        let up = Upstreams::start(loaded.plan, loaded.secrets, StartOptions::default())
-            .await
-            .unwrap();
-        SlowBed {
-            server: Some(server),
-            token_file,
-            up: Arc::new(up),
-        }
-    }
-
-    async fn stop(mut self) {
-        if let Some(s) = self.server.take() {
-            s.shutdown().await;
-        }
-        let _ = std::fs::remove_file(&self.token_file);
-    }
+/// The Observatory test bed answering after `latency_ms`, and the upstreams against it.
+async fn slow_bed(name: &str, latency_ms: u64) -> Bed {
+    let token = observatory_server::TokenSpec::full_access("tok", "obs_waiting_6b1d2e9f");
+    let faults = format!("latency_ms={latency_ms}");
+    Bed::start(
+        &format!("waiting-{name}"),
+        token,
+        &faults,
+        StartOptions::default(),
+    )
+    .await
 }
 
 /// One upstream call, answering `true` when it succeeded.
@@ -639,7 +602,7 @@ const ONE_CALL: &str = "(:ok (tool/call 'observatory/list-traces {:org-id \"org_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sixty_four_sessions_waiting_on_a_slow_upstream_are_in_flight_at_once_and_all_answered() {
     // Long enough that every call starts before the first answer comes.
-    let bed = SlowBed::start("sixty-four", 3_000).await;
+    let bed = slow_bed("sixty-four", 3_000).await;
     let limits = EvalLimits {
         eval_threads: 2,
         ..EvalLimits::default()
@@ -670,7 +633,7 @@ async fn sixty_four_sessions_waiting_on_a_slow_upstream_are_in_flight_at_once_an
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_session_sending_sixteen_calls_at_once_gets_sixteen_answers() {
-    let bed = SlowBed::start("sixteen", 100).await;
+    let bed = slow_bed("sixteen", 100).await;
     let h = host_over(
         bed.up.clone(),
         HttpOptions::default(),
@@ -697,7 +660,7 @@ async fn one_session_sending_sixteen_calls_at_once_gets_sixteen_answers() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_program_waiting_on_an_upstream_is_cancelled_mid_call_and_releases_its_slot() {
-    let bed = SlowBed::start("cancelled", 600_000).await;
+    let bed = slow_bed("cancelled", 600_000).await;
     let limits = EvalLimits {
         max_concurrent: 1,
         max_queue: 0,
@@ -726,7 +689,7 @@ async fn a_program_waiting_on_an_upstream_is_cancelled_mid_call_and_releases_its
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_program_whose_upstream_never_answers_ends_at_its_deadline() {
-    let bed = SlowBed::start("never", 600_000).await;
+    let bed = slow_bed("never", 600_000).await;
     let limits = EvalLimits {
         program_timeout: Duration::from_millis(700),
         ..EvalLimits::default()
@@ -748,7 +711,7 @@ async fn a_program_whose_upstream_never_answers_ends_at_its_deadline() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_with_a_thousand_programs_waiting_answers_each_or_says_why() {
-    let bed = SlowBed::start("shutdown", 5_000).await;
+    let bed = slow_bed("shutdown", 5_000).await;
     let limits = EvalLimits {
         eval_threads: 2,
         max_concurrent: 256,

@@ -5,17 +5,16 @@
 
 mod support;
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
-use observatory_server::{ServerConfig, ServerHandle, TokenSource, TokenSpec};
+use observatory_server::TokenSpec;
 use ptc_core::identity::oauth::OAuthOptions;
 use ptc_core::policy::Policy;
 use ptc_core::server::{EvalLimits, Evaluator, HttpOptions};
 use ptc_core::{StartOptions, Upstreams};
 use ptc_tests::issuer::Issuer;
 use serde_json::{Value, json};
-use support::{Host, Session, client};
+use support::{Bed, Host, Session, client};
 
 /// This resource as tokens must name it.
 const AUD: &str = "http://127.0.0.1/ptc-test/mcp";
@@ -265,43 +264,16 @@ async fn a_rotation_is_followed_and_a_dropped_key_no_longer_passes() {
 
 // ---- policy, against the Observatory test bed ----
 
-struct Bed {
-    server: Option<ServerHandle>,
-    token_file: PathBuf,
-    up: Arc<Upstreams>,
-}
-
-impl Bed {
-    async fn stop(mut self) {
-        if let Some(s) = self.server.take() {
-            s.shutdown().await;
-        }
-        let _ = std::fs::remove_file(&self.token_file);
-    }
-}
-
+/// The Observatory test bed (its token may write) with the write gate open: the policy, not the
+/// gate, decides who may write here.
 async fn observatory(name: &str) -> Bed {
     let mut token = TokenSpec::full_access("tok_identity", OBS_TOKEN);
     token.scopes.push("traces:write".into());
-    let (addr, server) =
-        observatory_server::start(ServerConfig::new(TokenSource::Inline(vec![token])))
-            .await
-            .expect("observatory starts");
-    let (loaded, token_file) =
-        support::observatory_plan(addr, OBS_TOKEN, &format!("identity-{name}"));
-    // The write gate is open: the policy, not the gate, decides who may write here.
     let options = StartOptions {
         writes: ptc_core::WriteGate::Open,
         ..StartOptions::default()
     };
-    let up = Upstreams::start(loaded.plan, loaded.secrets, options)
-        .await
-        .unwrap();
-    Bed {
-        server: Some(server),
-        token_file,
-        up: Arc::new(up),
-    }
+    Bed::start(&format!("identity-{name}"), token, "", options).await
 }
 
 const POLICY: &str = r#"{"rules": [

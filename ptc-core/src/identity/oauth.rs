@@ -783,6 +783,17 @@ mod tests {
             refusal(v.validate(&rs).await),
             format!("no key of the issuer {} is for RS256", iss.url)
         );
+        // With one issuer its keys are asked first, whatever the token claims.
+        let evil = iss.token(serde_json::json!({"iss": "https://evil.example"}));
+        let evil_body = evil.split_once('.').unwrap().1;
+        let unknown_kid = format!("{}.{evil_body}", b64(r#"{"alg":"EdDSA","kid":"zz"}"#));
+        assert_eq!(
+            refusal(v.validate(&unknown_kid).await),
+            format!(
+                "the issuer {} has no key with id `zz` (its current key set)",
+                iss.url
+            )
+        );
         let none = format!("{}.{body}", b64(r#"{"alg":"none"}"#));
         assert_eq!(
             refusal(v.validate(&none).await),

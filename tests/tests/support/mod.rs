@@ -170,6 +170,54 @@ impl Session {
     }
 }
 
+/// The Observatory test bed, and the fixture config's upstreams started against it.
+pub struct Bed {
+    server: Option<observatory_server::ServerHandle>,
+    token_file: std::path::PathBuf,
+    /// The bed's address.
+    pub addr: SocketAddr,
+    /// The upstreams, pointed at the bed with its token.
+    pub up: std::sync::Arc<ptc_core::Upstreams>,
+}
+
+impl Bed {
+    /// A bed whose one token is `token` (its secret is what the upstreams send), with the
+    /// `faults` spec (`""` for none, `"latency_ms=200"`), and the upstreams started with
+    /// `options`. `name` keeps the token files of concurrent tests apart.
+    pub async fn start(
+        name: &str,
+        token: observatory_server::TokenSpec,
+        faults: &str,
+        options: ptc_core::StartOptions,
+    ) -> Bed {
+        use observatory_server::{Faults, ServerConfig, TokenSource};
+        let secret = token.secret.clone().expect("a token with its secret");
+        let mut config = ServerConfig::new(TokenSource::Inline(vec![token]));
+        config.faults = Faults::parse_over(&Faults::default(), faults).expect("a fault spec");
+        let (addr, server) = observatory_server::start(config)
+            .await
+            .expect("the Observatory test bed starts");
+        let (loaded, token_file) = observatory_plan(addr, &secret, name);
+        let up = ptc_core::Upstreams::start(loaded.plan, loaded.secrets, options)
+            .await
+            .expect("the upstreams start");
+        Bed {
+            server: Some(server),
+            token_file,
+            addr,
+            up: std::sync::Arc::new(up),
+        }
+    }
+
+    /// Stops the bed and removes the token file.
+    pub async fn stop(mut self) {
+        if let Some(s) = self.server.take() {
+            s.shutdown().await;
+        }
+        let _ = std::fs::remove_file(&self.token_file);
+    }
+}
+
 /// The fixture config's Observatory upstream pointed at the test bed on `addr`, its credential
 /// read from a fresh file holding `token` (named after `name`); the plan and the file's path.
 pub fn observatory_plan(
