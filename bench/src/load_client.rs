@@ -10,10 +10,15 @@
 //!   `io` program of `CALLS` calls; the percentiles are the light evaluations'.
 //! - `ping SESSIONS TOTAL`: the baseline of `light` through the MCP layer, `TOTAL` MCP `ping`
 //!   requests shared the same way: what a request costs before any evaluation.
+//! - `kept SESSIONS CALLS`: `io` with a program that keeps its answer (`def`), so a host with
+//!   sessions saves each session's state.
 //! - `direct CLIENTS CALLS` (URL is the upstream's list-traces URL, the bearer token in
 //!   `PTC_BENCH_TOKEN`): the baseline of `io`, the same calls straight to the upstream.
 //! - `health CLIENTS TOTAL` (URL is the host's `/health`): the baseline of `light`, an HTTP round
 //!   trip to the same host.
+//!
+//! With `PTC_BENCH_BEARERS` naming a file of bearer tokens (one per line), session `i` sends
+//! token `i` (modulo their number): callers the host checks, one token each.
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -42,9 +47,14 @@ fn percentile(sorted: &[Duration], p: f64) -> f64 {
 }
 
 async fn sessions(url: &str, n: usize) -> Vec<Arc<Session>> {
+    let bearers: Vec<String> = std::env::var_os("PTC_BENCH_BEARERS")
+        .and_then(|path| std::fs::read_to_string(path).ok())
+        .map(|text| text.lines().map(str::to_string).collect())
+        .unwrap_or_default();
     let mut out = Vec::with_capacity(n);
-    for _ in 0..n {
-        out.push(Arc::new(Session::open(url).await));
+    for i in 0..n {
+        let bearer = (!bearers.is_empty()).then(|| bearers[i % bearers.len()].clone());
+        out.push(Arc::new(Session::open_as(url, bearer).await));
     }
     out
 }
@@ -181,6 +191,13 @@ pub fn main(args: &[String]) -> ExitCode {
                 let s = sessions(url, n).await;
                 let start = Instant::now();
                 let (lat, errors) = io(s, Arc::new(io_program(calls))).await;
+                Some((start.elapsed(), lat, errors))
+            }
+            ("kept", Some(n), Some(calls)) => {
+                let s = sessions(url, n).await;
+                let start = Instant::now();
+                let program = format!("(def answered {}) answered", io_program(calls));
+                let (lat, errors) = io(s, Arc::new(program)).await;
                 Some((start.elapsed(), lat, errors))
             }
             ("light", Some(n), Some(total)) => {

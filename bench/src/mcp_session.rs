@@ -11,24 +11,31 @@ pub struct Session {
     url: String,
     /// None when the host is stateless.
     id: Option<String>,
+    /// The bearer token sent with every request, when the host checks callers.
+    bearer: Option<String>,
 }
 
 impl Session {
     pub async fn open(url: &str) -> Session {
+        Session::open_as(url, None).await
+    }
+
+    /// A session whose requests carry `bearer` (`Authorization: Bearer ...`).
+    pub async fn open_as(url: &str, bearer: Option<String>) -> Session {
         let client = ptc_core::http_client::builder()
             .build()
             .expect("an HTTP client");
         let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
             "protocolVersion": "2025-11-25", "capabilities": {},
             "clientInfo": {"name": "ptc-bench", "version": "1"}}});
-        let r = client
+        let mut req = client
             .post(url)
             .header("accept", "application/json, text/event-stream")
-            .header("content-type", "application/json")
-            .body(init.to_string())
-            .send()
-            .await
-            .expect("initialize");
+            .header("content-type", "application/json");
+        if let Some(b) = &bearer {
+            req = req.bearer_auth(b);
+        }
+        let r = req.body(init.to_string()).send().await.expect("initialize");
         let id = r
             .headers()
             .get("mcp-session-id")
@@ -38,6 +45,7 @@ impl Session {
             client,
             url: url.to_string(),
             id,
+            bearer,
         };
         s.post(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
             .await;
@@ -53,6 +61,9 @@ impl Session {
             .header("mcp-protocol-version", "2025-11-25");
         if let Some(id) = &self.id {
             req = req.header("mcp-session-id", id);
+        }
+        if let Some(b) = &self.bearer {
+            req = req.bearer_auth(b);
         }
         req.body(msg.to_string())
             .send()
@@ -84,12 +95,14 @@ impl Session {
         (t.elapsed(), body.contains("\"result\""))
     }
 
-    /// One `lisp_eval` of `program`: its latency and whether it answered without an error.
+    /// One `lisp_eval` of `program`: its latency and whether it answered without an error (a
+    /// refusal before the tool, such as a 401, has no result).
     pub async fn call(&self, id: u64, program: &str) -> (Duration, bool) {
         let msg = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
             "params": {"name": "lisp_eval", "arguments": {"program": program}}});
         let t = Instant::now();
         let body = self.post(&msg).await;
-        (t.elapsed(), !body.contains("\"isError\":true"))
+        let ok = body.contains("\"result\"") && !body.contains("\"isError\":true");
+        (t.elapsed(), ok)
     }
 }

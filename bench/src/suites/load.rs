@@ -35,13 +35,12 @@ struct Report {
     p99_ms: f64,
 }
 
-fn client(args: &[String], env_token: bool) -> Option<Report> {
+/// Runs the load client on `args` with `env` set; what it reported.
+fn client(args: &[String], env: &[(&str, &str)]) -> Option<Report> {
     let exe = std::env::current_exe().ok()?;
     let mut cmd = Command::new(exe);
     cmd.arg("--load-client").args(args).stderr(Stdio::inherit());
-    if env_token {
-        cmd.env("PTC_BENCH_TOKEN", TOKEN);
-    }
+    cmd.envs(env.iter().copied());
     let out = cmd.output().ok()?;
     let line: Value = serde_json::from_slice(&out.stdout).ok()?;
     Some(Report {
@@ -64,7 +63,13 @@ struct HostProcess {
 }
 
 impl HostProcess {
-    fn start(ptc: &Path, upstream: &str, token_file: &Path) -> Option<HostProcess> {
+    /// `ptc serve --http` with default flags and `extra`, over the Observatory at `upstream`.
+    fn start(
+        ptc: &Path,
+        upstream: &str,
+        token_file: &Path,
+        extra: &[String],
+    ) -> Option<HostProcess> {
         let config = concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/../fixtures/observatory/upstreams.json"
@@ -77,6 +82,7 @@ impl HostProcess {
                 "--credential-file=observatory-token={}",
                 token_file.display()
             ))
+            .args(extra)
             // The listening line, not an audit line per evaluation.
             .env("RUST_LOG", "info,ptc::audit=warn")
             .stdin(Stdio::null())
@@ -153,8 +159,15 @@ pub fn run(_budget: Budget) -> Vec<Row> {
     let token_file = std::env::temp_dir().join(format!("ptc-bench-load-{}", std::process::id()));
     std::fs::write(&token_file, TOKEN).expect("the token file");
     let upstream = format!("http://{addr}");
-    let rows = match HostProcess::start(&ptc, &upstream, &token_file) {
-        Some(host) => rows(&host, &upstream),
+    let rows = match HostProcess::start(&ptc, &upstream, &token_file, &[]) {
+        Some(host) => {
+            let mut rows = rows(&host, &upstream);
+            match callers_row(&ptc, &upstream, &token_file, &host) {
+                Ok(row) => rows.push(row),
+                Err(e) => eprintln!("load: the callers row is skipped: {e}"),
+            }
+            rows
+        }
         None => {
             eprintln!("load: skipped: `ptc serve --http` did not start");
             Vec::new()
@@ -170,8 +183,8 @@ fn rows(host: &HostProcess, upstream: &str) -> Vec<Row> {
     let direct_url = format!("{upstream}/api/traces?org_id=org_acme&limit=1");
     let mut rows = Vec::new();
     for calls in ["1", "10"] {
-        let ours = client(&args(&[&mcp, "io", "1000", calls]), false);
-        let base = client(&args(&[&direct_url, "direct", "1000", calls]), true);
+        let ours = client(&args(&[&mcp, "io", "1000", calls]), &[]);
+        let base = client(&args(&[&direct_url, "direct", "1000", calls]), &[("PTC_BENCH_TOKEN", TOKEN)]);
         let (Some(ours), Some(base)) = (ours, base) else {
             eprintln!("load: the io row with {calls} call(s) did not run");
             continue;
@@ -197,10 +210,10 @@ fn rows(host: &HostProcess, upstream: &str) -> Vec<Row> {
             note(&ours, &format!("{rss}{target}")),
         ));
     }
-    let light = client(&args(&[&mcp, "light", "64", "10000"]), false);
+    let light = client(&args(&[&mcp, "light", "64", "10000"]), &[]);
     let health = client(
         &args(&[&format!("{}/health", host.base), "health", "64", "10000"]),
-        false,
+        &[],
     );
     if let (Some(light), Some(health)) = (&light, health) {
         let rate = light.count as f64 / light.wall.as_secs_f64();
@@ -219,7 +232,7 @@ fn rows(host: &HostProcess, upstream: &str) -> Vec<Row> {
     }
     // The floor the MCP layer sets: an MCP `ping` is a request through the same sessions and
     // transport that runs no tool.
-    let ping = client(&args(&[&mcp, "ping", "64", "10000"]), false);
+    let ping = client(&args(&[&mcp, "ping", "64", "10000"]), &[]);
     if let (Some(light), Some(ping)) = (&light, ping) {
         let rate = ping.count as f64 / ping.wall.as_secs_f64();
         rows.push(Row::time(
@@ -235,7 +248,7 @@ fn rows(host: &HostProcess, upstream: &str) -> Vec<Row> {
             ),
         ));
     }
-    let mixed = client(&args(&[&mcp, "mixed", "64", "10000", "1000", "10"]), false);
+    let mixed = client(&args(&[&mcp, "mixed", "64", "10000", "1000", "10"]), &[]);
     if let (Some(mixed), Some(light)) = (mixed, light) {
         rows.push(Row::time(
             "load",
@@ -249,3 +262,73 @@ fn rows(host: &HostProcess, upstream: &str) -> Vec<Row> {
     }
     rows
 }
+
+/// The audience the callers' tokens name (the host checks it, not its address).
+const AUDIENCE: &str = "http://127.0.0.1/bench-load/mcp";
+
+/// Many callers, each checked and each with a kept session: 1,000 OAuth callers (a JWT each,
+/// from the real test issuer), their sessions kept in a real `redis-server`, each program making
+/// one call to the slow upstream and keeping its answer; beside the same programs sent to the
+/// `plain` host (no identity, no sessions) by the same client.
+fn callers_row(
+    ptc: &Path,
+    upstream: &str,
+    token_file: &Path,
+    plain: &HostProcess,
+) -> Result<Row, String> {
+    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/auth-issuer/.venv");
+    if !python.exists() {
+        return Err("the fixtures/auth-issuer venv is missing (see .ci/run)".into());
+    }
+    let issuer = ptc_tests::issuer::start(&[]).ok_or("the issuer did not start")?;
+    let redis = ptc_tests::redis::start().ok_or("redis-server is missing")?;
+    let rt = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
+    let tokens: Vec<String> = (0..CALLERS)
+        .map(|i| {
+            rt.block_on(issuer.mint(serde_json::json!({"claims": {
+                "sub": format!("agent-{i}"), "aud": AUDIENCE}})))
+        })
+        .collect();
+    let bearers = std::env::temp_dir().join(format!("ptc-bench-bearers-{}", std::process::id()));
+    std::fs::write(&bearers, tokens.join("\n")).map_err(|e| e.to_string())?;
+    let extra = args(&[
+        "--oauth-issuer",
+        &issuer.url,
+        "--oauth-audience",
+        AUDIENCE,
+        "--sessions",
+        "--session-store",
+        &redis.url,
+    ]);
+    let host = HostProcess::start(ptc, upstream, token_file, &extra)
+        .ok_or("`ptc serve --http` with OAuth and Redis sessions did not start")?;
+    let n = CALLERS.to_string();
+    let base = client(&args(&[&format!("{}/mcp", plain.base), "kept", &n, "1"]), &[]);
+    let bearer_path = bearers.display().to_string();
+    let ours = client(
+        &args(&[&format!("{}/mcp", host.base), "kept", &n, "1"]),
+        &[("PTC_BENCH_BEARERS", &bearer_path)],
+    );
+    let _ = std::fs::remove_file(&bearers);
+    let (Some(ours), Some(base)) = (ours, base) else {
+        return Err("a load client run failed".into());
+    };
+    let rss = host.peak_rss().map_or(String::new(), |b| {
+        format!("; host peak RSS {:.0} MB", b as f64 / 1e6)
+    });
+    Ok(Row::time(
+        "load",
+        &format!(
+            "{CALLERS} OAuth callers at once, each session kept in Redis, each program making 1 \
+             call to a {LATENCY_MS} ms upstream: wall"
+        ),
+        ours.wall,
+        "the same programs, no identity and no sessions, same client",
+        base.wall,
+        None,
+        note(&ours, &format!("{rss}; target: <= 1.2x, 0 errors")),
+    ))
+}
+
+/// Callers in the identity row: each with its own token and session.
+const CALLERS: usize = 1000;
