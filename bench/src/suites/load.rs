@@ -184,7 +184,10 @@ fn rows(host: &HostProcess, upstream: &str) -> Vec<Row> {
     let mut rows = Vec::new();
     for calls in ["1", "10"] {
         let ours = client(&args(&[&mcp, "io", "1000", calls]), &[]);
-        let base = client(&args(&[&direct_url, "direct", "1000", calls]), &[("PTC_BENCH_TOKEN", TOKEN)]);
+        let base = client(
+            &args(&[&direct_url, "direct", "1000", calls]),
+            &[("PTC_BENCH_TOKEN", TOKEN)],
+        );
         let (Some(ours), Some(base)) = (ours, base) else {
             eprintln!("load: the io row with {calls} call(s) did not run");
             continue;
@@ -303,7 +306,10 @@ fn callers_row(
     let host = HostProcess::start(ptc, upstream, token_file, &extra)
         .ok_or("`ptc serve --http` with OAuth and Redis sessions did not start")?;
     let n = CALLERS.to_string();
-    let base = client(&args(&[&format!("{}/mcp", plain.base), "kept", &n, "1"]), &[]);
+    let base = client(
+        &args(&[&format!("{}/mcp", plain.base), "kept", &n, "1"]),
+        &[],
+    );
     let bearer_path = bearers.display().to_string();
     let ours = client(
         &args(&[&format!("{}/mcp", host.base), "kept", &n, "1"]),
