@@ -80,6 +80,10 @@ fn main() -> ExitCode {
     if enabled("identity") {
         rows.extend(suites::identity::run(budget));
     }
+    // Last: it installs the process's trace layer (off again when it ends).
+    if enabled("traces") {
+        rows.extend(suites::traces::run(budget));
+    }
     println!("{}", report::markdown(&rows));
     let json_path = data::dir().with_file_name("bench-results.json");
     match serde_json::to_string_pretty(&rows) {

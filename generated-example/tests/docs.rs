@@ -171,7 +171,7 @@ fn http_get(addr: &str, path: &str) -> String {
 #[test]
 fn serve_examples_start_and_answer() {
     let lines = serve_lines();
-    assert_eq!(lines.len(), 8, "{lines:?}");
+    assert_eq!(lines.len(), 10, "{lines:?}");
     let token_file = std::env::temp_dir().join(format!("ptc-docs-{}.token", std::process::id()));
     std::fs::write(&token_file, "d0c5d0c5d0c5d0c5d0c5d0c5d0c5d0c5d0c5").unwrap();
     // The policy the docs show (security.md's json block that has "rules").

@@ -114,6 +114,18 @@ pub struct OverrideArgs {
     pub strict_responses: bool,
 }
 
+impl OverrideArgs {
+    /// How these flags start the upstreams, as a recording notes it (a replay starts them the
+    /// same way).
+    pub fn start_settings(&self) -> Result<ptc_core::recording::StartSettings, String> {
+        Ok(ptc_core::recording::StartSettings {
+            writes: ptc_core::WriteGate::from_flag_and_env(self.allow_writes)?,
+            response_check: self.response_check,
+            strict_responses: self.strict_responses,
+        })
+    }
+}
+
 /// Log output.
 #[derive(clap::Args, Clone, Debug)]
 pub struct LogArgs {
@@ -130,6 +142,27 @@ impl LogArgs {
         } else {
             LogFormat::Text
         }
+    }
+}
+
+/// Traces (see docs/operations.md, "Traces").
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct TraceArgs {
+    /// Export traces to the OpenTelemetry collector at URL, its OTLP/HTTP base
+    /// (`http://collector:4318`; spans go to URL/v1/traces). Without it the OTEL_EXPORTER_OTLP_*
+    /// variables say; with neither, no traces.
+    #[arg(long, value_name = "URL")]
+    pub otlp_endpoint: Option<String>,
+}
+
+impl TraceArgs {
+    /// The traces this process exports, named `service` unless OTEL_SERVICE_NAME says; `None`
+    /// when traces are off.
+    pub fn config(
+        &self,
+        service: &str,
+    ) -> Result<Option<ptc_core::telemetry::TraceConfig>, String> {
+        ptc_core::telemetry::TraceConfig::from_env(self.otlp_endpoint.as_deref(), service)
     }
 }
 
@@ -277,11 +310,52 @@ pub struct ServeArgs {
     #[command(flatten)]
     pub sessions: SessionArgs,
     #[command(flatten)]
+    pub record: RecordArgs,
+    #[command(flatten)]
     pub limits: LimitArgs,
     #[command(flatten)]
     pub overrides: OverrideArgs,
     #[command(flatten)]
     pub log: LogArgs,
+    #[command(flatten)]
+    pub traces: TraceArgs,
+    #[command(flatten)]
+    pub metrics: MetricsArgs,
+}
+
+/// Prometheus metrics (see docs/operations.md, "Metrics").
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct MetricsArgs {
+    /// Serve /metrics on a listener of its own at ADDR, and not on the --http one; with stdio
+    /// serving, the only HTTP listener. Unauthenticated (like /ready): bind it where only the
+    /// scraper reaches.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<SocketAddr>,
+}
+
+/// Recording evaluations for `replay` (see docs/operations.md, "Record and replay").
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct RecordArgs {
+    /// Write one run file per evaluation into DIR (created when missing): the program, its
+    /// context, every upstream call's arguments and result (capped, redacted) and the answer,
+    /// for `replay`. Files are named `<unix ms>-<program hash>.json`.
+    #[arg(long, value_name = "DIR", env = "PTC_RECORD_DIR")]
+    pub record_dir: Option<PathBuf>,
+}
+
+impl RecordArgs {
+    /// Where run files go, or `None` when not recording; the directory is created now, so a
+    /// path that cannot be one fails the start.
+    pub fn record_dir(
+        &self,
+        overrides: &OverrideArgs,
+    ) -> Result<Option<ptc_core::recording::RecordDir>, String> {
+        let Some(dir) = &self.record_dir else {
+            return Ok(None);
+        };
+        let start = overrides.start_settings()?;
+        ptc_core::recording::RecordDir::new(dir.clone(), start).map(Some)
+    }
 }
 
 /// Sessions: definitions kept between `lisp_eval` calls (see docs/operations.md).
@@ -379,6 +453,12 @@ pub struct EvalArgs {
     #[arg(long)]
     pub metrics: bool,
     #[command(flatten)]
+    pub traces: TraceArgs,
+    /// Write the run to FILE for `replay`: the program, its context, every upstream call's
+    /// arguments and result (capped, redacted) and the answer.
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<PathBuf>,
+    #[command(flatten)]
     pub limits: EvalLimitArgs,
     #[command(flatten)]
     pub overrides: OverrideArgs,
@@ -421,4 +501,16 @@ impl EvalLimitArgs {
             ..ptc_core::Budgets::default()
         }
     }
+}
+
+/// `replay`: run a recorded program again against its recorded results, with no upstream
+/// contacted.
+#[derive(clap::Args, Clone, Debug)]
+pub struct ReplayArgs {
+    /// The run file (`eval --record FILE`, `serve --record-dir DIR`).
+    pub file: PathBuf,
+    /// Print the result as JSON, as `eval --json` does (what the program prints then goes to
+    /// stderr).
+    #[arg(long)]
+    pub json: bool,
 }

@@ -4,11 +4,14 @@ use std::io::Read;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use ptc_core::recording::{Answer, Recorder, Replayer, RunFile, Settings, Tape, answer_difference};
+use ptc_core::server::audit::program_hash;
 use ptc_core::server::{self, Evaluator, repl as engine, tool};
+use ptc_core::telemetry::{self, TraceParent, Traces};
 use ptc_lisp::Value;
 use tokio_util_free::shutdown_signal;
 
-use crate::args::{CatalogArgs, EvalArgs, ReplArgs, ServeArgs};
+use crate::args::{CatalogArgs, EvalArgs, ReplArgs, ReplayArgs, ServeArgs, TraceArgs};
 use crate::start::{self, PlanSource};
 
 /// Prints `error: …` and returns exit code 2 (start-up problems: config, flags, bind).
@@ -45,17 +48,23 @@ mod tokio_util_free {
 /// `serve`: MCP over stdio, or Streamable HTTP with `--http`. `name` prefixes messages.
 pub fn serve(name: &str, source: PlanSource, args: ServeArgs) -> ExitCode {
     let source = Arc::new(source);
-    server::init_logging(args.log.format());
+    // Flushes the spans still queued when serving ends.
+    let mut traces = match start_traces(&args.traces, name) {
+        Ok(t) => t,
+        Err(e) => return startup_error(name, &e),
+    };
+    server::init_logging_with(args.log.format(), traces.as_mut());
     let rt = match start::runtime() {
         Ok(rt) => rt,
         Err(e) => return startup_error(name, &e),
     };
     let result: Result<(), (u8, String)> = rt.block_on(async {
-        let http = match args.http.http {
+        let mut http = match args.http.http {
             Some(addr) => Some(args.http.options(addr).map_err(|e| (2, e))?),
             None => None,
         };
-        if let Some(h) = &http {
+        if let Some(h) = &mut http {
+            h.metrics = args.metrics.metrics_listen.is_none();
             h.validate().map_err(|e| (2, e))?;
         }
         let policy = match &args.policy {
@@ -63,6 +72,10 @@ pub fn serve(name: &str, source: PlanSource, args: ServeArgs) -> ExitCode {
             None => None,
         };
         let sessions = args.sessions.options().map_err(|e| (2, e))?;
+        let record_dir = args
+            .record
+            .record_dir(&args.overrides)
+            .map_err(|e| (2, e))?;
         let upstreams = start::upstreams(&source, &args.overrides)
             .await
             .map_err(|e| (2, e))?;
@@ -79,7 +92,24 @@ pub fn serve(name: &str, source: PlanSource, args: ServeArgs) -> ExitCode {
         if let Some(s) = sessions {
             evaluator.set_sessions(s);
         }
+        if let Some(d) = record_dir {
+            evaluator.set_record_dir(d);
+        }
         refresh_on_sighup(evaluator.clone(), name.to_string());
+        let (stop_metrics, metrics_stopped) = tokio::sync::oneshot::channel::<()>();
+        let metrics = match args.metrics.metrics_listen {
+            Some(addr) => {
+                let stopped = async {
+                    let _ = metrics_stopped.await;
+                };
+                let running = server::http::serve_metrics(evaluator.clone(), addr, stopped)
+                    .await
+                    .map_err(|e| (2, e))?;
+                eprintln!("{name}: metrics on http://{}/metrics", running.addr);
+                Some(running)
+            }
+            None => None,
+        };
         let served = match http {
             None => server::serve_stdio(evaluator.clone())
                 .await
@@ -96,6 +126,10 @@ pub fn serve(name: &str, source: PlanSource, args: ServeArgs) -> ExitCode {
                 }
             }
         };
+        drop(stop_metrics);
+        if let Some(m) = metrics {
+            let _ = m.done.await;
+        }
         // The upstreams in force now (a refresh may have replaced the first ones).
         drop(upstreams);
         evaluator.upstreams().shutdown().await;
@@ -184,9 +218,13 @@ pub fn catalog(name: &str, source: PlanSource, args: CatalogArgs) -> ExitCode {
 /// otherwise be held three times over), and admission, cancellation and the reply's size bound
 /// serve clients sharing one server, which a single local run does not.
 ///
+/// With `--record FILE` the run is written to FILE for [`replay`].
+///
 /// Exit codes: 0 the result is on stdout; 1 the program failed, `reason: message` on stderr;
-/// 2 bad usage, an unreadable program or context, or a plan or upstream that cannot start.
+/// 2 bad usage, an unreadable program or context, a run file that cannot be written, or a plan
+/// or upstream that cannot start.
 pub fn eval(name: &str, source: PlanSource, args: EvalArgs) -> ExitCode {
+    let service = name;
     let name = format!("{name} eval");
     let program = match read_program(&args) {
         Ok(p) => p,
@@ -197,6 +235,13 @@ pub fn eval(name: &str, source: PlanSource, args: EvalArgs) -> ExitCode {
         None => None,
         Some(Ok(c)) => Some(c),
         Some(Err(e)) => return startup_error(&name, &e),
+    };
+    let recording = match args.record.as_deref() {
+        None => None,
+        Some(path) => match EvalRecording::open(path, &args, &limits) {
+            Ok(r) => Some(r),
+            Err(e) => return startup_error(&name, &e),
+        },
     };
     let rt = match start::runtime() {
         Ok(rt) => rt,
@@ -209,30 +254,83 @@ pub fn eval(name: &str, source: PlanSource, args: EvalArgs) -> ExitCode {
     // The process ends right after: the OS takes back a decoded `--context` at once, where
     // dropping it value by value is a seventh of a 50 MB run. The clone shares the values.
     std::mem::forget(context.clone());
-    let run = ptc_core::run_program(
-        upstreams.clone(),
-        rt.handle().clone(),
-        &program,
-        limits,
-        args.limits.budgets(),
-        context,
-    );
+    let tape = recording
+        .as_ref()
+        .map_or(Tape::Off, |r| Tape::Record(r.recorder.clone()));
+    // Flushes the run's spans when `eval` returns.
+    let mut traces = match start_traces(&args.traces, service) {
+        Ok(t) => t,
+        Err(e) => return startup_error(&name, &e),
+    };
+    if let Some(t) = &mut traces
+        && let Err(e) = telemetry::install(t)
+    {
+        return startup_error(&name, &e);
+    }
+    let parent = telemetry::is_on().then(TraceParent::from_env).flatten();
+    let span = telemetry::eval_span(&program, program_hash, "local", parent.as_ref());
+    let run = span.in_scope(|| {
+        ptc_core::run_program_taped(
+            upstreams.clone(),
+            rt.handle().clone(),
+            &program,
+            limits,
+            args.limits.budgets(),
+            context,
+            tape,
+        )
+    });
+    let reason = run.result.as_ref().err().map(|e| e.reason().as_str());
+    telemetry::eval_ended(&span, reason, &run.records, run.output.len());
+    drop(span);
     rt.block_on(upstreams.shutdown());
     let redactor = upstreams.redactor();
-    // With --json, stdout must parse as one JSON value, so printed output goes to stderr.
-    if args.json {
-        eprint!("{}", run.output);
-    } else {
-        print!("{}", run.output);
-    }
+    print_output(&run, args.json);
     if args.metrics {
         match serde_json::to_string(&run.records) {
             Ok(text) => eprintln!("{text}"),
             Err(e) => eprintln!("{name}: cannot print the metrics: {e}"),
         }
     }
-    let code = match &run.result {
-        Ok(v) if args.json => match v.to_json_string() {
+    let mut code = print_value(&run, args.json, redactor);
+    if let Some(r) = recording
+        && let Err(e) = r.write(&upstreams, &program, &run)
+    {
+        eprintln!("{name}: {e}");
+        code = ExitCode::from(2);
+    }
+    // As with the context: the result may be as large, and the process is about to end.
+    std::mem::forget(run);
+    code
+}
+
+/// The exporter of the traces `args` and the OTEL variables configure, named `service` unless
+/// OTEL_SERVICE_NAME says; `None` when traces are off.
+fn start_traces(args: &TraceArgs, service: &str) -> Result<Option<Traces>, String> {
+    match args.config(service)? {
+        None => Ok(None),
+        Some(config) => Traces::start(&config).map(Some),
+    }
+}
+
+/// What the program printed: on stdout, or with `--json` on stderr (stdout must then parse as
+/// one JSON value).
+fn print_output(run: &ptc_core::ProgramRun, json: bool) {
+    if json {
+        eprint!("{}", run.output);
+    } else {
+        print!("{}", run.output);
+    }
+}
+
+/// The program's value on stdout (Clojure syntax, or JSON), or its error on stderr.
+fn print_value(
+    run: &ptc_core::ProgramRun,
+    json: bool,
+    redactor: &ptc_core::redact::Redactor,
+) -> ExitCode {
+    match &run.result {
+        Ok(v) if json => match v.to_json_string() {
             Ok(s) => {
                 println!("{}", redactor.redact(&s));
                 ExitCode::SUCCESS
@@ -250,10 +348,146 @@ pub fn eval(name: &str, source: PlanSource, args: EvalArgs) -> ExitCode {
             eprintln!("{}", redactor.redact(&e.to_string()));
             ExitCode::FAILURE
         }
+    }
+}
+
+/// `eval --record FILE`: the file (created before the program runs, so a path that cannot be
+/// written is found before anything is called), the recorder, and the context's text.
+struct EvalRecording {
+    path: std::path::PathBuf,
+    file: std::fs::File,
+    recorder: Recorder,
+    context: Option<String>,
+}
+
+impl EvalRecording {
+    fn open(
+        path: &std::path::Path,
+        args: &EvalArgs,
+        limits: &ptc_lisp::Limits,
+    ) -> Result<Self, String> {
+        let start = args.overrides.start_settings()?;
+        // The context as its file holds it: a replay decodes the very text this run did.
+        let context = match args.context.as_deref() {
+            Some(p) => Some(
+                std::fs::read_to_string(p)
+                    .map_err(|e| format!("cannot read {}: {e}", p.display()))?,
+            ),
+            None => None,
+        };
+        let file = std::fs::File::create(path)
+            .map_err(|e| format!("cannot write the run file {}: {e}", path.display()))?;
+        Ok(EvalRecording {
+            path: path.to_path_buf(),
+            file,
+            recorder: Recorder::new(Settings::new(limits, start)),
+            context,
+        })
+    }
+
+    fn write(
+        mut self,
+        upstreams: &ptc_core::Upstreams,
+        program: &str,
+        run: &ptc_core::ProgramRun,
+    ) -> Result<(), String> {
+        use std::io::Write;
+        let answer = Answer::of(&run.result, upstreams.redactor());
+        let file = self.recorder.run_file(
+            upstreams,
+            program,
+            self.context.as_deref(),
+            &run.output,
+            answer,
+        );
+        let bytes = file.to_json()?;
+        self.file
+            .write_all(&bytes)
+            .map_err(|e| format!("cannot write the run file {}: {e}", self.path.display()))
+    }
+}
+
+/// `replay`: runs a recorded program again (`eval --record`, `serve --record-dir`) against the
+/// recorded results, under the recorded limits, with no upstream contacted (a call of an MCP
+/// upstream lists its tools, to check the call against them). Its answer is printed as `eval`
+/// prints it; the first divergence goes to stderr: a call the recording does not have (other
+/// arguments, one call too many), recorded calls the program did not make, another answer.
+///
+/// Exit codes: 0 the same answer, no divergence; 1 a divergence (on stderr); 2 bad usage, a run
+/// file that cannot be read or is of another format, or a plan that cannot load.
+pub fn replay(name: &str, source: PlanSource, args: ReplayArgs) -> ExitCode {
+    let name = format!("{name} replay");
+    let file = match RunFile::read(&args.file) {
+        Ok(f) => f,
+        Err(e) => return startup_error(&name, &e),
     };
-    // As with the context: the result may be as large, and the process is about to end.
-    std::mem::forget(run);
-    code
+    let limits = file.settings.limits();
+    let context = match file.context_value(&limits) {
+        Ok(c) => c,
+        Err(e) => return startup_error(&name, &format!("{}: {e}", args.file.display())),
+    };
+    let options = match file.settings.start_options() {
+        Ok(o) => o,
+        Err(e) => return startup_error(&name, &e),
+    };
+    let rt = match start::runtime() {
+        Ok(rt) => rt,
+        Err(e) => return startup_error(&name, &e),
+    };
+    let started = rt.block_on(async {
+        let (plan, secrets) = source.load(&crate::args::OverrideArgs::default())?;
+        ptc_core::Upstreams::start(plan, secrets, options)
+            .await
+            .map(Arc::new)
+            .map_err(|e| format!("cannot start the upstreams: {e}"))
+    });
+    let upstreams = match started {
+        Ok(u) => u,
+        Err(e) => return startup_error(&name, &e),
+    };
+    let budgets = ptc_core::Budgets {
+        max_calls: file.settings.max_calls,
+        max_discovery: file.settings.max_discovery,
+        max_bytes: file.settings.max_upstream_bytes,
+        ..ptc_core::Budgets::default()
+    };
+    let replayer = Replayer::new(&file.calls);
+    let run = ptc_core::run_program_taped(
+        upstreams.clone(),
+        rt.handle().clone(),
+        &file.program,
+        limits,
+        budgets,
+        context,
+        Tape::Replay(replayer.clone()),
+    );
+    rt.block_on(upstreams.shutdown());
+    let redactor = upstreams.redactor();
+    print_output(&run, args.json);
+    let stopped = replayer.divergence();
+    // A divergence stops the program: its error is the divergence, said once below.
+    if stopped.is_none() || run.result.is_ok() {
+        print_value(&run, args.json, redactor);
+    }
+    let answer = Answer::of(&run.result, redactor);
+    let diverged = stopped
+        .or_else(|| replayer.unused())
+        .or_else(|| answer_difference(&file, &answer, &run.output));
+    match diverged {
+        Some(why) => {
+            eprintln!("{name}: diverged from {}: {why}", args.file.display());
+            ExitCode::FAILURE
+        }
+        None => {
+            eprintln!(
+                "{name}: the same answer as recorded; {} upstream calls answered from {}, none \
+                 sent",
+                replayer.calls_made(),
+                args.file.display()
+            );
+            ExitCode::SUCCESS
+        }
+    }
 }
 
 /// The program from `-e`, a file, or standard input (`-`).

@@ -18,7 +18,7 @@ use std::process::ExitCode;
 use clap::{ArgMatches, Command, FromArgMatches, Subcommand};
 use ptc_plan::{Plan, Secrets};
 
-use crate::args::{CatalogArgs, EvalArgs, ReplArgs, ServeArgs};
+use crate::args::{CatalogArgs, EvalArgs, ReplArgs, ReplayArgs, ServeArgs};
 use crate::start::PlanSource;
 
 /// The `plan()` function `ptc_upstreams!` generates.
@@ -32,6 +32,8 @@ pub enum HostCommand {
     Serve(Box<ServeArgs>),
     /// Run one PTC-Lisp program against the upstreams.
     Eval(EvalArgs),
+    /// Run a recorded program again against its recorded results, offline.
+    Replay(ReplayArgs),
     /// Interactive PTC-Lisp against the upstreams.
     Repl(ReplArgs),
     /// List the tools programs can call.
@@ -44,6 +46,7 @@ impl HostCommand {
         match self {
             HostCommand::Serve(a) => crate::serve(name, source, *a),
             HostCommand::Eval(a) => crate::eval(name, source, a),
+            HostCommand::Replay(a) => crate::replay(name, source, a),
             HostCommand::Repl(a) => crate::repl(name, source, a),
             HostCommand::Catalog(a) => crate::catalog(name, source, a),
         }
@@ -185,6 +188,11 @@ impl Deployment {
                     "Examples:\n  {name} eval -e \"(tool/servers)\"\n  {name} eval program.clj --context data.json"
                 ))
             })
+            .mut_subcommand("replay", |c| {
+                c.after_help(format!(
+                    "Examples:\n  {name} eval --record run.json -e \"(tool/servers)\"\n  {name} replay run.json\n\nExit codes: 0 the same answer as recorded; 1 a divergence (on stderr); 2 an unreadable run file or one of another format"
+                ))
+            })
             .mut_subcommand("repl", |c| c.after_help(format!("Example:\n  {name} repl")))
             .mut_subcommand("catalog", |c| {
                 c.after_help(format!(
@@ -260,11 +268,13 @@ mod tests {
         let d = Deployment::new("obs", plan);
         assert_eq!(
             subcommands(&d.command::<Own>()),
-            ["demo", "greet", "serve", "eval", "repl", "catalog"]
+            [
+                "demo", "greet", "serve", "eval", "replay", "repl", "catalog"
+            ]
         );
         assert_eq!(
             subcommands(&d.command::<NoCommands>()),
-            ["serve", "eval", "repl", "catalog"]
+            ["serve", "eval", "replay", "repl", "catalog"]
         );
     }
 
@@ -424,7 +434,7 @@ mod tests {
             .collect();
         assert_eq!(examples.first(), Some(&"  obs demo"), "{help}");
         assert!(examples.iter().all(|l| l.starts_with("  obs ")), "{help}");
-        for sub in ["serve", "eval", "repl", "catalog"] {
+        for sub in ["serve", "eval", "replay", "repl", "catalog"] {
             let mut sub_command = command.find_subcommand_mut(sub).unwrap().clone();
             let text = sub_command.render_long_help().to_string();
             assert!(text.contains(&format!("  obs {sub}")), "{sub}: {text}");

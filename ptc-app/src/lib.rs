@@ -1,6 +1,6 @@
 //! The command-line host shared by `ptc` (config loaded at run time) and `generated-example`
-//! (plan compiled in): the `serve`, `repl`, `catalog` and `eval` subcommands, their flags, and
-//! start-up with operator overrides.
+//! (plan compiled in): the `serve`, `repl`, `catalog`, `eval` and `replay` subcommands, their
+//! flags, and start-up with operator overrides.
 //!
 //! A separate crate so that the CLI-only dependencies (clap, rustyline) stay out of `ptc-core`,
 //! and so both binaries parse the same flags and run the same code: a binary only picks its
@@ -13,7 +13,7 @@ pub mod deployment;
 pub mod overrides;
 pub mod start;
 
-pub use args::{CatalogArgs, EvalArgs, ReplArgs, ServeArgs};
-pub use commands::{catalog, eval, repl, serve};
+pub use args::{CatalogArgs, EvalArgs, ReplArgs, ReplayArgs, ServeArgs};
+pub use commands::{catalog, eval, repl, replay, serve};
 pub use deployment::{Deployment, HostCommand};
 pub use start::PlanSource;

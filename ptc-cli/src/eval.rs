@@ -1,5 +1,5 @@
-//! `ptc eval`: ptc-app's `eval` (the command a deployment binary has too) over the upstreams of
-//! `--config`, or over none.
+//! `ptc eval` and `ptc replay`: ptc-app's `eval` and `replay` (the commands a deployment binary
+//! has too) over the upstreams of `--config`, or over none.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -35,14 +35,47 @@ pub struct EvalCmd {
     args: ptc_app::EvalArgs,
 }
 
-/// Runs `ptc eval`.
-pub fn run(cmd: EvalCmd) -> ExitCode {
-    let source = match cmd.config {
+/// Arguments of `ptc replay`.
+#[derive(clap::Args)]
+#[command(after_help = "\
+Examples:
+  ptc eval --config fixtures/observatory/upstreams.json --record target/run.json -e '(count (tool/servers))'
+  ptc replay target/run.json --config fixtures/observatory/upstreams.json
+  ptc replay target/run.json --config fixtures/observatory/upstreams.json --json
+
+The program runs against the recorded results, under the recorded limits; no upstream is
+called. Its answer is printed as `eval` prints it.
+
+Exit codes:
+  0  the same answer as recorded, and no divergence
+  1  the replay diverged (a call the recording does not have, a recorded call not made, another
+     answer); the first divergence is on stderr
+  2  bad usage, a run file that cannot be read or is of another format, or an invalid config")]
+pub struct ReplayCmd {
+    /// The upstreams.json the program was recorded against (without it, none).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    #[command(flatten)]
+    args: ptc_app::ReplayArgs,
+}
+
+/// The plan of `--config`, or none.
+fn source(config: Option<PathBuf>) -> PlanSource {
+    match config {
         Some(path) => PlanSource::Config(path),
         None => PlanSource::Compiled(Box::new(|| {
             let plan = Plan::default();
             Ok((plan, Secrets::default()))
         })),
-    };
-    ptc_app::eval("ptc", source, cmd.args)
+    }
+}
+
+/// Runs `ptc eval`.
+pub fn run(cmd: EvalCmd) -> ExitCode {
+    ptc_app::eval("ptc", source(cmd.config), cmd.args)
+}
+
+/// Runs `ptc replay`.
+pub fn replay(cmd: ReplayCmd) -> ExitCode {
+    ptc_app::replay("ptc", source(cmd.config), cmd.args)
 }

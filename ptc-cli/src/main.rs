@@ -26,6 +26,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 Examples:
   ptc check fixtures/observatory/upstreams.json
   ptc eval -e '(->> [3 1 2] (sort) (map inc))'
+  ptc replay target/run.json --config fixtures/observatory/upstreams.json
   ptc expand fixtures/observatory/upstreams.json
   ptc vendor --check upstreams.json
   ptc serve --config fixtures/observatory/upstreams.json --http 127.0.0.1:7332
@@ -35,8 +36,9 @@ Examples:
 
 Exit codes:
   0  success
-  1  the config has problems (check, expand, vendor), the program failed (eval) or a vendored
-     document drifted (vendor --check); the reason is printed
+  1  the config has problems (check, expand, vendor), the program failed (eval), a replay
+     diverged from its recording (replay) or a vendored document drifted (vendor --check); the
+     reason is printed
   2  bad usage: unknown option, missing or unreadable input; for serve, repl and catalog an
      invalid config or an upstream that cannot start"
 )]
@@ -51,6 +53,8 @@ enum Command {
     Check(check::CheckArgs),
     /// Evaluate a PTC-Lisp program and print its result in Clojure syntax.
     Eval(eval::EvalCmd),
+    /// Run a recorded program (`eval --record`) again against its recorded results, offline.
+    Replay(eval::ReplayCmd),
     /// Print the Rust code `ptc_upstreams!` generates for an upstreams.json.
     Expand(expand::ExpandArgs),
     /// Fetch each `schema_url` document into `vendored/` next to the config (`--check`: report drift).
@@ -70,6 +74,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Check(args) => check::run(args),
         Command::Eval(args) => eval::run(args),
+        Command::Replay(args) => eval::replay(args),
         Command::Expand(args) => expand::run(args),
         Command::Vendor(args) => vendor::run(args),
         Command::Serve(cmd) => host::serve(*cmd),

@@ -44,7 +44,7 @@ fn top_level_help_lists_only_real_commands_with_examples_and_exit_codes() {
     assert_eq!(
         listed_commands(&text),
         [
-            "check", "eval", "expand", "vendor", "serve", "repl", "catalog", "new"
+            "check", "eval", "replay", "expand", "vendor", "serve", "repl", "catalog", "new"
         ],
         "{text}"
     );

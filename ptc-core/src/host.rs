@@ -27,6 +27,7 @@ use crate::identity::Caller;
 use crate::outcome::{Reason, ToolError, ToolOutput};
 use crate::policy::Grant;
 use crate::projection::{Pager, Step, lisp_at};
+use crate::recording::{Tape, TapeCall};
 use crate::records::{ApprovalOutcome, RunRecords, UpstreamCall, WriteRecord};
 use crate::writes::{IdempotencyKey, MutationState, RunId};
 use ptc_plan::{Effect, Pagination};
@@ -106,6 +107,9 @@ fn err_map(reason: Reason, message: &str, mutation: Option<MutationState>) -> Va
 pub struct ProgramHost {
     runtime: tokio::runtime::Handle,
     run: Arc<RunState>,
+    /// The span the run's calls are children of: the one current when the host was made (the
+    /// evaluation's), when traces are on.
+    trace: Option<crate::telemetry::Parent>,
 }
 
 /// What the run's upstream tasks share with it: its budgets and what it spent.
@@ -127,6 +131,8 @@ struct RunState {
     /// What the run's caller may reach: discovery shows only that, and calls of anything else
     /// are refused before a request.
     grant: Grant,
+    /// Records the run's calls, or answers them from a recording (off when unset).
+    tape: std::sync::OnceLock<Tape>,
 }
 
 /// A task on the I/O runtime that a program waits on; aborted when the program stops waiting
@@ -187,6 +193,8 @@ struct Done {
     write: Option<WriteRecord>,
     /// Where the tool is in the catalog: its result path and output schema are read there.
     at: Option<(usize, usize)>,
+    /// The call's span (traces), ended with the call's record.
+    span: tracing::Span,
 }
 
 impl Done {
@@ -337,6 +345,7 @@ impl ProgramHost {
         };
         ProgramHost {
             runtime,
+            trace: crate::telemetry::Parent::current(),
             run: Arc::new(RunState {
                 upstreams,
                 budgets,
@@ -349,8 +358,19 @@ impl ProgramHost {
                 indeterminate: Mutex::new(HashSet::new()),
                 caller,
                 grant,
+                tape: std::sync::OnceLock::new(),
             }),
         }
+    }
+
+    /// Records this run's upstream calls, or answers them from a recording (once, before the
+    /// program runs; later calls are ignored).
+    pub fn set_tape(&self, tape: Tape) {
+        if let Tape::Record(r) = &tape {
+            let b = &self.run.budgets;
+            r.note_budgets(b.max_calls, b.max_discovery, b.max_bytes);
+        }
+        let _ = self.run.tape.set(tape);
     }
 
     /// Waits, through the program's context, for `fut` run as a task on the I/O runtime.
@@ -413,7 +433,7 @@ impl ProgramHost {
     fn tool_call(&self, cx: &mut CallContext<'_>, args: &[Value]) -> Result<Value, HostError> {
         let form = call_form::read(args).map_err(form_fault)?;
         let req_args = form.json_args().map_err(form_fault)?;
-        let (value, kind, done) = match self.fetch(cx, &form.server, &form.tool, req_args)? {
+        let (value, kind, done) = match self.fetch(cx, &form.server, &form.tool, req_args, None)? {
             Fetched::Refused(v) => return Ok(v),
             Fetched::Answer(value, kind, done) => (value, kind, done),
         };
@@ -475,7 +495,9 @@ impl ProgramHost {
                 break false;
             }
             let page_args = pager.args(&req_args);
-            let (answer, kind, done) = match self.fetch(cx, &form.server, &form.tool, page_args)? {
+            let page = Some(pages + 1);
+            let fetched = self.fetch(cx, &form.server, &form.tool, page_args, page)?;
+            let (answer, kind, done) = match fetched {
                 Fetched::Refused(v) => return Ok(partial(collected, pages, v)),
                 Fetched::Answer(value, kind, done) => (value, kind, done),
             };
@@ -584,25 +606,31 @@ impl ProgramHost {
         )))
     }
 
-    /// One upstream call for the program: waits (suspended) for it, records a refusal, decodes
-    /// an answer. The caller selects from the answer and records the call with [`Self::finish`].
+    /// One upstream call for the program (`page` of a `tool/pages`): waits (suspended) for it,
+    /// records a refusal, decodes an answer. The caller selects from the answer and records the
+    /// call with [`Self::finish`].
     fn fetch(
         &self,
         cx: &mut CallContext<'_>,
         server: &str,
         tool: &str,
         req_args: serde_json::Map<String, serde_json::Value>,
+        page: Option<u64>,
     ) -> Result<Fetched, HostError> {
         let deadline = cx.remaining().map(|r| Instant::now() + r);
         let started = Instant::now();
         let run = self.run.clone();
         let (s, t) = (server.to_string(), tool.to_string());
-        let outcome = match self.wait_io(
-            cx,
-            async move { run.call(&s, &t, req_args, deadline).await },
-        ) {
+        let transport = || {
+            let catalog = self.upstreams().catalog();
+            catalog.server(server).map_or("unknown", |s| s.transport)
+        };
+        let span = crate::telemetry::call_span(self.trace.as_ref(), server, tool, transport, page);
+        let call = async move { run.call(&s, &t, req_args, deadline).await };
+        let outcome = match self.wait_io(cx, tracing::Instrument::instrument(call, span.clone())) {
             Ok(outcome) => outcome,
             Err(stopped) => {
+                crate::telemetry::call_ended(&span, Some(stopped.reason.as_str()), 0, started);
                 // The program stopped waiting and the call ends with it. A deadline is the call's
                 // timeout too; a cancelled call has no outcome of the contract's to record.
                 if stopped.reason == ptc_lisp::Reason::Timeout {
@@ -626,6 +654,7 @@ impl ProgramHost {
         let executed = match outcome.result {
             Ok(done) => done,
             Err(e) => {
+                crate::telemetry::call_ended(&span, Some(e.reason.as_str()), 0, started);
                 if e.reason.is_programmer_fault() {
                     return Err(raised(&e));
                 }
@@ -647,6 +676,7 @@ impl ProgramHost {
             bytes: executed.bytes,
             write,
             at: outcome.at,
+            span,
         };
         let (value, kind) = match executed.output {
             // The same decoder, depth limit and memory budget as `data/` context.
@@ -693,6 +723,8 @@ impl ProgramHost {
     /// Records a call that was answered, with the fields of its answer that drifted.
     fn finish(&self, done: &Done, outcome: Result<(), Reason>, drift: Vec<String>) {
         let (server, tool) = &done.names;
+        let reason = outcome.err().map(Reason::as_str);
+        crate::telemetry::call_ended(&done.span, reason, done.bytes, done.started);
         let bytes = outcome.map(|()| done.bytes);
         self.record(server, tool, done.started, bytes, done.write, drift);
     }
@@ -983,8 +1015,15 @@ impl SearchPage {
 }
 
 impl RunState {
-    /// One upstream call within the run's budgets: resolve and validate, spend a call, wait for
-    /// a person's approval where the tool needs it, fetch within the bytes left.
+    /// The run's tape (off unless set).
+    fn tape(&self) -> &Tape {
+        static OFF: Tape = Tape::Off;
+        self.tape.get().unwrap_or(&OFF)
+    }
+
+    /// One upstream call within the run's budgets: resolve and validate, then [`Self::send`].
+    /// Every call that passes validation is one entry of the run's tape: recorded, or matched
+    /// to the recorded call that answers it.
     async fn call(
         &self,
         server: &str,
@@ -996,6 +1035,9 @@ impl RunState {
         let prepared = match up.prepare(server, tool, req_args).await {
             Ok(p) => p,
             Err(e) => {
+                if let Some(unlisted) = self.tape().unlisted(up, server, &e) {
+                    return CallOutcome::failed(unlisted, None, None);
+                }
                 // A disabled write is recorded as one: the records show every write attempt.
                 let disabled = (e.reason == Reason::WriteDisabled)
                     .then(|| up.catalog().server(server).and_then(|s| s.tool(tool)).ok())
@@ -1006,11 +1048,37 @@ impl RunState {
             }
         };
         let names = (prepared.tool.server.clone(), prepared.tool.name.clone());
+        let taped = match self
+            .tape()
+            .begin(&names.0, &names.1, &prepared.args, up.redactor())
+        {
+            Ok(t) => t,
+            Err(diverged) => return CallOutcome::failed(diverged, Some(names), None),
+        };
+        let outcome = self.send(prepared, names, deadline, &taped).await;
+        taped.end(&outcome.result);
+        outcome
+    }
+
+    /// A validated call: the grant, a call from the budget, a person's approval where the tool
+    /// needs it, the request within the bytes left. Replaying, the recording answers in place of
+    /// the request, and gives the policy's refusals and the approvals.
+    async fn send(
+        &self,
+        prepared: crate::executor::Prepared<'_>,
+        names: (String, String),
+        deadline: Option<Instant>,
+        taped: &TapeCall,
+    ) -> CallOutcome {
+        let up = &self.upstreams;
         if let Err(message) = self.grant.check(prepared.tool) {
             let e = ToolError {
                 reason: Reason::Forbidden,
                 message: format!("{message}; nothing was sent"),
             };
+            return CallOutcome::failed(e, Some(names), None);
+        }
+        if let Some(e) = taped.policy_refusal() {
             return CallOutcome::failed(e, Some(names), None);
         }
         let at = up.catalog().servers()[prepared.server]
@@ -1062,9 +1130,17 @@ impl RunState {
                 return CallOutcome::failed(e, Some(names), Some(record));
             }
             let approval = if crate::writes::needs_approval(classified) {
-                match self.approve(&prepared, deadline).await {
-                    Ok(()) => Some(ApprovalOutcome::Approved),
+                let decided = match taped.recorded_approval() {
+                    Some(recorded) => recorded,
+                    None => self.approve(&prepared, deadline).await,
+                };
+                match decided {
+                    Ok(()) => {
+                        taped.approved(ApprovalOutcome::Approved);
+                        Some(ApprovalOutcome::Approved)
+                    }
                     Err((e, outcome)) => {
+                        taped.approved(outcome);
                         let record = write_record(classified.effect, Some(outcome), None);
                         return CallOutcome::failed(e, Some(names), Some(record));
                     }
@@ -1080,7 +1156,12 @@ impl RunState {
         // A too-large answer is the program's budget's fault only when the budget, not the
         // tool's own cap, was the smaller limit.
         let budget_binds = left < prepared.tool.max_response_bytes;
-        let result = match up.execute(prepared, options, Some(left)).await {
+        let result = match taped.replayed() {
+            Some(recorded) => recorded.answer(deadline).await,
+            None => up.execute(prepared, options, Some(left)).await,
+        };
+        taped.executed(&result, deadline, up.redactor());
+        let result = match result {
             Err(e) if e.reason == Reason::ResponseTooLarge && budget_binds => {
                 Err(byte_budget_spent(&names, self.budgets.max_bytes))
             }
@@ -1118,7 +1199,16 @@ impl RunState {
         if let Some(d) = deadline {
             wait = wait.min(d.saturating_duration_since(Instant::now()));
         }
-        match self.approver.approve(request, wait).await {
+        let span = crate::telemetry::approval_span();
+        let asked = self.approver.approve(request, wait);
+        let decision = tracing::Instrument::instrument(asked, span.clone()).await;
+        let answer = match &decision {
+            Decision::Approved => ApprovalOutcome::Approved,
+            Decision::Declined(_) => ApprovalOutcome::Declined,
+            Decision::Unavailable(_) => ApprovalOutcome::Unavailable,
+        };
+        crate::telemetry::approval_ended(&span, answer.as_str());
+        match decision {
             Decision::Approved => Ok(()),
             Decision::Declined(why) => Err((
                 ToolError {
@@ -1291,7 +1381,21 @@ pub fn run_program(
     budgets: Budgets,
     context: Option<Value>,
 ) -> ProgramRun {
+    run_program_taped(upstreams, runtime, src, limits, budgets, context, Tape::Off)
+}
+
+/// [`run_program`] whose upstream calls go on `tape`: recorded, or answered from a recording.
+pub fn run_program_taped(
+    upstreams: Arc<Upstreams>,
+    runtime: tokio::runtime::Handle,
+    src: &str,
+    limits: Limits,
+    budgets: Budgets,
+    context: Option<Value>,
+    tape: Tape,
+) -> ProgramRun {
     let host = Arc::new(ProgramHost::new(upstreams.clone(), runtime, budgets));
+    host.set_tape(tape);
     if let Err(problems) = crate::precheck::precheck(&upstreams, src) {
         return ProgramRun {
             result: Err(crate::precheck::to_error(&problems)),

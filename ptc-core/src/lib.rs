@@ -27,10 +27,12 @@ pub mod pinning;
 pub mod policy;
 pub mod precheck;
 pub mod projection;
+pub mod recording;
 pub mod records;
 pub mod redact;
 pub mod search;
 pub mod server;
+pub mod telemetry;
 mod typed_pages;
 #[doc(hidden)]
 pub mod typed_serde;
@@ -39,7 +41,7 @@ mod webhook;
 pub mod writes;
 
 pub use executor::{CallOptions, CatalogLoad, Operation, StartError, StartOptions, Upstreams};
-pub use host::{Budgets, ProgramHost, ProgramRun, run_program};
+pub use host::{Budgets, ProgramHost, ProgramRun, run_program, run_program_taped};
 pub use mcp_link::list_live_tools;
 pub use outcome::{Reason, ToolError, ToolOutput};
 pub use records::{Metrics, RunRecords, UpstreamCall};

@@ -148,6 +148,8 @@ impl OpenApiUpstream {
         let request_timeout = Duration::from_millis(tool.ptc.request_timeout_ms.max(1));
         let mut retries = 0u32;
         let mut auth_retried = false;
+        // The call's trace context (traces on), so the upstream's spans join the trace.
+        let trace = crate::telemetry::outgoing();
         loop {
             let timeout = match deadline {
                 Some(d) => {
@@ -172,6 +174,9 @@ impl OpenApiUpstream {
             }
             for (name, value) in &http.static_headers {
                 rb = rb.header(name, value);
+            }
+            for (name, value) in &trace {
+                rb = rb.header(*name, value);
             }
             if let Some((header, key)) = &idempotency {
                 rb = rb.header(*header, key);
@@ -203,12 +208,14 @@ impl OpenApiUpstream {
                         && pause(&http.backoff, retries, deadline).await
                     {
                         retries += 1;
+                        crate::telemetry::note_retries(retries);
                         continue;
                     }
                     return Err(fail(Reason::UpstreamUnavailable, retried(msg, retries)));
                 }
             };
             let status = resp.status();
+            crate::telemetry::note_status(status.as_u16());
             if status.is_success() {
                 return self.success(resp, cap, &call, timeout, deadline).await;
             }
@@ -230,6 +237,7 @@ impl OpenApiUpstream {
                 && pause(&http.backoff, retries, deadline).await
             {
                 retries += 1;
+                crate::telemetry::note_retries(retries);
                 continue;
             }
             return Err(self.failure(resp, &call, retries).await);

@@ -4,6 +4,7 @@
 
 pub mod host_clients;
 pub mod issuer;
+pub mod otlp;
 pub mod redis;
 
 use std::io::Write;

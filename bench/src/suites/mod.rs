@@ -9,3 +9,4 @@ pub mod load;
 pub mod pins;
 pub mod plan_compile;
 pub mod tool_call;
+pub mod traces;

@@ -479,7 +479,12 @@ impl McpClient {
         let deadline = deadline.map_or(limit, |d| d.min(limit));
         let ticket = self.ticket();
         let mut params = CallToolRequestParams::new(tool.to_string()).with_arguments(args);
-        params.meta = Some(ticket.meta());
+        let mut meta = ticket.meta();
+        // The call's trace context (traces on), so the server's spans join the trace.
+        for (key, value) in crate::telemetry::outgoing() {
+            meta.insert(key.into(), Value::from(value));
+        }
+        params.meta = Some(meta);
         let mut retried = false;
         let mut retries = 0u32;
         // Only a call that never reached the server is retried (the connection could not be
@@ -493,6 +498,7 @@ impl McpClient {
                 Ok(peer) => peer,
                 Err(e) if may_retry(retries, &e) && self.can_reconnect_by(deadline).await => {
                     retries += 1;
+                    crate::telemetry::note_retries(retries);
                     continue;
                 }
                 Err(e) => return Ok(Err(with_retries(e, retries))),
@@ -519,6 +525,7 @@ impl McpClient {
                         self.drop_session().await;
                         if self.can_reconnect_by(deadline).await {
                             retries += 1;
+                            crate::telemetry::note_retries(retries);
                             continue;
                         }
                     }

@@ -20,7 +20,7 @@ use crate::policy::{Grant, Pace, Policy};
 use crate::records::RunRecords;
 use crate::server::admission::{Queue, Turned};
 use crate::server::options::EvalLimits;
-use crate::server::outcome::{EvalError, EvalOutcome, EvalRequest, EvalValue};
+use crate::server::outcome::{EvalError, EvalOutcome, EvalRequest, EvalValue, HostReason};
 use crate::server::refresh::{self, CatalogDiff, Reload};
 use crate::server::rounds::Parked;
 use crate::server::session_run::{self, SessionOptions};
@@ -69,8 +69,12 @@ pub struct Evaluator {
     policy: std::sync::OnceLock<Arc<Policy>>,
     /// Where sessions keep their definitions; none kept when unset.
     sessions: std::sync::OnceLock<SessionOptions>,
+    /// Where each evaluation's run file goes (`serve --record-dir`); none written when unset.
+    record_dir: std::sync::OnceLock<crate::recording::RecordDir>,
     /// Programs per minute per caller, under the policy's limits.
     pace: Pace,
+    /// What `/metrics` reports.
+    metrics: crate::server::metrics::HostMetrics,
 }
 
 impl Evaluator {
@@ -102,7 +106,9 @@ impl Evaluator {
             parked: Parked::default(),
             policy: std::sync::OnceLock::new(),
             sessions: std::sync::OnceLock::new(),
+            record_dir: std::sync::OnceLock::new(),
             pace: Pace::default(),
+            metrics: crate::server::metrics::HostMetrics::new(),
         }))
     }
 
@@ -147,6 +153,11 @@ impl Evaluator {
         let _ = self.sessions.set(options);
     }
 
+    /// Writes one run file per evaluation into `dir` (once; later calls are ignored).
+    pub fn set_record_dir(&self, dir: crate::recording::RecordDir) {
+        let _ = self.record_dir.set(dir);
+    }
+
     /// Whether sessions keep definitions.
     pub fn keeps_sessions(&self) -> bool {
         self.sessions.get().is_some()
@@ -165,10 +176,10 @@ impl Evaluator {
         };
         let grant = policy
             .grant(caller)
-            .map_err(|m| EvalError::host("forbidden", m))?;
+            .map_err(|m| EvalError::host(HostReason::Forbidden, m))?;
         self.pace
             .admit(&grant, &caller.subject, Instant::now())
-            .map_err(|m| EvalError::host("rate_limited", m))?;
+            .map_err(|m| EvalError::host(HostReason::RateLimited, m))?;
         Ok(grant)
     }
 
@@ -201,6 +212,32 @@ impl Evaluator {
     /// Whether new evaluations are admitted (`/ready`).
     pub fn is_accepting(&self) -> bool {
         self.accepting.load(Ordering::Acquire)
+    }
+
+    /// The counters `/metrics` reports.
+    pub fn metrics(&self) -> &crate::server::metrics::HostMetrics {
+        &self.metrics
+    }
+
+    /// What a `/metrics` scrape reads now rather than counts: programs in flight, requests
+    /// waiting, and the pin events of pinned MCP upstreams.
+    pub fn metrics_now(&self) -> crate::server::metrics::Now {
+        let n = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+        crate::server::metrics::Now {
+            in_flight: self.running(),
+            queue_depth: self.waiting(),
+            pins: self
+                .upstreams()
+                .pin_counts()
+                .into_iter()
+                .map(|(upstream, c)| crate::server::metrics::PinEvents {
+                    upstream: upstream.to_string(),
+                    changed: n(&c.changed),
+                    removed: n(&c.removed),
+                    unpinned: n(&c.unpinned),
+                })
+                .collect(),
+        }
     }
 
     /// Evaluations running now.
@@ -242,13 +279,13 @@ impl Evaluator {
             ),
             Turned::Cancelled => {
                 return EvalError::host(
-                    "cancelled",
+                    HostReason::Cancelled,
                     "the request was cancelled while it waited for its turn",
                 );
             }
         };
         EvalError::host(
-            "busy",
+            HostReason::Busy,
             format!("the server is busy ({why}); retry shortly, or run fewer evaluations at once"),
         )
     }
@@ -263,13 +300,14 @@ impl Evaluator {
     ) -> Result<(OwnedSemaphorePermit, OwnedSemaphorePermit), EvalError> {
         let shutting_down = || {
             EvalError::host(
-                "busy",
+                HostReason::Busy,
                 "the server is shutting down; retry on another replica",
             )
         };
         if !self.is_accepting() {
             return Err(shutting_down());
         }
+        let _waited = self.metrics.queue_wait();
         let turns = async {
             let slot = self.slots.enter(1, until, cancel).await;
             let slot = slot.map_err(|t| {
@@ -306,13 +344,13 @@ impl Evaluator {
     fn check_request(&self, req: &EvalRequest) -> Result<Option<Value>, EvalError> {
         if req.program.trim().is_empty() {
             return Err(EvalError::host(
-                "invalid_request",
+                HostReason::InvalidRequest,
                 "`program` is empty; send PTC-Lisp source such as (+ 1 2)",
             ));
         }
         if req.program.len() > self.limits.max_program_bytes {
             return Err(EvalError::host(
-                "invalid_request",
+                HostReason::InvalidRequest,
                 format!(
                     "`program` is {} bytes, over the limit of {}",
                     req.program.len(),
@@ -324,7 +362,7 @@ impl Evaluator {
             && !schema.is_object()
         {
             return Err(EvalError::host(
-                "invalid_request",
+                HostReason::InvalidRequest,
                 "`output_schema` must be a JSON Schema object",
             ));
         }
@@ -332,11 +370,14 @@ impl Evaluator {
             return Ok(None);
         };
         let bytes = serde_json::to_vec(context).map_err(|e| {
-            EvalError::host("invalid_request", format!("`context` cannot be read: {e}"))
+            EvalError::host(
+                HostReason::InvalidRequest,
+                format!("`context` cannot be read: {e}"),
+            )
         })?;
         if bytes.len() > self.limits.max_context_bytes {
             return Err(EvalError::host(
-                "invalid_request",
+                HostReason::InvalidRequest,
                 format!(
                     "`context` is {} bytes of JSON, over the limit of {}",
                     bytes.len(),
@@ -346,7 +387,7 @@ impl Evaluator {
         }
         Value::from_json_bytes(&bytes, &self.limits.lisp_limits())
             .map(Some)
-            .map_err(|e| EvalError::host("invalid_request", format!("`context`: {e}")))
+            .map_err(|e| EvalError::host(HostReason::InvalidRequest, format!("`context`: {e}")))
     }
 
     /// Runs one request. `cancel` stops the program at its next check (the client's
@@ -367,13 +408,27 @@ impl Evaluator {
         approver: Option<Arc<dyn Approver>>,
     ) -> EvalOutcome {
         let started = Instant::now();
-        let outcome = self.eval_inner(&req, cancel, until, approver).await;
+        let span = crate::telemetry::eval_span(
+            &req.program,
+            crate::server::audit::program_hash,
+            &req.caller.subject,
+            req.trace.as_ref(),
+        );
+        // The program's calls are children of the span current when its host is made.
+        let outcome = tracing::Instrument::instrument(
+            self.eval_inner(&req, cancel, until, approver),
+            span.clone(),
+        )
+        .await;
         let outcome = EvalOutcome {
             duration: started.elapsed(),
             caller: req.caller.subject.clone(),
             ..outcome
         };
         crate::server::audit::record(&req.program, &outcome);
+        let reason = outcome.result.as_ref().err().map(|e| e.reason.as_str());
+        crate::telemetry::eval_ended(&span, reason, &outcome.records, outcome.prints.len());
+        self.metrics.observe(&outcome, self.upstreams().catalog());
         outcome
     }
 
@@ -401,7 +456,7 @@ impl Evaluator {
             }
             (None, Some(_)) => {
                 return EvalOutcome::refused(EvalError::host(
-                    "invalid_request",
+                    HostReason::InvalidRequest,
                     "this deployment keeps no sessions (its host runs without --sessions): \
                      leave out `session`",
                 ));
@@ -428,6 +483,13 @@ impl Evaluator {
             req.caller.clone(),
             grant,
         ));
+        let recorder = self
+            .record_dir
+            .get()
+            .map(|d| d.recorder(&self.limits.lisp_limits()));
+        if let Some(r) = &recorder {
+            host.set_tape(crate::recording::Tape::Record(r.clone()));
+        }
         let mut interp = Interpreter::with_host(self.limits.lisp_limits(), host.clone());
         interp.set_memory_pool(self.memory.clone());
         let flag = interp.cancel_handle();
@@ -464,10 +526,22 @@ impl Evaluator {
         };
         let Some((result, prints, records, after)) = run else {
             return EvalOutcome::refused(EvalError::host(
-                "internal_error",
+                HostReason::InternalError,
                 "the evaluation stopped unexpectedly",
             ));
         };
+        if let (Some(dir), Some(r)) = (self.record_dir.get(), recorder) {
+            let context = req.context.as_ref();
+            dir.save(
+                upstreams.clone(),
+                r,
+                &req.program,
+                context,
+                &prints,
+                &result,
+            )
+            .await;
+        }
         let session = match (opened, after) {
             (Some(o), Some(after)) => Some(o.save(&after).await),
             _ => None,
@@ -486,7 +560,7 @@ impl Evaluator {
                         Err(e) => Err(e),
                     },
                     (Some(_), None) => Err(EvalError::host(
-                        "output_mismatch",
+                        HostReason::OutputMismatch,
                         "the result has no JSON form (a function?), so it cannot match \
                          output_schema",
                     )),
@@ -528,7 +602,7 @@ impl Evaluator {
             .map(|_| ())
             .map_err(|problems| {
                 EvalError::host(
-                    "output_mismatch",
+                    HostReason::OutputMismatch,
                     format!(
                         "the result does not match output_schema: {}",
                         problems.join("; ")

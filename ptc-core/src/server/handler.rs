@@ -16,7 +16,7 @@ use crate::identity::Caller;
 use crate::server::admission::Queue;
 use crate::server::envelope;
 use crate::server::eval::Evaluator;
-use crate::server::outcome::{EvalError, EvalOutcome, EvalRequest};
+use crate::server::outcome::{EvalError, EvalOutcome, EvalRequest, HostReason};
 use crate::server::tool;
 use crate::server::{elicit, rounds};
 use tokio_util::sync::CancellationToken;
@@ -131,7 +131,10 @@ impl ServerHandler for PtcServer {
                     request.input_responses.as_ref(),
                 ) {
                     Ok(conversation) => self.round(conversation).await,
-                    Err(stale) => refused(EvalError::host("invalid_request", stale.to_string())),
+                    Err(stale) => refused(EvalError::host(
+                        HostReason::InvalidRequest,
+                        stale.to_string(),
+                    )),
                 },
             );
         }
@@ -139,9 +142,10 @@ impl ServerHandler for PtcServer {
             Ok(r) => EvalRequest {
                 caller: caller.clone(),
                 session: r.session.clone().or_else(|| self.default_session(&context)),
+                trace: trace_parent(&context),
                 ..r
             },
-            Err(m) => return Ok(refused(EvalError::host("invalid_request", m))),
+            Err(m) => return Ok(refused(EvalError::host(HostReason::InvalidRequest, m))),
         };
         // One wait for the whole admission: the session's turn, then the host's.
         let until = self.evaluator.wait_until();
@@ -178,7 +182,7 @@ impl ServerHandler for PtcServer {
                         round
                     }
                     () = context.ct.cancelled() => refused(EvalError::host(
-                        "cancelled",
+                        HostReason::Cancelled,
                         "the request was cancelled",
                     )),
                 });
@@ -201,6 +205,20 @@ fn caller(context: &RequestContext<RoleServer>) -> Arc<Caller> {
         .and_then(|parts| parts.extensions.get::<Arc<Caller>>())
         .cloned()
         .unwrap_or_default()
+}
+
+/// The caller's trace context, when traces are on: the request's `_meta.traceparent` (and
+/// `tracestate`), else the HTTP request's `traceparent` header.
+fn trace_parent(context: &RequestContext<RoleServer>) -> Option<crate::telemetry::TraceParent> {
+    if !crate::telemetry::is_on() {
+        return None;
+    }
+    crate::telemetry::TraceParent::from_meta(&context.meta).or_else(|| {
+        context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|parts| crate::telemetry::TraceParent::from_headers(&parts.headers))
+    })
 }
 
 impl PtcServer {

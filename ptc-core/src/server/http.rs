@@ -1,12 +1,12 @@
 //! Streamable HTTP (`/mcp`) with axum: bearer auth (required off loopback): a static token
 //! (compared in constant time) or OAuth bearer JWTs with the protected resource metadata that
 //! points clients at the authorization server ([`crate::identity::oauth`]); the caller it
-//! establishes goes with the request to the evaluation; Host and Origin checks against allow-lists (DNS-rebinding protection), a request body
-//! limit, a request timeout, unauthenticated `/health` and `/ready`, `POST /admin/refresh`
-//! behind its own token when one is set, and a graceful shutdown that finishes in-flight
-//! evaluations. Both protocol eras are served by rmcp: the legacy
-//! `initialize` handshake (with `Mcp-Session-Id` sessions unless `stateless`) and the
-//! 2026-07-28 stateless requests.
+//! establishes goes with the request to the evaluation; Host and Origin checks against
+//! allow-lists (DNS-rebinding protection), a request body limit, a request timeout,
+//! unauthenticated `/health`, `/ready` and `/metrics`, `POST /admin/refresh` behind its own token
+//! when one is set, and a graceful shutdown that finishes in-flight evaluations. Both protocol
+//! eras are served by rmcp: the legacy `initialize` handshake (with `Mcp-Session-Id` sessions
+//! unless `stateless`) and the 2026-07-28 stateless requests.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -65,6 +65,9 @@ pub struct HttpOptions {
     /// Callers present OAuth bearer JWTs, each checked and made the evaluation's caller
     /// (instead of one shared `token`).
     pub oauth: Option<OAuthOptions>,
+    /// Serve `/metrics` (unauthenticated, like `/ready`) on this listener; off when
+    /// `--metrics-listen` gives it one of its own ([`serve_metrics`]).
+    pub metrics: bool,
 }
 
 impl Default for HttpOptions {
@@ -81,6 +84,7 @@ impl Default for HttpOptions {
             shutdown_grace: Duration::from_secs(2),
             admin_token: None,
             oauth: None,
+            metrics: true,
         }
     }
 }
@@ -336,7 +340,8 @@ async fn guard(State(state): State<AppState>, mut req: Request, next: Next) -> R
     }
 }
 
-/// The axum app: `/mcp`, `/health`, `/ready`, and with OAuth the protected resource metadata.
+/// The axum app: `/mcp`, `/health`, `/ready`, `/metrics` unless it has a listener of its own,
+/// and with OAuth the protected resource metadata.
 /// `ct` ends every MCP session when cancelled.
 pub fn router(
     evaluator: Arc<Evaluator>,
@@ -379,6 +384,7 @@ pub fn router(
         (None, Some(t)) => Auth::Token(Arc::from(t.as_bytes().to_vec().into_boxed_slice())),
         (None, None) => Auth::Open,
     };
+    let metrics = options.metrics.then(|| metrics_router(evaluator.clone()));
     let state = AppState {
         evaluator,
         auth,
@@ -392,6 +398,9 @@ pub fn router(
         .route("/ready", get(ready))
         .with_state(state)
         .merge(mcp);
+    if let Some(metrics) = metrics {
+        app = app.merge(metrics);
+    }
     if let Some(admin) = admin {
         app = app.merge(
             Router::new()
@@ -468,6 +477,51 @@ pub async fn serve(
             .with_graceful_shutdown(graceful)
             .await
             .map_err(|e| format!("the HTTP server stopped: {e}"))
+    });
+    Ok(Running { addr, done })
+}
+
+/// `GET /metrics` for `evaluator`, unauthenticated like `/ready`.
+fn metrics_router(evaluator: Arc<Evaluator>) -> Router {
+    Router::new()
+        .route("/metrics", get(scrape))
+        .with_state(evaluator)
+}
+
+async fn scrape(State(evaluator): State<Arc<Evaluator>>) -> Response {
+    match evaluator.metrics().render(evaluator.metrics_now()) {
+        Ok(body) => (
+            StatusCode::OK,
+            [(header::CONTENT_TYPE, crate::server::metrics::CONTENT_TYPE)],
+            body,
+        )
+            .into_response(),
+        Err(_) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "the metrics could not be written\n",
+        )
+            .into_response(),
+    }
+}
+
+/// Serves `/metrics` alone on `addr` (`--metrics-listen`) until `shutdown` completes.
+pub async fn serve_metrics(
+    evaluator: Arc<Evaluator>,
+    addr: std::net::SocketAddr,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<Running, String> {
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| format!("cannot listen on {addr} for /metrics: {e}"))?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| format!("cannot read the bound address: {e}"))?;
+    tracing::info!(target: "ptc::server", %addr, path = "/metrics", "listening");
+    let done = tokio::spawn(async move {
+        axum::serve(listener, metrics_router(evaluator))
+            .with_graceful_shutdown(shutdown)
+            .await
+            .map_err(|e| format!("the metrics server stopped: {e}"))
     });
     Ok(Running { addr, done })
 }

@@ -25,6 +25,9 @@ pub struct EvalRequest {
     /// The session whose definitions the program gets and leaves, when the deployment keeps
     /// sessions.
     pub session: Option<String>,
+    /// The caller's trace context (`_meta` or the HTTP headers), which the evaluation's span
+    /// continues when traces are on.
+    pub trace: Option<crate::telemetry::TraceParent>,
 }
 
 /// A successful program's value.
@@ -50,11 +53,65 @@ pub struct EvalError {
     pub value: Option<Box<Json>>,
 }
 
+/// Why the host, not the program, refused or ended an evaluation: the `reason` of those
+/// replies, beside the PTC-Lisp ones ([`ptc_lisp::Reason`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HostReason {
+    /// No turn within the queue's wait, the queue full, or the host shutting down.
+    Busy,
+    /// The client cancelled the request.
+    Cancelled,
+    /// The caller's policy lets it run nothing.
+    Forbidden,
+    /// A fault of the host's own.
+    InternalError,
+    /// The request itself is wrong (no program, too large, a bad context or session name).
+    InvalidRequest,
+    /// The answer does not fit the declared output.
+    OutputMismatch,
+    /// The caller is past its programs per minute.
+    RateLimited,
+    /// The session store cannot be reached.
+    SessionUnavailable,
+    /// The session's state is in a form this host cannot read.
+    SessionUnreadable,
+}
+
+impl HostReason {
+    /// Every host reason.
+    pub const ALL: [HostReason; 9] = [
+        HostReason::Busy,
+        HostReason::Cancelled,
+        HostReason::Forbidden,
+        HostReason::InternalError,
+        HostReason::InvalidRequest,
+        HostReason::OutputMismatch,
+        HostReason::RateLimited,
+        HostReason::SessionUnavailable,
+        HostReason::SessionUnreadable,
+    ];
+
+    /// The reason as replies, audit lines and metrics spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HostReason::Busy => "busy",
+            HostReason::Cancelled => "cancelled",
+            HostReason::Forbidden => "forbidden",
+            HostReason::InternalError => "internal_error",
+            HostReason::InvalidRequest => "invalid_request",
+            HostReason::OutputMismatch => "output_mismatch",
+            HostReason::RateLimited => "rate_limited",
+            HostReason::SessionUnavailable => "session_unavailable",
+            HostReason::SessionUnreadable => "session_unreadable",
+        }
+    }
+}
+
 impl EvalError {
     /// An error of the host's own (no position, no fail value).
-    pub(crate) fn host(reason: &str, message: impl Into<String>) -> Self {
+    pub(crate) fn host(reason: HostReason, message: impl Into<String>) -> Self {
         EvalError {
-            reason: reason.to_string(),
+            reason: reason.as_str().to_string(),
             message: message.into(),
             position: None,
             value: None,

@@ -19,7 +19,7 @@ use sha2::{Digest, Sha256};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::approval::{ApprovalRequest, Approver, Decision, DecisionFuture};
-use crate::server::outcome::EvalOutcome;
+use crate::server::outcome::{EvalOutcome, HostReason};
 
 /// The key of the one input request a round asks for.
 const APPROVAL_KEY: &str = "approval";
@@ -179,7 +179,7 @@ impl Parked {
             // The evaluation task ended without a word: it was dropped (the process stops).
             None => Round::Done(Box::new(EvalOutcome::refused(
                 crate::server::outcome::EvalError::host(
-                    "internal_error",
+                    HostReason::InternalError,
                     "the evaluation stopped unexpectedly",
                 ),
             ))),
@@ -331,7 +331,10 @@ mod tests {
         assert_eq!(parked.len(), 0);
         assert_eq!(waiting.await.unwrap(), Decision::Approved);
         done.send(Event::Done(Box::new(EvalOutcome::refused(
-            crate::server::outcome::EvalError::host("x", "finished"),
+            crate::server::outcome::EvalError::host(
+                crate::server::outcome::HostReason::InternalError,
+                "finished",
+            ),
         ))))
         .ok()
         .unwrap();

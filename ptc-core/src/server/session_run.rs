@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use ptc_lisp::SessionState;
 
-use crate::server::outcome::{EvalError, NotKept, SessionReport};
+use crate::server::outcome::{EvalError, HostReason, NotKept, SessionReport};
 use crate::server::state::{StateKey, StateStore};
 
 /// Longest session name a client may give.
@@ -87,7 +87,7 @@ pub(crate) async fn open(
     let key = StateKey::new(caller, name);
     let bytes = options.store.load(&key, options.ttl).await.map_err(|e| {
         EvalError::host(
-            "session_unavailable",
+            HostReason::SessionUnavailable,
             format!("{e}; the program did not run"),
         )
     })?;
@@ -95,7 +95,7 @@ pub(crate) async fn open(
         None => SessionState::default(),
         Some(b) => SessionState::decode(&b).map_err(|e| {
             EvalError::host(
-                "session_unreadable",
+                HostReason::SessionUnreadable,
                 format!(
                     "the state of session `{name}` cannot be read by this host: {e}; the program \
                      did not run"

@@ -1,0 +1,262 @@
+//! Traces: a one-call program (one `tool/call` to a loopback upstream) with traces exported over
+//! OTLP/HTTP beside the same program with traces off, sampled in alternation in the same process
+//! (the layer stays installed; off, no span is made, which is what a host started without an
+//! endpoint does): evaluated in process through the evaluator, and as a client's `lisp_eval`
+//! over Streamable HTTP carrying a `traceparent`. The collector is a loopback sink that reads each
+//! export and answers 200, so the rows hold ptc's side only: making the spans, encoding them and
+//! sending them from the batch processor's thread. Target: at most 5 % over off.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use axum::http::header;
+use axum::response::IntoResponse;
+use ptc_core::server::{EvalLimits, EvalRequest, Evaluator};
+use ptc_core::telemetry::{self, TraceConfig, TraceParent, Traces};
+use ptc_core::{StartOptions, Upstreams};
+use ptc_plan::{DocumentRequest, DocumentSource};
+use serde_json::json;
+
+use crate::measure::{Budget, Samples, pair};
+use crate::report::Row;
+
+/// Evaluations per sample (one is too short to time alone).
+const BATCH: u32 = 20;
+/// The program: one upstream call.
+const PROGRAM: &str = "(:ok (tool/call 'b/one {}))";
+
+struct Memory(Vec<u8>);
+
+impl DocumentSource for Memory {
+    fn fetch(&self, _: &DocumentRequest) -> Result<Vec<u8>, String> {
+        Ok(self.0.clone())
+    }
+}
+
+/// The upstream (`GET /one`, a small JSON answer) and the OTLP sink (`POST /v1/traces`, its
+/// requests and bytes counted) on one loopback port.
+async fn serve(exports: Arc<(AtomicU64, AtomicU64)>) -> SocketAddr {
+    let app = axum::Router::new()
+        .route(
+            "/one",
+            axum::routing::get(|| async {
+                (
+                    [(header::CONTENT_TYPE, "application/json")],
+                    r#"{"id":"tr_1","status":"ok","cost":0.25}"#,
+                )
+                    .into_response()
+            }),
+        )
+        .route(
+            "/v1/traces",
+            axum::routing::post(move |body: axum::body::Bytes| {
+                let exports = exports.clone();
+                async move {
+                    exports.0.fetch_add(1, Ordering::Relaxed);
+                    exports.1.fetch_add(body.len() as u64, Ordering::Relaxed);
+                    ([(header::CONTENT_TYPE, "application/x-protobuf")], "").into_response()
+                }
+            }),
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind loopback");
+    let addr = listener.local_addr().expect("local addr");
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    addr
+}
+
+fn plan(addr: SocketAddr) -> ptc_plan::Loaded {
+    let doc = json!({"openapi": "3.0.3", "info": {"title": "bench", "version": "1"},
+        "paths": {"/one": {"get": {"operationId": "one",
+            "responses": {"200": {"description": "ok",
+                "content": {"application/json": {"schema": {"type": "object"}}}}}}}}});
+    let config = json!({"upstreams": {"b": {
+        "transport": "openapi",
+        "base_url": format!("http://{addr}"),
+        "allow_insecure_http": true,
+        "schema_file": "/bench/openapi.json",
+        "include_operations": ["one"],
+    }}});
+    ptc_plan::load_str(
+        &config.to_string(),
+        Path::new("/bench/upstreams.json"),
+        &Memory(doc.to_string().into_bytes()),
+    )
+    .unwrap_or_else(|d| panic!("bench config: {d}"))
+}
+
+/// The suite's rows, or why they could not run (said on stderr).
+pub fn run(budget: Budget) -> Vec<Row> {
+    match rows(budget) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("traces: skipped: {e}");
+            Vec::new()
+        }
+    }
+}
+
+fn rows(budget: Budget) -> Result<Vec<Row>, String> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| format!("no runtime: {e}"))?;
+    let exports = Arc::new((AtomicU64::new(0), AtomicU64::new(0)));
+    let addr = rt.block_on(serve(exports.clone()));
+    let mut traces = Traces::start(&TraceConfig {
+        endpoint: Some(format!("http://{addr}")),
+        service: "ptc-bench".into(),
+    })?;
+    telemetry::install(&mut traces)?;
+    let loaded = plan(addr);
+    let upstreams = rt
+        .block_on(Upstreams::start(
+            loaded.plan,
+            loaded.secrets,
+            StartOptions::default(),
+        ))
+        .map_err(|e| format!("the upstream does not start: {e}"))?;
+    let ev = Evaluator::new(
+        Arc::new(upstreams),
+        rt.handle().clone(),
+        EvalLimits::default(),
+    )?;
+    // A caller's trace, as a client that traces sends it.
+    let req = EvalRequest {
+        program: PROGRAM.into(),
+        trace: Some(TraceParent {
+            traceparent: TRACEPARENT.into(),
+            tracestate: None,
+        }),
+        ..EvalRequest::default()
+    };
+    let in_process = |on: bool| {
+        let (ev, req, rt) = (&ev, &req, &rt);
+        move || {
+            telemetry::set_recording(on);
+            let t = Instant::now();
+            rt.block_on(async {
+                for _ in 0..BATCH {
+                    let o = ev.eval(req.clone(), Default::default()).await;
+                    match o.result {
+                        Ok(v) => assert_eq!(v.text, "true"),
+                        Err(e) => panic!("the bench program failed: {e:?}"),
+                    }
+                }
+            });
+            t.elapsed() / BATCH
+        }
+    };
+    let (on, off) = pair(budget, in_process(true), in_process(false));
+    let mut rows = vec![row(
+        "lisp_eval of a one-call program in process, traces exported (OTLP/HTTP)",
+        &on,
+        &off,
+    )];
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let host = rt.block_on(ptc_core::server::serve_http(
+        ev.clone(),
+        ptc_core::server::HttpOptions {
+            addr: "127.0.0.1:0".parse().expect("an address"),
+            ..Default::default()
+        },
+        async {
+            let _ = stopped.await;
+        },
+    ))?;
+    let url = format!("http://{}/mcp", host.addr);
+    let client = ptc_core::http_client::builder()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let over_http = |on: bool| {
+        let (client, url, rt) = (&client, &url, &rt);
+        move || {
+            telemetry::set_recording(on);
+            let t = Instant::now();
+            rt.block_on(async {
+                for _ in 0..BATCH {
+                    let reply = lisp_eval(client, url).await;
+                    assert!(reply.contains(r#""result":true"#), "{reply}");
+                }
+            });
+            t.elapsed() / BATCH
+        }
+    };
+    let (on, off) = pair(budget, over_http(true), over_http(false));
+    rows.push(row(
+        "lisp_eval of a one-call program over Streamable HTTP, traces exported (OTLP/HTTP)",
+        &on,
+        &off,
+    ));
+    let _ = stop.send(());
+    let _ = rt.block_on(host.done);
+    telemetry::set_recording(false);
+    traces.flush()?;
+    let (requests, bytes) = (
+        exports.0.load(Ordering::Relaxed),
+        exports.1.load(Ordering::Relaxed),
+    );
+    if requests == 0 {
+        return Err("no span reached the sink".into());
+    }
+    for r in &mut rows {
+        r.note.push_str(&format!(
+            "; {requests} exports in the suite, {:.0} B each",
+            bytes as f64 / requests as f64
+        ));
+    }
+    Ok(rows)
+}
+
+/// A caller's trace context, sent with every evaluation.
+const TRACEPARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+
+/// One `lisp_eval` of [`PROGRAM`] as a 2026-07-28 request carrying [`TRACEPARENT`]; the body.
+async fn lisp_eval(client: &reqwest::Client, url: &str) -> String {
+    let msg = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "ptc-bench", "version": "1"}
+        },
+        "name": "lisp_eval", "arguments": {"program": PROGRAM}}});
+    client
+        .post(url)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "lisp_eval")
+        .header("traceparent", TRACEPARENT)
+        .body(msg.to_string())
+        .send()
+        .await
+        .expect("the host answers")
+        .text()
+        .await
+        .expect("its body")
+}
+
+/// The row of `on` (traces exported) beside `off`.
+fn row(name: &str, on: &Samples, off: &Samples) -> Row {
+    let extra = on.median().as_secs_f64() - off.median().as_secs_f64();
+    Row::paired(
+        "traces",
+        name,
+        on,
+        "the same, traces off",
+        off,
+        Some(1.05),
+        format!(
+            "{:+.1} µs per evaluation (2 spans); {BATCH} evaluations per sample",
+            extra * 1e6
+        ),
+    )
+}
