@@ -2,27 +2,16 @@
 //! starts it on a free port and helpers for its test-control endpoints (mint a token, rotate the
 //! keys, read what it counted). See `fixtures/auth-issuer/README.md` for what it serves.
 
-use std::io::{BufRead, BufReader, Read};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex, mpsc};
-use std::time::Duration;
-
-/// How long the issuer has to say where it listens (RSA key generation and a cold Python start
-/// on a loaded 2-core machine take a few seconds at most).
-const START_TIMEOUT: Duration = Duration::from_secs(30);
+use crate::python_server::{self, PythonServer};
 
 /// The client id and secret the issuer accepts at `/token` when started without `--client`.
 const DEFAULT_CLIENT: (&str, &str) = ("ptc-host", "ptc-host-secret-for-tests-only");
 
-/// A running issuer, killed when dropped. Its stdin is a pipe held open until then, and it is
-/// started with `--exit-with-stdin`, so it also ends when the test process dies without
-/// dropping it.
+/// A running issuer, killed when dropped (see [`PythonServer`]).
 pub struct Issuer {
     /// Its issuer identifier (`iss`) and base URL: `http://127.0.0.1:PORT`, no trailing slash.
     pub url: String,
-    child: Child,
-    stderr: Arc<Mutex<String>>,
+    server: PythonServer,
     http: reqwest::Client,
 }
 
@@ -51,74 +40,10 @@ pub fn http_client() -> reqwest::Client {
 /// [`crate::skip`] says how to install the fixture's venv when it is missing. Panics, with the
 /// issuer's stderr, when it exits or stays silent for 30 seconds.
 pub fn start(args: &[&str]) -> Option<Issuer> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fixtures/auth-issuer");
-    let python = dir.join(".venv/bin/python");
-    if !python.exists() {
-        crate::skip(
-            "the fixtures/auth-issuer Python venv is missing (run `python3 -m venv \
-             fixtures/auth-issuer/.venv && fixtures/auth-issuer/.venv/bin/pip install -r \
-             fixtures/auth-issuer/requirements.txt`)",
-        );
-        return None;
-    }
-    let mut child = Command::new(&python)
-        .arg(dir.join("issuer.py"))
-        .args(["--port", "0", "--exit-with-stdin"])
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {}: {e}", python.display()));
-
-    // stderr is read to the end in the background (so the pipe never fills), kept to show when
-    // something goes wrong.
-    let stderr = Arc::new(Mutex::new(String::new()));
-    let stderr_reader = {
-        let mut pipe = child.stderr.take().expect("piped stderr");
-        let stderr = Arc::clone(&stderr);
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while let Ok(n @ 1..) = pipe.read(&mut buf) {
-                let mut kept = stderr.lock().unwrap_or_else(|e| e.into_inner());
-                kept.push_str(&String::from_utf8_lossy(&buf[..n]));
-            }
-        })
-    };
-    // stdout: the first line goes to the channel; the rest (there should be none) is drained.
-    let (tx, rx) = mpsc::channel();
-    {
-        let pipe = child.stdout.take().expect("piped stdout");
-        std::thread::spawn(move || {
-            let mut lines = BufReader::new(pipe).lines();
-            if let Some(Ok(line)) = lines.next() {
-                let _ = tx.send(line);
-            }
-            lines.for_each(drop);
-        });
-    }
-
-    let first = rx.recv_timeout(START_TIMEOUT);
-    let url = first
-        .as_deref()
-        .ok()
-        .and_then(|line| line.strip_prefix("listening "))
-        .filter(|url| url.starts_with("http://127.0.0.1:"))
-        .map(str::to_string);
-    let Some(url) = url else {
-        let _ = child.kill();
-        let status = child.wait();
-        let _ = stderr_reader.join();
-        let said = stderr.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        panic!(
-            "the auth issuer did not say where it listens within {START_TIMEOUT:?} (first stdout \
-             line: {first:?}, exit: {status:?}); its stderr:\n{said}"
-        );
-    };
+    let server = python_server::start("auth-issuer", "issuer.py", args, "the auth issuer")?;
     Some(Issuer {
-        url,
-        child,
-        stderr,
+        url: server.url.clone(),
+        server,
         http: http_client(),
     })
 }
@@ -141,10 +66,7 @@ impl Issuer {
 
     /// What the issuer wrote to stderr so far (nothing, unless it hit a bug).
     pub fn stderr(&self) -> String {
-        self.stderr
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        self.server.stderr()
     }
 
     /// POSTs `body` as JSON to `path` and returns the JSON answer; panics unless it is 200.
@@ -237,11 +159,4 @@ async fn ok_json(response: reqwest::Response, path: &str) -> serde_json::Value {
         .unwrap_or_else(|e| panic!("reading the auth issuer's answer to {path}: {e}"));
     assert!(status.is_success(), "{path} answered {status}: {text}");
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path} answered non-JSON ({e}): {text}"))
-}
-
-impl Drop for Issuer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }

@@ -5,6 +5,7 @@
 pub mod host_clients;
 pub mod issuer;
 pub mod otlp;
+pub mod python_server;
 pub mod redis;
 
 use std::io::Write;
