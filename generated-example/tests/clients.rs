@@ -7,59 +7,22 @@
 //! prints why it was skipped (with CI=true a missing client fails the test).
 
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
-use observatory_server::{ServerConfig, ServerHandle, TokenSource, TokenSpec};
+use observatory_server::TokenSpec;
+use ptc_tests::bed::FlaggedBed;
 use ptc_tests::host_clients;
 use serde_json::{Value, json};
 
 const TOKEN: &str = "obs_clients_test_5b0c1e77a9d2";
 const BIN: &str = env!("CARGO_BIN_EXE_generated-example");
 
-/// The Observatory test bed and the flags that point the server at it.
-struct Bed {
-    rt: tokio::runtime::Runtime,
-    server: Option<ServerHandle>,
-    token_file: PathBuf,
-    flags: Vec<String>,
-}
-
-impl Drop for Bed {
-    fn drop(&mut self) {
-        if let Some(s) = self.server.take() {
-            self.rt.block_on(s.shutdown());
-        }
-        let _ = std::fs::remove_file(&self.token_file);
-    }
-}
-
-fn bed(name: &str) -> Bed {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+fn bed(name: &str) -> FlaggedBed {
     // The token may annotate traces too: the write the approval tests run.
     let mut token = TokenSpec::full_access("tok_clients", TOKEN);
     token.scopes.push("traces:write".into());
-    let config = ServerConfig::new(TokenSource::Inline(vec![token]));
-    let (addr, server) = rt.block_on(observatory_server::start(config)).unwrap();
-    let token_file =
-        std::env::temp_dir().join(format!("ptc-clients-{name}-{}.token", std::process::id()));
-    std::fs::write(&token_file, TOKEN).unwrap();
-    let flags = vec![
-        "--upstream-url".into(),
-        format!("observatory=http://{addr}"),
-        "--credential-file".into(),
-        format!("observatory-token={}", token_file.display()),
-    ];
-    Bed {
-        rt,
-        server: Some(server),
-        token_file,
-        flags,
-    }
+    ptc_tests::bed::start(&format!("clients-{name}"), token)
 }
 
 /// The programs every client sends, and what each must answer.
@@ -151,11 +114,11 @@ impl Drop for HttpServer {
     }
 }
 
-fn http_server(b: &Bed) -> HttpServer {
+fn http_server(b: &FlaggedBed) -> HttpServer {
     http_server_with(b, &[])
 }
 
-fn http_server_with(b: &Bed, extra: &[&str]) -> HttpServer {
+fn http_server_with(b: &FlaggedBed, extra: &[&str]) -> HttpServer {
     let mut child = Command::new(BIN)
         .args(["serve", "--http", "127.0.0.1:0"])
         .args(&b.flags)
@@ -322,17 +285,17 @@ fn approval_run(py: &Path, target: Value, answer: Option<&str>) -> (Value, Value
 
 /// Every answer a person (or a client) can give, over `target`, in both protocol eras: an
 /// `elicitation/create` request in the 2025 era, `input_required` rounds in the 2026 one.
-fn approval_answers(py: &Path, b: &Bed, target: Value) {
+fn approval_answers(py: &Path, b: &FlaggedBed, target: Value) {
     for mode in ["legacy", "auto"] {
         let mut target = target.clone();
         target["mode"] = json!(mode);
-        let before = b.server.as_ref().unwrap().annotations().len();
+        let before = b.server().unwrap().annotations().len();
         approval_answers_in(py, b, target, before);
     }
 }
 
-fn approval_answers_in(py: &Path, b: &Bed, target: Value, before: usize) {
-    let annotations = || b.server.as_ref().unwrap().annotations().len() - before;
+fn approval_answers_in(py: &Path, b: &FlaggedBed, target: Value, before: usize) {
+    let annotations = || b.server().unwrap().annotations().len() - before;
     let (result, record, seen) = approval_run(py, target.clone(), Some("approve"));
     assert_eq!(result, json!([true, null, "applied", "needs-look", null]));
     assert_eq!(record["approval"], "approved", "{record}");
@@ -387,8 +350,7 @@ fn approval_answers_in(py: &Path, b: &Bed, target: Value, before: usize) {
     assert!(seen.is_empty());
     assert_eq!(annotations(), 1, "only the approved write happened");
     let audit: Vec<_> = b
-        .server
-        .as_ref()
+        .server()
         .unwrap()
         .audit_records()
         .into_iter()

@@ -14,7 +14,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 
-use observatory_server::{ServerConfig, TokenSource, TokenSpec};
+use observatory_server::TokenSpec;
+use ptc_tests::bed::FlaggedBed;
 use serde_json::{Value, json};
 
 const BIN: &str = env!("CARGO_BIN_EXE_generated-example");
@@ -40,45 +41,11 @@ fn temp_dir(name: &str) -> PathBuf {
     dir
 }
 
-/// The Observatory test bed on its own runtime, the token file, and the flags that point the
-/// binary at both.
-struct Bed {
-    rt: tokio::runtime::Runtime,
-    server: Option<observatory_server::ServerHandle>,
-    flags: Vec<String>,
-}
-
-impl Bed {
-    fn start(dir: &Path) -> Bed {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
-        let mut spec = TokenSpec::full_access("tok_replay", TOKEN);
-        spec.scopes.push("traces:write".into());
-        let config = ServerConfig::new(TokenSource::Inline(vec![spec]));
-        let (addr, server) = rt.block_on(observatory_server::start(config)).unwrap();
-        let token_file = dir.join("observatory.token");
-        std::fs::write(&token_file, TOKEN).unwrap();
-        let flags = vec![
-            "--upstream-url".into(),
-            format!("observatory=http://{addr}"),
-            "--credential-file".into(),
-            format!("observatory-token={}", token_file.display()),
-        ];
-        Bed {
-            rt,
-            server: Some(server),
-            flags,
-        }
-    }
-
-    fn stop(&mut self) {
-        if let Some(s) = self.server.take() {
-            self.rt.block_on(s.shutdown());
-        }
-    }
+/// The Observatory test bed (its token may write) and the flags that point the binary at it.
+fn bed(name: &str) -> FlaggedBed {
+    let mut spec = TokenSpec::full_access("tok_replay", TOKEN);
+    spec.scopes.push("traces:write".into());
+    ptc_tests::bed::start(&format!("replay-{name}"), spec)
 }
 
 /// One recorded program: its run file and what `eval --json` printed.
@@ -100,7 +67,13 @@ fn recordings() -> &'static Recordings {
     ONCE.get_or_init(record_all)
 }
 
-fn record(bed: &Bed, dir: &Path, name: &str, program: &str, context: Option<&Value>) -> Recorded {
+fn record(
+    bed: &FlaggedBed,
+    dir: &Path,
+    name: &str,
+    program: &str,
+    context: Option<&Value>,
+) -> Recorded {
     let file = dir.join(format!("{name}.run.json"));
     let mut args: Vec<String> = vec![
         "eval".into(),
@@ -133,13 +106,13 @@ fn record(bed: &Bed, dir: &Path, name: &str, program: &str, context: Option<&Val
 
 fn record_all() -> Recordings {
     let dir = temp_dir("demo");
-    let mut bed = Bed::start(&dir);
+    let mut bed = bed("demo");
     assert!(!demo::QUESTIONS.is_empty());
     let questions = demo::QUESTIONS
         .iter()
         .enumerate()
         .map(|(i, q)| {
-            let context = (q.context)(bed.server.as_ref().unwrap());
+            let context = (q.context)(bed.server().unwrap());
             let context = (!context.is_empty()).then_some(Value::Object(context));
             record(
                 &bed,
@@ -388,7 +361,7 @@ fn a_record_dir_that_cannot_be_a_folder_fails_the_start() {
 fn serve_with_a_record_dir_writes_one_replayable_file_per_evaluation() {
     let dir = temp_dir("serve");
     let record_dir = dir.join("runs");
-    let mut bed = Bed::start(&dir);
+    let mut bed = bed("serve");
     let mut child = Command::new(BIN)
         .arg("serve")
         .args(&bed.flags)

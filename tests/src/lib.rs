@@ -2,6 +2,7 @@
 //! whose real peer (an MCP server or client, a built binary) is missing says so, and how a test
 //! runs cargo.
 
+pub mod bed;
 pub mod host_clients;
 pub mod issuer;
 pub mod otlp;
