@@ -10,12 +10,17 @@ use crate::server::outcome::EvalOutcome;
 
 /// The program's SHA-256, hex: identifies a program across logs without storing it.
 pub fn program_hash(program: &str) -> String {
+    use std::fmt::Write;
     let digest = Sha256::digest(program.as_bytes());
-    digest.iter().map(|b| format!("{b:02x}")).collect()
+    let mut hex = String::with_capacity(2 * digest.len());
+    for b in digest {
+        let _ = write!(hex, "{b:02x}");
+    }
+    hex
 }
 
-/// Emits the audit line of one evaluation.
-pub fn record(program: &str, outcome: &EvalOutcome) {
+/// Emits the audit line of one evaluation of `program`, whose [`program_hash`] is `hash`.
+pub fn record(program: &str, hash: &str, outcome: &EvalOutcome) {
     let calls: Vec<String> = outcome
         .records
         .upstream_calls
@@ -30,7 +35,7 @@ pub fn record(program: &str, outcome: &EvalOutcome) {
     tracing::info!(
         target: "ptc::audit",
         caller = %outcome.caller,
-        program_sha256 = %program_hash(program),
+        program_sha256 = hash,
         program_bytes = program.len(),
         outcome = outcome_name,
         reason,

@@ -408,9 +408,11 @@ impl Evaluator {
         approver: Option<Arc<dyn Approver>>,
     ) -> EvalOutcome {
         let started = Instant::now();
+        // Once for the audit line and the span.
+        let hash = crate::server::audit::program_hash(&req.program);
         let span = crate::telemetry::eval_span(
             &req.program,
-            crate::server::audit::program_hash,
+            |_| hash.clone(),
             &req.caller.subject,
             req.trace.as_ref(),
         );
@@ -425,7 +427,7 @@ impl Evaluator {
             caller: req.caller.subject.clone(),
             ..outcome
         };
-        crate::server::audit::record(&req.program, &outcome);
+        crate::server::audit::record(&req.program, &hash, &outcome);
         let reason = outcome.result.as_ref().err().map(|e| e.reason.as_str());
         crate::telemetry::eval_ended(&span, reason, &outcome.records, outcome.prints.len());
         self.metrics.observe(&outcome, self.upstreams().catalog());
