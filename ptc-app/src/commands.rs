@@ -49,11 +49,11 @@ mod tokio_util_free {
 pub fn serve(name: &str, source: PlanSource, args: ServeArgs) -> ExitCode {
     let source = Arc::new(source);
     // Flushes the spans still queued when serving ends.
-    let mut traces = match start_traces(&args.traces, name) {
+    let _traces = match start_traces(&args.traces, name) {
         Ok(t) => t,
         Err(e) => return startup_error(name, &e),
     };
-    server::init_logging_with(args.log.format(), traces.as_mut());
+    server::init_logging(args.log.format());
     let rt = match start::runtime() {
         Ok(rt) => rt,
         Err(e) => return startup_error(name, &e),
@@ -258,15 +258,10 @@ pub fn eval(name: &str, source: PlanSource, args: EvalArgs) -> ExitCode {
         .as_ref()
         .map_or(Tape::Off, |r| Tape::Record(r.recorder.clone()));
     // Flushes the run's spans when `eval` returns.
-    let mut traces = match start_traces(&args.traces, service) {
+    let _traces = match start_traces(&args.traces, service) {
         Ok(t) => t,
         Err(e) => return startup_error(&name, &e),
     };
-    if let Some(t) = &mut traces
-        && let Err(e) = telemetry::install(t)
-    {
-        return startup_error(&name, &e);
-    }
     let parent = telemetry::is_on().then(TraceParent::from_env).flatten();
     let span = telemetry::eval_span(&program, program_hash, "local", parent.as_ref());
     let run = span.in_scope(|| {

@@ -194,7 +194,7 @@ struct Done {
     /// Where the tool is in the catalog: its result path and output schema are read there.
     at: Option<(usize, usize)>,
     /// The call's span (traces), ended with the call's record.
-    span: tracing::Span,
+    span: crate::telemetry::TraceSpan,
 }
 
 impl Done {
@@ -627,7 +627,7 @@ impl ProgramHost {
         };
         let span = crate::telemetry::call_span(self.trace.as_ref(), server, tool, transport, page);
         let call = async move { run.call(&s, &t, req_args, deadline).await };
-        let outcome = match self.wait_io(cx, tracing::Instrument::instrument(call, span.clone())) {
+        let outcome = match self.wait_io(cx, crate::telemetry::traced(call, &span)) {
             Ok(outcome) => outcome,
             Err(stopped) => {
                 crate::telemetry::call_ended(&span, Some(stopped.reason.as_str()), 0, started);
@@ -1201,7 +1201,7 @@ impl RunState {
         }
         let span = crate::telemetry::approval_span();
         let asked = self.approver.approve(request, wait);
-        let decision = tracing::Instrument::instrument(asked, span.clone()).await;
+        let decision = crate::telemetry::traced(asked, &span).await;
         let answer = match &decision {
             Decision::Approved => ApprovalOutcome::Approved,
             Decision::Declined(_) => ApprovalOutcome::Declined,

@@ -2,58 +2,56 @@
 //! (`tool/call`, and each page of `tool/pages`) and a child of a call per approval wait
 //! (`approval`), exported as OTLP over HTTP/protobuf (docs/operations.md#traces).
 //!
-//! Off unless configured ([`TraceConfig::from_env`]): then no layer is installed, no span is made
-//! and nothing is added to an upstream request, so tracing off costs one relaxed atomic load per
-//! evaluation and per call. On, spans are `tracing` spans of target [`TARGET`] that
-//! `tracing-opentelemetry` turns into OpenTelemetry spans; only they reach the exporter (the logs'
-//! events never become span events), and their attributes are names, hashes, counts and reasons:
-//! never a program, an argument, a result, a header or a secret.
+//! Off unless configured ([`TraceConfig::from_env`]): then no tracer exists, no span is made and
+//! nothing is added to an upstream request, so tracing off costs one relaxed atomic load per
+//! evaluation and per call. On, the spans are made with the SDK's tracer directly (not through
+//! `tracing`, whose registry and field visitors cost more than the span itself), so the logs and
+//! the traces are separate: no log event becomes a span event. A span's attributes are names,
+//! hashes, counts and reasons: never a program, an argument, a result, a header or a secret.
+//!
+//! A span is current the way OpenTelemetry makes it so: its context is attached while the future
+//! it covers is polled ([`traced`]), which is where an upstream request reads the context it
+//! propagates ([`outgoing`]) and the call's status is noted.
 //!
 //! Export runs on the SDK's batch processor thread, so an evaluation never waits for a collector;
 //! [`Traces`] flushes what is queued when it is dropped.
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
+use futures_util::future::Either;
+use opentelemetry::context::FutureExt as _;
 use opentelemetry::propagation::{Extractor, Injector, TextMapPropagator};
-use opentelemetry::trace::{Status, TraceContextExt, TracerProvider as _};
+use opentelemetry::trace::{SpanKind, Status, TraceContextExt, Tracer as _, TracerProvider as _};
+use opentelemetry::{Context, KeyValue};
 use opentelemetry_http::{Bytes, HttpClient, HttpError, Request, Response};
 use opentelemetry_otlp::{Protocol, WithExportConfig, WithHttpConfig};
 use opentelemetry_sdk::propagation::TraceContextPropagator;
-use opentelemetry_sdk::trace::SdkTracerProvider;
-use tracing::Span;
-use tracing::field::Empty;
-use tracing_opentelemetry::OpenTelemetrySpanExt;
-use tracing_subscriber::Layer as _;
+use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
 
 use crate::http_client::{ReadError, describe, read_capped};
 use crate::records::RunRecords;
 
-/// The `tracing` target of ptc's spans: the one target the OpenTelemetry layer sees, and one the
-/// log output leaves out.
-pub const TARGET: &str = "ptc::trace";
-
-/// Whether spans are made: set once the OpenTelemetry layer is the process's subscriber.
+/// Whether spans are made: a [`Traces`] is running and recording.
 static ON: AtomicBool = AtomicBool::new(false);
 
-/// Whether traces are on: the OpenTelemetry layer is installed and recording.
+/// The running [`Traces`]' tracer.
+static TRACER: RwLock<Option<SdkTracer>> = RwLock::new(None);
+
+/// Whether traces are on: an exporter is running and recording.
 pub fn is_on() -> bool {
     ON.load(Ordering::Relaxed)
 }
 
-/// Turns span making on or off while the layer stays installed. The installers turn it on;
-/// the bench turns it off to measure the same program without traces in the same process.
+/// Turns span making on or off while the exporter runs. [`Traces::start`] turns it on; the bench
+/// turns it off to measure the same program without traces in the same process.
 pub fn set_recording(on: bool) {
-    ON.store(on, Ordering::Relaxed);
+    let running = TRACER.read().is_ok_and(|t| t.is_some());
+    ON.store(on && running, Ordering::Relaxed);
 }
-
-/// The `tracing` layer that exports ptc's spans, for a subscriber built on
-/// `tracing_subscriber::Registry`.
-pub type TraceLayer =
-    Box<dyn tracing_subscriber::Layer<tracing_subscriber::Registry> + Send + Sync>;
 
 /// The W3C trace context a request came with (`traceparent`, and `tracestate` when sent): the
 /// evaluation's span continues that trace as a child of the caller's span.
@@ -101,7 +99,7 @@ impl TraceParent {
 
     /// The remote parent it names; an empty context when it is malformed (W3C: a bad
     /// `traceparent` is ignored and a new trace starts).
-    fn context(&self) -> opentelemetry::Context {
+    fn context(&self) -> Context {
         TraceContextPropagator::new().extract(self)
     }
 }
@@ -120,92 +118,145 @@ impl Extractor for TraceParent {
     }
 }
 
+/// One of ptc's spans, held as the OpenTelemetry context it is the span of; none when traces
+/// are off. Ended by its `*_ended` function, or when its last clone is dropped.
+#[derive(Clone, Debug, Default)]
+pub struct TraceSpan(Option<Context>);
+
+impl TraceSpan {
+    /// True when traces were off and no span was made.
+    pub fn is_none(&self) -> bool {
+        self.0.is_none()
+    }
+
+    /// Runs `f` with this span current (the command-line `eval`, whose program runs on the
+    /// calling thread): the calls `f` makes are its children.
+    pub fn in_scope<T>(&self, f: impl FnOnce() -> T) -> T {
+        let _current = self.0.clone().map(Context::attach);
+        f()
+    }
+
+    fn set(&self, attributes: impl IntoIterator<Item = KeyValue>) {
+        if let Some(cx) = &self.0 {
+            cx.span().set_attributes(attributes);
+        }
+    }
+
+    /// `ptc.outcome`, `ptc.reason` and, for an error, the span's status (its reason, never the
+    /// message: a message may quote the program's data); then the span ends.
+    fn end(&self, reason: Option<&str>) {
+        let Some(cx) = &self.0 else { return };
+        let span = cx.span();
+        match reason {
+            None => span.set_attribute(KeyValue::new("ptc.outcome", "ok")),
+            Some(r) => {
+                span.set_attributes([
+                    KeyValue::new("ptc.outcome", "error"),
+                    KeyValue::new("ptc.reason", r.to_string()),
+                ]);
+                span.set_status(Status::error(r.to_string()));
+            }
+        }
+        span.end();
+    }
+}
+
+/// `fut` with `span` current while it is polled; `fut` itself when traces are off.
+pub(crate) fn traced<F: Future>(
+    fut: F,
+    span: &TraceSpan,
+) -> impl Future<Output = F::Output> + use<F> {
+    match &span.0 {
+        None => Either::Left(fut),
+        Some(cx) => Either::Right(fut.with_context(cx.clone())),
+    }
+}
+
+/// A new span named `name` of `kind` with `attributes`, a child of `parent`'s span (a root when
+/// it has none); none when no exporter is running.
+fn start(
+    name: &'static str,
+    kind: SpanKind,
+    attributes: Vec<KeyValue>,
+    parent: &Context,
+) -> TraceSpan {
+    let Ok(tracer) = TRACER.read() else {
+        return TraceSpan(None);
+    };
+    let Some(tracer) = tracer.as_ref() else {
+        return TraceSpan(None);
+    };
+    let span = tracer
+        .span_builder(name)
+        .with_kind(kind)
+        .with_attributes(attributes)
+        .start_with_context(tracer, parent);
+    TraceSpan(Some(parent.with_span(span)))
+}
+
 /// The span the calls of one program run are children of (the evaluation's), held as its
-/// OpenTelemetry context: a child does not keep its parent open.
+/// OpenTelemetry context.
 #[derive(Clone, Debug)]
-pub(crate) struct Parent(opentelemetry::Context);
+pub(crate) struct Parent(Context);
 
 impl Parent {
-    /// The current span's, when traces are on and it is one of ptc's spans.
+    /// The current span's, when traces are on and a span is current.
     pub(crate) fn current() -> Option<Parent> {
         if !is_on() {
             return None;
         }
-        let cx = Span::current().context();
+        let cx = Context::current();
         cx.span().span_context().is_valid().then_some(Parent(cx))
     }
 }
 
 /// The span of one evaluation of `program` for `caller`, continuing `parent`'s trace when the
-/// request carried one; [`Span::none`] when traces are off. `hash` gives the program's hash
+/// request carried one; none when traces are off. `hash` gives the program's hash
 /// (`server::audit::program_hash`), asked only when traces are on. Ended by [`eval_ended`].
 pub fn eval_span(
     program: &str,
     hash: impl FnOnce(&str) -> String,
     caller: &str,
     parent: Option<&TraceParent>,
-) -> Span {
+) -> TraceSpan {
     if !is_on() {
-        return Span::none();
+        return TraceSpan(None);
     }
-    let span = tracing::info_span!(
-        target: TARGET,
-        parent: None,
-        "lisp_eval",
-        otel.kind = "server",
-        ptc.program.sha256 = hash(program),
-        ptc.program.bytes = int(program.len() as u64),
-        ptc.caller = caller,
-        ptc.outcome = Empty,
-        ptc.reason = Empty,
-        ptc.upstream.calls = Empty,
-        ptc.upstream.bytes = Empty,
-        ptc.result.bytes = Empty,
-        ptc.prints.bytes = Empty,
-    );
-    if let Some(p) = parent {
-        // Only fails for a span the layer does not record: then there is nothing to continue.
-        let _ = span.set_parent(p.context());
-    }
-    span
+    let attributes = vec![
+        KeyValue::new("ptc.program.sha256", hash(program)),
+        KeyValue::new("ptc.program.bytes", int(program.len() as u64)),
+        KeyValue::new("ptc.caller", caller.to_string()),
+    ];
+    // A root unless the caller sent its trace: never a child of whatever the host's thread had.
+    let parent = parent.map_or_else(Context::new, TraceParent::context);
+    start("lisp_eval", SpanKind::Server, attributes, &parent)
 }
 
 /// Records how the evaluation of `span` ended: its error's reason (`None`: a value), what it
 /// read from upstreams and what it answered with.
-pub fn eval_ended(span: &Span, reason: Option<&str>, records: &RunRecords, prints_bytes: usize) {
-    if span.is_none() {
-        return;
-    }
+pub fn eval_ended(
+    span: &TraceSpan,
+    reason: Option<&str>,
+    records: &RunRecords,
+    prints_bytes: usize,
+) {
     let m = &records.ptc_metrics;
-    span.record("ptc.upstream.calls", int(m.upstream_call_count));
-    span.record("ptc.upstream.bytes", int(m.upstream_result_bytes));
-    span.record("ptc.result.bytes", int(m.final_result_bytes));
-    span.record("ptc.prints.bytes", int(prints_bytes as u64));
-    ended(span, reason);
+    span.set([
+        KeyValue::new("ptc.upstream.calls", int(m.upstream_call_count)),
+        KeyValue::new("ptc.upstream.bytes", int(m.upstream_result_bytes)),
+        KeyValue::new("ptc.result.bytes", int(m.final_result_bytes)),
+        KeyValue::new("ptc.prints.bytes", int(prints_bytes as u64)),
+    ]);
+    span.end(reason);
 }
 
-/// A count as an OpenTelemetry integer (`tracing-opentelemetry` records a `u64` as text).
+/// A count as an OpenTelemetry integer.
 fn int(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
-/// `ptc.outcome`, `ptc.reason` and, for an error, the span's status (its reason, never the
-/// message: a message may quote the program's data).
-fn ended(span: &Span, reason: Option<&str>) {
-    match reason {
-        None => {
-            span.record("ptc.outcome", "ok");
-        }
-        Some(r) => {
-            span.record("ptc.outcome", "error");
-            span.record("ptc.reason", r);
-            span.set_status(Status::error(r.to_string()));
-        }
-    }
-}
-
 /// The span of one upstream call of `server/tool` over `transport` (page `page` of a
-/// `tool/pages`), a child of `parent`; [`Span::none`] when there is no parent (traces off).
+/// `tool/pages`), a child of `parent`; none when there is no parent (traces off).
 /// Ended by [`call_ended`].
 pub(crate) fn call_span(
     parent: Option<&Parent>,
@@ -213,84 +264,73 @@ pub(crate) fn call_span(
     tool: &str,
     transport: impl FnOnce() -> &'static str,
     page: Option<u64>,
-) -> Span {
+) -> TraceSpan {
     let Some(parent) = parent else {
-        return Span::none();
+        return TraceSpan(None);
     };
-    let span = match page {
-        None => tracing::info_span!(
-            target: TARGET,
-            parent: None,
-            "tool/call",
-            otel.kind = "client",
-            ptc.upstream = server,
-            ptc.tool = tool,
-            ptc.transport = transport(),
-            ptc.outcome = Empty,
-            ptc.reason = Empty,
-            ptc.bytes = Empty,
-            ptc.duration_ms = Empty,
-            ptc.retries = Empty,
-            http.response.status_code = Empty,
-        ),
-        Some(n) => tracing::info_span!(
-            target: TARGET,
-            parent: None,
-            "tool/pages",
-            otel.kind = "client",
-            ptc.upstream = server,
-            ptc.tool = tool,
-            ptc.transport = transport(),
-            ptc.page = int(n),
-            ptc.outcome = Empty,
-            ptc.reason = Empty,
-            ptc.bytes = Empty,
-            ptc.duration_ms = Empty,
-            ptc.retries = Empty,
-            http.response.status_code = Empty,
-        ),
+    let mut attributes = vec![
+        KeyValue::new("ptc.upstream", server.to_string()),
+        KeyValue::new("ptc.tool", tool.to_string()),
+        KeyValue::new("ptc.transport", transport()),
+    ];
+    let name = match page {
+        None => "tool/call",
+        Some(n) => {
+            attributes.push(KeyValue::new("ptc.page", int(n)));
+            "tool/pages"
+        }
     };
-    let _ = span.set_parent(parent.0.clone());
-    span
+    start(name, SpanKind::Client, attributes, &parent.0)
 }
 
 /// Records how the call of `span` ended: its reason (`None`: answered), the answer's bytes and
 /// the time since `started`.
-pub(crate) fn call_ended(span: &Span, reason: Option<&str>, bytes: u64, started: Instant) {
-    if span.is_none() {
-        return;
-    }
-    span.record("ptc.bytes", int(bytes));
-    span.record("ptc.duration_ms", int(started.elapsed().as_millis() as u64));
-    ended(span, reason);
+pub(crate) fn call_ended(span: &TraceSpan, reason: Option<&str>, bytes: u64, started: Instant) {
+    span.set([
+        KeyValue::new("ptc.bytes", int(bytes)),
+        KeyValue::new("ptc.duration_ms", int(started.elapsed().as_millis() as u64)),
+    ]);
+    span.end(reason);
 }
 
 /// The span of a wait for a person's approval, a child of the call waiting (the current span);
-/// [`Span::none`] when traces are off. Ended by [`approval_ended`].
-pub(crate) fn approval_span() -> Span {
+/// none when traces are off. Ended by [`approval_ended`].
+pub(crate) fn approval_span() -> TraceSpan {
     if !is_on() {
-        return Span::none();
+        return TraceSpan(None);
     }
-    tracing::info_span!(target: TARGET, "approval", ptc.approval = Empty)
+    start(
+        "approval",
+        SpanKind::Internal,
+        Vec::new(),
+        &Context::current(),
+    )
 }
 
-/// Records the person's answer (`approved`, `declined`, `unavailable`).
-pub(crate) fn approval_ended(span: &Span, answer: &str) {
-    span.record("ptc.approval", answer);
+/// Records the person's answer (`approved`, `declined`, `unavailable`); the span ends.
+pub(crate) fn approval_ended(span: &TraceSpan, answer: &str) {
+    if let Some(cx) = &span.0 {
+        cx.span()
+            .set_attribute(KeyValue::new("ptc.approval", answer.to_string()));
+        cx.span().end();
+    }
+}
+
+/// Notes `attribute` on the current span (the call's), when traces are on.
+fn note(attribute: impl FnOnce() -> KeyValue) {
+    if is_on() {
+        Context::map_current(|cx| cx.span().set_attribute(attribute()));
+    }
 }
 
 /// Notes the HTTP status an upstream answered the current call with.
 pub(crate) fn note_status(status: u16) {
-    if is_on() {
-        Span::current().record("http.response.status_code", i64::from(status));
-    }
+    note(|| KeyValue::new("http.response.status_code", i64::from(status)));
 }
 
 /// Notes how many times the current call has been retried so far.
 pub(crate) fn note_retries(retries: u32) {
-    if is_on() {
-        Span::current().record("ptc.retries", i64::from(retries));
-    }
+    note(|| KeyValue::new("ptc.retries", i64::from(retries)));
 }
 
 /// The trace context an upstream request of the current call carries (`traceparent` and
@@ -301,7 +341,7 @@ pub(crate) fn outgoing() -> Vec<(&'static str, String)> {
         return Vec::new();
     }
     let mut out = Outgoing(Vec::new());
-    TraceContextPropagator::new().inject_context(&Span::current().context(), &mut out);
+    Context::map_current(|cx| TraceContextPropagator::new().inject_context(cx, &mut out));
     out.0
 }
 
@@ -409,11 +449,11 @@ fn base_url(given: &str) -> Result<String, String> {
     Ok(url.as_str().trim_end_matches('/').to_string())
 }
 
-/// The running exporter. Dropping it stops making spans, then exports what is queued and stops
-/// the exporter (within a few seconds when the collector does not answer).
+/// The running exporter, whose tracer makes the process's spans (one at a time). Dropping it
+/// stops making spans, then exports what is queued and stops the exporter (within a few seconds
+/// when the collector does not answer).
 pub struct Traces {
     provider: SdkTracerProvider,
-    layer: Option<TraceLayer>,
 }
 
 impl std::fmt::Debug for Traces {
@@ -428,9 +468,13 @@ const EXPORT_TIMEOUT: Duration = Duration::from_secs(10);
 const ANSWER_BYTES: u64 = 64 * 1024;
 
 impl Traces {
-    /// Starts the exporter (batch processor and its thread) for `config`. Spans are made once
-    /// its [`Traces::layer`] is installed ([`install`], or `server::init_logging_with`).
+    /// Starts the exporter (batch processor and its thread) for `config` and makes spans from
+    /// now on. An error when another [`Traces`] is running in the process.
     pub fn start(config: &TraceConfig) -> Result<Traces, String> {
+        let mut tracer = TRACER.write().unwrap_or_else(|e| e.into_inner());
+        if tracer.is_some() {
+            return Err("traces are exported already in this process".into());
+        }
         let client = ExportClient::new()?;
         let mut exporter = opentelemetry_otlp::SpanExporter::builder()
             .with_http()
@@ -446,29 +490,10 @@ impl Traces {
             .with_batch_exporter(exporter)
             .with_resource(resource(&config.service))
             .build();
-        let tracer = provider.tracer("ptc");
-        let layer = tracing_opentelemetry::layer()
-            .with_tracer(tracer)
-            .with_location(false)
-            .with_threads(false)
-            .with_target(false)
-            .with_tracked_inactivity(false)
-            // Contexts are read from the spans themselves (`outgoing`, `Parent::current`), so
-            // entering a span need not make its context the thread's current one.
-            .with_context_activation(false)
-            .with_filter(tracing_subscriber::filter::filter_fn(|m| {
-                m.target() == TARGET
-            }))
-            .boxed();
-        Ok(Traces {
-            provider,
-            layer: Some(layer),
-        })
-    }
-
-    /// The layer to install in the process's subscriber (once; `None` after).
-    pub fn layer(&mut self) -> Option<TraceLayer> {
-        self.layer.take()
+        *tracer = Some(provider.tracer("ptc"));
+        drop(tracer);
+        set_recording(true);
+        Ok(Traces { provider })
     }
 
     /// Exports every span ended so far, waiting until the collector has answered.
@@ -481,25 +506,10 @@ impl Traces {
 
 impl Drop for Traces {
     fn drop(&mut self) {
+        *TRACER.write().unwrap_or_else(|e| e.into_inner()) = None;
         set_recording(false);
         let _ = self.provider.shutdown();
     }
-}
-
-/// Makes `traces`' layer the process's only subscriber (no logs: `eval`, tests, the bench) and
-/// starts making spans. An error when the process already has a subscriber.
-pub fn install(traces: &mut Traces) -> Result<(), String> {
-    use tracing_subscriber::layer::SubscriberExt as _;
-    use tracing_subscriber::util::SubscriberInitExt as _;
-    let layer = traces
-        .layer()
-        .ok_or("the trace layer is installed already")?;
-    tracing_subscriber::registry()
-        .with(vec![layer])
-        .try_init()
-        .map_err(|e| format!("cannot install the trace layer: {e}"))?;
-    set_recording(true);
-    Ok(())
 }
 
 /// The resource spans are reported under: the SDK's (`OTEL_SERVICE_NAME`,

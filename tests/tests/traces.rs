@@ -15,7 +15,7 @@ use observatory_server::{Faults, ServerConfig, ServerHandle, TokenSource, TokenS
 use ptc_core::approval::{ApprovalRequest, Approver, Decision, DecisionFuture};
 use ptc_core::server::audit::program_hash;
 use ptc_core::server::{EvalLimits, EvalRequest, Evaluator, HttpOptions};
-use ptc_core::telemetry::{self, TraceConfig, TraceParent, Traces};
+use ptc_core::telemetry::{TraceConfig, TraceParent, Traces};
 use ptc_core::{StartOptions, Upstreams, WriteGate};
 use ptc_tests::otlp::Receiver;
 use serde_json::{Value, json};
@@ -49,8 +49,7 @@ fn exporting() -> Option<&'static Exporting> {
                 endpoint: Some(receiver.url.clone()),
                 service: "ptc-traces-test".into(),
             };
-            let mut traces = Traces::start(&config).expect("the exporter starts");
-            telemetry::install(&mut traces).expect("the trace layer installs");
+            let traces = Traces::start(&config).expect("the exporter starts");
             Some(Exporting { receiver, traces })
         })
         .as_ref();

@@ -110,11 +110,10 @@ fn rows(budget: Budget) -> Result<Vec<Row>, String> {
         .map_err(|e| format!("no runtime: {e}"))?;
     let exports = Arc::new((AtomicU64::new(0), AtomicU64::new(0)));
     let addr = rt.block_on(serve(exports.clone()));
-    let mut traces = Traces::start(&TraceConfig {
+    let traces = Traces::start(&TraceConfig {
         endpoint: Some(format!("http://{addr}")),
         service: "ptc-bench".into(),
     })?;
-    telemetry::install(&mut traces)?;
     let loaded = plan(addr);
     let upstreams = rt
         .block_on(Upstreams::start(

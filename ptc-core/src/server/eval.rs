@@ -417,11 +417,8 @@ impl Evaluator {
             req.trace.as_ref(),
         );
         // The program's calls are children of the span current when its host is made.
-        let outcome = tracing::Instrument::instrument(
-            self.eval_inner(&req, cancel, until, approver),
-            span.clone(),
-        )
-        .await;
+        let outcome =
+            crate::telemetry::traced(self.eval_inner(&req, cancel, until, approver), &span).await;
         let outcome = EvalOutcome {
             duration: started.elapsed(),
             caller: req.caller.subject.clone(),

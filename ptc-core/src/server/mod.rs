@@ -76,31 +76,3 @@ pub fn init_logging(format: LogFormat) {
         LogFormat::Json => builder.json().flatten_event(true).try_init(),
     };
 }
-
-/// [`init_logging`], and with `traces` their OpenTelemetry layer beside the logs: then spans
-/// are made and exported (docs/operations.md#traces), and the logs stay as they are (ptc's
-/// spans are not shown in them). Without `traces` this is [`init_logging`]: no layer, no spans.
-pub fn init_logging_with(format: LogFormat, traces: Option<&mut crate::telemetry::Traces>) {
-    use tracing_subscriber::filter::{FilterExt, filter_fn};
-    use tracing_subscriber::{EnvFilter, Layer, layer::SubscriberExt, util::SubscriberInitExt};
-    let Some(traces) = traces.and_then(|t| t.layer()) else {
-        return init_logging(format);
-    };
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    let logs = tracing_subscriber::fmt::layer()
-        .with_writer(std::io::stderr)
-        .with_ansi(false);
-    let logs = match format {
-        LogFormat::Text => logs.boxed(),
-        LogFormat::Json => logs.json().flatten_event(true).boxed(),
-    };
-    let not_traces = filter_fn(|m| m.target() != crate::telemetry::TARGET);
-    let logs = logs.with_filter(filter.and(not_traces)).boxed();
-    if tracing_subscriber::registry()
-        .with(vec![logs, traces])
-        .try_init()
-        .is_ok()
-    {
-        crate::telemetry::set_recording(true);
-    }
-}
