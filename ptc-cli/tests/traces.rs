@@ -141,3 +141,61 @@ async fn serve_continues_a_requests_trace_and_flushes_its_spans_on_sigterm() {
     assert_eq!(eval["attributes"]["ptc.caller"], "local");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test]
+async fn an_mcp_stdio_upstreams_spans_join_the_trace_through_meta() {
+    let Some(receiver) = ptc_tests::otlp::start() else {
+        return;
+    };
+    // The upstream is another ptc host on stdio, exporting to the same receiver: its
+    // `lisp_eval` continues the trace the call's `_meta` carries, and it exports its span when
+    // the outer `eval` ends and closes its input.
+    let dir = std::env::temp_dir().join(format!("ptc-cli-traces-stdio-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let inner = dir.join("inner.json");
+    std::fs::write(&inner, r#"{"upstreams": {}}"#).unwrap();
+    let outer = dir.join("upstreams.json");
+    let config = json!({"upstreams": {"inner": {
+        "transport": "mcp_stdio",
+        "command": PTC,
+        "args": ["serve", "--config", inner, "--otlp-endpoint", receiver.url],
+    }}});
+    std::fs::write(&outer, config.to_string()).unwrap();
+    let (trace_id, parent) = ("c7e9a1b3d5f74816a8c0e2f4a6b8d0e2", "708192a3b4c5d6e7");
+    let out = ptc()
+        .args([
+            "eval",
+            "--config",
+            outer.to_str().unwrap(),
+            "--otlp-endpoint",
+            &receiver.url,
+            "-e",
+            r#"(get (:value (tool/call 'inner/lisp_eval {:program "(* 6 7)"})) "result")"#,
+        ])
+        .env("TRACEPARENT", format!("00-{trace_id}-{parent}-01"))
+        .output()
+        .expect("ptc runs");
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "42\n");
+    let spans = trace(&receiver, trace_id).await;
+    let name = |n: &str| spans.iter().filter(|s| s["name"] == n).collect::<Vec<_>>();
+    let (evals, calls) = (name("lisp_eval"), name("tool/call"));
+    let ([a, b], [call]) = (evals.as_slice(), calls.as_slice()) else {
+        panic!("{spans:#?}")
+    };
+    let (outer_eval, inner_eval) = if a["parent_span_id"] == parent {
+        (a, b)
+    } else {
+        (b, a)
+    };
+    assert_eq!(outer_eval["parent_span_id"], parent);
+    assert_eq!(call["parent_span_id"], outer_eval["span_id"]);
+    assert_eq!(call["attributes"]["ptc.transport"], "mcp_stdio");
+    assert_eq!(call["attributes"]["ptc.outcome"], "ok");
+    assert_eq!(
+        inner_eval["parent_span_id"], call["span_id"],
+        "the stdio upstream's span continues the call's"
+    );
+    assert_eq!(inner_eval["attributes"]["ptc.outcome"], "ok");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -5,7 +5,7 @@
 //! (`pmap`'s overlap in time), per page and per approval wait, and the test bed sees the call's
 //! span as the parent of its request. No secret, argument or answer is ever exported.
 //!
-//! The trace layer is process-wide, so every test here shares one exporter and one receiver
+//! The exporter is process-wide, so every test here shares one exporter and one receiver
 //! ([`exporting`]); each test reads only the spans of its own trace.
 
 use std::sync::{Arc, OnceLock};
@@ -31,7 +31,7 @@ const ARGUMENT: &str = "canary-argument-9b4e";
 /// How long the test bed takes to answer each request: enough for `pmap`'s calls to overlap.
 const LATENCY_MS: u64 = 150;
 
-/// The exporter, pointed at the receiver, installed once for the whole test binary.
+/// The exporter, pointed at the receiver, started once for the whole test binary.
 struct Exporting {
     receiver: Receiver,
     traces: Traces,
@@ -547,4 +547,56 @@ async fn an_mcp_upstreams_own_spans_join_the_trace_through_meta() {
         program_hash(inner_program).as_str()
     );
     assert!(!e.receiver.everything().await.contains(inner_program));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retried_call_says_how_often_and_what_the_upstream_last_answered() {
+    let Some(e) = exporting() else { return };
+    // A test bed that answers every request 503, behind an upstream that retries twice.
+    let mut config = ServerConfig::new(TokenSource::Inline(vec![TokenSpec::full_access(
+        "tok_traces",
+        SECRET,
+    )]));
+    config.faults = Faults::parse_over(&Faults::default(), "status=503").unwrap();
+    let (addr, server) = observatory_server::start(config).await.unwrap();
+    let (mut loaded, token_file) = support::observatory_plan(addr, SECRET, "traces-retries");
+    for u in &mut loaded.plan.upstreams {
+        if let ptc_plan::Transport::Openapi(api) = &mut u.transport {
+            api.http.backoff = ptc_plan::Backoff {
+                max_retries: 2,
+                initial_ms: 1,
+                max_ms: 1,
+            };
+        }
+    }
+    let up = Upstreams::start(loaded.plan, loaded.secrets, StartOptions::default())
+        .await
+        .unwrap();
+    let evaluator = Evaluator::new(
+        Arc::new(up),
+        tokio::runtime::Handle::current(),
+        EvalLimits::default(),
+    )
+    .unwrap();
+    let (trace_id, caller_span) = ("1b3d5f7092a4c6e8b0d2f4a6c8e0a2b4", "5a6b7c8d9e0f1a2b");
+    let req = EvalRequest {
+        program: "(:reason (tool/call 'observatory/list-traces {:org-id \"org_acme\"}))".into(),
+        trace: Some(TraceParent {
+            traceparent: traceparent(trace_id, caller_span),
+            tracestate: None,
+        }),
+        ..EvalRequest::default()
+    };
+    let outcome = evaluator.eval(req, Default::default()).await;
+    let value = outcome.result.expect("the program answers");
+    assert_eq!(value.text, ":upstream_unavailable");
+    // Three requests reached the bed, each with the call's context.
+    let seen = server.audit_records().len();
+    assert_eq!(seen, 3, "two retries after the first attempt");
+    let spans = e.trace(trace_id).await;
+    let call = one(&spans, "tool/call");
+    assert_eq!(int(call, "ptc.retries"), 2, "{call}");
+    assert_eq!(int(call, "http.response.status_code"), 503, "{call}");
+    assert_eq!(attr(call, "ptc.reason"), "upstream_unavailable", "{call}");
+    let _ = std::fs::remove_file(token_file);
 }
