@@ -114,7 +114,10 @@ impl Extractor for TraceParent {
     }
 
     fn keys(&self) -> Vec<&str> {
-        vec!["traceparent", "tracestate"]
+        match self.tracestate {
+            Some(_) => vec!["traceparent", "tracestate"],
+            None => vec!["traceparent"],
+        }
     }
 }
 
@@ -124,11 +127,6 @@ impl Extractor for TraceParent {
 pub struct TraceSpan(Option<Context>);
 
 impl TraceSpan {
-    /// True when traces were off and no span was made.
-    pub fn is_none(&self) -> bool {
-        self.0.is_none()
-    }
-
     /// Runs `f` with this span current (the command-line `eval`, whose program runs on the
     /// calling thread): the calls `f` makes are its children.
     pub fn in_scope<T>(&self, f: impl FnOnce() -> T) -> T {
@@ -340,8 +338,13 @@ pub(crate) fn outgoing() -> Vec<(&'static str, String)> {
     if !is_on() {
         return Vec::new();
     }
+    Context::map_current(carried)
+}
+
+/// The `traceparent` and `tracestate` that carry `cx` on.
+fn carried(cx: &Context) -> Vec<(&'static str, String)> {
     let mut out = Outgoing(Vec::new());
-    Context::map_current(|cx| TraceContextPropagator::new().inject_context(cx, &mut out));
+    TraceContextPropagator::new().inject_context(cx, &mut out);
     out.0
 }
 
@@ -352,7 +355,8 @@ impl Injector for Outgoing {
     fn set(&mut self, key: &str, value: String) {
         let key = match key {
             "traceparent" => "traceparent",
-            "tracestate" => "tracestate",
+            // The propagator writes an empty state too; an empty header says nothing.
+            "tracestate" if !value.is_empty() => "tracestate",
             _ => return,
         };
         self.0.push((key, value));
@@ -452,14 +456,9 @@ fn base_url(given: &str) -> Result<String, String> {
 /// The running exporter, whose tracer makes the process's spans (one at a time). Dropping it
 /// stops making spans, then exports what is queued and stops the exporter (within a few seconds
 /// when the collector does not answer).
+#[derive(Debug)]
 pub struct Traces {
     provider: SdkTracerProvider,
-}
-
-impl std::fmt::Debug for Traces {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Traces").finish_non_exhaustive()
-    }
 }
 
 /// How long one export request may take.
@@ -709,9 +708,15 @@ mod tests {
             let e = decide(Some(bad), &[]).unwrap_err();
             assert!(e.starts_with("--otlp-endpoint"), "{bad}: {e}");
         }
-        let e = decide(Some("https://user:s3cret@c:4318"), &[]).unwrap_err();
-        assert!(e.contains("embeds credentials"), "{e}");
-        assert!(!e.contains("s3cret"), "{e}");
+        for with in [
+            "https://user:s3cret@c:4318",
+            "https://user@c:4318",
+            "https://:s3cret@c:4318",
+        ] {
+            let e = decide(Some(with), &[]).unwrap_err();
+            assert!(e.contains("embeds credentials"), "{with}: {e}");
+            assert!(!e.contains("s3cret"), "{e}");
+        }
         assert_eq!(
             decide(Some("https://c.example.com:4318/otlp/"), &[]),
             on(Some("https://c.example.com:4318/otlp"))
@@ -741,19 +746,99 @@ mod tests {
 
     #[test]
     fn with_traces_off_no_span_is_made_and_nothing_is_propagated() {
-        // Nothing in this test binary installs the layer.
+        // Nothing in this test binary starts an exporter, so recording cannot be turned on.
+        super::set_recording(true);
         assert!(!super::is_on());
         let parent = TraceParent {
             traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".into(),
             tracestate: None,
         };
         let hash = |_: &str| -> String { panic!("the program is hashed with traces off") };
-        assert!(super::eval_span("(+ 1 2)", hash, "local", Some(&parent)).is_none());
+        assert!(
+            super::eval_span("(+ 1 2)", hash, "local", Some(&parent))
+                .0
+                .is_none()
+        );
         assert!(super::Parent::current().is_none());
         let transport = || -> &'static str { panic!("the transport is looked up with traces off") };
-        assert!(super::call_span(None, "obs", "list", transport, None).is_none());
-        assert!(super::approval_span().is_none());
+        assert!(
+            super::call_span(None, "obs", "list", transport, None)
+                .0
+                .is_none()
+        );
+        assert!(super::approval_span().0.is_none());
         assert!(super::outgoing().is_empty());
+    }
+
+    #[test]
+    fn a_trace_parent_lists_the_keys_it_holds() {
+        use opentelemetry::propagation::Extractor;
+        let mut parent = TraceParent {
+            traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".into(),
+            tracestate: None,
+        };
+        assert_eq!(parent.keys(), ["traceparent"]);
+        parent.tracestate = Some("vendor=opaque".into());
+        assert_eq!(parent.keys(), ["traceparent", "tracestate"]);
+    }
+
+    #[test]
+    fn a_call_carries_the_trace_and_its_state_on() {
+        let tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        let with_state = TraceParent {
+            traceparent: tp.into(),
+            tracestate: Some("vendor=opaque".into()),
+        };
+        assert_eq!(
+            super::carried(&with_state.context()),
+            [
+                ("traceparent", tp.to_string()),
+                ("tracestate", "vendor=opaque".to_string())
+            ]
+        );
+        let without = TraceParent {
+            traceparent: tp.into(),
+            tracestate: None,
+        };
+        assert_eq!(
+            super::carried(&without.context()),
+            [("traceparent", tp.to_string())]
+        );
+    }
+
+    #[test]
+    fn a_collectors_answer_is_read_up_to_its_cap() {
+        // A collector answering `n` bytes, on a runtime of its own: the client blocks on its own
+        // runtime, as on the batch processor's thread.
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        let addr = rt.block_on(async {
+            let app =
+                axum::Router::new().route(
+                    "/v1/traces/{n}",
+                    axum::routing::post(
+                        |axum::extract::Path(n): axum::extract::Path<usize>| async move {
+                            vec![b'x'; n]
+                        },
+                    ),
+                );
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = listener.local_addr().unwrap();
+            tokio::spawn(async move { axum::serve(listener, app).await });
+            addr
+        });
+        let client = super::ExportClient::new().unwrap();
+        let export = |n: u64| {
+            let request = opentelemetry_http::Request::post(format!("http://{addr}/v1/traces/{n}"))
+                .body(opentelemetry_http::Bytes::from_static(b"spans"))
+                .unwrap();
+            client.runtime.block_on(client.send(request))
+        };
+        let cap = super::ANSWER_BYTES;
+        assert_eq!(cap, 64 * 1024);
+        let answer = export(cap).expect("an answer at the cap is read");
+        assert_eq!(answer.body().len() as u64, cap);
+        let e = export(cap + 1).unwrap_err().to_string();
+        assert_eq!(e, "OTLP export: the collector's answer is over 65536 bytes");
     }
 
     #[test]

@@ -491,6 +491,12 @@ mod tests {
     }
 
     #[test]
+    fn debug_output_names_the_metrics_without_dumping_every_series() {
+        // An evaluator's `Debug` shows up in logs and panics: its metrics stay one line.
+        assert_eq!(format!("{:?}", HostMetrics::new()), "HostMetrics { .. }");
+    }
+
+    #[test]
     fn an_evaluation_counts_its_outcome_duration_calls_bytes_and_drift() {
         let m = HostMetrics::new();
         let mut drifted = call("get-trace", None, 30, 300);
