@@ -553,27 +553,28 @@ async fn an_mcp_upstreams_own_spans_join_the_trace_through_meta() {
 async fn a_retried_call_says_how_often_and_what_the_upstream_last_answered() {
     let Some(e) = exporting() else { return };
     // A test bed that answers every request 503, behind an upstream that retries twice.
-    let mut config = ServerConfig::new(TokenSource::Inline(vec![TokenSpec::full_access(
-        "tok_traces",
-        SECRET,
-    )]));
-    config.faults = Faults::parse_over(&Faults::default(), "status=503").unwrap();
-    let (addr, server) = observatory_server::start(config).await.unwrap();
-    let (mut loaded, token_file) = support::observatory_plan(addr, SECRET, "traces-retries");
-    for u in &mut loaded.plan.upstreams {
-        if let ptc_plan::Transport::Openapi(api) = &mut u.transport {
-            api.http.backoff = ptc_plan::Backoff {
-                max_retries: 2,
-                initial_ms: 1,
-                max_ms: 1,
-            };
+    let token = TokenSpec::full_access("tok_traces", SECRET);
+    let retry_twice = |plan: &mut ptc_plan::Plan| {
+        for u in &mut plan.upstreams {
+            if let ptc_plan::Transport::Openapi(api) = &mut u.transport {
+                api.http.backoff = ptc_plan::Backoff {
+                    max_retries: 2,
+                    initial_ms: 1,
+                    max_ms: 1,
+                };
+            }
         }
-    }
-    let up = Upstreams::start(loaded.plan, loaded.secrets, StartOptions::default())
-        .await
-        .unwrap();
+    };
+    let bed = support::Bed::start_with(
+        "traces-retries",
+        token,
+        "status=503",
+        StartOptions::default(),
+        retry_twice,
+    )
+    .await;
     let evaluator = Evaluator::new(
-        Arc::new(up),
+        bed.up.clone(),
         tokio::runtime::Handle::current(),
         EvalLimits::default(),
     )
@@ -590,13 +591,15 @@ async fn a_retried_call_says_how_often_and_what_the_upstream_last_answered() {
     let outcome = evaluator.eval(req, Default::default()).await;
     let value = outcome.result.expect("the program answers");
     assert_eq!(value.text, ":upstream_unavailable");
-    // Three requests reached the bed, each with the call's context.
-    let seen = server.audit_records().len();
-    assert_eq!(seen, 3, "two retries after the first attempt");
+    assert_eq!(
+        bed.audit_records().len(),
+        3,
+        "two retries after the first attempt"
+    );
     let spans = e.trace(trace_id).await;
     let call = one(&spans, "tool/call");
     assert_eq!(int(call, "ptc.retries"), 2, "{call}");
     assert_eq!(int(call, "http.response.status_code"), 503, "{call}");
     assert_eq!(attr(call, "ptc.reason"), "upstream_unavailable", "{call}");
-    let _ = std::fs::remove_file(token_file);
+    bed.stop().await;
 }

@@ -190,6 +190,17 @@ impl Bed {
         faults: &str,
         options: ptc_core::StartOptions,
     ) -> Bed {
+        Self::start_with(name, token, faults, options, |_| {}).await
+    }
+
+    /// [`Bed::start`], with the plan changed by `change` before the upstreams start.
+    pub async fn start_with(
+        name: &str,
+        token: observatory_server::TokenSpec,
+        faults: &str,
+        options: ptc_core::StartOptions,
+        change: impl FnOnce(&mut ptc_plan::Plan),
+    ) -> Bed {
         use observatory_server::{Faults, ServerConfig, TokenSource};
         let secret = token.secret.clone().expect("a token with its secret");
         let mut config = ServerConfig::new(TokenSource::Inline(vec![token]));
@@ -197,7 +208,8 @@ impl Bed {
         let (addr, server) = observatory_server::start(config)
             .await
             .expect("the Observatory test bed starts");
-        let (loaded, token_file) = observatory_plan(addr, &secret, name);
+        let (mut loaded, token_file) = observatory_plan(addr, &secret, name);
+        change(&mut loaded.plan);
         let up = ptc_core::Upstreams::start(loaded.plan, loaded.secrets, options)
             .await
             .expect("the upstreams start");
@@ -207,6 +219,13 @@ impl Bed {
             addr,
             up: std::sync::Arc::new(up),
         }
+    }
+
+    /// The requests the bed has handled, in order.
+    pub fn audit_records(&self) -> Vec<observatory_server::AuditRecord> {
+        self.server
+            .as_ref()
+            .map_or_else(Vec::new, |s| s.audit_records())
     }
 
     /// Stops the bed and removes the token file.
