@@ -10,26 +10,27 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use observatory_server::{Faults, ServerConfig, ServerHandle, TokenSource, TokenSpec};
+use observatory_server::{Faults, TokenSpec};
 use ptc_core::approval::{ApprovalRequest, Approver, Decision, DecisionFuture};
 use ptc_core::recording::{
     Answer, Recorder, Replayer, RunFile, Settings, StartSettings, Tape, answer_difference,
 };
-use ptc_core::{Budgets, ProgramHost, StartOptions, Upstreams, WriteGate};
+use ptc_core::{Budgets, ProgramHost, StartOptions, WriteGate};
 use ptc_lisp::{Interpreter, Limits};
 
 const TOKEN: &str = "obs_replay_host_8a2c4e6f1b3d";
 
+/// The test bed (a token that may annotate, writes open) and the runtime its tests block on.
 struct Bed {
     rt: tokio::runtime::Runtime,
-    server: ServerHandle,
-    up: Arc<Upstreams>,
-    token_file: std::path::PathBuf,
+    bed: support::Bed,
 }
 
-impl Drop for Bed {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.token_file);
+impl std::ops::Deref for Bed {
+    type Target = support::Bed;
+
+    fn deref(&self) -> &support::Bed {
+        &self.bed
     }
 }
 
@@ -37,25 +38,17 @@ fn bed(name: &str) -> Bed {
     let rt = support::runtime(2);
     let mut token = TokenSpec::full_access("tok_replay", TOKEN);
     token.scopes.push("traces:write".into());
-    let (addr, server) = rt
-        .block_on(observatory_server::start(ServerConfig::new(
-            TokenSource::Inline(vec![token]),
-        )))
-        .expect("observatory starts");
-    let (loaded, token_file) = support::observatory_plan(addr, TOKEN, &format!("replay-{name}"));
     let options = StartOptions {
         writes: WriteGate::Open,
         ..StartOptions::default()
     };
-    let up = rt
-        .block_on(Upstreams::start(loaded.plan, loaded.secrets, options))
-        .unwrap();
-    Bed {
-        rt,
-        server,
-        up: Arc::new(up),
-        token_file,
-    }
+    let bed = rt.block_on(support::Bed::start(
+        &format!("replay-{name}"),
+        token,
+        "",
+        options,
+    ));
+    Bed { rt, bed }
 }
 
 /// A person who answers `answer` and counts how often they were asked.
@@ -107,7 +100,7 @@ fn record(bed: &Bed, src: &str, person: Arc<Person>, limits: Limits) -> RunFile 
 /// Replays `file` (the test bed still up: nothing may reach it); the replayer and what the
 /// program answered.
 fn replay(bed: &Bed, file: &RunFile, person: Arc<Person>) -> (Replayer, Answer, String) {
-    let before = bed.server.audit_records().len();
+    let before = bed.server().audit_records().len();
     let replayer = Replayer::new(&file.calls);
     let (answer, prints) = run(
         bed,
@@ -117,7 +110,7 @@ fn replay(bed: &Bed, file: &RunFile, person: Arc<Person>) -> (Replayer, Answer, 
         file.settings.limits(),
     );
     assert_eq!(
-        bed.server.audit_records().len(),
+        bed.server().audit_records().len(),
         before,
         "the replay reached the test bed"
     );
@@ -148,7 +141,7 @@ fn approvals_replay_as_recorded_without_asking_anyone_and_nothing_is_sent() {
         Answer::Value { text, .. } if text == "[true nil :applied \"replayed\"]"
     ));
     let posts = || {
-        b.server
+        b.server()
             .audit_records()
             .iter()
             .filter(|r| r.method == "POST")
@@ -189,7 +182,7 @@ fn approvals_replay_as_recorded_without_asking_anyone_and_nothing_is_sent() {
 fn a_result_past_the_cap_is_recorded_truncated_and_its_replay_names_the_call() {
     let b = bed("cap");
     // Padded with whitespace past 1 MiB (still valid JSON, under the tool's own cap).
-    b.server.set_faults(Faults {
+    b.server().set_faults(Faults {
         oversize_bytes: Some((1 << 20) + 4096),
         ..Faults::default()
     });
@@ -218,7 +211,7 @@ fn a_result_past_the_cap_is_recorded_truncated_and_its_replay_names_the_call() {
 fn a_call_in_flight_at_the_deadline_replays_to_the_same_timeout() {
     let b = bed("deadline");
     // The answer comes long after the program's 300 ms.
-    b.server.set_faults(Faults {
+    b.server().set_faults(Faults {
         latency_ms: 30_000,
         ..Faults::default()
     });
@@ -241,7 +234,7 @@ fn a_call_in_flight_at_the_deadline_replays_to_the_same_timeout() {
         message.contains("program exceeded its 300 ms deadline"),
         "{message}"
     );
-    b.server.set_faults(Faults::default());
+    b.server().set_faults(Faults::default());
     let (replayer, answer, prints) = replay(&b, &file, nobody);
     assert_eq!((replayer.divergence(), replayer.unused()), (None, None));
     assert_eq!(answer_difference(&file, &answer, &prints), None);

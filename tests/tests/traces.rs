@@ -592,7 +592,7 @@ async fn a_retried_call_says_how_often_and_what_the_upstream_last_answered() {
     let value = outcome.result.expect("the program answers");
     assert_eq!(value.text, ":upstream_unavailable");
     assert_eq!(
-        bed.audit_records().len(),
+        bed.server().audit_records().len(),
         3,
         "two retries after the first attempt"
     );

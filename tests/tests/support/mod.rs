@@ -221,11 +221,9 @@ impl Bed {
         }
     }
 
-    /// The requests the bed has handled, in order.
-    pub fn audit_records(&self) -> Vec<observatory_server::AuditRecord> {
-        self.server
-            .as_ref()
-            .map_or_else(Vec::new, |s| s.audit_records())
+    /// The running bed (its audit records, its faults).
+    pub fn server(&self) -> &observatory_server::ServerHandle {
+        self.server.as_ref().expect("the bed runs until stopped")
     }
 
     /// Stops the bed and removes the token file.
@@ -233,6 +231,11 @@ impl Bed {
         if let Some(s) = self.server.take() {
             s.shutdown().await;
         }
+    }
+}
+
+impl Drop for Bed {
+    fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.token_file);
     }
 }
