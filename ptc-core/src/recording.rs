@@ -1322,6 +1322,255 @@ mod tests {
             panic!("kept whole");
         };
         assert_eq!(start.len(), MAX_RECORDED_RESULT_BYTES);
+        // ... the one before the cap when the cap falls inside a character.
+        let odd = format!("x{}", "é".repeat(MAX_RECORDED_RESULT_BYTES / 2 + 1));
+        let Outcome::Truncated { start, bytes } =
+            recorded_output(&ToolOutput::Text(odd.clone()), 0, &redactor)
+        else {
+            panic!("kept whole");
+        };
+        assert_eq!(start.len(), MAX_RECORDED_RESULT_BYTES - 1);
+        assert_eq!(bytes, odd.len() as u64);
+        // A JSON answer that is not UTF-8 is not kept as JSON, and its size is the bytes'.
+        let mut bad = b"{\"t\":\"".to_vec();
+        bad.extend([0xff, 0xfe]);
+        bad.extend(b"\"}");
+        let cut = recorded_output(&ToolOutput::Json(bad.clone()), 9, &redactor);
+        assert_eq!(
+            cut,
+            Outcome::Truncated {
+                bytes: bad.len() as u64,
+                start: String::from_utf8_lossy(&bad).into_owned(),
+            }
+        );
+    }
+
+    #[test]
+    fn a_replay_runs_under_the_recorded_settings() {
+        let limits = Limits {
+            timeout: Some(std::time::Duration::from_millis(1500)),
+            max_memory_bytes: 12_345_678,
+            ..Limits::default()
+        };
+        let start = StartSettings {
+            writes: WriteGate::Open,
+            response_check: ResponseCheck::parse("full").unwrap(),
+            strict_responses: true,
+        };
+        let settings = Settings::new(&limits, start);
+        let again = settings.limits();
+        assert_eq!(again.timeout, limits.timeout);
+        assert_eq!(again.max_memory_bytes, 12_345_678);
+        let options = settings.start_options().unwrap();
+        assert_eq!(options.writes, WriteGate::Open);
+        assert!(options.strict_responses);
+        assert_eq!(options.response_check.as_str(), "full");
+        let closed = Settings::new(&Limits::default(), StartSettings::default());
+        let options = closed.start_options().unwrap();
+        assert_eq!(options.writes, WriteGate::Closed);
+        assert!(!options.strict_responses);
+    }
+
+    #[test]
+    fn the_host_notes_its_budgets_in_the_run_file() {
+        block_on(async {
+            let up = Upstreams::start(
+                ptc_plan::Plan::default(),
+                Default::default(),
+                StartOptions::default(),
+            )
+            .await
+            .unwrap();
+            let rec = Recorder::new(Settings::new(&Limits::default(), StartSettings::default()));
+            rec.note_budgets(5, 6, 7);
+            let file = rec.run_file(
+                &up,
+                "1",
+                None,
+                "",
+                Answer::Value {
+                    text: "1".into(),
+                    json: None,
+                },
+            );
+            let s = &file.settings;
+            assert_eq!(
+                (s.max_calls, s.max_discovery, s.max_upstream_bytes),
+                (5, 6, 7)
+            );
+        });
+    }
+
+    #[test]
+    fn the_recorded_context_is_decoded_for_the_replay() {
+        block_on(async {
+            let up = Upstreams::start(
+                ptc_plan::Plan::default(),
+                Default::default(),
+                StartOptions::default(),
+            )
+            .await
+            .unwrap();
+            let rec = Recorder::new(Settings::new(&Limits::default(), StartSettings::default()));
+            let answer = || Answer::Value {
+                text: "1".into(),
+                json: None,
+            };
+            let with = rec.run_file(&up, "1", Some(r#"{"orgs":["org_acme"]}"#), "", answer());
+            let value = with
+                .context_value(&Limits::default())
+                .unwrap()
+                .expect("a context");
+            assert_eq!(value.to_json_string().unwrap(), r#"{"orgs":["org_acme"]}"#);
+            let without = rec.run_file(&up, "1", None, "", answer());
+            assert!(without.context_value(&Limits::default()).unwrap().is_none());
+        });
+    }
+
+    /// The upstreams of `config`, listed on first use; an OpenAPI upstream's document has one
+    /// operation, `one`.
+    async fn upstreams_of(config: Json) -> Upstreams {
+        struct Document;
+        impl ptc_plan::DocumentSource for Document {
+            fn fetch(&self, _: &ptc_plan::DocumentRequest) -> Result<Vec<u8>, String> {
+                Ok(
+                    json!({"openapi": "3.0.3", "info": {"title": "t", "version": "1"},
+                    "paths": {"/one": {"get": {"operationId": "one",
+                        "responses": {"200": {"description": "ok"}}}}}})
+                    .to_string()
+                    .into_bytes(),
+                )
+            }
+        }
+        let loaded = ptc_plan::load_str(
+            &config.to_string(),
+            std::path::Path::new("/replay-test/upstreams.json"),
+            &Document,
+        )
+        .unwrap_or_else(|d| panic!("{d}"));
+        let options = StartOptions {
+            catalog: CatalogLoad::OnFirstUse,
+            ..StartOptions::default()
+        };
+        Upstreams::start(loaded.plan, loaded.secrets, options)
+            .await
+            .unwrap()
+    }
+
+    #[test]
+    fn a_credential_no_call_used_is_masked_in_the_run_file() {
+        let secret = "file-secret-never-recorded-7c1d";
+        let path = std::env::temp_dir().join(format!("ptc-recording-{}.token", std::process::id()));
+        std::fs::write(&path, secret).unwrap();
+        block_on(async {
+            let up = upstreams_of(json!({
+                "credentials": {"tok": {"source": "file", "path": path}},
+                "upstreams": {"api": {"transport": "openapi", "base_url": "http://127.0.0.1:9",
+                    "allow_insecure_http": true, "allow_insecure_auth": true,
+                    "schema_file": "/replay-test/openapi.json", "include_operations": ["one"],
+                    "auth": [{"scheme": "bearer", "binding": "tok"}]}},
+            }))
+            .await;
+            let rec = Recorder::new(Settings::new(&Limits::default(), StartSettings::default()));
+            let answer = Answer::Value {
+                text: "1".into(),
+                json: None,
+            };
+            let file = rec.run_file(&up, &format!("(str \"{secret}\")"), None, "", answer);
+            let text = String::from_utf8(file.to_json().unwrap()).unwrap();
+            assert!(!text.contains(secret), "{text}");
+            assert!(
+                file.program.contains(crate::redact::MASK),
+                "{}",
+                file.program
+            );
+        });
+        let _ = std::fs::remove_file(path);
+    }
+
+    #[test]
+    fn only_an_mcp_upstream_that_cannot_be_listed_makes_a_replay_diverge() {
+        block_on(async {
+            let up = upstreams_of(json!({"upstreams": {
+                "gone": {"transport": "mcp_stdio", "command": "/nonexistent/ptc-mcp-server"},
+                "api": {"transport": "openapi", "base_url": "http://127.0.0.1:9",
+                    "allow_insecure_http": true, "schema_file": "/replay-test/openapi.json",
+                    "include_operations": ["one"]},
+            }}))
+            .await;
+            let failed = |reason| ToolError {
+                reason,
+                message: "the upstream did not answer".into(),
+            };
+            let tape = Tape::Replay(two());
+            let diverged = tape
+                .unlisted(&up, "gone", &failed(Reason::UpstreamUnavailable))
+                .expect("the replay cannot check the call");
+            assert!(
+                diverged
+                    .message
+                    .contains("MCP upstream `gone`, whose tools could not be listed"),
+                "{diverged:?}"
+            );
+            // The program's own mistakes and refusals are the replay's answer as they were.
+            for own in [
+                Reason::InvalidArgs,
+                Reason::WriteDisabled,
+                Reason::ToolChanged,
+            ] {
+                assert!(
+                    tape.unlisted(&up, "gone", &failed(own)).is_none(),
+                    "{own:?}"
+                );
+            }
+            // An OpenAPI upstream's tools are in the config.
+            assert!(
+                tape.unlisted(&up, "api", &failed(Reason::UpstreamUnavailable))
+                    .is_none()
+            );
+            assert!(
+                Tape::Off
+                    .unlisted(&up, "gone", &failed(Reason::UpstreamUnavailable))
+                    .is_none()
+            );
+            up.shutdown().await;
+        });
+    }
+
+    #[test]
+    fn only_a_call_out_of_the_programs_time_is_recorded_unfinished() {
+        let rec = Recorder::new(Settings::new(&Limits::default(), StartSettings::default()));
+        let timeout = || ToolError {
+            reason: Reason::Timeout,
+            message: "the upstream took too long".into(),
+        };
+        let passed = Some(Instant::now());
+        let ahead = Some(Instant::now() + std::time::Duration::from_secs(60));
+        let record = |e: ToolError, deadline: Option<Instant>| {
+            let i = rec.begin("observatory", "get-trace", &args("a"));
+            TapeCall::Record(rec.clone(), i).executed(&Err(e), deadline, &Redactor::new());
+            rec.lock().calls[i].outcome.clone().unwrap()
+        };
+        assert_eq!(record(timeout(), passed), Outcome::Unfinished);
+        // The call's own timeout, with time left for the program: an error the replay repeats.
+        let own = Outcome::Error {
+            reason: "timeout".into(),
+            message: "the upstream took too long".into(),
+        };
+        assert_eq!(record(timeout(), ahead), own);
+        assert_eq!(record(timeout(), None), own);
+        // Another error when the time is up is that error.
+        let refused = ToolError {
+            reason: Reason::UpstreamError,
+            message: "500".into(),
+        };
+        assert_eq!(
+            record(refused, passed),
+            Outcome::Error {
+                reason: "upstream_error".into(),
+                message: "500".into(),
+            }
+        );
     }
 
     #[test]
