@@ -978,8 +978,12 @@ impl RecordDir {
         let (program, prints, dir) = (program.to_string(), prints.to_string(), self.dir.clone());
         let written = tokio::task::spawn_blocking(move || {
             let file = recorder.run_file(&upstreams, &program, context.as_deref(), &prints, answer);
+            let millis = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis());
             write_new(
                 &dir,
+                millis,
                 &crate::server::audit::program_hash(&program),
                 &file.to_json()?,
             )
@@ -999,13 +1003,10 @@ impl RecordDir {
     }
 }
 
-/// Writes `bytes` to a new file in `dir` named `<unix ms>-<hash prefix>.json` (a `-N` suffix
-/// when two runs of one program end in the same millisecond).
-fn write_new(dir: &Path, hash: &str, bytes: &[u8]) -> Result<PathBuf, String> {
+/// Writes `bytes` to a new file in `dir` named `<unix ms>-<hash prefix>.json` for a run that
+/// ended at `millis` (a `-N` suffix when two runs of one program end in the same millisecond).
+fn write_new(dir: &Path, millis: u128, hash: &str, bytes: &[u8]) -> Result<PathBuf, String> {
     use std::io::Write;
-    let millis = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis());
     let stem = format!("{millis:013}-{}", &hash[..hash.len().min(12)]);
     for n in 0..100 {
         let name = if n == 0 {
@@ -1343,6 +1344,116 @@ mod tests {
                 start: String::from_utf8_lossy(&bad).into_owned(),
             }
         );
+    }
+
+    #[test]
+    fn run_files_of_one_millisecond_get_their_own_names() {
+        let dir = std::env::temp_dir().join(format!("ptc-record-names-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let hash = "0123456789abcdef0123";
+        let names: Vec<String> = (0..3)
+            .map(|n| {
+                let path = write_new(&dir, 1234, hash, format!("run {n}").as_bytes()).unwrap();
+                assert_eq!(std::fs::read_to_string(&path).unwrap(), format!("run {n}"));
+                path.file_name().unwrap().to_string_lossy().into_owned()
+            })
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "0000000001234-0123456789ab.json",
+                "0000000001234-0123456789ab-1.json",
+                "0000000001234-0123456789ab-2.json"
+            ]
+        );
+        // Another failure than a taken name is said at once.
+        let gone = dir.join("gone");
+        let e = write_new(&gone, 1234, hash, b"run").unwrap_err();
+        assert!(
+            e.starts_with(&format!("cannot create {}", gone.join(&names[0]).display())),
+            "{e}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_record_dir_saves_each_run_as_a_run_file() {
+        let dir = std::env::temp_dir().join(format!("ptc-record-dir-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        block_on(async {
+            let up = Arc::new(
+                Upstreams::start(
+                    ptc_plan::Plan::default(),
+                    Default::default(),
+                    StartOptions::default(),
+                )
+                .await
+                .unwrap(),
+            );
+            let record = RecordDir::new(dir.clone(), StartSettings::default()).unwrap();
+            let rec = record.recorder(&Limits::default());
+            let saved = record
+                .save(up, rec, "(+ 1 2)", None, "", &Ok(Value::Int(3)))
+                .await
+                .expect("saved");
+            assert_eq!(saved.parent(), Some(dir.as_path()));
+            let file = RunFile::parse(&std::fs::read(&saved).unwrap(), "run.json").unwrap();
+            assert_eq!(file.program, "(+ 1 2)");
+        });
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn the_nearest_recorded_call_is_one_of_the_same_tool() {
+        let r = Replayer::new(&[
+            answered("get-trace", "a", r#"{"id":"a"}"#),
+            answered("list-traces", "x", r#"[]"#),
+        ]);
+        let _ = r.take("observatory", "list-traces", &args("y"));
+        assert_eq!(
+            r.divergence().as_deref(),
+            Some(
+                "call 1: the program called observatory/list-traces \
+                 {\"org_id\":\"org_acme\",\"id\":\"y\"}, which the recording does not have; the \
+                 nearest recorded call not yet used is call 2: observatory/list-traces \
+                 {\"org_id\":\"org_acme\",\"id\":\"x\"} (the arguments differ at id)"
+            )
+        );
+    }
+
+    #[test]
+    fn an_argument_only_one_call_has_differs() {
+        let mut more = args("a");
+        more.insert("limit".into(), json!(5));
+        assert_eq!(differing_keys(&args("a"), &more), "limit");
+        assert_eq!(differing_keys(&more, &args("a")), "limit");
+        assert_eq!(differing_keys(&args("a"), &args("b")), "id");
+    }
+
+    #[test]
+    fn nested_numbers_match_by_value_too() {
+        let one = |v: Json| -> Map<String, Json> { [("n".to_string(), v)].into_iter().collect() };
+        let next = |x: f64| f64::from_bits(x.to_bits() + 1);
+        assert!(same_args(
+            &one(json!([0.3, 1])),
+            &one(json!([next(0.3), 1.0]))
+        ));
+        assert!(!same_args(&one(json!([0.3])), &one(json!([0.3, 0.3]))));
+        assert!(same_args(
+            &one(json!({"x": {"y": 0.3}})),
+            &one(json!({"x": {"y": next(0.3)}}))
+        ));
+        // The rounding step scales with the numbers.
+        assert!(same_args(
+            &one(json!(3000000.1)),
+            &one(json!(next(3000000.1)))
+        ));
+        // Integers compare exactly, past where floats would round them together.
+        assert!(!same_args(
+            &one(json!(-9_007_199_254_740_993_i64)),
+            &one(json!(-9_007_199_254_740_992_i64))
+        ));
     }
 
     #[test]
