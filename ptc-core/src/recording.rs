@@ -1243,7 +1243,7 @@ mod tests {
     }
 
     #[test]
-    fn another_tool_is_compared_with_the_next_unused_call() {
+    fn another_tool_is_compared_with_the_next_unused_call_after_its_own_tools_calls() {
         let r = two();
         let _ = r.take("observatory", "list-traces", &args("a"));
         assert_eq!(
@@ -1253,6 +1253,21 @@ mod tests {
                  {\"org_id\":\"org_acme\",\"id\":\"a\"}, which the recording does not have; the \
                  nearest recorded call not yet used is call 1: observatory/get-trace \
                  {\"org_id\":\"org_acme\",\"id\":\"a\"}"
+            )
+        );
+        // ... after the recorded calls of the program's own tool.
+        let r = Replayer::new(&[
+            answered("get-trace", "a", r#"{"id":"a"}"#),
+            answered("list-traces", "x", r#"[]"#),
+        ]);
+        let _ = r.take("observatory", "list-traces", &args("y"));
+        assert_eq!(
+            r.divergence().as_deref(),
+            Some(
+                "call 1: the program called observatory/list-traces \
+                 {\"org_id\":\"org_acme\",\"id\":\"y\"}, which the recording does not have; the \
+                 nearest recorded call not yet used is call 2: observatory/list-traces \
+                 {\"org_id\":\"org_acme\",\"id\":\"x\"} (the arguments differ at id)"
             )
         );
     }
@@ -1382,15 +1397,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("ptc-record-dir-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         block_on(async {
-            let up = Arc::new(
-                Upstreams::start(
-                    ptc_plan::Plan::default(),
-                    Default::default(),
-                    StartOptions::default(),
-                )
-                .await
-                .unwrap(),
-            );
+            let up = Arc::new(no_upstreams().await);
             let record = RecordDir::new(dir.clone(), StartSettings::default()).unwrap();
             let rec = record.recorder(&Limits::default());
             let saved = record
@@ -1402,24 +1409,6 @@ mod tests {
             assert_eq!(file.program, "(+ 1 2)");
         });
         let _ = std::fs::remove_dir_all(&dir);
-    }
-
-    #[test]
-    fn the_nearest_recorded_call_is_one_of_the_same_tool() {
-        let r = Replayer::new(&[
-            answered("get-trace", "a", r#"{"id":"a"}"#),
-            answered("list-traces", "x", r#"[]"#),
-        ]);
-        let _ = r.take("observatory", "list-traces", &args("y"));
-        assert_eq!(
-            r.divergence().as_deref(),
-            Some(
-                "call 1: the program called observatory/list-traces \
-                 {\"org_id\":\"org_acme\",\"id\":\"y\"}, which the recording does not have; the \
-                 nearest recorded call not yet used is call 2: observatory/list-traces \
-                 {\"org_id\":\"org_acme\",\"id\":\"x\"} (the arguments differ at id)"
-            )
-        );
     }
 
     #[test]
@@ -1485,13 +1474,7 @@ mod tests {
     #[test]
     fn the_host_notes_its_budgets_in_the_run_file() {
         block_on(async {
-            let up = Upstreams::start(
-                ptc_plan::Plan::default(),
-                Default::default(),
-                StartOptions::default(),
-            )
-            .await
-            .unwrap();
+            let up = no_upstreams().await;
             let rec = Recorder::new(Settings::new(&Limits::default(), StartSettings::default()));
             rec.note_budgets(5, 6, 7);
             let file = rec.run_file(
@@ -1515,13 +1498,7 @@ mod tests {
     #[test]
     fn the_recorded_context_is_decoded_for_the_replay() {
         block_on(async {
-            let up = Upstreams::start(
-                ptc_plan::Plan::default(),
-                Default::default(),
-                StartOptions::default(),
-            )
-            .await
-            .unwrap();
+            let up = no_upstreams().await;
             let rec = Recorder::new(Settings::new(&Limits::default(), StartSettings::default()));
             let answer = || Answer::Value {
                 text: "1".into(),
@@ -1536,6 +1513,17 @@ mod tests {
             let without = rec.run_file(&up, "1", None, "", answer());
             assert!(without.context_value(&Limits::default()).unwrap().is_none());
         });
+    }
+
+    /// A process without upstreams.
+    async fn no_upstreams() -> Upstreams {
+        Upstreams::start(
+            ptc_plan::Plan::default(),
+            Default::default(),
+            StartOptions::default(),
+        )
+        .await
+        .unwrap()
     }
 
     /// The upstreams of `config`, listed on first use; an OpenAPI upstream's document has one
