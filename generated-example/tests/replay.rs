@@ -34,13 +34,6 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("ptc-replay-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 /// The Observatory test bed (its token may write) and the flags that point the binary at it.
 fn bed(name: &str) -> FlaggedBed {
     let mut spec = TokenSpec::full_access("tok_replay", TOKEN);
@@ -105,7 +98,7 @@ fn record(
 }
 
 fn record_all() -> Recordings {
-    let dir = temp_dir("demo");
+    let dir = ptc_tests::fresh_dir("replay-demo");
     let mut bed = bed("demo");
     assert!(!demo::QUESTIONS.is_empty());
     let questions = demo::QUESTIONS
@@ -300,7 +293,7 @@ fn a_changed_program_reports_its_first_divergence() {
 
 #[test]
 fn an_unreadable_or_other_format_run_file_exits_2() {
-    let dir = temp_dir("bad-files");
+    let dir = ptc_tests::fresh_dir("replay-bad-files");
     let corrupt = dir.join("corrupt.json");
     std::fs::write(&corrupt, "{\"format\": 1, \"program\": ").unwrap();
     let out = run(&["replay", corrupt.to_str().unwrap()]);
@@ -342,7 +335,7 @@ fn an_unreadable_or_other_format_run_file_exits_2() {
 
 #[test]
 fn a_record_dir_that_cannot_be_a_folder_fails_the_start() {
-    let dir = temp_dir("record-dir");
+    let dir = ptc_tests::fresh_dir("replay-record-dir");
     let file = dir.join("a-file");
     std::fs::write(&file, "").unwrap();
     let out = run(&["serve", "--record-dir", file.to_str().unwrap()]);
@@ -359,7 +352,7 @@ fn a_record_dir_that_cannot_be_a_folder_fails_the_start() {
 
 #[test]
 fn serve_with_a_record_dir_writes_one_replayable_file_per_evaluation() {
-    let dir = temp_dir("serve");
+    let dir = ptc_tests::fresh_dir("replay-serve");
     let record_dir = dir.join("runs");
     let mut bed = bed("serve");
     let mut child = Command::new(BIN)

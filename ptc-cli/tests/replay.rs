@@ -2,7 +2,7 @@
 //! replayed (corrupt, another format) exits 2 naming it; an MCP upstream the replay would have to
 //! list is named when it cannot be reached.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 use serde_json::{Value, json};
@@ -17,13 +17,6 @@ fn ptc(args: &[&str]) -> Output {
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
-}
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("ptc-cli-replay-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 fn observatory_config() -> String {
@@ -53,7 +46,7 @@ fn run_file(program: &str, calls: Value, answer_text: &str) -> Value {
 
 #[test]
 fn a_recorded_run_replays_with_and_without_a_config() {
-    let dir = temp_dir("roundtrip");
+    let dir = ptc_tests::fresh_dir("cli-replay-roundtrip");
     let file = dir.join("run.json");
     let f = file.to_str().unwrap();
     let out = ptc(&["eval", "--record", f, "-e", "(do (println \"n\") (* 6 7))"]);
@@ -99,7 +92,7 @@ fn a_recorded_run_replays_with_and_without_a_config() {
 
 #[test]
 fn a_corrupt_run_file_or_one_of_another_format_exits_2() {
-    let dir = temp_dir("bad");
+    let dir = ptc_tests::fresh_dir("cli-replay-bad");
     let corrupt = dir.join("corrupt.json");
     std::fs::write(&corrupt, b"{\"format\": 1, \"calls\": [").unwrap();
     let out = ptc(&["replay", corrupt.to_str().unwrap()]);
@@ -145,7 +138,7 @@ fn a_corrupt_run_file_or_one_of_another_format_exits_2() {
 
 #[test]
 fn an_mcp_upstream_the_replay_cannot_list_is_named() {
-    let dir = temp_dir("mcp");
+    let dir = ptc_tests::fresh_dir("cli-replay-mcp");
     let config = dir.join("upstreams.json");
     std::fs::write(
         &config,

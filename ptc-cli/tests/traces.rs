@@ -89,8 +89,7 @@ async fn serve_continues_a_requests_trace_and_flushes_its_spans_on_sigterm() {
     let Some(receiver) = ptc_tests::otlp::start() else {
         return;
     };
-    let dir = std::env::temp_dir().join(format!("ptc-cli-traces-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = ptc_tests::fresh_dir("cli-traces");
     let config = dir.join("upstreams.json");
     std::fs::write(&config, r#"{"upstreams": {}}"#).unwrap();
     let mut host = HostProcess::serve(
@@ -150,8 +149,7 @@ async fn an_mcp_stdio_upstreams_spans_join_the_trace_through_meta() {
     // The upstream is another ptc host on stdio, exporting to the same receiver: its
     // `lisp_eval` continues the trace the call's `_meta` carries, and it exports its span when
     // the outer `eval` ends and closes its input.
-    let dir = std::env::temp_dir().join(format!("ptc-cli-traces-stdio-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = ptc_tests::fresh_dir("cli-traces-stdio");
     let inner = dir.join("inner.json");
     std::fs::write(&inner, r#"{"upstreams": {}}"#).unwrap();
     let outer = dir.join("upstreams.json");

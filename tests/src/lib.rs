@@ -27,6 +27,15 @@ pub fn skip(why: &str) {
     let _ = writeln!(std::io::stderr().lock(), "SKIPPED {test}: {why}");
 }
 
+/// A new, empty directory for test `name` in the system's temp directory, apart from other test
+/// processes' (its name holds this process's id).
+pub fn fresh_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("ptc-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("a directory in the temp directory");
+    dir
+}
+
 /// The Python of `fixtures/mcp` (the venv the Python MCP peer runs in), or `None` after
 /// [`skip`] says how to install it.
 pub fn mcp_python() -> Option<PathBuf> {

@@ -13,10 +13,10 @@ use axum::http::header;
 use axum::response::IntoResponse;
 use ptc_core::{Budgets, StartOptions, Upstreams, run_program};
 use ptc_lisp::Limits;
-use ptc_plan::{DocumentRequest, DocumentSource};
 use serde::Deserialize;
 use serde_json::json;
 
+use super::plan_compile::Memory;
 use crate::measure::Budget;
 use crate::report::Row;
 
@@ -121,14 +121,6 @@ async fn serve(bodies: Arc<Vec<(usize, Vec<u8>)>>) -> SocketAddr {
     addr
 }
 
-struct Memory(Vec<u8>);
-
-impl DocumentSource for Memory {
-    fn fetch(&self, _: &DocumentRequest) -> Result<Vec<u8>, String> {
-        Ok(self.0.clone())
-    }
-}
-
 fn document() -> Vec<u8> {
     let op = |id: &str, param: &str| {
         json!({"get": {"operationId": id, "parameters": [
@@ -172,7 +164,7 @@ fn plan(addr: SocketAddr) -> ptc_plan::Loaded {
     ptc_plan::load_str(
         &config,
         Path::new("/bench/upstreams.json"),
-        &Memory(document()),
+        &Memory(&document()),
     )
     .unwrap_or_else(|d| panic!("bench config: {d}"))
 }

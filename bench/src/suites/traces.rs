@@ -19,9 +19,9 @@ use axum::response::IntoResponse;
 use ptc_core::server::{EvalLimits, EvalRequest, Evaluator};
 use ptc_core::telemetry::{self, TraceConfig, TraceParent, Traces};
 use ptc_core::{StartOptions, Upstreams};
-use ptc_plan::{DocumentRequest, DocumentSource};
 use serde_json::json;
 
+use super::plan_compile::Memory;
 use crate::measure::{Budget, Samples, pair};
 use crate::report::Row;
 
@@ -29,14 +29,6 @@ use crate::report::Row;
 const BATCH: u32 = 20;
 /// The program: one upstream call.
 const PROGRAM: &str = "(:ok (tool/call 'b/one {}))";
-
-struct Memory(Vec<u8>);
-
-impl DocumentSource for Memory {
-    fn fetch(&self, _: &DocumentRequest) -> Result<Vec<u8>, String> {
-        Ok(self.0.clone())
-    }
-}
 
 /// The upstream (`GET /one`, a small JSON answer) and the OTLP sink (`POST /v1/traces`, its
 /// requests and bytes counted) on one loopback port.
@@ -88,7 +80,7 @@ fn plan(addr: SocketAddr) -> ptc_plan::Loaded {
     ptc_plan::load_str(
         &config.to_string(),
         Path::new("/bench/upstreams.json"),
-        &Memory(doc.to_string().into_bytes()),
+        &Memory(doc.to_string().as_bytes()),
     )
     .unwrap_or_else(|d| panic!("bench config: {d}"))
 }
