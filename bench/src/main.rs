@@ -6,6 +6,7 @@
 mod alloc;
 mod data;
 mod load_client;
+mod loopback;
 mod mcp_session;
 mod measure;
 mod report;

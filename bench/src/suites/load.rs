@@ -9,17 +9,22 @@
 //!   MCP layer costs without a tool).
 //! - Mixed: the light evaluations' p99 while 1,000 programs wait on the upstream, beside their
 //!   p99 alone.
+//! - Traces: the I/O-bound programs (one call each) to a host exporting its spans over OTLP/HTTP,
+//!   beside the same programs to the host without traces.
 //!
 //! The host's peak RSS comes from `/proc/<pid>/status` (`VmHWM`) after the I/O-bound rows.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use observatory_server::{Faults, ServerConfig, TokenSource, TokenSpec};
 use serde_json::Value;
 
+use crate::loopback::{self, Exports};
 use crate::measure::Budget;
 use crate::report::Row;
 
@@ -166,6 +171,10 @@ pub fn run(_budget: Budget) -> Vec<Row> {
                 Ok(row) => rows.push(row),
                 Err(e) => eprintln!("load: the callers row is skipped: {e}"),
             }
+            match traces_row(&rt, &ptc, &upstream, &token_file, &host) {
+                Ok(row) => rows.push(row),
+                Err(e) => eprintln!("load: the traces row is skipped: {e}"),
+            }
             rows
         }
         None => {
@@ -264,6 +273,66 @@ fn rows(host: &HostProcess, upstream: &str) -> Vec<Row> {
         ));
     }
     rows
+}
+
+/// The I/O-bound programs with traces exported: 1,000 sessions at once, each program making one
+/// call to the slow upstream, sent to a host exporting its spans over OTLP/HTTP to a loopback
+/// sink, beside the same programs sent to the `plain` host by the same client (three runs each,
+/// alternated; the medians).
+fn traces_row(
+    rt: &tokio::runtime::Runtime,
+    ptc: &Path,
+    upstream: &str,
+    token_file: &Path,
+    plain: &HostProcess,
+) -> Result<Row, String> {
+    let exports = Arc::new(Exports::default());
+    let sink = rt.block_on(async { loopback::serve(loopback::otlp_sink(exports.clone())).await });
+    let endpoint = format!("http://{sink}");
+    let traced = HostProcess::start(
+        ptc,
+        upstream,
+        token_file,
+        &args(&["--otlp-endpoint", &endpoint]),
+    )
+    .ok_or("`ptc serve --http --otlp-endpoint` did not start")?;
+    let io = |host: &HostProcess| {
+        client(
+            &args(&[&format!("{}/mcp", host.base), "io", "1000", "1"]),
+            &[],
+        )
+    };
+    // Alternated, the median of three each: one run is one sample, and the traced host starts
+    // cold where the plain one has served the rows before.
+    let mut runs = (Vec::new(), Vec::new());
+    for _ in 0..3 {
+        runs.0
+            .push(io(&traced).ok_or("the traced host's run did not finish")?);
+        runs.1
+            .push(io(plain).ok_or("the plain host's run did not finish")?);
+    }
+    let median = |mut v: Vec<Report>| {
+        v.sort_by_key(|r| r.wall);
+        v.swap_remove(1)
+    };
+    let (ours, base) = (median(runs.0), median(runs.1));
+    let exported = exports.requests.load(Ordering::Relaxed);
+    drop(traced);
+    Ok(Row::time(
+        "load",
+        &format!(
+            "1,000 sessions at once, each program making 1 call to a {LATENCY_MS} ms upstream, \
+             traces exported (OTLP/HTTP): wall"
+        ),
+        ours.wall,
+        "the same programs to the host without traces, same client",
+        base.wall,
+        Some(1.05),
+        note(
+            &ours,
+            &format!("; {exported} exports during the run; target: <= 1.05x, 0 errors"),
+        ),
+    ))
 }
 
 /// The audience the callers' tokens name (the host checks it, not its address).

@@ -111,14 +111,7 @@ async fn serve(bodies: Arc<Vec<(usize, Vec<u8>)>>) -> SocketAddr {
                     .into_response()
             }),
         );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind loopback");
-    let addr = listener.local_addr().expect("local addr");
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
-    addr
+    crate::loopback::serve(app).await
 }
 
 fn document() -> Vec<u8> {

@@ -11,7 +11,7 @@
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use axum::http::header;
@@ -22,6 +22,7 @@ use ptc_core::{StartOptions, Upstreams};
 use serde_json::json;
 
 use super::plan_compile::Memory;
+use crate::loopback::{self, Exports};
 use crate::measure::{Budget, Samples, pair};
 use crate::report::Row;
 
@@ -30,39 +31,19 @@ const BATCH: u32 = 20;
 /// The program: one upstream call.
 const PROGRAM: &str = "(:ok (tool/call 'b/one {}))";
 
-/// The upstream (`GET /one`, a small JSON answer) and the OTLP sink (`POST /v1/traces`, its
-/// requests and bytes counted) on one loopback port.
-async fn serve(exports: Arc<(AtomicU64, AtomicU64)>) -> SocketAddr {
-    let app = axum::Router::new()
-        .route(
-            "/one",
-            axum::routing::get(|| async {
-                (
-                    [(header::CONTENT_TYPE, "application/json")],
-                    r#"{"id":"tr_1","status":"ok","cost":0.25}"#,
-                )
-                    .into_response()
-            }),
-        )
-        .route(
-            "/v1/traces",
-            axum::routing::post(move |body: axum::body::Bytes| {
-                let exports = exports.clone();
-                async move {
-                    exports.0.fetch_add(1, Ordering::Relaxed);
-                    exports.1.fetch_add(body.len() as u64, Ordering::Relaxed);
-                    ([(header::CONTENT_TYPE, "application/x-protobuf")], "").into_response()
-                }
-            }),
-        );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind loopback");
-    let addr = listener.local_addr().expect("local addr");
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
-    addr
+/// The upstream (`GET /one`, a small JSON answer) and the OTLP sink on one loopback port.
+async fn serve(exports: Arc<Exports>) -> SocketAddr {
+    let upstream = axum::Router::new().route(
+        "/one",
+        axum::routing::get(|| async {
+            (
+                [(header::CONTENT_TYPE, "application/json")],
+                r#"{"id":"tr_1","status":"ok","cost":0.25}"#,
+            )
+                .into_response()
+        }),
+    );
+    loopback::serve(upstream.merge(loopback::otlp_sink(exports))).await
 }
 
 fn plan(addr: SocketAddr) -> ptc_plan::Loaded {
@@ -102,7 +83,7 @@ fn rows(budget: Budget) -> Result<Vec<Row>, String> {
         .enable_all()
         .build()
         .map_err(|e| format!("no runtime: {e}"))?;
-    let exports = Arc::new((AtomicU64::new(0), AtomicU64::new(0)));
+    let exports = Arc::new(Exports::default());
     let addr = rt.block_on(serve(exports.clone()));
     let traces = Traces::start(&TraceConfig {
         endpoint: Some(format!("http://{addr}")),
@@ -195,8 +176,8 @@ fn rows(budget: Budget) -> Result<Vec<Row>, String> {
     telemetry::set_recording(false);
     traces.flush()?;
     let (requests, bytes) = (
-        exports.0.load(Ordering::Relaxed),
-        exports.1.load(Ordering::Relaxed),
+        exports.requests.load(Ordering::Relaxed),
+        exports.bytes.load(Ordering::Relaxed),
     );
     if requests == 0 {
         return Err("no span reached the sink".into());
