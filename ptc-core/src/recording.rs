@@ -1382,6 +1382,18 @@ mod tests {
                 "0000000001234-0123456789ab-2.json"
             ]
         );
+        // A hundred names of one millisecond, then no more.
+        for n in 3..100 {
+            write_new(&dir, 1234, hash, b"run").unwrap_or_else(|e| panic!("name {n}: {e}"));
+        }
+        let e = write_new(&dir, 1234, hash, b"run").unwrap_err();
+        assert_eq!(
+            e,
+            format!(
+                "cannot create a new file 0000000001234-0123456789ab*.json in {}: too many",
+                dir.display()
+            )
+        );
         // Another failure than a taken name is said at once.
         let gone = dir.join("gone");
         let e = write_new(&gone, 1234, hash, b"run").unwrap_err();
