@@ -13,24 +13,32 @@
 //! it covers is polled ([`traced`]), which is where an upstream request reads the context it
 //! propagates ([`outgoing`]) and the call's status is noted.
 //!
-//! Export runs on the SDK's batch processor thread, so an evaluation never waits for a collector;
+//! A span starts where it starts (its identity is needed at once, by its children and by the
+//! requests it propagates to) and ends off the program's path (`telemetry/ending.rs`). Export
+//! runs on the SDK's batch processor thread, so an evaluation never waits for a collector;
 //! [`Traces`] flushes what is queued when it is dropped.
+
+mod ending;
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, RwLock};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant, SystemTime};
 
 use futures_util::future::Either;
 use opentelemetry::context::FutureExt as _;
 use opentelemetry::propagation::{Extractor, Injector, TextMapPropagator};
-use opentelemetry::trace::{SpanKind, Status, TraceContextExt, Tracer as _, TracerProvider as _};
+use opentelemetry::trace::{
+    Span as _, SpanKind, Status, TraceContextExt, Tracer as _, TracerProvider as _,
+};
 use opentelemetry::{Context, KeyValue};
 use opentelemetry_http::{Bytes, HttpClient, HttpError, Request, Response};
 use opentelemetry_otlp::{Protocol, WithExportConfig, WithHttpConfig};
 use opentelemetry_sdk::propagation::TraceContextPropagator;
-use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
+use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider, Span};
+
+use ending::{Ended, Ending};
 
 use crate::http_client::{ReadError, describe, read_capped};
 use crate::records::RunRecords;
@@ -38,8 +46,14 @@ use crate::records::RunRecords;
 /// Whether spans are made: a [`Traces`] is running and recording.
 static ON: AtomicBool = AtomicBool::new(false);
 
-/// The running [`Traces`]' tracer.
-static TRACER: RwLock<Option<SdkTracer>> = RwLock::new(None);
+/// The running [`Traces`]' tracer and the queue its spans end through.
+static TRACER: RwLock<Option<Active>> = RwLock::new(None);
+
+#[derive(Debug)]
+struct Active {
+    tracer: SdkTracer,
+    ending: Arc<Ending>,
+}
 
 /// Whether traces are on: an exporter is running and recording.
 pub fn is_on() -> bool {
@@ -100,7 +114,9 @@ impl TraceParent {
     /// The remote parent it names; an empty context when it is malformed (W3C: a bad
     /// `traceparent` is ignored and a new trace starts).
     fn context(&self) -> Context {
-        TraceContextPropagator::new().extract(self)
+        // From an empty context, not the thread's current one: a bad `traceparent` must not make
+        // the evaluation a child of whatever span the thread has.
+        TraceContextPropagator::new().extract_with_context(&Context::new(), self)
     }
 }
 
@@ -121,41 +137,71 @@ impl Extractor for TraceParent {
     }
 }
 
-/// One of ptc's spans, held as the OpenTelemetry context it is the span of; none when traces
-/// are off. Ended by its `*_ended` function, or when its last clone is dropped.
+/// One of ptc's spans; none when traces are off. Ended by its `*_ended` function, or when its
+/// last clone is dropped.
 #[derive(Clone, Debug, Default)]
-pub struct TraceSpan(Option<Context>);
+pub struct TraceSpan(Option<Arc<Open>>);
+
+/// A span that has not ended.
+#[derive(Debug)]
+struct Open {
+    /// What the span's children and the requests it propagates to see while it is current: its
+    /// identity, and the notes taken then ([`note`]).
+    cx: Context,
+    /// The SDK's span, until it ends.
+    span: Mutex<Option<Span>>,
+    ending: Arc<Ending>,
+}
+
+/// Attributes noted on a span while it is current, on whichever thread polls its future.
+#[derive(Debug, Default)]
+struct Notes(Mutex<Vec<KeyValue>>);
 
 impl TraceSpan {
     /// Runs `f` with this span current (the command-line `eval`, whose program runs on the
     /// calling thread): the calls `f` makes are its children.
     pub fn in_scope<T>(&self, f: impl FnOnce() -> T) -> T {
-        let _current = self.0.clone().map(Context::attach);
+        let _current = self.0.as_ref().map(|open| open.cx.clone().attach());
         f()
     }
 
-    fn set(&self, attributes: impl IntoIterator<Item = KeyValue>) {
-        if let Some(cx) = &self.0 {
-            cx.span().set_attributes(attributes);
+    /// Ends the span with `attributes`, the notes taken on it and `status`; the span is finished
+    /// off the caller's path (`telemetry/ending.rs`). Once: a second end does nothing.
+    fn end_with(&self, mut attributes: Vec<KeyValue>, status: Option<Status>) {
+        let Some(open) = &self.0 else { return };
+        let at = SystemTime::now();
+        let Some(span) = open.span.lock().unwrap_or_else(|e| e.into_inner()).take() else {
+            return;
+        };
+        if let Some(notes) = open.cx.get::<Notes>() {
+            attributes.append(&mut notes.0.lock().unwrap_or_else(|e| e.into_inner()));
         }
+        open.ending.end(Ended {
+            span,
+            attributes,
+            status,
+            at,
+        });
     }
 
-    /// `ptc.outcome`, `ptc.reason` and, for an error, the span's status (its reason, never the
-    /// message: a message may quote the program's data); then the span ends.
-    fn end(&self, reason: Option<&str>) {
-        let Some(cx) = &self.0 else { return };
-        let span = cx.span();
-        match reason {
-            None => span.set_attribute(KeyValue::new("ptc.outcome", "ok")),
-            Some(r) => {
-                span.set_attributes([
-                    KeyValue::new("ptc.outcome", "error"),
-                    KeyValue::new("ptc.reason", r.to_string()),
-                ]);
-                span.set_status(Status::error(r.to_string()));
-            }
+    /// Ends the span with `attributes`, `ptc.outcome`, `ptc.reason` and, for an error, the span's
+    /// status (its reason, never the message: a message may quote the program's data).
+    fn end(&self, mut attributes: Vec<KeyValue>, reason: Option<&str>) {
+        if self.0.is_none() {
+            return;
         }
-        span.end();
+        let status = match reason {
+            None => {
+                attributes.push(KeyValue::new("ptc.outcome", "ok"));
+                None
+            }
+            Some(r) => {
+                attributes.push(KeyValue::new("ptc.outcome", "error"));
+                attributes.push(KeyValue::new("ptc.reason", r.to_string()));
+                Some(Status::error(r.to_string()))
+            }
+        };
+        self.end_with(attributes, status);
     }
 }
 
@@ -166,7 +212,7 @@ pub(crate) fn traced<F: Future>(
 ) -> impl Future<Output = F::Output> + use<F> {
     match &span.0 {
         None => Either::Left(fut),
-        Some(cx) => Either::Right(fut.with_context(cx.clone())),
+        Some(open) => Either::Right(fut.with_context(open.cx.clone())),
     }
 }
 
@@ -178,18 +224,28 @@ fn start(
     attributes: Vec<KeyValue>,
     parent: &Context,
 ) -> TraceSpan {
-    let Ok(tracer) = TRACER.read() else {
+    let Ok(active) = TRACER.read() else {
         return TraceSpan(None);
     };
-    let Some(tracer) = tracer.as_ref() else {
+    let Some(active) = active.as_ref() else {
         return TraceSpan(None);
     };
-    let span = tracer
+    let span = active
+        .tracer
         .span_builder(name)
         .with_kind(kind)
         .with_attributes(attributes)
-        .start_with_context(tracer, parent);
-    TraceSpan(Some(parent.with_span(span)))
+        .start_with_context(&active.tracer, parent);
+    // The span's identity, as a propagator would carry it (`with_remote_span_context` takes the
+    // span context as it is: this one is local); the SDK's span stays with `Open` to be ended.
+    let cx = Context::new()
+        .with_value(Notes::default())
+        .with_remote_span_context(span.span_context().clone());
+    TraceSpan(Some(Arc::new(Open {
+        cx,
+        span: Mutex::new(Some(span)),
+        ending: active.ending.clone(),
+    })))
 }
 
 /// The span the calls of one program run are children of (the evaluation's), held as its
@@ -239,13 +295,15 @@ pub fn eval_ended(
     prints_bytes: usize,
 ) {
     let m = &records.ptc_metrics;
-    span.set([
-        KeyValue::new("ptc.upstream.calls", int(m.upstream_call_count)),
-        KeyValue::new("ptc.upstream.bytes", int(m.upstream_result_bytes)),
-        KeyValue::new("ptc.result.bytes", int(m.final_result_bytes)),
-        KeyValue::new("ptc.prints.bytes", int(prints_bytes as u64)),
-    ]);
-    span.end(reason);
+    span.end(
+        vec![
+            KeyValue::new("ptc.upstream.calls", int(m.upstream_call_count)),
+            KeyValue::new("ptc.upstream.bytes", int(m.upstream_result_bytes)),
+            KeyValue::new("ptc.result.bytes", int(m.final_result_bytes)),
+            KeyValue::new("ptc.prints.bytes", int(prints_bytes as u64)),
+        ],
+        reason,
+    );
 }
 
 /// A count as an OpenTelemetry integer.
@@ -284,11 +342,13 @@ pub(crate) fn call_span(
 /// Records how the call of `span` ended: its reason (`None`: answered), the answer's bytes and
 /// the time since `started`.
 pub(crate) fn call_ended(span: &TraceSpan, reason: Option<&str>, bytes: u64, started: Instant) {
-    span.set([
-        KeyValue::new("ptc.bytes", int(bytes)),
-        KeyValue::new("ptc.duration_ms", int(started.elapsed().as_millis() as u64)),
-    ]);
-    span.end(reason);
+    span.end(
+        vec![
+            KeyValue::new("ptc.bytes", int(bytes)),
+            KeyValue::new("ptc.duration_ms", int(started.elapsed().as_millis() as u64)),
+        ],
+        reason,
+    );
 }
 
 /// The span of a wait for a person's approval, a child of the call waiting (the current span);
@@ -307,17 +367,21 @@ pub(crate) fn approval_span() -> TraceSpan {
 
 /// Records the person's answer (`approved`, `declined`, `unavailable`); the span ends.
 pub(crate) fn approval_ended(span: &TraceSpan, answer: &str) {
-    if let Some(cx) = &span.0 {
-        cx.span()
-            .set_attribute(KeyValue::new("ptc.approval", answer.to_string()));
-        cx.span().end();
-    }
+    span.end_with(
+        vec![KeyValue::new("ptc.approval", answer.to_string())],
+        None,
+    );
 }
 
 /// Notes `attribute` on the current span (the call's), when traces are on.
 fn note(attribute: impl FnOnce() -> KeyValue) {
     if is_on() {
-        Context::map_current(|cx| cx.span().set_attribute(attribute()));
+        Context::map_current(|cx| {
+            if let Some(notes) = cx.get::<Notes>() {
+                let mut notes = notes.0.lock().unwrap_or_else(|e| e.into_inner());
+                notes.push(attribute());
+            }
+        });
     }
 }
 
@@ -459,6 +523,7 @@ fn base_url(given: &str) -> Result<String, String> {
 #[derive(Debug)]
 pub struct Traces {
     provider: SdkTracerProvider,
+    ending: Arc<Ending>,
 }
 
 /// How long one export request may take.
@@ -489,14 +554,19 @@ impl Traces {
             .with_batch_exporter(exporter)
             .with_resource(resource(&config.service))
             .build();
-        *tracer = Some(provider.tracer("ptc"));
+        let ending = Ending::start()?;
+        *tracer = Some(Active {
+            tracer: provider.tracer("ptc"),
+            ending: ending.clone(),
+        });
         drop(tracer);
         set_recording(true);
-        Ok(Traces { provider })
+        Ok(Traces { provider, ending })
     }
 
     /// Exports every span ended so far, waiting until the collector has answered.
     pub fn flush(&self) -> Result<(), String> {
+        self.ending.drain();
         self.provider
             .force_flush()
             .map_err(|e| format!("the trace export failed: {e}"))
@@ -507,6 +577,7 @@ impl Drop for Traces {
     fn drop(&mut self) {
         *TRACER.write().unwrap_or_else(|e| e.into_inner()) = None;
         set_recording(false);
+        self.ending.stop();
         let _ = self.provider.shutdown();
     }
 }
@@ -851,6 +922,8 @@ mod tests {
         let cx = good.context();
         assert!(cx.span().span_context().is_valid());
         assert!(cx.span().span_context().is_remote());
+        // Nor the span the thread has current.
+        let _current = cx.attach();
         for bad in [
             "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
             "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7",
