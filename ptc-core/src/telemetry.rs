@@ -29,17 +29,16 @@ use std::time::{Duration, Instant, SystemTime};
 use futures_util::future::Either;
 use opentelemetry::context::FutureExt as _;
 use opentelemetry::propagation::{Extractor, Injector, TextMapPropagator};
-use opentelemetry::trace::{SpanContext, SpanId, SpanKind, Status, TraceContextExt, TraceFlags};
+use opentelemetry::trace::{
+    Span as _, SpanKind, Status, TraceContextExt, Tracer as _, TracerProvider as _,
+};
 use opentelemetry::{Context, KeyValue};
 use opentelemetry_http::{Bytes, HttpClient, HttpError, Request, Response};
 use opentelemetry_otlp::{Protocol, WithExportConfig, WithHttpConfig};
 use opentelemetry_sdk::propagation::TraceContextPropagator;
-use opentelemetry_sdk::trace::{
-    BatchSpanProcessor, IdGenerator, RandomIdGenerator, SamplingDecision, ShouldSample,
-    SpanProcessor,
-};
+use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider, Span};
 
-use ending::{Ended, Ending, Started};
+use ending::{Ended, Ending};
 
 use crate::http_client::{ReadError, describe, read_capped};
 use crate::records::RunRecords;
@@ -47,18 +46,12 @@ use crate::records::RunRecords;
 /// Whether spans are made: a [`Traces`] is running and recording.
 static ON: AtomicBool = AtomicBool::new(false);
 
-/// The running [`Traces`]' sampler and the queue its spans end through.
+/// The running [`Traces`]' tracer and the queue its spans end through.
 static TRACER: RwLock<Option<Active>> = RwLock::new(None);
 
-/// What makes spans while a [`Traces`] runs: the SDK's sampler (`OTEL_TRACES_SAMPLER`) and id
-/// generator, and the queue in front of its batch processor. ptc holds its spans' data itself
-/// rather than the SDK's tracer making `Span`s: the SDK (0.33) makes a span's identity inside its
-/// tracer and ends a span only through that span, on the thread that ends it, where both cost
-/// microseconds on the program's path (docs/performance.md#traces-issue-28).
 #[derive(Debug)]
 struct Active {
-    sampler: Box<dyn ShouldSample>,
-    ids: RandomIdGenerator,
+    tracer: SdkTracer,
     ending: Arc<Ending>,
 }
 
@@ -155,16 +148,9 @@ struct Open {
     /// What the span's children and the requests it propagates to see while it is current: its
     /// identity, and the notes taken then ([`note`]).
     cx: Context,
-    /// The span as it started, until it ends; none when the sampler records nothing.
-    started: Mutex<Option<Started>>,
+    /// The SDK's span, until it ends.
+    span: Mutex<Option<Span>>,
     ending: Arc<Ending>,
-}
-
-impl Drop for Open {
-    /// A span dropped before its end (its future was) ends then, with no outcome.
-    fn drop(&mut self) {
-        TraceSpan::end_open(self, Vec::new(), Status::Unset);
-    }
 }
 
 /// Attributes noted on a span while it is current, on whichever thread polls its future.
@@ -179,30 +165,19 @@ impl TraceSpan {
         f()
     }
 
-    /// Ends the span with `attributes`, the notes taken on it and `status`; the span is handed
-    /// to the exporter off the caller's path (`telemetry/ending.rs`). Once: a second end does
-    /// nothing.
-    fn end_with(&self, attributes: Vec<KeyValue>, status: Status) {
-        if let Some(open) = &self.0 {
-            Self::end_open(open, attributes, status);
-        }
-    }
-
-    fn end_open(open: &Open, mut attributes: Vec<KeyValue>, status: Status) {
+    /// Ends the span with `attributes`, the notes taken on it and `status`; the span is finished
+    /// off the caller's path (`telemetry/ending.rs`). Once: a second end does nothing.
+    fn end_with(&self, mut attributes: Vec<KeyValue>, status: Option<Status>) {
+        let Some(open) = &self.0 else { return };
         let at = SystemTime::now();
-        let Some(started) = open
-            .started
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
-        else {
+        let Some(span) = open.span.lock().unwrap_or_else(|e| e.into_inner()).take() else {
             return;
         };
         if let Some(notes) = open.cx.get::<Notes>() {
             attributes.append(&mut notes.0.lock().unwrap_or_else(|e| e.into_inner()));
         }
         open.ending.end(Ended {
-            started,
+            span,
             attributes,
             status,
             at,
@@ -218,12 +193,12 @@ impl TraceSpan {
         let status = match reason {
             None => {
                 attributes.push(KeyValue::new("ptc.outcome", "ok"));
-                Status::Unset
+                None
             }
             Some(r) => {
                 attributes.push(KeyValue::new("ptc.outcome", "error"));
                 attributes.push(KeyValue::new("ptc.reason", r.to_string()));
-                Status::error(r.to_string())
+                Some(Status::error(r.to_string()))
             }
         };
         self.end_with(attributes, status);
@@ -252,66 +227,25 @@ fn start(
     let Ok(active) = TRACER.read() else {
         return TraceSpan(None);
     };
-    match active.as_ref() {
-        Some(active) => active.start(name, kind, attributes, parent),
-        None => TraceSpan(None),
-    }
-}
-
-impl Active {
-    /// [`start`] with this sampler, ids and queue.
-    fn start(
-        &self,
-        name: &'static str,
-        kind: SpanKind,
-        attributes: Vec<KeyValue>,
-        parent: &Context,
-    ) -> TraceSpan {
-        // As the SDK's tracer does: the parent's trace (a new one for a root), the sampler's say,
-        // the parent's flags with the sampled bit as decided.
-        let parent_span = parent.span();
-        let of_parent = Some(parent_span.span_context()).filter(|p| p.is_valid());
-        let trace_id = of_parent.map_or_else(|| self.ids.new_trace_id(), |p| p.trace_id());
-        let sampling =
-            self.sampler
-                .should_sample(Some(parent), trace_id, name, &kind, &attributes, &[]);
-        let flags = of_parent.map_or(TraceFlags::default(), |p| p.trace_flags());
-        let flags = match sampling.decision {
-            SamplingDecision::RecordAndSample => flags.with_sampled(true),
-            SamplingDecision::RecordOnly => flags.with_sampled(false),
-            SamplingDecision::Drop => TraceFlags::default(),
-        };
-        let context = SpanContext::new(
-            trace_id,
-            self.ids.new_span_id(),
-            flags,
-            false,
-            sampling.trace_state,
-        );
-        let started = (sampling.decision != SamplingDecision::Drop).then(|| {
-            let mut attributes = attributes;
-            attributes.extend(sampling.attributes);
-            Started {
-                name,
-                kind,
-                context: context.clone(),
-                parent: of_parent.map_or(SpanId::INVALID, |p| p.span_id()),
-                parent_is_remote: of_parent.is_some_and(|p| p.is_remote()),
-                at: SystemTime::now(),
-                attributes,
-            }
-        });
-        // The span's identity, as a propagator would carry it (`with_remote_span_context` takes
-        // the span context as it is: this one is local).
-        let cx = Context::new()
-            .with_value(Notes::default())
-            .with_remote_span_context(context);
-        TraceSpan(Some(Arc::new(Open {
-            cx,
-            started: Mutex::new(started),
-            ending: self.ending.clone(),
-        })))
-    }
+    let Some(active) = active.as_ref() else {
+        return TraceSpan(None);
+    };
+    let span = active
+        .tracer
+        .span_builder(name)
+        .with_kind(kind)
+        .with_attributes(attributes)
+        .start_with_context(&active.tracer, parent);
+    // The span's identity, as a propagator would carry it (`with_remote_span_context` takes the
+    // span context as it is: this one is local); the SDK's span stays with `Open` to be ended.
+    let cx = Context::new()
+        .with_value(Notes::default())
+        .with_remote_span_context(span.span_context().clone());
+    TraceSpan(Some(Arc::new(Open {
+        cx,
+        span: Mutex::new(Some(span)),
+        ending: active.ending.clone(),
+    })))
 }
 
 /// The span the calls of one program run are children of (the evaluation's), held as its
@@ -435,7 +369,7 @@ pub(crate) fn approval_span() -> TraceSpan {
 pub(crate) fn approval_ended(span: &TraceSpan, answer: &str) {
     span.end_with(
         vec![KeyValue::new("ptc.approval", answer.to_string())],
-        Status::Unset,
+        None,
     );
 }
 
@@ -588,6 +522,7 @@ fn base_url(given: &str) -> Result<String, String> {
 /// when the collector does not answer).
 #[derive(Debug)]
 pub struct Traces {
+    provider: SdkTracerProvider,
     ending: Arc<Ending>,
 }
 
@@ -615,23 +550,26 @@ impl Traces {
         let exporter = exporter
             .build()
             .map_err(|e| format!("cannot start the OTLP trace exporter: {e}"))?;
-        // The batch processor reads `OTEL_BSP_*`, the SDK's configuration `OTEL_TRACES_SAMPLER`.
-        let mut processor = BatchSpanProcessor::builder(exporter).build();
-        processor.set_resource(&resource(&config.service));
-        let ending = Ending::start(Box::new(processor))?;
+        let provider = SdkTracerProvider::builder()
+            .with_batch_exporter(exporter)
+            .with_resource(resource(&config.service))
+            .build();
+        let ending = Ending::start()?;
         *tracer = Some(Active {
-            sampler: opentelemetry_sdk::trace::Config::default().sampler,
-            ids: RandomIdGenerator::default(),
+            tracer: provider.tracer("ptc"),
             ending: ending.clone(),
         });
         drop(tracer);
         set_recording(true);
-        Ok(Traces { ending })
+        Ok(Traces { provider, ending })
     }
 
     /// Exports every span ended so far, waiting until the collector has answered.
     pub fn flush(&self) -> Result<(), String> {
-        self.ending.flush()
+        self.ending.drain();
+        self.provider
+            .force_flush()
+            .map_err(|e| format!("the trace export failed: {e}"))
     }
 }
 
@@ -640,6 +578,7 @@ impl Drop for Traces {
         *TRACER.write().unwrap_or_else(|e| e.into_inner()) = None;
         set_recording(false);
         self.ending.stop();
+        let _ = self.provider.shutdown();
     }
 }
 
@@ -997,188 +936,5 @@ mod tests {
             .context();
             assert!(!cx.span().span_context().is_valid(), "{bad}");
         }
-    }
-
-    /// Spans made by a sampler and handed to a processor of the test's, their queue drained by
-    /// hand.
-    fn maker(
-        sampler: impl opentelemetry_sdk::trace::ShouldSample + 'static,
-    ) -> (super::Active, super::ending::tests::Finished) {
-        let finished = super::ending::tests::Finished::default();
-        let active = super::Active {
-            sampler: Box::new(sampler),
-            ids: opentelemetry_sdk::trace::RandomIdGenerator::default(),
-            ending: finished.ending(super::ending::CAPACITY),
-        };
-        (active, finished)
-    }
-
-    fn caller(flags: &str) -> opentelemetry::Context {
-        TraceParent {
-            traceparent: format!("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-{flags}"),
-            tracestate: Some("vendor=opaque".into()),
-        }
-        .context()
-    }
-
-    fn parent_based() -> opentelemetry_sdk::trace::Sampler {
-        use opentelemetry_sdk::trace::Sampler;
-        Sampler::ParentBased(Box::new(Sampler::AlwaysOn))
-    }
-
-    #[test]
-    fn a_span_continues_its_callers_sampled_trace_and_is_handed_on_as_it_ended() {
-        use opentelemetry::KeyValue;
-        use opentelemetry::trace::{SpanKind, Status, TraceContextExt};
-        let (active, finished) = maker(parent_based());
-        let parent = caller("01");
-        let span = active.start(
-            "lisp_eval",
-            SpanKind::Server,
-            vec![KeyValue::new("a", 1)],
-            &parent,
-        );
-        let open = span.0.clone().unwrap();
-        let context = open.cx.span().span_context().clone();
-        assert_eq!(context.trace_id(), parent.span().span_context().trace_id());
-        assert!(context.is_sampled() && !context.is_remote());
-        assert_eq!(context.trace_state().header(), "vendor=opaque");
-        assert_ne!(context.span_id(), parent.span().span_context().span_id());
-        // A note taken while the span was current joins its attributes (`note` itself is the
-        // traces suite's: it acts only with traces on).
-        let notes = open.cx.get::<super::Notes>().unwrap();
-        notes
-            .0
-            .lock()
-            .unwrap()
-            .push(KeyValue::new("http.response.status_code", 503));
-        span.end(vec![KeyValue::new("b", 2)], Some("timeout"));
-        span.end(vec![KeyValue::new("c", 3)], None);
-        open.ending.drain();
-        let spans = finished.0.lock().unwrap();
-        let [data] = spans.as_slice() else {
-            panic!("{spans:?}")
-        };
-        assert_eq!(data.span_context, context);
-        assert_eq!(data.parent_span_id, parent.span().span_context().span_id());
-        assert!(data.parent_span_is_remote);
-        assert_eq!(data.span_kind, SpanKind::Server);
-        assert!(data.start_time <= data.end_time);
-        assert_eq!(
-            data.attributes,
-            [
-                KeyValue::new("a", 1),
-                KeyValue::new("b", 2),
-                KeyValue::new("ptc.outcome", "error"),
-                KeyValue::new("ptc.reason", "timeout".to_string()),
-                KeyValue::new("http.response.status_code", 503),
-            ]
-        );
-        assert_eq!(data.status, Status::error("timeout"));
-    }
-
-    #[test]
-    fn a_child_of_a_local_span_is_local_and_a_root_starts_a_trace() {
-        use opentelemetry::trace::{SpanId, SpanKind, TraceContextExt};
-        let (active, finished) = maker(parent_based());
-        let root = active.start(
-            "lisp_eval",
-            SpanKind::Server,
-            Vec::new(),
-            &opentelemetry::Context::new(),
-        );
-        let root_cx = root.0.clone().unwrap().cx.clone();
-        assert!(root_cx.span().span_context().is_valid());
-        assert!(root_cx.span().span_context().is_sampled());
-        let child = active.start("tool/call", SpanKind::Client, Vec::new(), &root_cx);
-        drop(child);
-        drop(root);
-        active.ending.drain();
-        let spans = finished.0.lock().unwrap();
-        let [child, root] = spans.as_slice() else {
-            panic!("{spans:?}")
-        };
-        assert_eq!(
-            (root.parent_span_id, root.parent_span_is_remote),
-            (SpanId::INVALID, false)
-        );
-        assert_eq!(child.parent_span_id, root.span_context.span_id());
-        assert!(!child.parent_span_is_remote);
-        assert_eq!(child.span_context.trace_id(), root.span_context.trace_id());
-        // Dropped before their end, they ended then, without an outcome.
-        assert_eq!(child.status, opentelemetry::trace::Status::Unset);
-        assert!(child.attributes.is_empty());
-    }
-
-    #[test]
-    fn a_trace_the_sampler_drops_is_propagated_unsampled_and_not_recorded() {
-        use opentelemetry::trace::{SpanKind, TraceContextExt};
-        use opentelemetry_sdk::trace::Sampler;
-        // The caller did not sample its trace: neither does ptc, and says so on.
-        let (active, finished) = maker(parent_based());
-        let span = active.start("lisp_eval", SpanKind::Server, Vec::new(), &caller("00"));
-        let cx = span.0.clone().unwrap().cx.clone();
-        assert!(cx.span().span_context().is_valid());
-        assert!(!cx.span().span_context().is_sampled());
-        let carried = super::carried(&cx);
-        assert!(carried[0].1.ends_with("-00"), "{carried:?}");
-        span.end(Vec::new(), None);
-        // Nor a root under a sampler that samples nothing.
-        let (off, off_finished) = maker(Sampler::AlwaysOff);
-        let root = off.start(
-            "lisp_eval",
-            SpanKind::Server,
-            Vec::new(),
-            &opentelemetry::Context::new(),
-        );
-        let root_cx = root.0.clone().unwrap().cx.clone();
-        assert!(root_cx.span().span_context().is_valid());
-        assert!(!root_cx.span().span_context().is_sampled());
-        drop(root);
-        active.ending.drain();
-        off.ending.drain();
-        assert!(finished.0.lock().unwrap().is_empty());
-        assert!(off_finished.0.lock().unwrap().is_empty());
-    }
-
-    #[test]
-    fn a_span_recorded_but_not_sampled_is_handed_on_unsampled() {
-        use opentelemetry::trace::{Link, SpanKind, TraceContextExt, TraceId};
-        use opentelemetry_sdk::trace::{SamplingDecision, SamplingResult};
-        /// Records every span and samples none.
-        #[derive(Clone, Debug)]
-        struct RecordOnly;
-        impl opentelemetry_sdk::trace::ShouldSample for RecordOnly {
-            fn should_sample(
-                &self,
-                _: Option<&opentelemetry::Context>,
-                _: TraceId,
-                _: &str,
-                _: &SpanKind,
-                _: &[opentelemetry::KeyValue],
-                _: &[Link],
-            ) -> SamplingResult {
-                SamplingResult {
-                    decision: SamplingDecision::RecordOnly,
-                    attributes: vec![opentelemetry::KeyValue::new("sampler", "said")],
-                    trace_state: Default::default(),
-                }
-            }
-        }
-        let (active, finished) = maker(RecordOnly);
-        let span = active.start("lisp_eval", SpanKind::Server, Vec::new(), &caller("01"));
-        let cx = span.0.clone().unwrap().cx.clone();
-        assert!(!cx.span().span_context().is_sampled());
-        drop(span);
-        active.ending.drain();
-        let spans = finished.0.lock().unwrap();
-        let [data] = spans.as_slice() else {
-            panic!("{spans:?}")
-        };
-        assert!(!data.span_context.is_sampled());
-        assert_eq!(
-            data.attributes,
-            [opentelemetry::KeyValue::new("sampler", "said")]
-        );
     }
 }

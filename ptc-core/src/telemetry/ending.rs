@@ -1,8 +1,7 @@
 //! Ending spans off the program's path. Ending an SDK span (its last attributes set, its record
 //! built and handed to the batch processor) took 2–3 µs on a busy evaluation's thread, where the
 //! whole of a one-call evaluation over HTTP is about 500 µs; a span that ends here is a queue push
-//! there, and a thread of its own hands the queued spans to the SDK's batch processor in batches,
-//! each with the times it started and ended at.
+//! there, and a thread of its own ends the queued spans in batches, with the time each ended at.
 //!
 //! The thread is not woken per span (a wake costs more than the work): it looks at the queue
 //! every [`INTERVAL`], or at once when [`WAKE_AT`] spans wait. A full queue never loses a span:
@@ -14,9 +13,9 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime};
 
-use opentelemetry::trace::{SpanContext, SpanId, SpanKind, Status};
-use opentelemetry::{InstrumentationScope, KeyValue};
-use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanLinks, SpanProcessor};
+use opentelemetry::KeyValue;
+use opentelemetry::trace::{Span as _, Status};
+use opentelemetry_sdk::trace::Span;
 
 /// How many ended spans may wait (the SDK's own export queue holds 2,048 by default).
 pub(super) const CAPACITY: usize = 2048;
@@ -26,64 +25,29 @@ pub(super) const WAKE_AT: usize = 256;
 /// export, so a tenth of a second more is not seen.
 const INTERVAL: Duration = Duration::from_millis(100);
 
-/// A recorded span as it started: its identity, its parent's, and its attributes so far.
-#[derive(Debug)]
-pub(super) struct Started {
-    pub(super) name: &'static str,
-    pub(super) kind: SpanKind,
-    pub(super) context: SpanContext,
-    /// The parent's span id (`SpanId::INVALID` for a root) and whether it is the caller's.
-    pub(super) parent: SpanId,
-    pub(super) parent_is_remote: bool,
-    pub(super) at: SystemTime,
-    pub(super) attributes: Vec<KeyValue>,
-}
-
-/// A span that ended: how it started, and what it ended with.
+/// A span that ended: the SDK's span with what it ended with.
 #[derive(Debug)]
 pub(super) struct Ended {
-    pub(super) started: Started,
+    pub(super) span: Span,
     pub(super) attributes: Vec<KeyValue>,
-    pub(super) status: Status,
+    pub(super) status: Option<Status>,
     pub(super) at: SystemTime,
 }
 
 impl Ended {
-    /// The span's record, as the SDK's processors take it.
-    fn data(self, scope: &InstrumentationScope) -> SpanData {
-        let Started {
-            name,
-            kind,
-            context,
-            parent,
-            parent_is_remote,
-            at: start_time,
-            mut attributes,
-        } = self.started;
-        attributes.extend(self.attributes);
-        SpanData {
-            span_context: context,
-            parent_span_id: parent,
-            parent_span_is_remote: parent_is_remote,
-            span_kind: kind,
-            name: name.into(),
-            start_time,
-            end_time: self.at,
-            attributes,
-            dropped_attributes_count: 0,
-            events: SpanEvents::default(),
-            links: SpanLinks::default(),
-            status: self.status,
-            instrumentation_scope: scope.clone(),
+    /// Ends the SDK's span: sets what it ended with and hands it to the batch processor.
+    fn finish(mut self) {
+        self.span.set_attributes(self.attributes);
+        if let Some(status) = self.status {
+            self.span.set_status(status);
         }
+        self.span.end_with_timestamp(self.at);
     }
 }
 
-/// The queue of ended spans, the thread that hands them on, and the processor they go to.
+/// The queue of ended spans and the thread that finishes them.
 #[derive(Debug)]
 pub(super) struct Ending {
-    processor: Box<dyn SpanProcessor>,
-    scope: InstrumentationScope,
     queue: SyncSender<Ended>,
     waiting: Mutex<Receiver<Ended>>,
     /// Spans queued and not yet finished (an estimate the wake is decided on).
@@ -93,19 +57,17 @@ pub(super) struct Ending {
 }
 
 impl Ending {
-    /// The queue in front of `processor`, with its thread started.
-    pub(super) fn start(processor: Box<dyn SpanProcessor>) -> Result<Arc<Ending>, String> {
-        let ending = Self::new(processor, CAPACITY);
+    /// The queue, with its thread started.
+    pub(super) fn start() -> Result<Arc<Ending>, String> {
+        let ending = Self::new(CAPACITY);
         ending.spawn(INTERVAL)?;
         Ok(ending)
     }
 
-    /// The queue for `capacity` spans, with no thread yet: spans wait for [`Ending::drain`].
-    pub(super) fn new(processor: Box<dyn SpanProcessor>, capacity: usize) -> Arc<Ending> {
+    /// The queue for `capacity` spans, with no thread yet.
+    fn new(capacity: usize) -> Arc<Ending> {
         let (queue, waiting) = sync_channel(capacity);
         Arc::new(Ending {
-            processor,
-            scope: InstrumentationScope::builder("ptc").build(),
             queue,
             waiting: Mutex::new(waiting),
             len: AtomicUsize::new(0),
@@ -129,7 +91,7 @@ impl Ending {
     /// when the queue is full or stopped. Whether it woke the thread.
     pub(super) fn end(&self, ended: Ended) -> bool {
         if self.stopped.load(Ordering::Acquire) {
-            self.finish(ended);
+            ended.finish();
             return false;
         }
         match self.queue.try_send(ended) {
@@ -141,7 +103,7 @@ impl Ending {
                 wake
             }
             Err(TrySendError::Full(ended) | TrySendError::Disconnected(ended)) => {
-                self.finish(ended);
+                ended.finish();
                 false
             }
         }
@@ -152,25 +114,12 @@ impl Ending {
         let waiting = self.waiting.lock().unwrap_or_else(|e| e.into_inner());
         while let Ok(ended) = waiting.try_recv() {
             self.len.fetch_sub(1, Ordering::AcqRel);
-            self.finish(ended);
+            ended.finish();
         }
     }
 
-    /// Hands `ended` to the processor.
-    fn finish(&self, ended: Ended) {
-        self.processor.on_end(ended.data(&self.scope));
-    }
-
-    /// Hands on what is queued and has the processor export it, waiting for the collector.
-    pub(super) fn flush(&self) -> Result<(), String> {
-        self.drain();
-        self.processor
-            .force_flush()
-            .map_err(|e| format!("the trace export failed: {e}"))
-    }
-
-    /// Stops the thread once it has handed on what is queued, then the processor (which exports
-    /// what it holds); spans that end later go to the stopped processor, which drops them.
+    /// Stops the thread once it has finished what is queued; spans that end later finish where
+    /// they end.
     pub(super) fn stop(&self) {
         self.stopped.store(true, Ordering::Release);
         let thread = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take();
@@ -179,7 +128,6 @@ impl Ending {
             let _ = thread.join();
         }
         self.drain();
-        let _ = self.processor.shutdown();
     }
 
     fn wake(&self) {
@@ -197,32 +145,23 @@ impl Ending {
 }
 
 #[cfg(test)]
-pub(super) mod tests {
-    use super::{CAPACITY, Ended, Ending, Started, WAKE_AT};
-    use opentelemetry::trace::TraceState;
-    use opentelemetry::trace::{SpanContext, SpanId, SpanKind, Status, TraceFlags, TraceId};
+mod tests {
+    use super::{CAPACITY, Ended, Ending, WAKE_AT};
+    use opentelemetry::trace::{Status, Tracer as _, TracerProvider as _};
     use opentelemetry::{Context, KeyValue};
     use opentelemetry_sdk::error::OTelSdkResult;
-    use opentelemetry_sdk::trace::{SpanData, SpanProcessor};
-    use std::sync::atomic::{AtomicBool, Ordering};
+    use opentelemetry_sdk::trace::{SdkTracerProvider, SpanData, SpanProcessor};
     use std::sync::{Arc, Mutex};
     use std::time::{Duration, Instant, SystemTime};
 
-    /// The spans a processor was handed, in order, and whether it was shut down.
+    /// The spans the SDK was handed, in order.
     #[derive(Debug, Default, Clone)]
-    pub(in crate::telemetry) struct Finished(
-        pub(in crate::telemetry) Arc<Mutex<Vec<SpanData>>>,
-        Arc<AtomicBool>,
-    );
+    struct Finished(Arc<Mutex<Vec<SpanData>>>);
 
     impl Finished {
         fn names(&self) -> Vec<String> {
             let spans = self.0.lock().unwrap();
             spans.iter().map(|s| s.name.to_string()).collect()
-        }
-
-        pub(in crate::telemetry) fn ending(&self, capacity: usize) -> Arc<Ending> {
-            Ending::new(Box::new(self.clone()), capacity)
         }
     }
 
@@ -235,80 +174,59 @@ pub(super) mod tests {
             Ok(())
         }
         fn shutdown_with_timeout(&self, _: Duration) -> OTelSdkResult {
-            self.1.store(true, Ordering::SeqCst);
             Ok(())
         }
     }
 
-    fn ended(name: &'static str) -> Ended {
+    fn tracer() -> (opentelemetry_sdk::trace::SdkTracer, Finished) {
+        let finished = Finished::default();
+        let provider = SdkTracerProvider::builder()
+            .with_span_processor(finished.clone())
+            .build();
+        (provider.tracer("test"), finished)
+    }
+
+    fn ended(tracer: &opentelemetry_sdk::trace::SdkTracer, name: &str) -> Ended {
         Ended {
-            started: Started {
-                name,
-                kind: SpanKind::Client,
-                context: SpanContext::new(
-                    TraceId::from(7),
-                    SpanId::from(9),
-                    TraceFlags::SAMPLED,
-                    false,
-                    TraceState::default(),
-                ),
-                parent: SpanId::from(8),
-                parent_is_remote: true,
-                at: SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000),
-                attributes: vec![KeyValue::new("ptc.tool", "list")],
-            },
-            attributes: vec![KeyValue::new("ptc.bytes", 12)],
-            status: Status::error("timeout"),
-            at: SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_001),
+            span: tracer.start(name.to_string()),
+            attributes: Vec::new(),
+            status: None,
+            at: SystemTime::now(),
         }
     }
 
     #[test]
-    fn a_queued_span_is_handed_on_when_drained_as_it_started_and_ended() {
-        let finished = Finished::default();
-        let ending = finished.ending(CAPACITY);
-        assert!(!ending.end(ended("tool/call")));
-        assert!(
-            finished.names().is_empty(),
-            "handed on off the caller's path"
-        );
+    fn a_queued_span_ends_when_drained_with_what_and_when_it_ended() {
+        let (tracer, finished) = tracer();
+        let ending = Ending::new(CAPACITY);
+        let at = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let woke = ending.end(Ended {
+            span: tracer.start("call"),
+            attributes: vec![KeyValue::new("ptc.bytes", 12)],
+            status: Some(Status::error("timeout")),
+            at,
+        });
+        assert!(!woke);
+        assert!(finished.names().is_empty(), "ended off the caller's path");
         ending.drain();
         let spans = finished.0.lock().unwrap();
         let [span] = spans.as_slice() else {
             panic!("{spans:?}")
         };
-        let expected = ended("tool/call");
-        assert_eq!(span.name, "tool/call");
-        assert_eq!(span.span_kind, SpanKind::Client);
-        assert_eq!(span.span_context, expected.started.context);
-        assert_eq!(
-            (span.parent_span_id, span.parent_span_is_remote),
-            (SpanId::from(8), true)
-        );
-        assert_eq!(
-            (span.start_time, span.end_time),
-            (expected.started.at, expected.at)
-        );
-        assert_eq!(
-            span.attributes,
-            [
-                KeyValue::new("ptc.tool", "list"),
-                KeyValue::new("ptc.bytes", 12)
-            ]
-        );
+        assert_eq!(span.end_time, at);
+        assert_eq!(span.attributes, [KeyValue::new("ptc.bytes", 12)]);
         assert_eq!(span.status, Status::error("timeout"));
-        assert_eq!(span.instrumentation_scope.name(), "ptc");
     }
 
     #[test]
-    fn a_full_queue_hands_the_span_on_where_it_ended_and_loses_none() {
-        let finished = Finished::default();
-        let ending = finished.ending(2);
+    fn a_full_queue_ends_the_span_where_it_ended_and_loses_none() {
+        let (tracer, finished) = tracer();
+        let ending = Ending::new(2);
         for name in ["a", "b"] {
-            ending.end(ended(name));
+            ending.end(ended(&tracer, name));
         }
         assert!(finished.names().is_empty());
-        ending.end(ended("c"));
+        ending.end(ended(&tracer, "c"));
         assert_eq!(finished.names(), ["c"]);
         ending.drain();
         assert_eq!(finished.names(), ["c", "a", "b"]);
@@ -316,31 +234,35 @@ pub(super) mod tests {
 
     #[test]
     fn the_thread_is_woken_when_the_queue_holds_its_batch() {
-        let finished = Finished::default();
-        let ending = finished.ending(CAPACITY);
-        let woke: Vec<bool> = (0..WAKE_AT + 1).map(|_| ending.end(ended("s"))).collect();
+        let (tracer, finished) = tracer();
+        let ending = Ending::new(CAPACITY);
+        let woke: Vec<bool> = (0..WAKE_AT + 1)
+            .map(|_| ending.end(ended(&tracer, "s")))
+            .collect();
         assert_eq!(woke.iter().position(|w| *w), Some(WAKE_AT - 1));
         assert_eq!(woke.iter().filter(|w| **w).count(), 1);
         ending.drain();
         assert_eq!(finished.names().len(), WAKE_AT + 1);
         // Drained, the count starts again: the next batch wakes the thread again.
-        let woke: Vec<bool> = (0..WAKE_AT).map(|_| ending.end(ended("s"))).collect();
+        let woke: Vec<bool> = (0..WAKE_AT)
+            .map(|_| ending.end(ended(&tracer, "s")))
+            .collect();
         assert_eq!(woke.iter().position(|w| *w), Some(WAKE_AT - 1));
     }
 
     #[test]
-    fn a_woken_thread_hands_the_batch_on_before_its_interval() {
-        let finished = Finished::default();
-        let ending = finished.ending(CAPACITY);
+    fn a_woken_thread_ends_the_batch_before_its_interval() {
+        let (tracer, finished) = tracer();
+        let ending = Ending::new(CAPACITY);
         ending.spawn(Duration::from_secs(3600)).unwrap();
         for _ in 0..WAKE_AT {
-            ending.end(ended("s"));
+            ending.end(ended(&tracer, "s"));
         }
         let waited = Instant::now();
         while finished.names().len() < WAKE_AT {
             assert!(
                 waited.elapsed() < Duration::from_secs(30),
-                "the woken thread handed on {} spans",
+                "the woken thread ended {} spans",
                 finished.names().len()
             );
             std::thread::yield_now();
@@ -349,31 +271,18 @@ pub(super) mod tests {
     }
 
     #[test]
-    fn flushing_hands_on_what_is_queued_first() {
-        let finished = Finished::default();
-        let ending = finished.ending(CAPACITY);
-        ending.end(ended("queued"));
-        ending.flush().unwrap();
-        assert_eq!(finished.names(), ["queued"]);
-    }
-
-    #[test]
-    fn stopping_hands_on_what_is_queued_then_stops_the_processor() {
-        let finished = Finished::default();
-        let ending = finished.ending(CAPACITY);
+    fn stopping_ends_what_is_queued_and_later_spans_end_where_they_end() {
+        let (tracer, finished) = tracer();
+        let ending = Ending::new(CAPACITY);
         ending.spawn(Duration::from_secs(3600)).unwrap();
-        ending.end(ended("queued"));
+        ending.end(ended(&tracer, "queued"));
         ending.stop();
         assert_eq!(finished.names(), ["queued"]);
-        assert!(
-            finished.1.load(Ordering::SeqCst),
-            "the processor was shut down"
-        );
         assert!(
             ending.thread.lock().unwrap().is_none(),
             "the thread was joined"
         );
-        ending.end(ended("late"));
+        ending.end(ended(&tracer, "late"));
         assert_eq!(finished.names(), ["queued", "late"]);
     }
 
