@@ -352,6 +352,29 @@ async fn the_trace_in_meta_wins_over_the_header_and_its_state_is_kept() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_caller_that_did_not_sample_its_trace_gets_no_spans_and_its_upstream_is_told_so() {
+    let Some(e) = exporting() else { return };
+    let bed = bed("unsampled", false).await;
+    let (trace_id, caller_span) = ("7e2a4c6b8d0f4a1c9e3b5d7f9a1c3e50", "3c4d5e6f70819203");
+    let program = "(:ok (tool/call 'observatory/list-traces {:org-id \"org_acme\" :limit 1}))";
+    let unsampled = format!("00-{trace_id}-{caller_span}-00");
+    let result = bed
+        .eval(program, json!({}), &[("traceparent", &unsampled)])
+        .await;
+    assert_eq!(result["result"], json!(true), "{result}");
+    // The default sampler follows the caller (`parentbased_always_on`).
+    assert!(e.trace(trace_id).await.is_empty(), "no span is exported");
+    let seen = bed.traceparents_seen();
+    let [sent] = seen.as_slice() else {
+        panic!("{seen:?}")
+    };
+    // The same trace goes on, under a span of ptc's, unsampled.
+    assert!(sent.starts_with(&format!("00-{trace_id}-")), "{sent}");
+    assert!(sent.ends_with("-00"), "{sent}");
+    assert!(!sent.contains(caller_span), "{sent}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_a_traceparent_an_eval_starts_a_trace_with_a_span_per_page_and_failed_call() {
     let Some(e) = exporting() else { return };
     let bed = bed("root", false).await;
