@@ -377,6 +377,21 @@ async fn past_the_session_limit_a_request_waits_until_its_time_is_up_then_busy()
         "the server is busy (this session already runs 1 evaluations, its limit, and no turn \
          came within 300 ms); retry shortly, or run fewer evaluations at once"
     );
+    // Counted, though it never reached the evaluator.
+    let metrics = h
+        .evaluator
+        .metrics()
+        .render(h.evaluator.metrics_now())
+        .unwrap();
+    for series in [
+        r#"ptc_evaluations_total{outcome="error",reason="busy"} 1"#,
+        r#"ptc_limit_hits_total{limit="queue"} 1"#,
+    ] {
+        assert!(
+            metrics.lines().any(|l| l == series),
+            "{series} in\n{metrics}"
+        );
+    }
     // Another session is not limited by this one.
     let b = Session::open(&h.url, None).await;
     let ok = b.call(3, "(+ 40 2)").await;

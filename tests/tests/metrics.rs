@@ -153,6 +153,12 @@ async fn known_programs_leave_known_values_and_the_body_passes_promtool() {
     assert_eq!(marked["result"], format!("{CANARY}-result"), "{marked}");
     let marked_call = &marked["upstream_calls"][0];
     assert_eq!(marked_call["status"], "error", "{marked}");
+    // Refused before the evaluator: no program.
+    let msg = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+        "params": {"name": "lisp_eval", "arguments": {"session": "plain"}}});
+    let body = s.send(&msg).await.text().await.unwrap();
+    let malformed = message_with_id(&body, 5).unwrap()["result"]["structuredContent"].clone();
+    assert_eq!(malformed["reason"], "invalid_request", "{malformed}");
 
     let (status, kind, body) = scrape(&h.base).await;
     assert_eq!(status, 200);
@@ -176,9 +182,14 @@ async fn known_programs_leave_known_values_and_the_body_passes_promtool() {
             1.0,
         ),
         (
+            r#"ptc_evaluations_total{outcome="error",reason="invalid_request"}"#,
+            1.0,
+        ),
+        (
             r#"ptc_evaluation_duration_seconds_count{outcome="ok"}"#,
             3.0,
         ),
+        // The refused request has no duration: it never reached the evaluator.
         (
             r#"ptc_evaluation_duration_seconds_count{outcome="error"}"#,
             1.0,

@@ -115,8 +115,14 @@ impl ServerHandler for PtcServer {
             ));
         }
         let max = self.evaluator.limits().max_output_bytes;
-        let refused = |e: EvalError| -> CallToolResponse {
+        let answer = |e: EvalError| -> CallToolResponse {
             envelope::to_result(&EvalOutcome::refused(e), max).into()
+        };
+        // A request refused before it reaches the evaluator counts here; an evaluation counts
+        // itself when it ends.
+        let refused = |e: EvalError| -> CallToolResponse {
+            self.evaluator.metrics().refused(&e);
+            answer(e)
         };
         let arguments = request.arguments.clone().unwrap_or_default();
         let caller = caller(&context);
@@ -181,7 +187,7 @@ impl ServerHandler for PtcServer {
                         guard.disarm();
                         round
                     }
-                    () = context.ct.cancelled() => refused(EvalError::host(
+                    () = context.ct.cancelled() => answer(EvalError::host(
                         HostReason::Cancelled,
                         "the request was cancelled",
                     )),

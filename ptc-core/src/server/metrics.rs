@@ -25,7 +25,7 @@ use prometheus_client::registry::{Registry, Unit};
 use crate::catalog::Catalog;
 use crate::outcome::Reason;
 use crate::records::UpstreamCall;
-use crate::server::outcome::{EvalOutcome, HostReason};
+use crate::server::outcome::{EvalError, EvalOutcome, HostReason};
 
 /// The `Content-Type` of what [`HostMetrics::render`] writes (Prometheus text format 0.0.4).
 pub const CONTENT_TYPE: &str = prometheus_text::CONTENT_TYPE;
@@ -251,6 +251,19 @@ impl HostMetrics {
         for call in &outcome.records.upstream_calls {
             self.observe_call(call, catalog);
         }
+    }
+
+    /// Counts one request refused before it reached the evaluator (its arguments, its
+    /// session's queue, a stale round): an evaluation that ended in `error`, with no duration.
+    pub fn refused(&self, error: &EvalError) {
+        let reason = eval_reason(&error.reason);
+        self.evaluations
+            .get_or_create(&EvalLabels {
+                outcome: "error",
+                reason,
+            })
+            .inc();
+        self.hit(Hit::Eval(reason));
     }
 
     fn observe_call(&self, call: &UpstreamCall, catalog: &Catalog) {
