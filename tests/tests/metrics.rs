@@ -325,6 +325,47 @@ async fn programs_in_flight_and_requests_waiting_are_read_when_scraped() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_cut_at_the_output_limit_is_a_limit_hit_and_one_that_fits_is_not() {
+    let limits = EvalLimits {
+        max_output_bytes: 100,
+        ..EvalLimits::default()
+    };
+    let h = host(
+        support::no_upstreams().await,
+        limits,
+        HttpOptions::default(),
+    )
+    .await;
+    let s = Session::open(&h.url, None).await;
+    let cut = r#"ptc_limit_hits_total{limit="output_size"}"#;
+    // A string of n characters prints, and is JSON, as n + 2 bytes (its quotes).
+    let fits = eval_in(&s, 1, "(apply str (repeat 98 \"x\"))", "plain").await;
+    assert_eq!(fits["result"].as_str().map(str::len), Some(98), "{fits}");
+    assert_eq!(sample(&scrape(&h.base).await.2, cut), Some(0.0));
+    let over = eval_in(&s, 2, "(apply str (repeat 99 \"x\"))", "plain").await;
+    assert_eq!(over["result_truncated"], json!(true), "{over}");
+    assert_eq!(sample(&scrape(&h.base).await.2, cut), Some(1.0));
+    // An error's text is cut too.
+    let error = eval_in(&s, 3, "(fail (apply str (repeat 200 \"y\")))", "plain").await;
+    assert_eq!(error["reason"], "fail", "{error}");
+    assert_eq!(sample(&scrape(&h.base).await.2, cut), Some(2.0));
+    // The text alone over (what was printed), or the JSON alone: `[:a :a ...]` is 91 bytes as
+    // text, `["a","a",...]` 121 as JSON, so the result is left out while the text fits.
+    let printed = eval_in(
+        &s,
+        4,
+        "(do (println (apply str (repeat 120 \"p\"))) 1)",
+        "plain",
+    )
+    .await;
+    assert_eq!(printed["result"], json!(1), "{printed}");
+    assert_eq!(sample(&scrape(&h.base).await.2, cut), Some(3.0));
+    let json_only = eval_in(&s, 5, "(vec (repeat 30 :a))", "plain").await;
+    assert_eq!(json_only["result_truncated"], json!(true), "{json_only}");
+    assert_eq!(sample(&scrape(&h.base).await.2, cut), Some(4.0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_metrics_listener_of_its_own_serves_metrics_and_the_main_port_does_not() {
     let up = support::no_upstreams().await;
     let options = HttpOptions {

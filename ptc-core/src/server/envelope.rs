@@ -37,7 +37,13 @@ fn prints_json(prints: &str) -> Json {
 
 /// The MCP result for `outcome`, rendering at most `max_output_bytes` of text.
 pub fn to_result(outcome: &EvalOutcome, max_output_bytes: usize) -> CallToolResult {
-    let mut r = content(outcome, max_output_bytes);
+    to_reply(outcome, max_output_bytes).0
+}
+
+/// [`to_result`], and whether the reply was cut at `max_output_bytes` (its text, or its JSON
+/// result left out).
+pub fn to_reply(outcome: &EvalOutcome, max_output_bytes: usize) -> (CallToolResult, bool) {
+    let (mut r, cut) = content(outcome, max_output_bytes);
     if let Some(s) = r.structured_content.as_mut() {
         if !outcome.caller.is_empty() {
             s["caller"] = json!(outcome.caller);
@@ -46,10 +52,10 @@ pub fn to_result(outcome: &EvalOutcome, max_output_bytes: usize) -> CallToolResu
             s["session"] = json!(session);
         }
     }
-    r
+    (r, cut)
 }
 
-fn content(outcome: &EvalOutcome, max_output_bytes: usize) -> CallToolResult {
+fn content(outcome: &EvalOutcome, max_output_bytes: usize) -> (CallToolResult, bool) {
     let records = &outcome.records;
     match &outcome.result {
         Ok(v) => {
@@ -61,13 +67,14 @@ fn content(outcome: &EvalOutcome, max_output_bytes: usize) -> CallToolResult {
                 }
             }
             text.push_str(&v.text);
+            let json_len = v.json.as_ref().map_or(0, |j| j.to_string().len());
+            let cut = text.len() > max_output_bytes || json_len > max_output_bytes;
             let text = bounded(&text, max_output_bytes);
             let mut structured = json!({
                 "prints": prints_json(&outcome.prints),
                 "upstream_calls": records.upstream_calls,
                 "ptc_metrics": records.ptc_metrics,
             });
-            let json_len = v.json.as_ref().map_or(0, |j| j.to_string().len());
             if json_len > max_output_bytes {
                 structured["result"] = Json::Null;
                 structured["result_truncated"] = json!(true);
@@ -76,7 +83,7 @@ fn content(outcome: &EvalOutcome, max_output_bytes: usize) -> CallToolResult {
             }
             let mut r = CallToolResult::success(vec![ContentBlock::text(text)]);
             r.structured_content = Some(structured);
-            r
+            (r, cut)
         }
         Err(e) => {
             let mut text = format!("{}: {}", e.reason, e.message);
@@ -90,6 +97,7 @@ fn content(outcome: &EvalOutcome, max_output_bytes: usize) -> CallToolResult {
                 text.push_str("\nprinted before the error:\n");
                 text.push_str(&outcome.prints);
             }
+            let cut = text.len() > max_output_bytes;
             let text = bounded(&text, max_output_bytes);
             let mut structured = json!({
                 "reason": e.reason,
@@ -106,7 +114,7 @@ fn content(outcome: &EvalOutcome, max_output_bytes: usize) -> CallToolResult {
             }
             let mut r = CallToolResult::error(vec![ContentBlock::text(text)]);
             r.structured_content = Some(structured);
-            r
+            (r, cut)
         }
     }
 }

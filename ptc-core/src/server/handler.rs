@@ -114,10 +114,7 @@ impl ServerHandler for PtcServer {
                 None,
             ));
         }
-        let max = self.evaluator.limits().max_output_bytes;
-        let answer = |e: EvalError| -> CallToolResponse {
-            envelope::to_result(&EvalOutcome::refused(e), max).into()
-        };
+        let answer = |e: EvalError| self.reply(&EvalOutcome::refused(e));
         // A request refused before it reaches the evaluator counts here; an evaluation counts
         // itself when it ends.
         let refused = |e: EvalError| -> CallToolResponse {
@@ -198,7 +195,7 @@ impl ServerHandler for PtcServer {
             .evaluator
             .eval_within(req, context.ct.clone(), until, Some(approver))
             .await;
-        Ok(envelope::to_result(&outcome, max).into())
+        Ok(self.reply(&outcome))
     }
 }
 
@@ -244,13 +241,21 @@ impl PtcServer {
         }
     }
 
+    /// The reply to a request that ended with `outcome`, cut at `--max-output-bytes` (counted).
+    fn reply(&self, outcome: &EvalOutcome) -> CallToolResponse {
+        let max = self.evaluator.limits().max_output_bytes;
+        let (result, cut) = envelope::to_reply(outcome, max);
+        if cut {
+            self.evaluator.metrics().reply_cut();
+        }
+        result.into()
+    }
+
     /// One request round of a conversation: the program's result, or the approval it waits for.
     async fn round(&self, conversation: rounds::Conversation) -> CallToolResponse {
         let keep = self.evaluator.limits().program_timeout + PARKED_GRACE;
         match self.evaluator.parked().next(conversation, keep).await {
-            rounds::Round::Done(outcome) => {
-                envelope::to_result(&outcome, self.evaluator.limits().max_output_bytes).into()
-            }
+            rounds::Round::Done(outcome) => self.reply(&outcome),
             rounds::Round::InputRequired(asked) => CallToolResponse::InputRequired(asked),
         }
     }

@@ -41,7 +41,7 @@ pub const NO_REASON: &str = "none";
 
 /// The `limit` values of `ptc_limit_hits_total`: the evaluation reason, or the upstream call
 /// reason, that says the limit was hit, and its name.
-pub const LIMITS: [(Hit, &str); 9] = [
+pub const LIMITS: [(Hit, &str); 10] = [
     (Hit::Eval("timeout"), "program_timeout"),
     (Hit::Eval("memory_exceeded"), "program_memory"),
     (Hit::Eval("loop_limit_exceeded"), "loop_iterations"),
@@ -51,6 +51,7 @@ pub const LIMITS: [(Hit, &str); 9] = [
     (Hit::Eval("rate_limited"), "caller_rate"),
     (Hit::Call(Reason::CapExhausted), "upstream_budget"),
     (Hit::Call(Reason::ResponseTooLarge), "response_size"),
+    (Hit::ReplyCut, "output_size"),
 ];
 
 /// What says a limit was hit: an evaluation's reason, or one upstream call's.
@@ -60,6 +61,8 @@ pub enum Hit {
     Eval(&'static str),
     /// An upstream call failed with this reason.
     Call(Reason),
+    /// A reply was cut at `--max-output-bytes`.
+    ReplyCut,
 }
 
 /// Upper bounds of the evaluation duration buckets, in seconds (programs run for milliseconds
@@ -264,6 +267,11 @@ impl HostMetrics {
             })
             .inc();
         self.hit(Hit::Eval(reason));
+    }
+
+    /// Counts one reply cut at `--max-output-bytes` (its text, or its JSON result left out).
+    pub fn reply_cut(&self) {
+        self.hit(Hit::ReplyCut);
     }
 
     fn observe_call(&self, call: &UpstreamCall, catalog: &Catalog) {
@@ -597,11 +605,14 @@ mod tests {
     fn each_limit_is_counted_by_the_reason_that_says_it_was_hit_and_no_other_is() {
         for (hit, limit) in LIMITS {
             let m = HostMetrics::new();
-            let o = match hit {
-                Hit::Eval(reason) => outcome(Err(reason), Vec::new(), 1),
-                Hit::Call(reason) => outcome(Ok(2), vec![call("get-trace", Some(reason), 1, 0)], 1),
-            };
-            m.observe(&o, &catalog());
+            match hit {
+                Hit::Eval(reason) => m.observe(&outcome(Err(reason), Vec::new(), 1), &catalog()),
+                Hit::Call(reason) => m.observe(
+                    &outcome(Ok(2), vec![call("get-trace", Some(reason), 1, 0)], 1),
+                    &catalog(),
+                ),
+                Hit::ReplyCut => m.reply_cut(),
+            }
             let body = render(&m);
             for (_, other) in LIMITS {
                 let series = format!("ptc_limit_hits_total{{limit=\"{other}\"}}");
