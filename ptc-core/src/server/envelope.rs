@@ -134,6 +134,15 @@ mod tests {
     }
 
     #[test]
+    fn an_error_reply_is_cut_only_past_its_limit() {
+        use crate::server::outcome::{EvalError, EvalOutcome, HostReason};
+        let refused = EvalOutcome::refused(EvalError::host(HostReason::InvalidRequest, "xxxx"));
+        let text = "invalid_request: xxxx".len();
+        assert!(!super::to_reply(&refused, text).1, "at its limit");
+        assert!(super::to_reply(&refused, text - 1).1, "one past");
+    }
+
+    #[test]
     fn bounded_cuts_on_a_character_boundary() {
         // "é" is two bytes: a cut at byte 1 must step back to 0.
         let out = bounded("éé", 1);
