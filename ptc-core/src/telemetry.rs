@@ -167,8 +167,9 @@ impl TraceSpan {
 
     /// Ends the span with `attributes`, the notes taken on it and `status`; the span is finished
     /// off the caller's path (`telemetry/ending.rs`). Once: a second end does nothing.
-    fn end_with(&self, mut attributes: Vec<KeyValue>, status: Option<Status>) {
+    fn end_with(&self, attributes: impl IntoIterator<Item = KeyValue>, status: Option<Status>) {
         let Some(open) = &self.0 else { return };
+        let mut attributes: Vec<KeyValue> = attributes.into_iter().collect();
         let at = SystemTime::now();
         let Some(span) = open.span.lock().unwrap_or_else(|e| e.into_inner()).take() else {
             return;
@@ -186,10 +187,12 @@ impl TraceSpan {
 
     /// Ends the span with `attributes`, `ptc.outcome`, `ptc.reason` and, for an error, the span's
     /// status (its reason, never the message: a message may quote the program's data).
-    fn end(&self, mut attributes: Vec<KeyValue>, reason: Option<&str>) {
+    fn end(&self, attributes: impl IntoIterator<Item = KeyValue>, reason: Option<&str>) {
+        // Traces off: nothing is collected, formatted or allocated.
         if self.0.is_none() {
             return;
         }
+        let mut attributes: Vec<KeyValue> = attributes.into_iter().collect();
         let status = match reason {
             None => {
                 attributes.push(KeyValue::new("ptc.outcome", "ok"));
@@ -296,7 +299,7 @@ pub fn eval_ended(
 ) {
     let m = &records.ptc_metrics;
     span.end(
-        vec![
+        [
             KeyValue::new("ptc.upstream.calls", int(m.upstream_call_count)),
             KeyValue::new("ptc.upstream.bytes", int(m.upstream_result_bytes)),
             KeyValue::new("ptc.result.bytes", int(m.final_result_bytes)),
@@ -343,7 +346,7 @@ pub(crate) fn call_span(
 /// the time since `started`.
 pub(crate) fn call_ended(span: &TraceSpan, reason: Option<&str>, bytes: u64, started: Instant) {
     span.end(
-        vec![
+        [
             KeyValue::new("ptc.bytes", int(bytes)),
             KeyValue::new("ptc.duration_ms", int(started.elapsed().as_millis() as u64)),
         ],
@@ -367,10 +370,7 @@ pub(crate) fn approval_span() -> TraceSpan {
 
 /// Records the person's answer (`approved`, `declined`, `unavailable`); the span ends.
 pub(crate) fn approval_ended(span: &TraceSpan, answer: &str) {
-    span.end_with(
-        vec![KeyValue::new("ptc.approval", answer.to_string())],
-        None,
-    );
+    span.end_with([KeyValue::new("ptc.approval", answer.to_string())], None);
 }
 
 /// Notes `attribute` on the current span (the call's), when traces are on.
