@@ -237,12 +237,7 @@ impl HostMetrics {
             Ok(_) => ("ok", NO_REASON),
             Err(e) => ("error", eval_reason(&e.reason)),
         };
-        self.evaluations
-            .get_or_create(&EvalLabels {
-                outcome: name,
-                reason,
-            })
-            .inc();
+        self.ended(name, reason);
         self.evaluation_seconds
             .get_or_create(&OutcomeLabels { outcome: name })
             .observe(outcome.duration.as_secs_f64());
@@ -250,7 +245,6 @@ impl HostMetrics {
             self.answer_bytes
                 .inc_by(outcome.records.ptc_metrics.final_result_bytes);
         }
-        self.hit(Hit::Eval(reason));
         for call in &outcome.records.upstream_calls {
             self.observe_call(call, catalog);
         }
@@ -259,12 +253,13 @@ impl HostMetrics {
     /// Counts one request refused before it reached the evaluator (its arguments, its
     /// session's queue, a stale round): an evaluation that ended in `error`, with no duration.
     pub fn refused(&self, error: &EvalError) {
-        let reason = eval_reason(&error.reason);
+        self.ended("error", eval_reason(&error.reason));
+    }
+
+    /// Counts an evaluation that ended with `outcome` and `reason`, and the limit it hit.
+    fn ended(&self, outcome: &'static str, reason: &'static str) {
         self.evaluations
-            .get_or_create(&EvalLabels {
-                outcome: "error",
-                reason,
-            })
+            .get_or_create(&EvalLabels { outcome, reason })
             .inc();
         self.hit(Hit::Eval(reason));
     }
