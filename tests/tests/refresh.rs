@@ -215,6 +215,154 @@ async fn an_admin_refresh_swaps_the_catalog_for_new_evaluations_only() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A client of the official Rust SDK that counts the `tools/list_changed` notifications its
+/// session receives (an older-era session gets them here).
+#[derive(Clone)]
+struct Counting(tokio::sync::mpsc::UnboundedSender<()>);
+
+impl rmcp::ClientHandler for Counting {
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        rmcp::model::ClientConfig::new(
+            rmcp::model::ClientCapabilities::default(),
+            rmcp::model::Implementation::new("refresh-test", "1"),
+        )
+    }
+
+    fn on_tool_list_changed(
+        &self,
+        _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) -> impl std::future::Future<Output = ()> + Send + '_ {
+        let _ = self.0.send(());
+        std::future::ready(())
+    }
+}
+
+/// A session of `version`'s era with the host at `url`, and the notifications it is told of.
+/// A newer-era session opens a `subscriptions/listen` stream for them, as its clients do.
+async fn listening_session(
+    url: &str,
+    version: rmcp::model::ProtocolVersion,
+) -> (
+    rmcp::service::RunningService<rmcp::RoleClient, Counting>,
+    tokio::sync::mpsc::UnboundedReceiver<()>,
+) {
+    use rmcp::service::ClientServiceExt;
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut config =
+        rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(url);
+    config.auth_header = Some(CLIENT_TOKEN.into());
+    let transport = rmcp::transport::StreamableHttpClientTransport::from_config(config);
+    let newer = version >= rmcp::model::ProtocolVersion::V_2026_07_28;
+    let lifecycle = if newer {
+        rmcp::service::ClientLifecycleMode::Discover {
+            preferred_versions: vec![version],
+        }
+    } else {
+        rmcp::service::ClientLifecycleMode::Initialize
+    };
+    let service = Counting(tx.clone())
+        .serve_with_lifecycle(transport, lifecycle)
+        .await
+        .unwrap();
+    if newer {
+        let filter = rmcp::model::SubscriptionFilter::builder()
+            .tools_list_changed()
+            .build();
+        let mut subscription = service.peer().listen(filter).await.unwrap();
+        assert_eq!(subscription.acknowledged().tools_list_changed, Some(true));
+        tokio::spawn(async move {
+            while let Ok(Some(n)) = subscription.next().await {
+                if matches!(
+                    n,
+                    rmcp::model::ServerNotification::ToolListChangedNotification(_)
+                ) {
+                    let _ = tx.send(());
+                }
+            }
+        });
+    }
+    (service, rx)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refresh_that_changes_the_tools_tells_the_sessions_open_in_both_eras() {
+    let dir = std::env::temp_dir().join(format!("ptc-refresh-told-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (reached_tx, _reached) = oneshot::channel();
+    let base = upstream(reached_tx, Arc::new(Notify::new())).await;
+    let config = write_config(&dir, &base, &["a", "b"], "B");
+    let ev = Evaluator::new(
+        Arc::new(start(&config).await.unwrap()),
+        tokio::runtime::Handle::current(),
+        EvalLimits::default(),
+    )
+    .unwrap();
+    let path = config.clone();
+    ev.set_reload(Arc::new(move || {
+        let path = path.clone();
+        Box::pin(async move { start(&path).await })
+    }));
+    let (stop, stopped) = oneshot::channel::<()>();
+    let running = serve_http(
+        ev.clone(),
+        HttpOptions {
+            addr: "127.0.0.1:0".parse().unwrap(),
+            token: Some(CLIENT_TOKEN.into()),
+            ..HttpOptions::default()
+        },
+        async {
+            let _ = stopped.await;
+        },
+    )
+    .await
+    .unwrap();
+    let url = format!("http://{}/mcp", running.addr);
+    let (older, mut older_told) =
+        listening_session(&url, rmcp::model::ProtocolVersion::V_2025_11_25).await;
+    let (newer, mut newer_told) =
+        listening_session(&url, rmcp::model::ProtocolVersion::V_2026_07_28).await;
+    for session in [older.peer(), newer.peer()] {
+        let caps = session.peer_info().unwrap().capabilities.clone();
+        assert_eq!(caps.tools.unwrap().list_changed, Some(true), "advertised");
+    }
+
+    // A refresh that changes no tool tells nobody.
+    let diff = ev.refresh().await.unwrap();
+    assert!(!diff.changes_tools());
+    assert_eq!(diff.told, 0);
+
+    // One that adds a tool tells both sessions, each in its era's way; they list the new tool.
+    write_config(&dir, &base, &["a", "b", "c"], "B");
+    let diff = ev.refresh().await.unwrap();
+    assert_eq!(diff.added, ["api/c"]);
+    assert_eq!(diff.told, 2, "{}", diff.summary());
+    assert!(
+        diff.summary().ends_with("; 2 sessions told"),
+        "{}",
+        diff.summary()
+    );
+    older_told.recv().await.unwrap();
+    newer_told.recv().await.unwrap();
+    for session in [older.peer(), newer.peer()] {
+        let tools = session.list_tools(None).await.unwrap();
+        let description = tools.tools[0].description.as_deref().unwrap_or_default();
+        assert!(description.contains("api/c"), "{description}");
+    }
+
+    // A session that ended is not told again; the one still open is.
+    older.cancel().await.unwrap();
+    write_config(&dir, &base, &["a", "b"], "B");
+    let diff = ev.refresh().await.unwrap();
+    assert_eq!(diff.removed, ["api/c"]);
+    assert_eq!(diff.told, 1, "{}", diff.summary());
+    newer_told.recv().await.unwrap();
+
+    newer.cancel().await.unwrap();
+    let _ = stop.send(());
+    running.done.await.unwrap().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// The admin token is a token of its own: too short, or the clients' own, is a start-up error.
 #[test]
 fn the_admin_token_is_long_and_not_the_clients() {

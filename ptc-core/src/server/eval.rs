@@ -75,6 +75,8 @@ pub struct Evaluator {
     pace: Pace,
     /// What `/metrics` reports.
     metrics: crate::server::metrics::HostMetrics,
+    /// The client sessions told when a refresh changes the tool list.
+    listeners: crate::server::listeners::Listeners,
 }
 
 impl Evaluator {
@@ -109,6 +111,7 @@ impl Evaluator {
             record_dir: std::sync::OnceLock::new(),
             pace: Pace::default(),
             metrics: crate::server::metrics::HostMetrics::new(),
+            listeners: Default::default(),
         }))
     }
 
@@ -142,10 +145,19 @@ impl Evaluator {
         let mut diff = refresh::diff(old.catalog(), new.catalog());
         diff.unavailable = unavailable;
         *self.upstreams.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(new);
+        // `lisp_eval`'s description holds the catalog: the sessions open now list again.
+        if diff.changes_tools() {
+            diff.told = self.listeners.tell_all().await;
+        }
         tracing::info!(target: "ptc::server", "catalog refreshed: {}", diff.summary());
         // The old upstreams (and their MCP servers) stop when the last evaluation using them
         // ends and drops them.
         Ok(diff)
+    }
+
+    /// The client sessions told when a refresh changes the tool list.
+    pub(crate) fn listeners(&self) -> &crate::server::listeners::Listeners {
+        &self.listeners
     }
 
     /// Keeps sessions' definitions as `options` say (once; later calls are ignored).

@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, SubscriptionFilter,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Map, Value};
 
@@ -84,12 +84,43 @@ pub fn parse_request(args: Option<Map<String, Value>>) -> Result<EvalRequest, St
 
 impl ServerHandler for PtcServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new("ptc", env!("CARGO_PKG_VERSION")))
-            .with_instructions(
-                "Answer questions about the upstream services by sending one PTC-Lisp \
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
+        .with_server_info(Implementation::new("ptc", env!("CARGO_PKG_VERSION")))
+        .with_instructions(
+            "Answer questions about the upstream services by sending one PTC-Lisp \
                  program to lisp_eval; start with (tool/servers) or (apropos \"topic\").",
-            )
+        )
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        // An older-era session: told on the session when a refresh changes the tools.
+        self.evaluator.listeners().add_session(context.peer);
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        _requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        // The SDK keeps what was also requested: the tool list is the one list that changes.
+        Some(SubscriptionFilter::builder().tools_list_changed().build())
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        // A newer-era session's stream: told on it while it is open.
+        if context.accepted().tools_list_changed == Some(true) {
+            let listeners = self.evaluator.listeners();
+            let key = listeners.add_subscription(context.sink().clone());
+            context.cancelled().await;
+            listeners.remove(key);
+        } else {
+            context.cancelled().await;
+        }
+        Ok(())
     }
 
     async fn list_tools(

@@ -13,6 +13,7 @@ pub mod envelope;
 pub mod eval;
 pub mod handler;
 pub mod http;
+mod listeners;
 pub mod metrics;
 pub mod options;
 pub mod outcome;

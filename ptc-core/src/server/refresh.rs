@@ -33,6 +33,8 @@ pub struct CatalogDiff {
     pub unchanged: usize,
     /// Upstreams whose tools could not be listed (`name: why`); their tools count as removed.
     pub unavailable: Vec<String>,
+    /// Client sessions sent `notifications/tools/list_changed` (none when no tool changed).
+    pub told: usize,
 }
 
 /// One changed tool.
@@ -46,6 +48,11 @@ pub struct Changed {
 }
 
 impl CatalogDiff {
+    /// Whether a tool was added, removed or changed: what the sessions open are told of.
+    pub fn changes_tools(&self) -> bool {
+        !(self.added.is_empty() && self.removed.is_empty() && self.changed.is_empty())
+    }
+
     /// One line for logs: the counts and the names.
     pub fn summary(&self) -> String {
         let names = |v: &[String]| {
@@ -61,7 +68,7 @@ impl CatalogDiff {
             .map(|c| format!("{}: {}", c.tool, c.what.join("+")))
             .collect();
         format!(
-            "{} added{}, {} removed{}, {} changed{}, {} unchanged{}",
+            "{} added{}, {} removed{}, {} changed{}, {} unchanged{}{}",
             self.added.len(),
             names(&self.added),
             self.removed.len(),
@@ -73,6 +80,11 @@ impl CatalogDiff {
                 String::new()
             } else {
                 format!("; not listed: {}", self.unavailable.join("; "))
+            },
+            match self.told {
+                0 => String::new(),
+                1 => "; 1 session told".into(),
+                n => format!("; {n} sessions told"),
             }
         )
     }
@@ -190,6 +202,40 @@ mod tests {
         Catalog {
             servers: vec![server],
         }
+    }
+
+    #[test]
+    fn only_an_added_removed_or_changed_tool_is_a_change_to_tell_sessions_of() {
+        let diff = |added: &[&str], removed: &[&str], changed: bool| CatalogDiff {
+            added: added.iter().map(|s| s.to_string()).collect(),
+            removed: removed.iter().map(|s| s.to_string()).collect(),
+            changed: if changed {
+                vec![Changed {
+                    tool: "obs/b".into(),
+                    what: vec!["description"],
+                }]
+            } else {
+                Vec::new()
+            },
+            unchanged: 3,
+            unavailable: vec!["mcp: down".into()],
+            told: 0,
+        };
+        assert!(!diff(&[], &[], false).changes_tools());
+        assert!(diff(&["obs/e"], &[], false).changes_tools());
+        assert!(diff(&[], &["obs/a"], false).changes_tools());
+        assert!(diff(&[], &[], true).changes_tools());
+        let told = |n| CatalogDiff {
+            told: n,
+            ..diff(&[], &[], true)
+        };
+        assert!(told(0).summary().ends_with("; not listed: mcp: down"));
+        assert!(
+            told(1)
+                .summary()
+                .ends_with("; not listed: mcp: down; 1 session told")
+        );
+        assert!(told(3).summary().ends_with("; 3 sessions told"));
     }
 
     #[test]

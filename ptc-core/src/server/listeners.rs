@@ -1,0 +1,107 @@
+//! The client sessions told when the host's tool list changes. A catalog refresh that adds,
+//! removes or changes a tool changes `lisp_eval`'s definition (its description holds the inline
+//! catalog), so each open session is sent `notifications/tools/list_changed`: a session of the
+//! older protocol era on the session itself, one of the newer era (2026-07-28) on the
+//! `subscriptions/listen` stream it opened for it.
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use rmcp::RoleServer;
+use rmcp::service::{Peer, SubscriptionSink};
+
+/// How long one session may take to accept the notification: a client that stopped reading
+/// must not hold up the refresh that tells the others.
+const SEND_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Where one session hears of a change.
+#[derive(Clone)]
+enum Listener {
+    /// An older-era session, which may be sent notifications at any time.
+    Session(Peer<RoleServer>),
+    /// A newer-era `subscriptions/listen` stream that asked for `tools/list_changed`.
+    Subscription(SubscriptionSink),
+}
+
+impl Listener {
+    fn closed(&self) -> bool {
+        match self {
+            Listener::Session(peer) => peer.is_transport_closed(),
+            Listener::Subscription(_) => false,
+        }
+    }
+
+    async fn tell(&self) -> bool {
+        let sent = async {
+            match self {
+                Listener::Session(peer) => peer.notify_tool_list_changed().await.is_ok(),
+                Listener::Subscription(sink) => sink.notify_tool_list_changed().await.is_ok(),
+            }
+        };
+        tokio::time::timeout(SEND_TIMEOUT, sent)
+            .await
+            .unwrap_or(false)
+    }
+}
+
+/// The sessions to tell, each under a key of its own.
+#[derive(Default)]
+pub(crate) struct Listeners {
+    inner: Mutex<Registry>,
+}
+
+#[derive(Default)]
+struct Registry {
+    next: u64,
+    listening: Vec<(u64, Listener)>,
+}
+
+impl Listeners {
+    /// Adds an older-era session (at its `notifications/initialized`).
+    pub(crate) fn add_session(&self, peer: Peer<RoleServer>) {
+        self.add(Listener::Session(peer));
+    }
+
+    /// Adds a newer-era subscription until [`Self::remove`] is called with the key returned.
+    pub(crate) fn add_subscription(&self, sink: SubscriptionSink) -> u64 {
+        self.add(Listener::Subscription(sink))
+    }
+
+    fn add(&self, listener: Listener) -> u64 {
+        let mut registry = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        // Sessions that ended since are dropped here too, so the list does not grow with every
+        // session a long-lived host has seen.
+        registry.listening.retain(|(_, l)| !l.closed());
+        let key = registry.next;
+        registry.next += 1;
+        registry.listening.push((key, listener));
+        key
+    }
+
+    /// Removes the listener added under `key` (a subscription that ended).
+    pub(crate) fn remove(&self, key: u64) {
+        let mut registry = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        registry.listening.retain(|(k, _)| *k != key);
+    }
+
+    /// Sends `notifications/tools/list_changed` to every listener at once; those that cannot
+    /// take it any more are dropped. How many were told.
+    pub(crate) async fn tell_all(&self) -> usize {
+        let listening: Vec<(u64, Listener)> = {
+            let registry = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+            registry.listening.clone()
+        };
+        let told = futures_util::future::join_all(
+            listening
+                .iter()
+                .map(|(key, l)| async move { (*key, l.tell().await) }),
+        )
+        .await;
+        let gone: Vec<u64> = told.iter().filter(|(_, ok)| !ok).map(|(k, _)| *k).collect();
+        if !gone.is_empty() {
+            let mut registry = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+            registry.listening.retain(|(k, _)| !gone.contains(k));
+        }
+        told.len() - gone.len()
+    }
+}
