@@ -219,6 +219,7 @@ impl Evaluator {
     pub fn stop_accepting(&self) {
         self.accepting.store(false, Ordering::Release);
         self.closing.cancel();
+        self.listeners.stop();
     }
 
     /// Whether new evaluations are admitted (`/ready`).

@@ -112,13 +112,17 @@ impl ServerHandler for PtcServer {
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
         // A newer-era session's stream: told on it while it is open.
-        if context.accepted().tools_list_changed == Some(true) {
-            let listeners = self.evaluator.listeners();
-            let key = listeners.add_subscription(context.sink().clone());
-            context.cancelled().await;
+        let listeners = self.evaluator.listeners();
+        let key = (context.accepted().tools_list_changed == Some(true))
+            .then(|| listeners.add_subscription(context.sink().clone()));
+        // Until the client ends it, or the host stops: rmcp waits for open handlers before it
+        // closes a session.
+        tokio::select! {
+            () = context.cancelled() => {}
+            () = listeners.stopped() => {}
+        }
+        if let Some(key) = key {
             listeners.remove(key);
-        } else {
-            context.cancelled().await;
         }
         Ok(())
     }

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use rmcp::RoleServer;
 use rmcp::service::{Peer, SubscriptionSink};
+use tokio_util::sync::CancellationToken;
 
 /// How long one session may take to accept the notification: a client that stopped reading
 /// must not hold up the refresh that tells the others.
@@ -45,9 +46,14 @@ impl Listener {
 }
 
 /// The sessions to tell, each under a key of its own.
+///
+/// A listener holds its session's sender, and rmcp ends a session only once every sender is
+/// dropped (or after a drain of up to 5 s): so the host lets them all go when it stops
+/// ([`Self::stop`]), at the end of stdio's input or at the HTTP host's shutdown.
 #[derive(Default)]
 pub(crate) struct Listeners {
     inner: Mutex<Registry>,
+    stopping: CancellationToken,
 }
 
 #[derive(Default)]
@@ -69,11 +75,14 @@ impl Listeners {
 
     fn add(&self, listener: Listener) -> u64 {
         let mut registry = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let key = registry.next;
+        registry.next += 1;
+        if self.stopping.is_cancelled() {
+            return key;
+        }
         // Sessions that ended since are dropped here too, so the list does not grow with every
         // session a long-lived host has seen.
         registry.listening.retain(|(_, l)| !l.closed());
-        let key = registry.next;
-        registry.next += 1;
         registry.listening.push((key, listener));
         key
     }
@@ -82,6 +91,18 @@ impl Listeners {
     pub(crate) fn remove(&self, key: u64) {
         let mut registry = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         registry.listening.retain(|(k, _)| *k != key);
+    }
+
+    /// Lets every listener go, and takes no more: the host is stopping.
+    pub(crate) fn stop(&self) {
+        self.stopping.cancel();
+        let mut registry = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        registry.listening.clear();
+    }
+
+    /// Completes when the host stops (a subscription's stream ends then).
+    pub(crate) async fn stopped(&self) {
+        self.stopping.cancelled().await;
     }
 
     /// Sends `notifications/tools/list_changed` to every listener at once; those that cannot

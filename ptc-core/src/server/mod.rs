@@ -23,6 +23,7 @@ mod rounds;
 pub mod session_run;
 pub mod sessions;
 pub mod state;
+mod stdio_input;
 pub mod tool;
 pub mod workers;
 
@@ -41,8 +42,10 @@ use std::sync::Arc;
 pub async fn serve_stdio(evaluator: Arc<Evaluator>) -> Result<(), String> {
     use rmcp::ServiceExt;
     let server = PtcServer::new(evaluator.clone());
+    let ev = evaluator.clone();
+    let input = stdio_input::UntilEnd::new(tokio::io::stdin(), move || ev.listeners().stop());
     let running = server
-        .serve(rmcp::transport::stdio())
+        .serve((input, tokio::io::stdout()))
         .await
         .map_err(|e| format!("cannot start the MCP session on stdio: {e}"))?;
     let quit = running.waiting().await;
