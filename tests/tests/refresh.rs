@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use ptc_core::server::http::Running;
 use ptc_core::server::{EvalLimits, EvalRequest, Evaluator, HttpOptions, Reload, serve_http};
 use ptc_core::{StartOptions, Upstreams};
 use serde_json::{Value, json};
@@ -94,21 +95,19 @@ async fn eval(ev: &Evaluator, program: &str) -> String {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_admin_refresh_swaps_the_catalog_for_new_evaluations_only() {
-    let dir = std::env::temp_dir().join(format!("ptc-refresh-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let (reached_tx, reached) = oneshot::channel();
-    let release = Arc::new(Notify::new());
-    let base = upstream(reached_tx, release.clone()).await;
-    let config = write_config(&dir, &base, &["a", "b", "slow"], "B");
+/// A host over `config` that refreshes from it, serving HTTP with the clients' token (and the
+/// admin endpoint with `admin`, when given) until the sender is used.
+async fn refreshable(
+    config: &Path,
+    admin: Option<&str>,
+) -> (Arc<Evaluator>, Running, oneshot::Sender<()>) {
     let ev = Evaluator::new(
-        Arc::new(start(&config).await.unwrap()),
+        Arc::new(start(config).await.unwrap()),
         tokio::runtime::Handle::current(),
         EvalLimits::default(),
     )
     .unwrap();
-    let path = config.clone();
+    let path = config.to_path_buf();
     let reload: Reload = Arc::new(move || {
         let path = path.clone();
         Box::pin(async move { start(&path).await })
@@ -120,7 +119,7 @@ async fn an_admin_refresh_swaps_the_catalog_for_new_evaluations_only() {
         HttpOptions {
             addr: "127.0.0.1:0".parse().unwrap(),
             token: Some(CLIENT_TOKEN.into()),
-            admin_token: Some(ADMIN_TOKEN.into()),
+            admin_token: admin.map(str::to_string),
             ..HttpOptions::default()
         },
         async {
@@ -129,6 +128,18 @@ async fn an_admin_refresh_swaps_the_catalog_for_new_evaluations_only() {
     )
     .await
     .unwrap();
+    (ev, running, stop)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_admin_refresh_swaps_the_catalog_for_new_evaluations_only() {
+    let dir = std::env::temp_dir().join(format!("ptc-refresh-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (reached_tx, reached) = oneshot::channel();
+    let release = Arc::new(Notify::new());
+    let base = upstream(reached_tx, release.clone()).await;
+    let config = write_config(&dir, &base, &["a", "b", "slow"], "B");
+    let (ev, running, stop) = refreshable(&config, Some(ADMIN_TOKEN)).await;
     let refresh_url = format!("http://{}/admin/refresh", running.addr);
     let http = reqwest::Client::new();
     let refresh = |token: Option<&'static str>| {
@@ -291,31 +302,7 @@ async fn a_refresh_that_changes_the_tools_tells_the_sessions_open_in_both_eras()
     let (reached_tx, _reached) = oneshot::channel();
     let base = upstream(reached_tx, Arc::new(Notify::new())).await;
     let config = write_config(&dir, &base, &["a", "b"], "B");
-    let ev = Evaluator::new(
-        Arc::new(start(&config).await.unwrap()),
-        tokio::runtime::Handle::current(),
-        EvalLimits::default(),
-    )
-    .unwrap();
-    let path = config.clone();
-    ev.set_reload(Arc::new(move || {
-        let path = path.clone();
-        Box::pin(async move { start(&path).await })
-    }));
-    let (stop, stopped) = oneshot::channel::<()>();
-    let running = serve_http(
-        ev.clone(),
-        HttpOptions {
-            addr: "127.0.0.1:0".parse().unwrap(),
-            token: Some(CLIENT_TOKEN.into()),
-            ..HttpOptions::default()
-        },
-        async {
-            let _ = stopped.await;
-        },
-    )
-    .await
-    .unwrap();
+    let (ev, running, stop) = refreshable(&config, None).await;
     let url = format!("http://{}/mcp", running.addr);
     let (older, mut older_told) =
         listening_session(&url, rmcp::model::ProtocolVersion::V_2025_11_25).await;
