@@ -1,6 +1,6 @@
 //! The rmcp server handler: `tools/list` answers `lisp_eval`; `tools/call` runs the program
 //! through the shared [`Evaluator`], with this session's in-flight limit (a queue) and its
-//! cancellation.
+//! cancellation; the session is told when a refresh changes the tools (`listeners.rs`).
 
 use std::sync::Arc;
 
@@ -93,7 +93,7 @@ impl ServerHandler for PtcServer {
         .with_server_info(Implementation::new("ptc", env!("CARGO_PKG_VERSION")))
         .with_instructions(
             "Answer questions about the upstream services by sending one PTC-Lisp \
-                 program to lisp_eval; start with (tool/servers) or (apropos \"topic\").",
+             program to lisp_eval; start with (tool/servers) or (apropos \"topic\").",
         )
     }
 
