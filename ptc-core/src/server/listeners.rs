@@ -126,3 +126,80 @@ impl Listeners {
         told.len() - gone.len()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{Listener, Listeners};
+    use rmcp::service::{RoleClient, RunningService};
+    use rmcp::{RoleServer, ServerHandler, ServiceExt};
+
+    /// A server that only answers the handshake.
+    struct Quiet;
+    impl ServerHandler for Quiet {}
+
+    /// A session over an in-memory pipe: the server's side (whose peer is told) and the
+    /// client's (which ends it).
+    async fn session() -> (
+        RunningService<RoleServer, Quiet>,
+        RunningService<RoleClient, ()>,
+    ) {
+        let (a, b) = tokio::io::duplex(64 * 1024);
+        let server = tokio::spawn(async move { Quiet.serve(tokio::io::split(a)).await.unwrap() });
+        let client = ().serve(tokio::io::split(b)).await.unwrap();
+        (server.await.unwrap(), client)
+    }
+
+    impl Listeners {
+        fn len(&self) -> usize {
+            self.inner.lock().unwrap().listening.len()
+        }
+    }
+
+    #[tokio::test]
+    async fn a_session_that_ended_is_not_told_and_is_dropped() {
+        let listeners = Listeners::default();
+        let (first, first_client) = session().await;
+        let (second, _second_client) = session().await;
+        listeners.add_session(first.peer().clone());
+        listeners.add_session(second.peer().clone());
+        assert_eq!(listeners.tell_all().await, 2);
+
+        first_client.cancel().await.unwrap();
+        first.waiting().await.unwrap();
+        // Told no more, and dropped for it.
+        assert_eq!(listeners.tell_all().await, 1);
+        assert_eq!(listeners.len(), 1);
+
+        // One that ended unseen is dropped when the next is added.
+        let (third, third_client) = session().await;
+        listeners.add_session(third.peer().clone());
+        assert_eq!(listeners.len(), 2);
+        third_client.cancel().await.unwrap();
+        third.waiting().await.unwrap();
+        let (fourth, _fourth_client) = session().await;
+        listeners.add_session(fourth.peer().clone());
+        assert_eq!(
+            listeners.len(),
+            2,
+            "the ended session went when the next came"
+        );
+        assert_eq!(listeners.tell_all().await, 2);
+    }
+
+    #[tokio::test]
+    async fn a_removed_listener_is_not_told_and_a_stopped_host_tells_nobody() {
+        let listeners = Listeners::default();
+        let (first, _a) = session().await;
+        let (second, _b) = session().await;
+        let key = listeners.add(Listener::Session(first.peer().clone()));
+        listeners.add(Listener::Session(second.peer().clone()));
+        listeners.remove(key);
+        assert_eq!(listeners.tell_all().await, 1, "only the one not removed");
+
+        listeners.stop();
+        listeners.stopped().await;
+        assert_eq!(listeners.len(), 0, "every sender let go");
+        listeners.add_session(first.peer().clone());
+        assert_eq!(listeners.tell_all().await, 0, "none taken after the stop");
+    }
+}
