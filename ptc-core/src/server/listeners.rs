@@ -191,10 +191,12 @@ mod tests {
         let listeners = Listeners::default();
         let (first, _a) = session().await;
         let (second, _b) = session().await;
+        let (third, _c) = session().await;
         let key = listeners.add(Listener::Session(first.peer().clone()));
         listeners.add(Listener::Session(second.peer().clone()));
+        listeners.add(Listener::Session(third.peer().clone()));
         listeners.remove(key);
-        assert_eq!(listeners.tell_all().await, 1, "only the one not removed");
+        assert_eq!(listeners.tell_all().await, 2, "only the ones not removed");
 
         listeners.stop();
         listeners.stopped().await;
