@@ -32,16 +32,14 @@ impl Listener {
         }
     }
 
-    async fn tell(&self) -> bool {
+    async fn tell(&self, within: Duration) -> bool {
         let sent = async {
             match self {
                 Listener::Session(peer) => peer.notify_tool_list_changed().await.is_ok(),
                 Listener::Subscription(sink) => sink.notify_tool_list_changed().await.is_ok(),
             }
         };
-        tokio::time::timeout(SEND_TIMEOUT, sent)
-            .await
-            .unwrap_or(false)
+        tokio::time::timeout(within, sent).await.unwrap_or(false)
     }
 }
 
@@ -50,10 +48,21 @@ impl Listener {
 /// A listener holds its session's sender, and rmcp ends a session only once every sender is
 /// dropped (or after a drain of up to 5 s): so the host lets them all go when it stops
 /// ([`Self::stop`]), at the end of stdio's input or at the HTTP host's shutdown.
-#[derive(Default)]
 pub(crate) struct Listeners {
     inner: Mutex<Registry>,
     stopping: CancellationToken,
+    /// [`SEND_TIMEOUT`]; shorter in tests.
+    send_timeout: Duration,
+}
+
+impl Default for Listeners {
+    fn default() -> Self {
+        Listeners {
+            inner: Mutex::default(),
+            stopping: CancellationToken::new(),
+            send_timeout: SEND_TIMEOUT,
+        }
+    }
 }
 
 #[derive(Default)]
@@ -115,7 +124,7 @@ impl Listeners {
         let told = futures_util::future::join_all(
             listening
                 .iter()
-                .map(|(key, l)| async move { (*key, l.tell().await) }),
+                .map(|(key, l)| async move { (*key, l.tell(self.send_timeout).await) }),
         )
         .await;
         let gone: Vec<u64> = told.iter().filter(|(_, ok)| !ok).map(|(k, _)| *k).collect();
@@ -184,6 +193,43 @@ mod tests {
             "the ended session went when the next came"
         );
         assert_eq!(listeners.tell_all().await, 2);
+    }
+
+    #[tokio::test]
+    async fn a_session_that_stopped_reading_is_given_up_on_without_holding_up_the_others() {
+        use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+        let listeners = Listeners {
+            send_timeout: std::time::Duration::from_millis(200),
+            ..Listeners::default()
+        };
+        // A client that completes the handshake and then reads nothing: the pipe holds less
+        // than one notification, so the server's write waits for good.
+        let (a, b) = tokio::io::duplex(32);
+        let server = tokio::spawn(async move { Quiet.serve(tokio::io::split(a)).await.unwrap() });
+        let (read, mut write) = tokio::io::split(b);
+        let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"stalled","version":"1"}}}"#;
+        write
+            .write_all(format!("{init}\n").as_bytes())
+            .await
+            .unwrap();
+        let mut answer = String::new();
+        tokio::io::BufReader::new(read)
+            .read_line(&mut answer)
+            .await
+            .unwrap();
+        assert!(answer.contains(r#""id":0"#), "{answer}");
+        write
+            .write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n")
+            .await
+            .unwrap();
+        let stalled = server.await.unwrap();
+        let (healthy, _client) = session().await;
+        listeners.add_session(stalled.peer().clone());
+        listeners.add_session(healthy.peer().clone());
+
+        assert_eq!(listeners.tell_all().await, 1, "the reading session only");
+        assert_eq!(listeners.len(), 1, "the stalled one is given up on");
+        assert_eq!(listeners.tell_all().await, 1);
     }
 
     #[tokio::test]
