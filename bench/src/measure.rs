@@ -119,7 +119,58 @@ pub fn pair(
     (Samples::new(sa), Samples::new(sb))
 }
 
+/// [`pair`] run `rounds` times: the samples of every round pooled, and each round's ratio of
+/// medians (`a` over `b`). For a row whose difference is a few percent: one round's figure moves
+/// by more than that, so the row is judged on all the rounds' samples and shows how far a single
+/// round strays.
+pub fn pair_rounds(
+    budget: Budget,
+    rounds: usize,
+    mut a: impl FnMut() -> Duration,
+    mut b: impl FnMut() -> Duration,
+) -> (Samples, Samples, Vec<f64>) {
+    let (mut sa, mut sb, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        let (ra, rb) = pair(budget, &mut a, &mut b);
+        ratios.push(ra.median().as_secs_f64() / rb.median().as_secs_f64());
+        sa.extend(ra.0);
+        sb.extend(rb.0);
+    }
+    (Samples::new(sa), Samples::new(sb), ratios)
+}
+
 /// A closure's time as a side for [`pair`]: the clock stops before its result is freed.
 pub fn timed<R>(mut f: impl FnMut() -> R) -> impl FnMut() -> Duration {
     move || once(&mut f).0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A side whose `n`th sample takes `times[n]` microseconds, cycling.
+    fn side(times: &'static [u64]) -> impl FnMut() -> Duration {
+        let mut n = 0;
+        move || {
+            n += 1;
+            Duration::from_micros(times[(n - 1) % times.len()])
+        }
+    }
+
+    #[test]
+    fn rounds_pool_their_samples_and_give_each_rounds_ratio() {
+        let budget = Budget {
+            min_time: Duration::ZERO,
+            min_samples: 3,
+        };
+        // Each round is a warm-up of each side, then three samples of each; one side cycles
+        // through five values, so the two rounds see different medians.
+        let (a, b, ratios) = pair_rounds(budget, 2, side(&[10, 40, 20, 30, 50]), side(&[10]));
+        // Round one: warm-up 10, samples 40, 20, 30; round two: warm-up 50, samples 10, 40, 20.
+        assert_eq!(ratios, vec![3.0, 2.0]);
+        assert_eq!((a.len(), b.len()), (6, 6));
+        assert_eq!(a.median(), Duration::from_micros(30));
+        assert_eq!(a.min(), Duration::from_micros(10));
+        assert_eq!(b.median(), Duration::from_micros(10));
+    }
 }
