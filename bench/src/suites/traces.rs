@@ -29,8 +29,7 @@ use crate::report::Row;
 
 /// How long one sample evaluates for, one evaluation after another. With samples of 20
 /// evaluations (11 ms) alternated, the row read about half of what longer stretches and separate
-/// processes read: what lasts longer than a sample (the work traces set off in the background,
-/// how the threads wake each other) was shared by both sides (docs/performance.md).
+/// processes read, for reasons not yet found (docs/performance.md).
 const SAMPLE: Duration = Duration::from_millis(200);
 /// Rounds per row, pooled: one round's figure moves by more than the difference measured.
 const ROUNDS: usize = 8;
