@@ -1,12 +1,12 @@
 //! Traces: a one-call program (one `tool/call` to a loopback upstream) with traces exported over
 //! OTLP/HTTP beside the same program with traces off, sampled in alternation in the same process,
-//! 200 ms of evaluations at a time (the exporter keeps running; off, no span is made and nothing is propagated, which is what a
-//! host started without an endpoint does): evaluated in process through the evaluator, and as a
-//! client's `lisp_eval` over Streamable HTTP carrying a `traceparent`. The collector is a
-//! loopback sink that reads each export and answers 200, so the rows hold ptc's side only:
-//! making and ending the spans, encoding them and sending them from the batch processor's
-//! thread. Target: at most 5 % over off for the program as a client sends it (over HTTP), judged
-//! on eight rounds' samples pooled; in process the row shows what the spans add to the evaluator
+//! 200 ms of evaluations at a time (the exporter keeps running; off, no span is made and nothing is
+//! propagated, which is what a host started without an endpoint does): evaluated in process through
+//! the evaluator, and as a client's `lisp_eval` over Streamable HTTP carrying a `traceparent`. The
+//! collector is a loopback sink that reads each export and answers 200, so the rows hold ptc's side
+//! only: making and ending the spans, encoding them and sending them from the batch processor's
+//! thread. Target: at most 5 % over off for the program as a client sends it (over HTTP), judged on
+//! eight rounds' samples pooled; in process the row shows what the spans add to the evaluator
 //! alone, the shortest evaluation there is, without a target (docs/performance.md).
 
 use std::net::SocketAddr;
