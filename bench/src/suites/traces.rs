@@ -119,21 +119,12 @@ fn rows(budget: Budget) -> Result<Vec<Row>, String> {
     let in_process = |on: bool| {
         let (ev, req, rt) = (&ev, &req, &rt);
         move || {
-            telemetry::set_recording(on);
-            let t = Instant::now();
-            let n = rt.block_on(async {
-                let mut n = 0;
-                while t.elapsed() < SAMPLE {
-                    let o = ev.eval(req.clone(), Default::default()).await;
-                    match o.result {
-                        Ok(v) => assert_eq!(v.text, "true"),
-                        Err(e) => panic!("the bench program failed: {e:?}"),
-                    }
-                    n += 1;
+            per_evaluation(rt, on, || async {
+                match ev.eval(req.clone(), Default::default()).await.result {
+                    Ok(v) => assert_eq!(v.text, "true"),
+                    Err(e) => panic!("the bench program failed: {e:?}"),
                 }
-                n
-            });
-            t.elapsed() / n
+            })
         }
     };
     let mut rows = vec![rounds(
@@ -159,18 +150,10 @@ fn rows(budget: Budget) -> Result<Vec<Row>, String> {
     let over_http = |on: bool| {
         let (client, url, rt) = (&client, &url, &rt);
         move || {
-            telemetry::set_recording(on);
-            let t = Instant::now();
-            let n = rt.block_on(async {
-                let mut n = 0;
-                while t.elapsed() < SAMPLE {
-                    let reply = lisp_eval(client, url).await;
-                    assert!(reply.contains(r#""result":true"#), "{reply}");
-                    n += 1;
-                }
-                n
-            });
-            t.elapsed() / n
+            per_evaluation(rt, on, || async {
+                let reply = lisp_eval(client, url).await;
+                assert!(reply.contains(r#""result":true"#), "{reply}");
+            })
         }
     };
     rows.push(rounds(
@@ -196,6 +179,26 @@ fn rows(budget: Budget) -> Result<Vec<Row>, String> {
         ));
     }
     Ok(rows)
+}
+
+/// One sample: with traces `on` or off, `one` evaluation after another for [`SAMPLE`]; the
+/// time per evaluation.
+fn per_evaluation<F: Future<Output = ()>>(
+    rt: &tokio::runtime::Runtime,
+    on: bool,
+    mut one: impl FnMut() -> F,
+) -> Duration {
+    telemetry::set_recording(on);
+    let t = Instant::now();
+    let n = rt.block_on(async {
+        let mut n = 0;
+        while t.elapsed() < SAMPLE {
+            one().await;
+            n += 1;
+        }
+        n
+    });
+    t.elapsed() / n
 }
 
 /// A caller's trace context, sent with every evaluation.

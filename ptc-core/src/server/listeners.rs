@@ -72,6 +72,12 @@ struct Registry {
 }
 
 impl Listeners {
+    /// The registry, also after a panic elsewhere left its lock poisoned (it holds no invariant
+    /// a panic could break).
+    fn lock(&self) -> std::sync::MutexGuard<'_, Registry> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// Adds an older-era session (at its `notifications/initialized`).
     pub(crate) fn add_session(&self, peer: Peer<RoleServer>) {
         self.add(Listener::Session(peer));
@@ -83,7 +89,7 @@ impl Listeners {
     }
 
     fn add(&self, listener: Listener) -> u64 {
-        let mut registry = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let mut registry = self.lock();
         let key = registry.next;
         registry.next += 1;
         if self.stopping.is_cancelled() {
@@ -98,14 +104,14 @@ impl Listeners {
 
     /// Removes the listener added under `key` (a subscription that ended).
     pub(crate) fn remove(&self, key: u64) {
-        let mut registry = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let mut registry = self.lock();
         registry.listening.retain(|(k, _)| *k != key);
     }
 
     /// Lets every listener go, and takes no more: the host is stopping.
     pub(crate) fn stop(&self) {
         self.stopping.cancel();
-        let mut registry = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let mut registry = self.lock();
         registry.listening.clear();
     }
 
@@ -118,7 +124,7 @@ impl Listeners {
     /// take it any more are dropped. How many were told.
     pub(crate) async fn tell_all(&self) -> usize {
         let listening: Vec<(u64, Listener)> = {
-            let registry = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+            let registry = self.lock();
             registry.listening.clone()
         };
         let told = futures_util::future::join_all(
@@ -129,7 +135,7 @@ impl Listeners {
         .await;
         let gone: Vec<u64> = told.iter().filter(|(_, ok)| !ok).map(|(k, _)| *k).collect();
         if !gone.is_empty() {
-            let mut registry = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+            let mut registry = self.lock();
             registry.listening.retain(|(k, _)| !gone.contains(k));
         }
         told.len() - gone.len()
@@ -160,7 +166,7 @@ mod tests {
 
     impl Listeners {
         fn len(&self) -> usize {
-            self.inner.lock().unwrap().listening.len()
+            self.lock().listening.len()
         }
     }
 
