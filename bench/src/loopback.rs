@@ -19,6 +19,27 @@ pub async fn serve(app: axum::Router) -> SocketAddr {
     addr
 }
 
+/// Serves `app` on a fresh loopback port from a thread and runtime of its own, as a service in
+/// another process would be: its requests take no turn on the caller's runtime; its address.
+pub fn serve_apart(app: axum::Router) -> Result<SocketAddr, String> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("no runtime for a loopback server: {e}"))?;
+    let listener = rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .map_err(|e| format!("cannot bind loopback: {e}"))?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| format!("no loopback address: {e}"))?;
+    // The thread serves until the process ends, as the runtime-bound servers above do.
+    std::thread::Builder::new()
+        .name("loopback-apart".into())
+        .spawn(move || rt.block_on(async move { axum::serve(listener, app).await }))
+        .map_err(|e| format!("cannot start a loopback server's thread: {e}"))?;
+    Ok(addr)
+}
+
 /// What an [`otlp_sink`] received: exports and their bytes.
 #[derive(Default)]
 pub struct Exports {

@@ -429,9 +429,7 @@ impl Evaluator {
             &req.caller.subject,
             req.trace.as_ref(),
         );
-        // The program's calls are children of the span current when its host is made.
-        let outcome =
-            crate::telemetry::traced(self.eval_inner(&req, cancel, until, approver), &span).await;
+        let outcome = self.eval_inner(&req, cancel, until, approver, &span).await;
         let outcome = EvalOutcome {
             duration: started.elapsed(),
             caller: req.caller.subject.clone(),
@@ -450,6 +448,7 @@ impl Evaluator {
         cancel: CancellationToken,
         until: tokio::time::Instant,
         approver: Option<Arc<dyn Approver>>,
+        span: &crate::telemetry::TraceSpan,
     ) -> EvalOutcome {
         let context = match self.check_request(req) {
             Ok(c) => c,
@@ -487,14 +486,17 @@ impl Evaluator {
         // every task hand-off is a thread wake-up, tens of microseconds on a virtual machine.
         // One snapshot for the whole run: a refresh meanwhile does not change its catalog.
         let upstreams = self.upstreams();
-        let host = Arc::new(ProgramHost::for_caller(
-            upstreams.clone(),
-            self.runtime.clone(),
-            self.limits.budgets(),
-            approver.unwrap_or_else(|| Arc::new(crate::approval::Nobody)),
-            req.caller.clone(),
-            grant,
-        ));
+        // The program's calls are children of the span current when its host is made.
+        let host = Arc::new(span.in_scope(|| {
+            ProgramHost::for_caller(
+                upstreams.clone(),
+                self.runtime.clone(),
+                self.limits.budgets(),
+                approver.unwrap_or_else(|| Arc::new(crate::approval::Nobody)),
+                req.caller.clone(),
+                grant,
+            )
+        }));
         let recorder = self
             .record_dir
             .get()
