@@ -10,11 +10,10 @@
 //!
 //! **Only ids on the program's path.** A span is a record ([`TraceSpan`]): its identity (minted
 //! where it starts, since its children and the requests it propagates to need it at once), its
-//! start time and the attributes noted on it. When it ends, the record becomes the SDK's
-//! [`SpanData`] and goes to the batch processor, whose thread encodes and exports it. No SDK span
-//! is made on the path, because measured over HTTP on a 2-vCPU VM the SDK's spans cost a
-//! one-call program 4–8 % while minting and propagating the ids alone cost nothing measurable
-//! (docs/performance.md#traces-issue-28). The sampler is the SDK's (`OTEL_TRACES_SAMPLER`),
+//! start time and the attributes noted on it. When it ends, the record becomes the SDK's span
+//! data and goes to the SDK's batch processor, whose thread encodes and exports it. No SDK span is
+//! made on the path: on a one-call program, minting and propagating the ids alone cost nothing
+//! measurable where the SDK's spans cost 6 % (docs/performance.md#traces-issue-28). The sampler is the SDK's (`OTEL_TRACES_SAMPLER`),
 //! asked once per trace root as the SDK asks it; a span under one of ptc's inherits its
 //! decision, which is what every sampler the SDK offers decides there.
 //!

@@ -19,10 +19,10 @@ use opentelemetry_sdk::trace::{
 /// spans are handed to.
 #[derive(Debug)]
 pub(super) struct Active {
-    pub(super) sampler: Box<dyn ShouldSample>,
-    pub(super) ids: RandomIdGenerator,
-    pub(super) scope: InstrumentationScope,
-    pub(super) processor: Arc<dyn SpanProcessor>,
+    sampler: Box<dyn ShouldSample>,
+    ids: RandomIdGenerator,
+    scope: InstrumentationScope,
+    processor: Arc<dyn SpanProcessor>,
 }
 
 impl Active {
@@ -41,23 +41,23 @@ impl Active {
 /// A span that has not been handed to the processor yet.
 #[derive(Debug)]
 pub(super) struct Open {
-    pub(super) name: &'static str,
-    pub(super) kind: SpanKind,
+    name: &'static str,
+    kind: SpanKind,
     /// Its identity: trace, span, whether the trace is sampled, the vendors' state.
     pub(super) context: SpanContext,
     /// Its parent's span id (invalid for a root) and whether that parent is the caller's.
-    pub(super) parent: (SpanId, bool),
-    pub(super) started: SystemTime,
-    /// Its attributes so far: those it started with, then the notes taken on it ([`note`]);
+    parent: (SpanId, bool),
+    started: SystemTime,
+    /// Its attributes so far: those it started with, then the notes taken on it ([`note`](super::note));
     /// `None` once it has ended.
-    pub(super) attributes: Mutex<Option<Vec<KeyValue>>>,
-    /// What an upstream request of this call carries ([`outgoing`]), formatted where the span
+    attributes: Mutex<Option<Vec<KeyValue>>>,
+    /// What an upstream request of this call carries ([`outgoing`](super::outgoing)), formatted where the span
     /// starts; empty for the other spans.
     pub(super) carried: Vec<(&'static str, String)>,
     pub(super) active: Arc<Active>,
 }
 
-/// The span a context holds while its future is polled ([`traced`], [`TraceSpan::in_scope`]).
+/// The span a context holds while its future is polled ([`traced`](super::traced), [`TraceSpan::in_scope`](super::TraceSpan::in_scope)).
 #[derive(Debug)]
 pub(super) struct Current(pub(super) Arc<Open>);
 
