@@ -276,6 +276,25 @@ mod tests {
         .context()
     }
 
+    /// An evaluation's span under the caller's context `cx`, and a call's span under it.
+    fn eval_and_call(active: Arc<Active>, cx: &Context) -> (Open, Open) {
+        let eval = Open::start(
+            active.clone(),
+            "lisp_eval",
+            SpanKind::Server,
+            Vec::new(),
+            Under::Caller(cx),
+        );
+        let call = Open::start(
+            active,
+            "tool/call",
+            SpanKind::Client,
+            Vec::new(),
+            Under::Span(&eval),
+        );
+        (eval, call)
+    }
+
     fn attribute<'a>(span: &'a SpanData, key: &str) -> Option<&'a opentelemetry::Value> {
         let kv = span.attributes.iter().find(|kv| kv.key.as_str() == key)?;
         Some(&kv.value)
@@ -352,20 +371,7 @@ mod tests {
         let (active, finished) = active();
         let tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
         let cx = caller(tp, Some("vendor=opaque"));
-        let eval = Open::start(
-            active.clone(),
-            "lisp_eval",
-            SpanKind::Server,
-            Vec::new(),
-            Under::Caller(&cx),
-        );
-        let call = Open::start(
-            active,
-            "tool/call",
-            SpanKind::Client,
-            Vec::new(),
-            Under::Span(&eval),
-        );
+        let (eval, call) = eval_and_call(active, &cx);
         let (e, c) = (eval.context.clone(), call.context.clone());
         assert_eq!(e.trace_id().to_string(), "4bf92f3577b34da6a3ce929d0e0e4736");
         assert_eq!(c.trace_id(), e.trace_id());
@@ -402,20 +408,7 @@ mod tests {
             "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00",
             None,
         );
-        let eval = Open::start(
-            active.clone(),
-            "lisp_eval",
-            SpanKind::Server,
-            Vec::new(),
-            Under::Caller(&cx),
-        );
-        let call = Open::start(
-            active,
-            "tool/call",
-            SpanKind::Client,
-            Vec::new(),
-            Under::Span(&eval),
-        );
+        let (eval, call) = eval_and_call(active, &cx);
         assert!(!eval.context.is_sampled() && !call.context.is_sampled());
         let carried = super::carried(&call.context);
         assert_eq!(
