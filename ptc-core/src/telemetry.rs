@@ -13,9 +13,9 @@
 //! start time and the attributes noted on it. When it ends, the record becomes the SDK's span
 //! data and goes to the SDK's batch processor, whose thread encodes and exports it. No SDK span is
 //! made on the path: on a one-call program, minting and propagating the ids alone cost nothing
-//! measurable where the SDK's spans cost 6 % (docs/performance.md#traces-issue-28). The sampler is the SDK's (`OTEL_TRACES_SAMPLER`),
-//! asked once per trace root as the SDK asks it; a span under one of ptc's inherits its
-//! decision, which is what every sampler the SDK offers decides there.
+//! measurable where the SDK's spans cost 6 % (docs/performance.md#traces-issue-28). The sampler
+//! is the SDK's (`OTEL_TRACES_SAMPLER`), asked once per trace root as the SDK asks it; a span under
+//! one of ptc's inherits its decision, which is what every sampler the SDK offers decides there.
 //!
 //! A span is current the way OpenTelemetry makes it so: a context holding it is attached while
 //! the future it covers is polled ([`traced`]), which is where an upstream request reads what it

@@ -48,16 +48,17 @@ pub(super) struct Open {
     /// Its parent's span id (invalid for a root) and whether that parent is the caller's.
     parent: (SpanId, bool),
     started: SystemTime,
-    /// Its attributes so far: those it started with, then the notes taken on it ([`note`](super::note));
-    /// `None` once it has ended.
+    /// Its attributes so far: those it started with, then the notes taken on it
+    /// ([`note`](super::note)); `None` once it has ended.
     attributes: Mutex<Option<Vec<KeyValue>>>,
-    /// What an upstream request of this call carries ([`outgoing`](super::outgoing)), formatted where the span
-    /// starts; empty for the other spans.
+    /// What an upstream request of this call carries ([`outgoing`](super::outgoing)), formatted
+    /// where the span starts; empty for the other spans.
     pub(super) carried: Vec<(&'static str, String)>,
     pub(super) active: Arc<Active>,
 }
 
-/// The span a context holds while its future is polled ([`traced`](super::traced), [`TraceSpan::in_scope`](super::TraceSpan::in_scope)).
+/// The span a context holds while its future is polled ([`traced`](super::traced),
+/// [`TraceSpan::in_scope`](super::TraceSpan::in_scope)).
 #[derive(Debug)]
 pub(super) struct Current(pub(super) Arc<Open>);
 
