@@ -237,7 +237,7 @@ mod tests {
     use opentelemetry::trace::{SpanId, SpanKind, Status};
     use opentelemetry::{Context, KeyValue};
     use opentelemetry_sdk::error::OTelSdkResult;
-    use opentelemetry_sdk::trace::{SpanData, SpanProcessor};
+    use opentelemetry_sdk::trace::{Sampler, SpanData, SpanProcessor};
     use std::sync::{Arc, Mutex};
     use std::time::{Duration, SystemTime};
 
@@ -267,6 +267,14 @@ mod tests {
     fn active() -> (Arc<Active>, Finished) {
         let finished = Finished::default();
         (Arc::new(Active::new(Arc::new(finished.clone()))), finished)
+    }
+
+    /// Span making whose sampler is `sampler` rather than the environment's.
+    fn sampled_by(sampler: Sampler) -> (Arc<Active>, Finished) {
+        let finished = Finished::default();
+        let mut active = Active::new(Arc::new(finished.clone()));
+        active.sampler = Box::new(sampler);
+        (Arc::new(active), finished)
     }
 
     fn caller(traceparent: &str, tracestate: Option<&str>) -> Context {
@@ -454,5 +462,41 @@ mod tests {
             data.attributes
         );
         assert_eq!(attribute(&data, "ptc.outcome"), Some(&"ok".into()));
+    }
+
+    #[test]
+    fn the_sampler_decides_a_new_trace_and_its_calls_follow_the_decision() {
+        // A sampled caller's trace under a sampler that drops everything: the sampler's word,
+        // not the caller's flag, decides, and the call inherits it.
+        let sampled = caller(
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            None,
+        );
+        let (active, finished) = sampled_by(Sampler::AlwaysOff);
+        let (eval, call) = eval_and_call(active.clone(), &sampled);
+        assert!(!eval.context.is_sampled() && !call.context.is_sampled());
+        assert_eq!(eval.context.trace_id(), call.context.trace_id());
+        let root = Open::start(
+            active,
+            "lisp_eval",
+            SpanKind::Server,
+            Vec::new(),
+            Under::Nothing,
+        );
+        assert!(root.context.is_valid() && !root.context.is_sampled());
+        drop((call, eval, root));
+        assert!(finished.take().is_empty(), "nothing dropped is exported");
+        // A new trace is sampled by the default sampler, and only the caller's flag says no.
+        let (active, finished) = sampled_by(Sampler::ParentBased(Box::new(Sampler::AlwaysOn)));
+        let root = Open::start(
+            active,
+            "lisp_eval",
+            SpanKind::Server,
+            Vec::new(),
+            Under::Nothing,
+        );
+        assert!(root.context.is_sampled());
+        drop(root);
+        assert_eq!(finished.take().len(), 1);
     }
 }
