@@ -47,6 +47,9 @@ fn main() -> ExitCode {
     } else {
         measure::Budget::full()
     };
+    if args.first().map(String::as_str) == Some("--traces-process") {
+        return suites::traces::process_main(budget);
+    }
     if cfg!(debug_assertions) {
         eprintln!("warning: ptc-bench is a debug build; run it with --release for real numbers");
     }
@@ -81,9 +84,9 @@ fn main() -> ExitCode {
     if enabled("identity") {
         rows.extend(suites::identity::run(budget));
     }
-    // Last: it installs the process's trace layer (off again when it ends).
+    // In processes of its own, each starting its own trace exporter.
     if enabled("traces") {
-        rows.extend(suites::traces::run(budget));
+        rows.extend(suites::traces::run(quick));
     }
     println!("{}", report::markdown(&rows));
     let json_path = data::dir().with_file_name("bench-results.json");

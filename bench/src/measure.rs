@@ -62,6 +62,11 @@ impl Samples {
         }
     }
 
+    /// The samples, fastest first.
+    pub fn iter(&self) -> impl Iterator<Item = Duration> + '_ {
+        self.0.iter().copied()
+    }
+
     /// Number of samples.
     pub fn len(&self) -> usize {
         self.0.len()

@@ -626,3 +626,37 @@ async fn a_retried_call_says_how_often_and_what_the_upstream_last_answered() {
     assert_eq!(attr(call, "ptc.reason"), "upstream_unavailable", "{call}");
     bed.stop().await;
 }
+
+/// Once the exporter has sent a batch, the batch processor's thread is in the idle scheduling
+/// class: encoding and sending spans never takes a CPU an evaluation wants.
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_exporters_thread_runs_only_when_nothing_else_wants_a_cpu() {
+    let Some(exporting) = exporting() else { return };
+    let span = ptc_core::telemetry::eval_span("(+ 1 2)", program_hash, "local", None);
+    let records = ptc_core::records::RunRecords::new(Vec::new(), 1);
+    ptc_core::telemetry::eval_ended(&span, None, &records, 0);
+    tokio::task::spawn_blocking(|| exporting.traces.flush())
+        .await
+        .unwrap()
+        .expect("the export succeeds");
+    // `/proc/self/task/<tid>/stat`: the policy is field 41, counted from 1 (`SCHED_IDLE` is 5).
+    let policies: Vec<String> = std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .flatten()
+        .filter(|t| {
+            std::fs::read_to_string(t.path().join("comm"))
+                .is_ok_and(|c| c.starts_with("OpenTelemetry"))
+        })
+        .map(|t| {
+            let stat = std::fs::read_to_string(t.path().join("stat")).unwrap();
+            let after_name = stat.rsplit_once(')').unwrap().1;
+            after_name
+                .split_whitespace()
+                .nth(41 - 3)
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(policies, vec!["5".to_string()], "the exporter's thread");
+}

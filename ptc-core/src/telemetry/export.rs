@@ -4,11 +4,13 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use opentelemetry_http::{Bytes, HttpClient, HttpError, Request, Response};
 use opentelemetry_otlp::{Protocol, WithExportConfig, WithHttpConfig};
-use opentelemetry_sdk::trace::{BatchSpanProcessor, SpanExporter as _, SpanProcessor as _};
+use opentelemetry_sdk::error::OTelSdkResult;
+use opentelemetry_sdk::trace::{BatchSpanProcessor, SpanData, SpanExporter, SpanProcessor as _};
 
 use super::record::Active;
 use super::{ACTIVE, set_recording};
@@ -137,6 +139,10 @@ impl Traces {
             .build()
             .map_err(|e| format!("cannot start the OTLP trace exporter: {e}"))?;
         exporter.set_resource(&resource(&config.service));
+        let exporter = Yielding {
+            inner: exporter,
+            lowered: AtomicBool::new(false),
+        };
         let processor = Arc::new(BatchSpanProcessor::builder(exporter).build());
         *active = Some(Arc::new(Active::new(processor.clone())));
         drop(active);
@@ -157,6 +163,50 @@ impl Drop for Traces {
         *ACTIVE.write().unwrap_or_else(|e| e.into_inner()) = None;
         set_recording(false);
         let _ = self.processor.shutdown();
+    }
+}
+
+/// An exporter whose thread (the batch processor's) yields to every other: from its first
+/// export on it is scheduled only when a CPU has nothing else to run (Linux's `SCHED_IDLE`), so
+/// encoding and sending spans never takes a turn from an evaluation; on a host with no CPU to
+/// spare, spans wait in the queue and are dropped when it is full, as the queue's rule says.
+/// Measured in `ptc-bench traces` (docs/performance.md#traces-issue-28).
+#[derive(Debug)]
+struct Yielding<E> {
+    inner: E,
+    lowered: AtomicBool,
+}
+
+/// Only `export` is passed on: the OTLP exporter keeps the trait's defaults for the rest (nothing
+/// to flush or shut down), and its resource is set before it is wrapped.
+impl<E: SpanExporter> SpanExporter for Yielding<E> {
+    fn export(&self, batch: Vec<SpanData>) -> impl Future<Output = OTelSdkResult> + Send {
+        // The batch processor calls its exporter on its own thread only.
+        if !self.lowered.swap(true, Ordering::Relaxed) {
+            lower_this_thread();
+        }
+        self.inner.export(batch)
+    }
+}
+
+/// Puts the calling thread in the idle scheduling class. Elsewhere than Linux, or when the system
+/// refuses (a debug line in the log says why), the thread keeps its priority.
+fn lower_this_thread() {
+    #[cfg(target_os = "linux")]
+    {
+        use thread_priority::{
+            NormalThreadSchedulePolicy, ThreadPriority, ThreadSchedulePolicy,
+            set_thread_priority_and_policy, thread_native_id,
+        };
+        let idle = ThreadSchedulePolicy::Normal(NormalThreadSchedulePolicy::Idle);
+        if let Err(e) =
+            set_thread_priority_and_policy(thread_native_id(), ThreadPriority::Min, idle)
+        {
+            tracing::debug!(
+                target: "ptc::telemetry",
+                "the trace exporter's thread keeps its priority: {e:?}"
+            );
+        }
     }
 }
 
