@@ -198,18 +198,15 @@ fn across_processes(quick: bool) -> Result<Vec<Row>, String> {
 
 /// The row of the process with the median ratio among `processes`, with its `target`; the note
 /// gives every process's ratio and how far one round alone read.
-fn median_process(name: &str, mut processes: Vec<&Sides>, target: Option<f64>) -> Row {
-    processes.sort_by(|a, b| a.ratio().total_cmp(&b.ratio()));
-    let median = processes[processes.len() / 2];
-    let (on, off) = median.samples();
+fn median_process(name: &str, processes: Vec<&Sides>, target: Option<f64>) -> Row {
+    let mut rated: Vec<(f64, &Sides)> = processes.into_iter().map(|p| (p.ratio(), p)).collect();
+    rated.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let (on, off) = rated[rated.len() / 2].1.samples();
     let extra = on.median().as_secs_f64() - off.median().as_secs_f64();
-    let ratios: Vec<String> = processes
+    let ratios: Vec<String> = rated.iter().map(|(r, _)| format!("{r:.3}×")).collect();
+    let (low, high) = rated
         .iter()
-        .map(|p| format!("{:.3}×", p.ratio()))
-        .collect();
-    let (low, high) = processes
-        .iter()
-        .flat_map(|p| &p.rounds)
+        .flat_map(|(_, p)| &p.rounds)
         .fold((f64::MAX, f64::MIN), |(l, h), r| (l.min(*r), h.max(*r)));
     Row::paired(
         "traces",
@@ -222,7 +219,7 @@ fn median_process(name: &str, mut processes: Vec<&Sides>, target: Option<f64>) -
             "{:+.1} µs per evaluation (2 spans); the median of {} processes (each {ROUNDS} rounds \
              of {} ms samples pooled), which read {}; one round alone {low:.3}–{high:.3}×",
             extra * 1e6,
-            processes.len(),
+            rated.len(),
             SAMPLE.as_millis(),
             ratios.join(", ")
         ),

@@ -285,6 +285,17 @@ mod tests {
         .context()
     }
 
+    /// An evaluation's span that starts a new trace (no caller's context).
+    fn new_trace(active: Arc<Active>) -> Open {
+        Open::start(
+            active,
+            "lisp_eval",
+            SpanKind::Server,
+            Vec::new(),
+            Under::Nothing,
+        )
+    }
+
     /// An evaluation's span under the caller's context `cx`, and a call's span under it.
     fn eval_and_call(active: Arc<Active>, cx: &Context) -> (Open, Open) {
         let eval = Open::start(
@@ -476,25 +487,13 @@ mod tests {
         let (eval, call) = eval_and_call(active.clone(), &sampled);
         assert!(!eval.context.is_sampled() && !call.context.is_sampled());
         assert_eq!(eval.context.trace_id(), call.context.trace_id());
-        let root = Open::start(
-            active,
-            "lisp_eval",
-            SpanKind::Server,
-            Vec::new(),
-            Under::Nothing,
-        );
+        let root = new_trace(active);
         assert!(root.context.is_valid() && !root.context.is_sampled());
         drop((call, eval, root));
         assert!(finished.take().is_empty(), "nothing dropped is exported");
         // A new trace is sampled by the default sampler, and only the caller's flag says no.
         let (active, finished) = sampled_by(Sampler::ParentBased(Box::new(Sampler::AlwaysOn)));
-        let root = Open::start(
-            active,
-            "lisp_eval",
-            SpanKind::Server,
-            Vec::new(),
-            Under::Nothing,
-        );
+        let root = new_trace(active);
         assert!(root.context.is_sampled());
         drop(root);
         assert_eq!(finished.take().len(), 1);
