@@ -119,7 +119,7 @@ async fn gets(
     total: Option<usize>,
     token: Option<String>,
 ) -> (Vec<Duration>, usize) {
-    let client = ptc_core::http_client::builder()
+    let client = ptc_core::wire::http_client::builder()
         .pool_max_idle_per_host(clients)
         .build()
         .expect("an HTTP client");

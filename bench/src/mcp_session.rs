@@ -22,7 +22,7 @@ impl Session {
 
     /// A session whose requests carry `bearer` (`Authorization: Bearer ...`).
     pub async fn open_as(url: &str, bearer: Option<String>) -> Session {
-        let client = ptc_core::http_client::builder()
+        let client = ptc_core::wire::http_client::builder()
             .build()
             .expect("an HTTP client");
         let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {

@@ -14,7 +14,7 @@ use std::time::Duration;
 use observatory_server::{ServerConfig, TokenSource, TokenSpec};
 use ptc::PlanSource;
 use ptc::app::args::OverrideArgs;
-use ptc::core::approval::{ApprovalRequest, Approver, Decision, DecisionFuture};
+use ptc::core::call::approval::{ApprovalRequest, Approver, Decision, DecisionFuture};
 use ptc::core::server::{EvalLimits, EvalRequest, Evaluator, envelope};
 use ptc::serde_json::{Map, Value};
 

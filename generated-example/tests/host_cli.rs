@@ -105,7 +105,7 @@ fn serve_writes_one_json_audit_line_per_eval_without_the_program() {
     assert_eq!(audits.len(), 2, "{err}");
     // The two calls run concurrently, so their audit lines come in the order they finish.
     let by_hash = |p: &str| {
-        let hash = ptc::core::server::audit::program_hash(p);
+        let hash = ptc::core::program::program_hash(p);
         audits
             .iter()
             .find(|a| a["program_sha256"] == hash.as_str())

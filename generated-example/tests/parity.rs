@@ -7,7 +7,7 @@ use std::path::Path;
 fn generated_plan_equals_the_runtime_load_of_the_same_config() {
     let config =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/observatory/upstreams.json");
-    let runtime = ptc::plan::load_with(&config, &ptc::core::documents::NetworkSource)
+    let runtime = ptc::plan::load_with(&config, &ptc::core::wire::documents::NetworkSource)
         .unwrap_or_else(|d| panic!("{d}"))
         .plan;
     let generated = generated_example::plan().expect("the embedded plan reads");
@@ -28,7 +28,7 @@ fn generated_names_match_the_catalog() {
 async fn the_runtime_catalog_is_the_same_from_either_plan() {
     let config =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/observatory/upstreams.json");
-    let loaded = ptc::plan::load_with(&config, &ptc::core::documents::NetworkSource)
+    let loaded = ptc::plan::load_with(&config, &ptc::core::wire::documents::NetworkSource)
         .unwrap_or_else(|d| panic!("{d}"));
     let generated = generated_example::plan().expect("the embedded plan reads");
     let start =

@@ -410,7 +410,7 @@ fn serve_with_a_record_dir_writes_one_replayable_file_per_evaluation() {
         let name = f.file_name().unwrap().to_string_lossy().into_owned();
         let file = run_file(f);
         let program = file["program"].as_str().unwrap().to_string();
-        let hash = ptc::core::server::audit::program_hash(&program);
+        let hash = ptc::core::program::program_hash(&program);
         // `<13-digit unix ms>-<12 hex of the program's hash>.json`: the files sort by time.
         let (millis, rest) = name.split_once('-').unwrap();
         assert_eq!(millis.len(), 13, "{name}");

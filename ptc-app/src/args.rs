@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use ptc_core::drift::ResponseCheck;
+use ptc_core::call::response_check::ResponseCheck;
 use ptc_core::server::{EvalLimits, HttpOptions, LogFormat};
 
 /// Evaluation limits (defaults are safe for a shared server).
@@ -117,8 +117,10 @@ pub struct OverrideArgs {
 impl OverrideArgs {
     /// How these flags start the upstreams, as a recording notes it (a replay starts them the
     /// same way).
-    pub fn start_settings(&self) -> Result<ptc_core::recording::StartSettings, String> {
-        Ok(ptc_core::recording::StartSettings {
+    pub fn start_settings(
+        &self,
+    ) -> Result<ptc_core::program::record_replay::StartSettings, String> {
+        Ok(ptc_core::program::record_replay::StartSettings {
             writes: ptc_core::WriteGate::from_flag_and_env(self.allow_writes)?,
             response_check: self.response_check,
             strict_responses: self.strict_responses,
@@ -239,7 +241,9 @@ pub struct OAuthArgs {
 
 impl OAuthArgs {
     /// The OAuth options, or `None` without an issuer.
-    pub fn options(&self) -> Result<Option<ptc_core::identity::oauth::OAuthOptions>, String> {
+    pub fn options(
+        &self,
+    ) -> Result<Option<ptc_core::credentials::identity::oauth::OAuthOptions>, String> {
         if self.issuers.is_empty() {
             if self.audience.is_some() {
                 return Err("--oauth-audience needs --oauth-issuer".into());
@@ -250,7 +254,10 @@ impl OAuthArgs {
             "--oauth-issuer needs --oauth-audience URL: the URL clients reach this server at, \
              which tokens must name as their audience",
         )?;
-        let mut o = ptc_core::identity::oauth::OAuthOptions::new(self.issuers.clone(), audience);
+        let mut o = ptc_core::credentials::identity::oauth::OAuthOptions::new(
+            self.issuers.clone(),
+            audience,
+        );
         o.required_scopes = self.scopes.clone();
         o.groups_claim = self.groups_claim.clone();
         if !self.algorithms.is_empty() {
@@ -349,12 +356,12 @@ impl RecordArgs {
     pub fn record_dir(
         &self,
         overrides: &OverrideArgs,
-    ) -> Result<Option<ptc_core::recording::RecordDir>, String> {
+    ) -> Result<Option<ptc_core::program::record_replay::RecordDir>, String> {
         let Some(dir) = &self.record_dir else {
             return Ok(None);
         };
         let start = overrides.start_settings()?;
-        ptc_core::recording::RecordDir::new(dir.clone(), start).map(Some)
+        ptc_core::program::record_replay::RecordDir::new(dir.clone(), start).map(Some)
     }
 }
 

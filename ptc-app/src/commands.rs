@@ -4,8 +4,10 @@ use std::io::Read;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use ptc_core::recording::{Answer, Recorder, Replayer, RunFile, Settings, Tape, answer_difference};
-use ptc_core::server::audit::program_hash;
+use ptc_core::program::program_hash;
+use ptc_core::program::record_replay::{
+    Answer, Recorder, Replayer, RunFile, Settings, Tape, answer_difference,
+};
 use ptc_core::server::{self, Evaluator, repl as engine, tool};
 use ptc_core::telemetry::{self, TraceParent, Traces};
 use ptc_lisp::Value;
@@ -68,7 +70,7 @@ pub fn serve(name: &str, source: PlanSource, args: ServeArgs) -> ExitCode {
             h.validate().map_err(|e| (2, e))?;
         }
         let policy = match &args.policy {
-            Some(p) => Some(ptc_core::policy::Policy::load(p).map_err(|e| (2, e))?),
+            Some(p) => Some(ptc_core::catalog::policy::Policy::load(p).map_err(|e| (2, e))?),
             None => None,
         };
         let sessions = args.sessions.options().map_err(|e| (2, e))?;
@@ -192,14 +194,14 @@ pub fn catalog(name: &str, source: PlanSource, args: CatalogArgs) -> ExitCode {
     } else if args.tool_description {
         out.push_str(&tool::description(
             catalog,
-            &ptc_core::policy::Grant::everything(),
+            &ptc_core::catalog::policy::Grant::everything(),
         ));
         out.push('\n');
     } else {
         for s in catalog.servers() {
             out.push_str(&format!("{} — {}\n", s.name, s.description()));
             for t in s.tools().unwrap_or_default() {
-                out.push_str(&format!("  {}\n", ptc_core::discovery::listing(t)));
+                out.push_str(&format!("  {}\n", ptc_core::catalog::discovery::listing(t)));
             }
         }
     }
@@ -322,7 +324,7 @@ fn print_output(run: &ptc_core::ProgramRun, json: bool) {
 fn print_value(
     run: &ptc_core::ProgramRun,
     json: bool,
-    redactor: &ptc_core::redact::Redactor,
+    redactor: &ptc_core::credentials::redact::Redactor,
 ) -> ExitCode {
     match &run.result {
         Ok(v) if json => match v.to_json_string() {

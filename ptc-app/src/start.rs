@@ -27,8 +27,9 @@ impl PlanSource {
                 let text = std::fs::read_to_string(path)
                     .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
                 let text = overrides.apply_to_config(&text, path)?;
-                let loaded = ptc_plan::load_str(&text, path, &ptc_core::documents::NetworkSource)
-                    .map_err(|d| format!("{}: invalid config\n{d}", path.display()))?;
+                let loaded =
+                    ptc_plan::load_str(&text, path, &ptc_core::wire::documents::NetworkSource)
+                        .map_err(|d| format!("{}: invalid config\n{d}", path.display()))?;
                 Ok((loaded.plan, loaded.secrets))
             }
             PlanSource::Compiled(make) => {

@@ -29,7 +29,7 @@ pub struct CheckArgs {
 /// Runs `ptc check`: exit 0 and the catalog on stdout, or exit 1 and every problem on stderr.
 /// `schema_url` documents are fetched (with the upstream's auth), files are read.
 pub fn run(args: CheckArgs) -> ExitCode {
-    match ptc_plan::load_with(&args.config, &ptc_core::documents::NetworkSource) {
+    match ptc_plan::load_with(&args.config, &ptc_core::wire::documents::NetworkSource) {
         Ok(loaded) if args.json => match serde_json::to_string_pretty(&loaded.plan) {
             Ok(json) => {
                 println!("{json}");

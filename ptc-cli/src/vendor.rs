@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use ptc_codegen::vendored::{self, VendoredSource};
-use ptc_core::documents::NetworkSource;
+use ptc_core::wire::documents::NetworkSource;
 use ptc_plan::pins::ToolList;
 use ptc_plan::{DocumentRequest, DocumentSource, Loaded, SchemaLocation};
 
@@ -126,7 +126,7 @@ fn list_live(loaded: &Loaded, upstreams: &[String]) -> Vec<(String, Result<ToolL
                 .collect();
         }
     };
-    let redactor = ptc_core::redact::Redactor::default();
+    let redactor = ptc_core::credentials::redact::Redactor::default();
     runtime.block_on(async {
         let mut out = Vec::new();
         for name in upstreams {

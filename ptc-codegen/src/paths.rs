@@ -5,7 +5,7 @@
 use proc_macro2::TokenStream;
 use quote::quote;
 
-/// The module-level imports the derives use: ptc's `Encode`/`Decode` (`ptc_core::typed_serde`)
+/// The module-level imports the derives use: ptc's `Encode`/`Decode` (`ptc_core::call::typed_serde`)
 /// on structs and string enums, serde's own on untagged enums.
 pub fn serde_import() -> TokenStream {
     quote!(

@@ -614,7 +614,7 @@ pub enum FieldStyle {
 }
 
 /// A struct with `fields`, renamed to their wire names, with ptc's `Encode` (and, for a
-/// response, `Decode`) instead of serde's derives (`ptc_core::typed_serde`).
+/// response, `Decode`) instead of serde's derives (`ptc_core::call::typed_serde`).
 pub fn struct_item(
     name: &str,
     doc: TokenStream,

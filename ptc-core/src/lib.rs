@@ -1,49 +1,28 @@
-//! Upstream runtime: OpenAPI and MCP execution, credentials, redaction, catalog, discovery and the
-//! PTC-Lisp host.
+//! Upstream runtime: OpenAPI and MCP execution, credentials, redaction, catalog, discovery, the
+//! PTC-Lisp host and the MCP host.
 //!
-//! [`Upstreams`] is the executor every call goes through (a Lisp `tool/call` or a generated typed
-//! [`Operation`]): it validates arguments against the tool's schema ([`validate`]), runs the
-//! transport and maps the outcome onto the result contract ([`Reason`]). [`host`] plugs it into
-//! PTC-Lisp: `tool/call`, discovery, budgets and per-run records.
+//! The rooms follow the data flow (README.md has the module map): [`wire`] talks to upstreams,
+//! [`credentials`] supplies their secrets, [`catalog`] holds what can be called and by whom,
+//! [`call`] runs one call through the [`Upstreams`] executor (validating arguments against the
+//! tool's schema and mapping the outcome onto the result contract, [`Reason`]), [`program`] plugs
+//! it into PTC-Lisp (`tool/call`, discovery, budgets, per-run records), [`telemetry`] traces it,
+//! and [`server`], the MCP host, serves programs to clients. Each room imports only the rooms
+//! before it, and nothing imports [`server`].
 
-pub mod approval;
-mod call_form;
+pub mod call;
 pub mod catalog;
-pub mod credential_caller;
-mod credential_exec;
 pub mod credentials;
-pub mod discovery;
-pub mod documents;
-pub mod drift;
-pub mod executor;
-pub mod host;
-pub mod http_client;
-pub mod identity;
-pub mod mcp;
-mod mcp_link;
-mod openapi;
-pub mod outcome;
-pub mod pinning;
-pub mod policy;
-pub mod precheck;
-pub mod projection;
-pub mod recording;
-pub mod records;
-pub mod redact;
-pub mod search;
+pub mod program;
 pub mod server;
 pub mod telemetry;
-mod typed_pages;
-#[doc(hidden)]
-pub mod typed_serde;
-pub mod validate;
-mod webhook;
-pub mod writes;
+pub mod wire;
 
-pub use executor::{CallOptions, CatalogLoad, Operation, StartError, StartOptions, Upstreams};
-pub use host::{Budgets, ProgramHost, ProgramRun, run_program, run_program_taped};
-pub use mcp_link::list_live_tools;
-pub use outcome::{Reason, ToolError, ToolOutput};
-pub use records::{Metrics, RunRecords, UpstreamCall};
-pub use typed_pages::Paged;
-pub use writes::WriteGate;
+pub use call::contract::{Reason, ToolError, ToolOutput};
+pub use call::typed_pages::Paged;
+pub use call::upstreams::{
+    CallOptions, CatalogLoad, Operation, StartError, StartOptions, Upstreams,
+};
+pub use call::writes::WriteGate;
+pub use catalog::mcp_link::list_live_tools;
+pub use program::host::{Budgets, ProgramHost, ProgramRun, run_program, run_program_taped};
+pub use program::run_report::{Metrics, RunRecords, UpstreamCall};

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use ptc_core::credentials::{auth_headers, resolve};
-use ptc_core::redact::Redactor;
+use ptc_core::credentials::binding::{auth_headers, resolve};
+use ptc_core::credentials::redact::Redactor;
 use ptc_plan::{AuthEmitter, CredentialBinding, CredentialSource, Secrets};
 
 fn binding(name: &str, source: CredentialSource) -> CredentialBinding {
@@ -281,7 +281,7 @@ fn secrets_and_the_redactor_never_show_values_in_debug_output() {
     std::fs::remove_file(path).ok();
     assert_eq!(secret.expose(), "dbg-s3cret");
     assert_eq!(format!("{secret:?}"), "Secret([REDACTED])");
-    let redactor = ptc_core::redact::Redactor::new();
+    let redactor = ptc_core::credentials::redact::Redactor::new();
     redactor.register(secret.expose());
     assert_eq!(format!("{redactor:?}"), "Redactor([REDACTED])");
     assert_eq!(
@@ -292,7 +292,7 @@ fn secrets_and_the_redactor_never_show_values_in_debug_output() {
 
 #[test]
 fn redactor_masks_values_of_exactly_the_minimum_length() {
-    use ptc_core::redact::{MIN_SECRET_LEN, Redactor};
+    use ptc_core::credentials::redact::{MIN_SECRET_LEN, Redactor};
     let r = Redactor::new();
     let at = "k".repeat(MIN_SECRET_LEN);
     let under = "q".repeat(MIN_SECRET_LEN - 1);

@@ -78,7 +78,7 @@ async fn private_documents_use_the_upstream_auth_and_nothing_leaks() {
                 credentials: &creds,
                 secrets: &secrets,
             };
-            ptc_core::documents::fetch(&url, &request).await
+            ptc_core::wire::documents::fetch(&url, &request).await
         }
     };
 
@@ -173,7 +173,7 @@ async fn fetch_plain(url: &str, max_bytes: u64, http: &HttpSettings) -> Result<V
         credentials: &[],
         secrets: &secrets,
     };
-    ptc_core::documents::fetch(url, &request).await
+    ptc_core::wire::documents::fetch(url, &request).await
 }
 
 #[tokio::test]
@@ -263,7 +263,7 @@ async fn non_success_statuses_are_named() {
 /// runtime) and from inside a runtime (on a helper thread), for URLs and for files.
 #[test]
 fn network_source_fetches_urls_and_files_from_any_context() {
-    use ptc_core::documents::NetworkSource;
+    use ptc_core::wire::documents::NetworkSource;
     use ptc_plan::DocumentSource;
 
     // The server runs on its own runtime thread for the whole test.

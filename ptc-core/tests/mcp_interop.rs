@@ -10,8 +10,8 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use ptc_core::mcp::McpClient;
-use ptc_core::redact::Redactor;
+use ptc_core::credentials::redact::Redactor;
+use ptc_core::wire::mcp::McpClient;
 use ptc_core::{Reason, ToolError, ToolOutput};
 use ptc_plan::{
     AuthEmitter, Backoff, CredentialBinding, CredentialSource, HttpSettings, McpHttpPlan,
@@ -243,7 +243,7 @@ fn captured_logs() -> Arc<Mutex<Vec<u8>>> {
         let subscriber = tracing_subscriber::fmt()
             .with_env_filter(tracing_subscriber::EnvFilter::new(format!(
                 "trace,{}",
-                ptc_core::mcp::LOG_DIRECTIVE
+                ptc_core::wire::mcp::LOG_DIRECTIVE
             )))
             .with_ansi(false)
             .with_writer(move || LogWriter(writer.clone()))
@@ -857,7 +857,7 @@ async fn a_canary_secret_reaches_no_result_error_tool_list_or_log() {
         let names: Vec<&String> = dumped.as_object().unwrap().keys().collect();
         assert!(
             names.iter().all(|k| k.as_str() == "PTC_CANARY"
-                || ptc_core::mcp::INHERITED_ENV.contains(&k.as_str())),
+                || ptc_core::wire::mcp::INHERITED_ENV.contains(&k.as_str())),
             "{names:?}"
         );
         seen.push(dumped.to_string());

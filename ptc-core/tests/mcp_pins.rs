@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use ptc_core::redact::Redactor;
+use ptc_core::credentials::redact::Redactor;
 use ptc_core::{Budgets, ProgramRun, StartOptions, Upstreams, run_program};
 use ptc_lisp::Limits;
 use ptc_plan::pins::ToolList;
@@ -368,7 +368,9 @@ fn ready_counts_the_pin_events_of_each_pinned_upstream() {
         )
         .await
         .expect("serves");
-        let client = ptc_core::http_client::builder().build().expect("client");
+        let client = ptc_core::wire::http_client::builder()
+            .build()
+            .expect("client");
         let body = client
             .get(format!("http://{}/ready", running.addr))
             .send()

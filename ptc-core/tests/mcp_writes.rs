@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use ptc_core::approval::{ApprovalRequest, Approver, Decision, DecisionFuture};
+use ptc_core::call::approval::{ApprovalRequest, Approver, Decision, DecisionFuture};
 use ptc_core::{Budgets, ProgramHost, StartOptions, Upstreams, WriteGate};
 use ptc_lisp::{Interpreter, Limits};
 use serde_json::{Value, json};

@@ -21,7 +21,7 @@ pub fn client() -> (&'static str, &'static str) {
 }
 
 /// An HTTP client for talking to the issuer (no proxy: it is on 127.0.0.1), with rustls' ring
-/// provider installed the way `ptc_core::http_client` does, since reqwest here has none of its
+/// provider installed the way `ptc_core::wire::http_client` does, since reqwest here has none of its
 /// own.
 pub fn http_client() -> reqwest::Client {
     static PROVIDER: std::sync::Once = std::sync::Once::new();

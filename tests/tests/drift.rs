@@ -7,7 +7,7 @@ mod support;
 use std::path::Path;
 use std::sync::Arc;
 
-use ptc_core::drift::ResponseCheck;
+use ptc_core::call::response_check::ResponseCheck;
 use ptc_core::{Budgets, StartOptions, Upstreams};
 use serde_json::{Value, json};
 

@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use ptc_core::policy::Grant;
+use ptc_core::catalog::policy::Grant;
 use ptc_core::server::handler::parse_request;
 use ptc_core::server::repl::Repl;
 use ptc_core::server::{EvalLimits, EvalRequest, Evaluator, envelope, tool};

@@ -8,8 +8,8 @@ mod support;
 use std::sync::Arc;
 
 use observatory_server::TokenSpec;
-use ptc_core::identity::oauth::OAuthOptions;
-use ptc_core::policy::Policy;
+use ptc_core::catalog::policy::Policy;
+use ptc_core::credentials::identity::oauth::OAuthOptions;
 use ptc_core::server::{EvalLimits, Evaluator, HttpOptions};
 use ptc_core::{StartOptions, Upstreams};
 use ptc_tests::issuer::Issuer;
@@ -661,8 +661,8 @@ async fn with_several_issuers_the_token_names_whose_keys_check_it() {
         vec!["https://other.example.com".into(), issuer.url.clone()],
         AUD.into(),
     );
-    let http = ptc_core::http_client::builder().build().unwrap();
-    let v = ptc_core::identity::oauth::TokenValidator::new(options, http).unwrap();
+    let http = ptc_core::wire::http_client::builder().build().unwrap();
+    let v = ptc_core::credentials::identity::oauth::TokenValidator::new(options, http).unwrap();
     let good = token(&issuer, "alice", "").await;
     assert_eq!(v.validate(&good).await.unwrap().subject, "alice");
     let stranger = issuer

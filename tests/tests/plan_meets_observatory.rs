@@ -106,7 +106,7 @@ async fn every_compiled_tool_works_against_the_service() {
         .await
         .expect("service starts");
     let base = format!("http://{addr}");
-    let client = ptc_core::http_client::builder()
+    let client = ptc_core::wire::http_client::builder()
         .build()
         .expect("an HTTP client");
     let tool = |name: &str| {

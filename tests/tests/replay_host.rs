@@ -11,8 +11,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use observatory_server::{Faults, TokenSpec};
-use ptc_core::approval::{ApprovalRequest, Approver, Decision, DecisionFuture};
-use ptc_core::recording::{
+use ptc_core::call::approval::{ApprovalRequest, Approver, Decision, DecisionFuture};
+use ptc_core::program::record_replay::{
     Answer, Recorder, Replayer, RunFile, Settings, StartSettings, Tape, answer_difference,
 };
 use ptc_core::{Budgets, ProgramHost, StartOptions, WriteGate};
@@ -190,7 +190,9 @@ fn a_result_past_the_cap_is_recorded_truncated_and_its_replay_names_the_call() {
     let nobody = Person::answering(Decision::Approved);
     let file = record(&b, src, nobody.clone(), Limits::default());
     assert!(matches!(&file.answer, Answer::Value { text, .. } if text == "3"));
-    let ptc_core::recording::Outcome::Truncated { bytes, start } = &file.calls[0].outcome else {
+    let ptc_core::program::record_replay::Outcome::Truncated { bytes, start } =
+        &file.calls[0].outcome
+    else {
         panic!("{:?}", file.calls[0].outcome);
     };
     assert!(*bytes > 1 << 20, "{bytes}");
@@ -224,7 +226,7 @@ fn a_call_in_flight_at_the_deadline_replays_to_the_same_timeout() {
     let file = record(&b, src, nobody.clone(), limits);
     assert_eq!(
         file.calls[0].outcome,
-        ptc_core::recording::Outcome::Unfinished
+        ptc_core::program::record_replay::Outcome::Unfinished
     );
     let Answer::Error { reason, message } = &file.answer else {
         panic!("{:?}", file.answer);

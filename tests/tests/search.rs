@@ -93,7 +93,7 @@ fn the_tool_meant_is_in_the_top_three_for_each_request() {
     assert_eq!(tools, 611);
     let mut misses = Vec::new();
     for (query, meant) in QUERIES {
-        let hits = ptc_core::search::search(b.up.catalog(), query);
+        let hits = ptc_core::catalog::search::search(b.up.catalog(), query);
         let names: Vec<&str> = hits.iter().map(|h| h.tool.name.as_str()).collect();
         let rank = names.iter().position(|n| *n == meant);
         if rank.is_none_or(|r| r >= 3) {

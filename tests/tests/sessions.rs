@@ -7,7 +7,7 @@ mod support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ptc_core::identity::Caller;
+use ptc_core::credentials::identity::Caller;
 use ptc_core::server::session_run::SessionOptions;
 use ptc_core::server::state::{self, StateKey};
 use ptc_core::server::{EvalLimits, EvalOutcome, EvalRequest, Evaluator, HttpOptions};

@@ -12,8 +12,8 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use observatory_server::{Faults, ServerConfig, ServerHandle, TokenSource, TokenSpec};
-use ptc_core::approval::{ApprovalRequest, Approver, Decision, DecisionFuture};
-use ptc_core::server::audit::program_hash;
+use ptc_core::call::approval::{ApprovalRequest, Approver, Decision, DecisionFuture};
+use ptc_core::program::program_hash;
 use ptc_core::server::{EvalLimits, EvalRequest, Evaluator, HttpOptions};
 use ptc_core::telemetry::{TraceConfig, TraceParent, Traces};
 use ptc_core::{StartOptions, Upstreams, WriteGate};
@@ -634,7 +634,7 @@ async fn a_retried_call_says_how_often_and_what_the_upstream_last_answered() {
 async fn the_exporters_thread_runs_only_when_nothing_else_wants_a_cpu() {
     let Some(exporting) = exporting() else { return };
     let span = ptc_core::telemetry::eval_span("(+ 1 2)", program_hash, "local", None);
-    let records = ptc_core::records::RunRecords::new(Vec::new(), 1);
+    let records = ptc_core::program::run_report::RunRecords::new(Vec::new(), 1);
     ptc_core::telemetry::eval_ended(&span, None, &records, 0);
     tokio::task::spawn_blocking(|| exporting.traces.flush())
         .await

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use observatory_server::{ServerConfig, ServerHandle, TokenSource, TokenSpec};
-use ptc_core::approval::{ApprovalRequest, Approver, Decision, DecisionFuture};
+use ptc_core::call::approval::{ApprovalRequest, Approver, Decision, DecisionFuture};
 use ptc_core::{Budgets, ProgramHost, StartOptions, Upstreams, WriteGate};
 use ptc_lisp::{Interpreter, Limits};
 use ptc_plan::{Approval, CredentialSource, Plan, Transport};

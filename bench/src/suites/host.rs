@@ -54,7 +54,7 @@ async fn load(url: &str, clients: usize, time: Duration) -> (Duration, f64) {
 }
 
 async fn health_p50(base: &str, clients: usize, time: Duration) -> Duration {
-    let client = ptc_core::http_client::builder()
+    let client = ptc_core::wire::http_client::builder()
         .build()
         .expect("an HTTP client");
     let url = format!("{base}/health");

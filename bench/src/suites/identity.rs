@@ -8,7 +8,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ptc_core::identity::oauth::{OAuthOptions, TokenValidator};
+use ptc_core::credentials::identity::oauth::{OAuthOptions, TokenValidator};
 use ptc_core::server::state::{self, StateKey};
 use ptc_lisp::{Interpreter, Limits, SessionState};
 use serde_json::{Value, json};
@@ -61,7 +61,7 @@ fn jwt_rows(rt: &tokio::runtime::Runtime, budget: Budget) -> Result<Vec<Row>, St
     let seen = mint("bench-caller".into());
     let fresh: Vec<String> = (0..BATCH).map(|i| mint(format!("caller-{i}"))).collect();
     let options = OAuthOptions::new(vec![issuer.url.clone()], AUD.into());
-    let http = ptc_core::http_client::builder()
+    let http = ptc_core::wire::http_client::builder()
         .build()
         .map_err(|e| e.to_string())?;
     let validator = TokenValidator::new(options.clone(), http.clone())?;

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use ptc_core::redact::Redactor;
+use ptc_core::credentials::redact::Redactor;
 use ptc_core::{StartOptions, Upstreams};
 use ptc_plan::{Plan, Transport};
 

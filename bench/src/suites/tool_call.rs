@@ -186,7 +186,7 @@ pub fn run(budget: Budget) -> Vec<Row> {
         ))
         .expect("upstreams start"),
     );
-    let client = ptc_core::http_client::builder()
+    let client = ptc_core::wire::http_client::builder()
         .pool_max_idle_per_host(64)
         .build()
         .expect("client");
@@ -392,7 +392,7 @@ fn response_check_rows(
     budgets: Budgets,
     budget: Budget,
 ) -> Vec<Row> {
-    use ptc_core::drift::ResponseCheck;
+    use ptc_core::call::response_check::ResponseCheck;
     let start = |check| {
         let loaded = plan(addr);
         let options = StartOptions {

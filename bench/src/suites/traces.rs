@@ -300,7 +300,7 @@ fn measure(budget: Budget) -> Result<Measured, String> {
         },
     ))?;
     let url = format!("http://{}/mcp", host.addr);
-    let client = ptc_core::http_client::builder()
+    let client = ptc_core::wire::http_client::builder()
         .build()
         .map_err(|e| e.to_string())?;
     let over_http = |on: bool| {

@@ -3,23 +3,10 @@
 //! calls (names and outcomes only; for a write also its approval and what it did), the outcome,
 //! durations and byte counts. Never program text, payloads, results or secrets.
 
-use sha2::{Digest, Sha256};
-
-use crate::records::UpstreamCall;
+use crate::program::run_report::UpstreamCall;
 use crate::server::outcome::EvalOutcome;
 
-/// The program's SHA-256, hex: identifies a program across logs without storing it.
-pub fn program_hash(program: &str) -> String {
-    use std::fmt::Write;
-    let digest = Sha256::digest(program.as_bytes());
-    let mut hex = String::with_capacity(2 * digest.len());
-    for b in digest {
-        let _ = write!(hex, "{b:02x}");
-    }
-    hex
-}
-
-/// Emits the audit line of one evaluation of `program`, whose [`program_hash`] is `hash`.
+/// Emits the audit line of one evaluation of `program`, whose [`program_hash`](crate::program::program_hash) is `hash`.
 pub fn record(program: &str, hash: &str, outcome: &EvalOutcome) {
     let calls: Vec<String> = outcome
         .records
@@ -75,9 +62,9 @@ fn call_text(c: &UpstreamCall) -> String {
 
 #[cfg(test)]
 mod tests {
-    use crate::outcome::Reason;
-    use crate::records::{ApprovalOutcome, UpstreamCall, WriteRecord};
-    use crate::writes::MutationState;
+    use crate::call::contract::Reason;
+    use crate::call::writes::MutationState;
+    use crate::program::run_report::{ApprovalOutcome, UpstreamCall, WriteRecord};
 
     #[test]
     fn a_call_says_its_outcome_and_a_write_what_it_did() {
@@ -123,13 +110,5 @@ mod tests {
         c.reason = None;
         c.drift = vec!["/*/status: x".into(), "/*/id: y".into()];
         assert_eq!(super::call_text(&c), "obs/annotate:ok:12ms:drift=2");
-    }
-
-    #[test]
-    fn the_program_hash_is_its_sha256_in_lower_hex() {
-        assert_eq!(
-            super::program_hash("(+ 1 2)"),
-            "390e79ac6bb3f3b2240e1186fd2c94da4af3a66387965acbbfcf40853bd4a652"
-        );
     }
 }

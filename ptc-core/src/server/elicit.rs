@@ -10,7 +10,7 @@ use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema, Pro
 use rmcp::service::{ElicitationMode, RequestContext, ServiceError};
 use rmcp::{Peer, RoleServer};
 
-use crate::approval::{ApprovalRequest, Approver, Decision, DecisionFuture};
+use crate::call::approval::{ApprovalRequest, Approver, Decision, DecisionFuture};
 
 /// The form's one field: the person's yes or no.
 const APPROVE: &str = "approve";

@@ -12,12 +12,13 @@ use serde_json::{Map, Value as Json};
 use tokio::sync::{Notify, OwnedSemaphorePermit};
 use tokio_util::sync::CancellationToken;
 
-use crate::approval::Approver;
-use crate::executor::Upstreams;
-use crate::host::{ProgramHost, Spawned};
-use crate::identity::Caller;
-use crate::policy::{Grant, Pace, Policy};
-use crate::records::RunRecords;
+use crate::call::approval::Approver;
+use crate::call::upstreams::Upstreams;
+use crate::call::validate::{Patterns, Schema, check_args};
+use crate::catalog::policy::{Grant, Pace, Policy};
+use crate::credentials::identity::Caller;
+use crate::program::host::{ProgramHost, Spawned};
+use crate::program::run_report::RunRecords;
 use crate::server::admission::{Queue, Turned};
 use crate::server::options::EvalLimits;
 use crate::server::outcome::{EvalError, EvalOutcome, EvalRequest, EvalValue, HostReason};
@@ -25,7 +26,6 @@ use crate::server::refresh::{self, CatalogDiff, Reload};
 use crate::server::rounds::Parked;
 use crate::server::session_run::{self, SessionOptions};
 use crate::server::workers::Workers;
-use crate::validate::{Patterns, Schema, check_args};
 
 /// Counts running evaluations so shutdown can wait for them.
 #[derive(Default)]
@@ -70,7 +70,7 @@ pub struct Evaluator {
     /// Where sessions keep their definitions; none kept when unset.
     sessions: std::sync::OnceLock<SessionOptions>,
     /// Where each evaluation's run file goes (`serve --record-dir`); none written when unset.
-    record_dir: std::sync::OnceLock<crate::recording::RecordDir>,
+    record_dir: std::sync::OnceLock<crate::program::record_replay::RecordDir>,
     /// Programs per minute per caller, under the policy's limits.
     pace: Pace,
     /// What `/metrics` reports.
@@ -166,7 +166,7 @@ impl Evaluator {
     }
 
     /// Writes one run file per evaluation into `dir` (once; later calls are ignored).
-    pub fn set_record_dir(&self, dir: crate::recording::RecordDir) {
+    pub fn set_record_dir(&self, dir: crate::program::record_replay::RecordDir) {
         let _ = self.record_dir.set(dir);
     }
 
@@ -422,7 +422,7 @@ impl Evaluator {
     ) -> EvalOutcome {
         let started = Instant::now();
         // Once for the audit line and the span.
-        let hash = crate::server::audit::program_hash(&req.program);
+        let hash = crate::program::program_hash(&req.program);
         let span = crate::telemetry::eval_span(
             &req.program,
             |_| hash.clone(),
@@ -492,7 +492,7 @@ impl Evaluator {
                 upstreams.clone(),
                 self.runtime.clone(),
                 self.limits.budgets(),
-                approver.unwrap_or_else(|| Arc::new(crate::approval::Nobody)),
+                approver.unwrap_or_else(|| Arc::new(crate::call::approval::Nobody)),
                 req.caller.clone(),
                 grant,
             )
@@ -502,7 +502,7 @@ impl Evaluator {
             .get()
             .map(|d| d.recorder(&self.limits.lisp_limits()));
         if let Some(r) = &recorder {
-            host.set_tape(crate::recording::Tape::Record(r.clone()));
+            host.set_tape(crate::program::record_replay::Tape::Record(r.clone()));
         }
         let mut interp = Interpreter::with_host(self.limits.lisp_limits(), host.clone());
         interp.set_memory_pool(self.memory.clone());
@@ -643,9 +643,9 @@ async fn run(
     session: Option<SessionState>,
     stop: impl std::future::Future<Output = ptc_lisp::Reason>,
 ) -> RunResult {
-    if let Err(problems) = crate::precheck::precheck(upstreams, src) {
+    if let Err(problems) = crate::program::precheck::precheck(upstreams, src) {
         return (
-            Err(crate::precheck::to_error(&problems)),
+            Err(crate::program::precheck::to_error(&problems)),
             String::new(),
             host.records(None),
             None,
@@ -670,7 +670,7 @@ async fn run(
     (result, prints, records, after)
 }
 
-fn lisp_error(e: &LispError, redactor: &crate::redact::Redactor) -> EvalError {
+fn lisp_error(e: &LispError, redactor: &crate::credentials::redact::Redactor) -> EvalError {
     let mut message = e.message().to_string();
     if let Some(h) = e.hint() {
         message.push_str(" — ");

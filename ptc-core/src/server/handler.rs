@@ -12,7 +12,7 @@ use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Map, Value};
 
-use crate::identity::Caller;
+use crate::credentials::identity::Caller;
 use crate::server::admission::Queue;
 use crate::server::envelope;
 use crate::server::eval::Evaluator;

@@ -1,6 +1,6 @@
 //! Streamable HTTP (`/mcp`) with axum: bearer auth (required off loopback): a static token
 //! (compared in constant time) or OAuth bearer JWTs with the protected resource metadata that
-//! points clients at the authorization server ([`crate::identity::oauth`]); the caller it
+//! points clients at the authorization server ([`crate::credentials::identity::oauth`]); the caller it
 //! establishes goes with the request to the evaluation; Host and Origin checks against
 //! allow-lists (DNS-rebinding protection), a request body limit, a request timeout,
 //! unauthenticated `/health`, `/ready` and `/metrics`, `POST /admin/refresh` behind its own token
@@ -24,8 +24,8 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use subtle::ConstantTimeEq;
 use tokio_util::sync::CancellationToken;
 
-use crate::identity::Caller;
-use crate::identity::oauth::{MISSING, OAuthOptions, Rejection, TokenValidator};
+use crate::credentials::identity::Caller;
+use crate::credentials::identity::oauth::{MISSING, OAuthOptions, Rejection, TokenValidator};
 use crate::server::eval::Evaluator;
 use crate::server::handler::PtcServer;
 use crate::server::sessions::{ReplicaSessions, replica_id_problem};
@@ -376,7 +376,7 @@ pub fn router(
     let auth = match (&options.oauth, &options.token) {
         (Some(oauth), _) => Auth::Jwt(Arc::new(TokenValidator::new(
             oauth.clone(),
-            crate::http_client::builder()
+            crate::wire::http_client::builder()
                 .timeout(Duration::from_secs(10))
                 .build()
                 .map_err(|e| format!("cannot build the HTTP client for OAuth keys: {e}"))?,

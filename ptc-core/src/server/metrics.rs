@@ -22,9 +22,9 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::{Registry, Unit};
 
+use crate::call::contract::Reason;
 use crate::catalog::Catalog;
-use crate::outcome::Reason;
-use crate::records::UpstreamCall;
+use crate::program::run_report::UpstreamCall;
 use crate::server::outcome::{EvalError, EvalOutcome, HostReason};
 
 /// The `Content-Type` of what [`HostMetrics::render`] writes (Prometheus text format 0.0.4).
@@ -443,7 +443,7 @@ mod tests {
     use super::*;
     use crate::catalog::ServerEntry;
     use crate::catalog::tests_support::tool;
-    use crate::records::RunRecords;
+    use crate::program::run_report::RunRecords;
     use crate::server::outcome::{EvalError, EvalValue};
 
     /// Upstream `obs` with `list-traces` and `get-trace`.

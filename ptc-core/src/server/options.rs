@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use ptc_lisp::Limits;
 
-use crate::host::Budgets;
+use crate::program::host::Budgets;
 
 /// Limits on evaluations served to clients.
 #[derive(Clone, Debug)]

@@ -8,8 +8,8 @@ use ptc_lisp::Pos;
 use serde::Serialize;
 use serde_json::{Map, Value as Json};
 
-use crate::identity::Caller;
-use crate::records::RunRecords;
+use crate::credentials::identity::Caller;
+use crate::program::run_report::RunRecords;
 
 /// What a client sent to `lisp_eval`.
 #[derive(Clone, Debug, Default)]

@@ -12,8 +12,8 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use crate::call::upstreams::Upstreams;
 use crate::catalog::{Catalog, ServerEntry, ToolEntry};
-use crate::executor::Upstreams;
 
 /// How a host rebuilds its upstreams for a refresh: re-read and recompile, then start them.
 /// An error (an invalid config, an unreadable document) keeps the catalog in force.
@@ -176,7 +176,7 @@ pub(crate) async fn list_all(upstreams: &Upstreams) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::projection::Projection;
+    use crate::call::projection::Projection;
 
     fn tool(name: &str, description: &str) -> ToolEntry {
         ToolEntry {

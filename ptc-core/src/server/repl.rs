@@ -5,8 +5,8 @@ use std::sync::{Arc, Mutex};
 
 use ptc_lisp::{CallContext, Discovery, Host, HostError, HostValue, Interpreter, Value};
 
-use crate::executor::Upstreams;
-use crate::host::ProgramHost;
+use crate::call::upstreams::Upstreams;
+use crate::program::host::ProgramHost;
 use crate::server::options::EvalLimits;
 
 /// Delegates to the current line's [`ProgramHost`] (the interpreter keeps one host for life).
@@ -106,8 +106,8 @@ impl Repl {
             self.limits.budgets(),
         ));
         let redactor = self.upstreams.redactor();
-        let result = match crate::precheck::precheck(&self.upstreams, src) {
-            Err(problems) => Err(crate::precheck::to_error(&problems)),
+        let result = match crate::program::precheck::precheck(&self.upstreams, src) {
+            Err(problems) => Err(crate::program::precheck::to_error(&problems)),
             Ok(()) => self.interp.eval_str(src),
         };
         let prints = redactor.redact(&self.interp.take_output()).into_owned();

@@ -18,7 +18,7 @@ use rmcp::model::{
 use sha2::{Digest, Sha256};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::approval::{ApprovalRequest, Approver, Decision, DecisionFuture};
+use crate::call::approval::{ApprovalRequest, Approver, Decision, DecisionFuture};
 use crate::server::outcome::{EvalOutcome, HostReason};
 
 /// The key of the one input request a round asks for.
@@ -251,7 +251,7 @@ fn decision(responses: Option<&InputResponses>) -> Decision {
 
 /// A fresh, unguessable `requestState`.
 fn handle() -> String {
-    crate::writes::random_id()
+    crate::call::writes::random_id()
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()

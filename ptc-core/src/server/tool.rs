@@ -7,9 +7,9 @@ use std::sync::Arc;
 use rmcp::model::{Tool, ToolAnnotations};
 use serde_json::json;
 
+use crate::catalog::discovery::{listing, shown, visible};
+use crate::catalog::policy::Grant;
 use crate::catalog::{Catalog, ServerEntry};
-use crate::discovery::{listing, visible};
-use crate::policy::Grant;
 
 /// The tool's name.
 pub const NAME: &str = "lisp_eval";
@@ -66,12 +66,6 @@ pub fn catalog_text(catalog: &Catalog, grant: &Grant) -> String {
         summary.push_str(&format!("- {} ({count}): {}\n", s.name, s.description()));
     }
     summary
-}
-
-/// Whether the caller sees `server` at all: not when every one of its listed tools is hidden
-/// (an upstream not listed yet is shown: what it has is not known).
-pub fn shown(server: &ServerEntry, grant: &Grant) -> bool {
-    server.tools().is_none() || !visible(server, grant).is_empty()
 }
 
 /// The full description of `lisp_eval` for a caller with `grant`.
@@ -289,11 +283,13 @@ mod tests {
 
     #[test]
     fn a_caller_sees_only_what_its_grant_allows() {
-        let policy = crate::policy::Policy::parse(
+        let policy = crate::catalog::policy::Policy::parse(
             r#"{"rules": [{"name": "r", "tools": ["obs/t0", "obs/t2"]}]}"#,
         )
         .unwrap();
-        let grant = policy.grant(&crate::identity::Caller::local()).unwrap();
+        let grant = policy
+            .grant(&crate::credentials::identity::Caller::local())
+            .unwrap();
         let c = catalog("Obs", None);
         c.servers[0].set_tools(vec![
             entry(0, Effect::Read, false),
@@ -316,19 +312,20 @@ mod tests {
         assert!(catalog_text(&c, &none).starts_with("No upstreams"));
         assert!(shown(&catalog("Obs", None).servers[0], &none));
         let past = catalog("Obs", Some(INLINE_MAX_TOOLS + 1));
-        let grant =
-            crate::policy::Policy::parse(r#"{"rules": [{"name": "r", "tools": ["obs/t1*"]}]}"#)
-                .unwrap()
-                .grant(&crate::identity::Caller::local())
-                .unwrap();
+        let grant = crate::catalog::policy::Policy::parse(
+            r#"{"rules": [{"name": "r", "tools": ["obs/t1*"]}]}"#,
+        )
+        .unwrap()
+        .grant(&crate::credentials::identity::Caller::local())
+        .unwrap();
         // t1, t10..t16: 8 of the 17, listed inline.
         assert_eq!(catalog_text(&past, &grant).lines().count(), 2 + 8);
         let big = catalog("Obs", Some(INLINE_MAX_TOOLS + 3));
-        let grant = crate::policy::Policy::parse(
+        let grant = crate::catalog::policy::Policy::parse(
             r#"{"rules": [{"name": "r", "tools": ["*"], "except": ["obs/t0"]}]}"#,
         )
         .unwrap()
-        .grant(&crate::identity::Caller::local())
+        .grant(&crate::credentials::identity::Caller::local())
         .unwrap();
         assert_eq!(
             catalog_text(&big, &grant),

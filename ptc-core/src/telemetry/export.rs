@@ -14,7 +14,7 @@ use opentelemetry_sdk::trace::{BatchSpanProcessor, SpanData, SpanExporter, SpanP
 
 use super::record::Active;
 use super::{ACTIVE, set_recording};
-use crate::http_client::{ReadError, describe, read_capped};
+use crate::wire::http_client::{ReadError, describe, read_capped};
 
 /// Where traces go and whose they are.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -238,7 +238,7 @@ struct ExportClient {
 
 impl ExportClient {
     fn new() -> Result<Self, String> {
-        let http = crate::http_client::builder()
+        let http = crate::wire::http_client::builder()
             .timeout(EXPORT_TIMEOUT)
             .build()
             .map_err(|e| format!("cannot build the trace exporter's HTTP client: {e}"))?;

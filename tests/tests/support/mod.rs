@@ -94,7 +94,7 @@ pub async fn serve(
 
 /// The HTTP client the tests speak to a host with.
 pub fn client() -> reqwest::Client {
-    ptc_core::http_client::builder()
+    ptc_core::wire::http_client::builder()
         .build()
         .expect("an HTTP client")
 }

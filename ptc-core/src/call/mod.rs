@@ -1,0 +1,17 @@
+//! One tool call, whichever way it is made (a program's `tool/call`, a typed operation): the
+//! [`Upstreams`](upstreams::Upstreams) executor every call goes through, what a call form asks
+//! for ([`form`]), argument validation ([`validate`]), the result contract ([`contract`]), what a
+//! tool's result path selects ([`projection`]), typed pages and serde, writes and their
+//! approval, and the check of an answer against its tool's output schema ([`response_check`]).
+
+pub mod approval;
+pub mod contract;
+pub(crate) mod form;
+pub mod projection;
+pub mod response_check;
+pub(crate) mod typed_pages;
+#[doc(hidden)]
+pub mod typed_serde;
+pub mod upstreams;
+pub mod validate;
+pub mod writes;

@@ -1,0 +1,659 @@
+//! The executor: the one interface through which every tool call runs, whichever way it is made.
+//!
+//! Two callers meet here: the PTC-Lisp host (`tool/call` in a program) and the typed operations
+//! that `ptc_upstreams!` generates (`upstreams.run(observatory::ListTracesArgs::new(org))`, an
+//! [`Operation`]). Both hand the
+//! executor a server, a tool and JSON arguments; argument validation, defaults, auth, caps,
+//! timeouts, retries and status mapping all live behind [`Upstreams::call`], never in callers.
+
+use std::fmt;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+use tokio::sync::Mutex;
+
+use crate::call::approval::{ApprovalRequest, Decision};
+use crate::call::contract::{Reason, ToolError, ToolOutput};
+use crate::call::validate::{Patterns, check_args};
+use crate::call::writes::{IdempotencyKey, WriteGate};
+use crate::catalog::mcp_link::McpLink;
+use crate::catalog::{self, Catalog, ServerEntry, ToolEntry};
+use crate::credentials::per_caller::CallEnv;
+use crate::credentials::redact::Redactor;
+use crate::wire::openapi::OpenApiUpstream;
+use crate::wire::webhook::Webhook;
+
+/// Per-call settings from the caller.
+#[derive(Clone, Debug, Default)]
+pub struct CallOptions {
+    /// The caller's deadline (a program's remaining time); the executor's own timeouts are capped
+    /// by it.
+    pub deadline: Option<Instant>,
+    /// The idempotency key a write carries (in the upstream's `idempotency_header`).
+    pub idempotency_key: Option<IdempotencyKey>,
+    /// Who the call is made for: per-caller credentials read its secret.
+    pub caller: Option<std::sync::Arc<crate::credentials::identity::Caller>>,
+}
+
+/// Decodes a typed call's output: the typed path's half of the executor interface.
+///
+/// Empty output decodes as JSON `null` (so `()`/`Option` responses work). Text decodes as a JSON
+/// string: an MCP tool without an `outputSchema` answers text, and its response type is
+/// `serde_json::Value`; a typed response that expected JSON gets an `upstream_error`.
+///
+/// With a `result_path`, only the value there is deserialised (the rest is skipped); an answer
+/// without one is an `upstream_error`.
+pub fn decode_typed<R: DeserializeOwned>(
+    server: &str,
+    tool: &str,
+    output: ToolOutput,
+    result_path: Option<&ptc_plan::ValuePath>,
+) -> Result<R, ToolError> {
+    let mismatch = |e: serde_json::Error| ToolError {
+        reason: Reason::UpstreamError,
+        message: format!("{server}/{tool}: the response does not match its documented schema: {e}"),
+    };
+    match output {
+        ToolOutput::Json(bytes) => match crate::call::projection::json_at(&bytes, result_path) {
+            Ok(Some(v)) => Ok(v),
+            // Only a path can find nothing.
+            Ok(None) => Err(ToolError {
+                reason: Reason::UpstreamError,
+                message: format!(
+                    "{server}/{tool}: {}",
+                    result_path.map_or_else(String::new, crate::call::projection::missing)
+                ),
+            }),
+            Err(e) => Err(mismatch(e)),
+        },
+        ToolOutput::Empty => serde_json::from_slice(b"null").map_err(mismatch),
+        ToolOutput::Text(text) => {
+            serde_json::from_value(Value::String(text)).map_err(|_| ToolError {
+                reason: Reason::UpstreamError,
+                message: format!("{server}/{tool} answered with text where JSON was expected"),
+            })
+        }
+    }
+}
+
+/// A generated operation's arguments: the tool they call and what its success decodes to.
+///
+/// `ptc_upstreams!` implements it for every arguments struct it generates; [`Upstreams::run`]
+/// runs one through [`Upstreams::call`], so a typed call meets the same validation, defaults,
+/// auth, caps and status mapping as a Lisp `tool/call`.
+pub trait Operation: Serialize {
+    /// The tool's catalog name, `upstream/tool` (what a Lisp program calls).
+    const TOOL: &'static str;
+    /// What a successful call decodes to.
+    type Response: DeserializeOwned;
+}
+
+/// Encodes a typed call's arguments as the JSON object the executor takes. A field that is
+/// `None` (serialized as null) is an argument not given, so it is left out: Rust's `Option` has
+/// no "given as null", and generated structs need no `skip_serializing_if` on every field.
+pub fn encode_args<A: Serialize>(
+    server: &str,
+    tool: &str,
+    args: &A,
+) -> Result<Map<String, Value>, ToolError> {
+    match serde_json::to_value(args) {
+        Ok(Value::Object(mut map)) => {
+            map.retain(|_, v| !v.is_null());
+            Ok(map)
+        }
+        Ok(other) => Err(ToolError {
+            reason: Reason::InvalidArgs,
+            message: format!("{server}/{tool}: arguments must be a JSON object, got {other}"),
+        }),
+        Err(e) => Err(ToolError {
+            reason: Reason::InvalidArgs,
+            message: format!("{server}/{tool}: arguments cannot be encoded: {e}"),
+        }),
+    }
+}
+
+/// When MCP upstreams' tool lists are loaded.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CatalogLoad {
+    /// At start-up: a server that cannot be listed fails the start, naming it.
+    #[default]
+    AtStart,
+    /// On the first call or discovery that needs it.
+    OnFirstUse,
+}
+
+/// How [`Upstreams::start`] behaves.
+#[derive(Clone, Debug, Default)]
+pub struct StartOptions {
+    /// When MCP tool lists are loaded.
+    pub catalog: CatalogLoad,
+    /// The redactor to register secrets with (a new one when `None`); share it with whatever
+    /// else prints (logs, the MCP host).
+    pub redactor: Option<Redactor>,
+    /// Whether allow-listed writes (and safe queries) may run in this process.
+    pub writes: WriteGate,
+    /// How answers are checked against their output schemas.
+    pub response_check: crate::call::response_check::ResponseCheck,
+    /// A drifted answer fails its call with `response_drift` (else it is counted and noted).
+    pub strict_responses: bool,
+}
+
+/// Why the upstreams could not start.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StartError {
+    /// The upstream at fault, when one is.
+    pub upstream: Option<String>,
+    /// What went wrong (redacted).
+    pub message: String,
+}
+
+impl fmt::Display for StartError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.upstream {
+            Some(u) => write!(f, "upstream `{u}`: {}", self.message),
+            None => f.write_str(&self.message),
+        }
+    }
+}
+
+impl std::error::Error for StartError {}
+
+/// One upstream's live transport.
+enum Link {
+    OpenApi(Box<OpenApiUpstream>),
+    Mcp(Box<McpLink>),
+}
+
+/// A call that passed validation: what [`Upstreams::execute`] runs.
+pub(crate) struct Prepared<'a> {
+    pub(crate) server: usize,
+    pub(crate) tool: &'a ToolEntry,
+    pub(crate) args: Map<String, Value>,
+}
+
+/// A successful call with what the records need.
+pub(crate) struct Executed {
+    pub(crate) output: ToolOutput,
+    pub(crate) bytes: u64,
+}
+
+/// A deployment's upstreams at run time: the catalog plus one live transport per upstream.
+///
+/// Built once from a [`ptc_plan::Plan`] (generated at compile time or loaded at start-up) and
+/// shared (`Arc`) by every program run and every typed call.
+pub struct Upstreams {
+    plan: ptc_plan::Plan,
+    secrets: ptc_plan::Secrets,
+    redactor: Redactor,
+    catalog: Catalog,
+    links: Vec<Link>,
+    /// Serialises first-use catalog loads per upstream.
+    loading: Vec<Mutex<()>>,
+    patterns: Patterns,
+    /// The deployment's approval webhook, when it names one.
+    webhook: Option<Webhook>,
+    /// Response checking and what drifted.
+    drift: crate::call::response_check::DriftWatch,
+    /// Tokens exchanged for callers (per-caller credentials).
+    exchanges: crate::credentials::per_caller::Exchanges,
+}
+
+impl Upstreams {
+    /// Starts the upstreams of `plan`: builds one pooled HTTP client per OpenAPI upstream and
+    /// connects MCP upstreams (listing their tools now or on first use, per `options`).
+    /// Literal credential values come from `secrets`; each is registered with the redactor.
+    pub async fn start(
+        plan: ptc_plan::Plan,
+        secrets: ptc_plan::Secrets,
+        options: StartOptions,
+    ) -> Result<Upstreams, StartError> {
+        let redactor = options.redactor.unwrap_or_default();
+        for c in &plan.credentials {
+            if matches!(c.source, ptc_plan::CredentialSource::Literal)
+                && let Ok(secret) = crate::credentials::binding::resolve(c, &secrets)
+            {
+                crate::credentials::binding::register(&redactor, &secret);
+            }
+        }
+        let mut servers = Vec::with_capacity(plan.upstreams.len());
+        let mut links = Vec::with_capacity(plan.upstreams.len());
+        for up in &plan.upstreams {
+            let fail = |message: String| StartError {
+                upstream: Some(up.name.clone()),
+                message: redactor.redact(&message).into_owned(),
+            };
+            match &up.transport {
+                ptc_plan::Transport::Openapi(api) => {
+                    let link = OpenApiUpstream::new(&up.name, api).map_err(fail)?;
+                    let entry = ServerEntry::new(
+                        &up.name,
+                        &up.description,
+                        "openapi",
+                        api.definitions.clone(),
+                    );
+                    entry.set_tools(catalog::openapi_tools(
+                        &up.name,
+                        link.tools(),
+                        options.writes,
+                    ));
+                    servers.push(entry);
+                    links.push(Link::OpenApi(Box::new(link)));
+                }
+                other => {
+                    let Some(link) = McpLink::new(&up.name, other, options.writes) else {
+                        return Err(fail(format!("unsupported transport {}", other.tag())));
+                    };
+                    let entry = ServerEntry::new(
+                        &up.name,
+                        &up.description,
+                        other.tag(),
+                        Default::default(),
+                    );
+                    if let Some(pinned) = link.pinned_entries() {
+                        entry.set_tools(pinned);
+                    }
+                    servers.push(entry);
+                    links.push(Link::Mcp(Box::new(link)));
+                }
+            }
+        }
+        let webhook = match &plan.approval_webhook {
+            Some(w) => Some(Webhook::new(w).map_err(|message| StartError {
+                upstream: None,
+                message,
+            })?),
+            None => None,
+        };
+        let upstreams = Upstreams {
+            webhook,
+            drift: crate::call::response_check::DriftWatch::new(
+                options.response_check,
+                options.strict_responses,
+            ),
+            exchanges: Default::default(),
+            loading: links.iter().map(|_| Mutex::new(())).collect(),
+            plan,
+            secrets,
+            redactor,
+            catalog: Catalog { servers },
+            links,
+            patterns: Patterns::default(),
+        };
+        if options.catalog == CatalogLoad::AtStart {
+            for i in 0..upstreams.links.len() {
+                upstreams.load(i).await.map_err(|e| StartError {
+                    upstream: Some(upstreams.catalog.servers[i].name.clone()),
+                    message: e.message,
+                })?;
+            }
+        }
+        Ok(upstreams)
+    }
+
+    /// The plan these upstreams were built from.
+    pub fn plan(&self) -> &ptc_plan::Plan {
+        &self.plan
+    }
+
+    /// The redactor every secret is registered with.
+    pub fn redactor(&self) -> &Redactor {
+        &self.redactor
+    }
+
+    /// The catalog (tools of upstreams not loaded yet are absent).
+    pub fn catalog(&self) -> &Catalog {
+        &self.catalog
+    }
+
+    /// The validator's compiled patterns.
+    pub(crate) fn patterns(&self) -> &Patterns {
+        &self.patterns
+    }
+
+    /// Makes sure upstream `i`'s catalog entry is up to date: an MCP upstream's tools listed,
+    /// or its pins compared with the current listing.
+    pub(crate) async fn load(&self, i: usize) -> Result<&ServerEntry, ToolError> {
+        let entry = &self.catalog.servers[i];
+        let Link::Mcp(link) = &self.links[i] else {
+            return Ok(entry);
+        };
+        if link.is_current(entry) {
+            return Ok(entry);
+        }
+        let _guard = self.loading[i].lock().await;
+        if !link.is_current(entry) {
+            link.load(entry, &self.call_env())
+                .await
+                .map_err(|e| self.redact_error(e))?;
+        }
+        Ok(entry)
+    }
+
+    /// The pin events of every pinned MCP upstream, by upstream name.
+    pub fn pin_counts(&self) -> Vec<(&str, &crate::catalog::pin_check::PinCounts)> {
+        self.catalog
+            .servers
+            .iter()
+            .zip(&self.links)
+            .filter_map(|(s, l)| match l {
+                Link::Mcp(m) => m.pin_counts().map(|c| (s.name.as_str(), c)),
+                Link::OpenApi(_) => None,
+            })
+            .collect()
+    }
+
+    /// Response checking, and the drift seen so far.
+    pub fn drift(&self) -> &crate::call::response_check::DriftWatch {
+        &self.drift
+    }
+
+    /// Upstream `server`, its tools loaded.
+    pub(crate) async fn server(&self, server: &str) -> Result<(usize, &ServerEntry), ToolError> {
+        let i = self.catalog.index_of(server)?;
+        Ok((i, self.load(i).await?))
+    }
+
+    /// Resolves the tool and validates/coerces `args`: every programmer fault is found here,
+    /// before any budget is spent or any request is made.
+    pub(crate) async fn prepare(
+        &self,
+        server: &str,
+        tool: &str,
+        args: Map<String, Value>,
+    ) -> Result<Prepared<'_>, ToolError> {
+        let (i, entry) = self.server(server).await?;
+        let t = entry.tool(tool)?;
+        if let Some(refused) = t.pin.as_ref().and_then(|p| p.refusal(&t.qualified())) {
+            return Err(refused);
+        }
+        if let Some(why) = &t.disabled {
+            return Err(ToolError {
+                reason: Reason::WriteDisabled,
+                message: format!("{}: not called: it is {why}", t.qualified()),
+            });
+        }
+        let args = check_args(entry.schema(t), &self.patterns, args).map_err(|problems| {
+            let call = t.qualified();
+            ToolError {
+                reason: Reason::InvalidArgs,
+                message: self
+                    .redactor
+                    .redact(&invalid_args_message(&call, entry.schema(t), t, &problems))
+                    .into_owned(),
+            }
+        })?;
+        Ok(Prepared {
+            server: i,
+            tool: t,
+            args,
+        })
+    }
+
+    /// Runs a prepared call. `byte_cap` narrows the tool's response cap (a program's remaining
+    /// byte budget).
+    pub(crate) async fn execute(
+        &self,
+        call: Prepared<'_>,
+        options: CallOptions,
+        byte_cap: Option<u64>,
+    ) -> Result<Executed, ToolError> {
+        let env = self.call_env_for(options.caller.as_deref());
+        let result = match &self.links[call.server] {
+            Link::OpenApi(api) => {
+                api.call(
+                    &env,
+                    call.tool.index,
+                    call.args,
+                    options.deadline,
+                    options.idempotency_key,
+                    byte_cap,
+                )
+                    .await
+                    .map(|f| Executed {
+                        output: f.output,
+                        bytes: f.bytes,
+                    })
+            }
+            Link::Mcp(link) => link
+                .call(&env, call.tool, call.args, options.deadline)
+                .await
+                .and_then(|output| {
+                    let bytes = match &output {
+                        ToolOutput::Json(b) => b.len() as u64,
+                        ToolOutput::Text(t) => t.len() as u64,
+                        ToolOutput::Empty => 0,
+                    };
+                    // The client caps a result at the upstream's limit; the program's byte
+                    // budget is checked here, once the size is known.
+                    match byte_cap {
+                        Some(cap) if bytes > cap => Err(ToolError {
+                            reason: Reason::ResponseTooLarge,
+                            message: format!(
+                                "{}: the result ({bytes} bytes) is larger than the {cap} bytes left",
+                                call.tool.qualified()
+                            ),
+                        }),
+                        _ => Ok(Executed { output, bytes }),
+                    }
+                }),
+        };
+        match result {
+            Ok(mut done) => {
+                done.output = self.redact_output(done.output);
+                Ok(done)
+            }
+            Err(e) => Err(self.redact_error(e)),
+        }
+    }
+
+    /// What a person is asked when `call` needs approval: the tool, the request it makes and
+    /// its arguments, every secret redacted.
+    pub(crate) fn approval_request(&self, call: &Prepared<'_>) -> ApprovalRequest {
+        let tool = call.tool;
+        let preview = match &self.links[call.server] {
+            Link::OpenApi(api) => api.preview(tool.index, &call.args),
+            Link::Mcp(_) => format!(
+                "MCP tools/call `{}` on upstream `{}`",
+                tool.name, tool.server
+            ),
+        };
+        let args = Value::Object(call.args.clone()).to_string();
+        let args = self.redactor.redact(&args);
+        ApprovalRequest {
+            tool: tool.qualified(),
+            effect: tool.classified.effect,
+            summary: self
+                .redactor
+                .redact(crate::catalog::discovery::summary(&tool.description))
+                .into_owned(),
+            preview: self.redactor.redact(&preview).into_owned(),
+            // A secret cut out of a JSON string leaves valid JSON; if it ever did not, the text
+            // (redacted) is shown instead.
+            arguments: serde_json::from_str(&args)
+                .unwrap_or_else(|_| Value::String(args.into_owned())),
+        }
+    }
+
+    /// Whether the deployment names an approval webhook (which then approves every call that
+    /// needs a person, instead of the MCP client).
+    pub fn has_approval_webhook(&self) -> bool {
+        self.webhook.is_some()
+    }
+
+    /// Asks the deployment's approval webhook about `request`, waiting at most `wait`.
+    pub async fn ask_approval_webhook(
+        &self,
+        request: &ApprovalRequest,
+        wait: Duration,
+    ) -> Decision {
+        match &self.webhook {
+            Some(w) => w.ask(&self.call_env(), request, wait).await,
+            None => Decision::Unavailable("this deployment names no approval webhook".into()),
+        }
+    }
+
+    /// Where calls read credentials from, and the redactor they register them with.
+    fn call_env(&self) -> CallEnv<'_> {
+        self.call_env_for(None)
+    }
+
+    /// [`Self::call_env`] for a call made for `caller`.
+    fn call_env_for<'a>(
+        &'a self,
+        caller: Option<&'a crate::credentials::identity::Caller>,
+    ) -> CallEnv<'a> {
+        CallEnv {
+            credentials: &self.plan.credentials,
+            secrets: &self.secrets,
+            redactor: &self.redactor,
+            caller,
+            exchanges: &self.exchanges,
+        }
+    }
+
+    /// Token exchanges for per-caller credentials.
+    pub fn exchanges(&self) -> &crate::credentials::per_caller::Exchanges {
+        &self.exchanges
+    }
+
+    fn redact_output(&self, output: ToolOutput) -> ToolOutput {
+        if self.redactor.is_empty() {
+            return output;
+        }
+        match output {
+            ToolOutput::Json(bytes) => match self.redactor.redact_bytes(&bytes) {
+                std::borrow::Cow::Borrowed(_) => ToolOutput::Json(bytes),
+                std::borrow::Cow::Owned(b) => ToolOutput::Json(b),
+            },
+            ToolOutput::Text(t) => ToolOutput::Text(self.redactor.redact(&t).into_owned()),
+            ToolOutput::Empty => ToolOutput::Empty,
+        }
+    }
+
+    pub(crate) fn redact_error(&self, e: ToolError) -> ToolError {
+        ToolError {
+            reason: e.reason,
+            message: self.redactor.redact(&e.message).into_owned(),
+        }
+    }
+
+    /// Runs one tool call: validates and coerces `args` against the tool's input schema, applies
+    /// default args, sends the request and maps the outcome.
+    pub async fn call(
+        &self,
+        server: &str,
+        tool: &str,
+        args: Map<String, Value>,
+        options: CallOptions,
+    ) -> Result<ToolOutput, ToolError> {
+        let prepared = self.prepare(server, tool, args).await?;
+        self.execute(prepared, options, None)
+            .await
+            .map(|done| done.output)
+    }
+
+    /// Runs a generated operation with the default call options.
+    pub async fn run<O: Operation>(&self, args: O) -> Result<O::Response, ToolError> {
+        self.run_with(args, CallOptions::default()).await
+    }
+
+    /// Runs a generated operation with `options`.
+    pub async fn run_with<O: Operation>(
+        &self,
+        args: O,
+        options: CallOptions,
+    ) -> Result<O::Response, ToolError> {
+        let (server, tool) = O::TOOL.split_once('/').unwrap_or(("", O::TOOL));
+        self.call_typed(server, tool, &args, options).await
+    }
+
+    /// The typed path by name: encodes `args`, runs [`Upstreams::call`], decodes the result with
+    /// serde. [`Upstreams::run`] is this for a generated [`Operation`].
+    pub async fn call_typed<A: Serialize, R: DeserializeOwned>(
+        &self,
+        server: &str,
+        tool: &str,
+        args: &A,
+        options: CallOptions,
+    ) -> Result<R, ToolError> {
+        let args = encode_args(server, tool, args)?;
+        let output = self.call(server, tool, args, options).await?;
+        decode_typed(server, tool, output, self.result_path(server, tool))
+    }
+
+    /// The result path of `server/tool`, when it has one.
+    fn result_path(&self, server: &str, tool: &str) -> Option<&ptc_plan::ValuePath> {
+        let entry = self
+            .catalog
+            .server(server)
+            .and_then(|s| s.tool(tool))
+            .ok()?;
+        entry.projection.result_path.as_ref()
+    }
+
+    /// Stops every upstream (kills MCP child processes).
+    pub async fn shutdown(&self) {
+        for link in &self.links {
+            if let Link::Mcp(m) = link {
+                m.shutdown().await;
+            }
+        }
+    }
+}
+
+/// The `invalid_args` message: the call, every problem, and the fix (a call with the required
+/// arguments filled in).
+pub(crate) fn invalid_args_message(
+    call: &str,
+    schema: crate::call::validate::Schema<'_>,
+    tool: &ToolEntry,
+    problems: &[String],
+) -> String {
+    let mut msg = format!("{call}: invalid arguments: {}", problems.join("; "));
+    msg.push_str(&format!(
+        ". Fix the args map, e.g. {}; (doc '{call}) lists every argument",
+        crate::catalog::discovery::example_call(schema, tool)
+    ));
+    msg
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn encoded_args_leave_out_none_and_keep_every_other_value() {
+        #[derive(Serialize)]
+        struct Args {
+            org_id: String,
+            limit: Option<i64>,
+            cursor: Option<String>,
+            flags: Vec<Option<bool>>,
+        }
+        let args = Args {
+            org_id: "acme".into(),
+            limit: Some(0),
+            cursor: None,
+            flags: vec![None, Some(false)],
+        };
+        let map = encode_args("obs", "list", &args).expect("an object");
+        // Only a top-level `None` is an argument not given; a null inside a value is data.
+        assert_eq!(
+            Value::Object(map),
+            json!({"org_id": "acme", "limit": 0, "flags": [null, false]})
+        );
+    }
+
+    #[test]
+    fn encoded_args_must_be_an_object() {
+        let e = encode_args("obs", "list", &vec![1, 2]).expect_err("not an object");
+        assert_eq!(e.reason, Reason::InvalidArgs);
+        assert_eq!(
+            e.to_string(),
+            "invalid_args: obs/list: arguments must be a JSON object, got [1,2]"
+        );
+    }
+}

@@ -1,0 +1,322 @@
+//! MCP upstreams in the catalog and the executor: one [`McpClient`] per `mcp_stdio` or
+//! `mcp_http` upstream, connected at start-up or on first use, its tools mapped into catalog
+//! entries. The client itself (handshake, both protocol eras, pagination, result unwrapping,
+//! reconnection) lives in [`crate::wire::mcp`].
+//!
+//! An upstream with a vendored tool list exposes its pinned tools from the start (the catalog
+//! holds the pins, as reviewed) and compares the live listing with them whenever the session or
+//! the server's tool list changed ([`crate::catalog::pin_check`]). One without exposes what the server lists
+//! on first use, narrowed by `include_tools`.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use ptc_plan::WriteGrant;
+use ptc_plan::effects::{Classified, Refusal, classify};
+
+use serde_json::{Map, Value, json};
+
+use crate::call::contract::{ToolError, ToolOutput};
+use crate::call::writes::WriteGate;
+use crate::catalog::pin_check::{PinBoard, PinCell};
+use crate::catalog::{ServerEntry, ToolEntry};
+use crate::credentials::per_caller::CallEnv;
+use crate::wire::mcp::{McpClient, McpTool};
+
+/// How the upstream is reached.
+enum Connect {
+    Stdio(ptc_plan::McpStdioPlan),
+    Http(ptc_plan::McpHttpPlan),
+}
+
+/// A configured MCP upstream; connected on first need.
+pub(crate) struct McpLink {
+    name: String,
+    transport: &'static str,
+    /// The upstream's `max_response_bytes`, which its client enforces on every answer.
+    max_response_bytes: u64,
+    connect: Connect,
+    client: tokio::sync::OnceCell<McpClient>,
+    /// Which tools are exposed when nothing is pinned (`None`: all).
+    include: Option<Vec<String>>,
+    /// The pins, when a tool list was vendored (shared with the task that compares them when
+    /// the listing changes).
+    pins: Option<Arc<PinBoard>>,
+    /// `allow_writes`, by tool name.
+    writes: BTreeMap<String, WriteGrant>,
+    /// Whether this process runs writes.
+    gate: WriteGate,
+}
+
+impl McpLink {
+    /// The link for an `mcp_stdio` or `mcp_http` upstream (`None` for any other transport).
+    pub(crate) fn new(
+        name: &str,
+        transport: &ptc_plan::Transport,
+        gate: WriteGate,
+    ) -> Option<Self> {
+        let (connect, max_response_bytes, tools) = match transport {
+            ptc_plan::Transport::McpStdio(p) => {
+                (Connect::Stdio(p.clone()), p.max_response_bytes, &p.tools)
+            }
+            ptc_plan::Transport::McpHttp(p) => (
+                Connect::Http(p.clone()),
+                p.http.max_response_bytes,
+                &p.tools,
+            ),
+            ptc_plan::Transport::Openapi(_) => return None,
+        };
+        Some(McpLink {
+            name: name.to_string(),
+            transport: transport.tag(),
+            max_response_bytes,
+            connect,
+            client: tokio::sync::OnceCell::new(),
+            include: tools.include.clone(),
+            pins: tools
+                .pinned
+                .as_deref()
+                .map(|pins| Arc::new(PinBoard::new(name, tools.policy, pins, &tools.left_out))),
+            writes: tools.writes.clone(),
+            gate,
+        })
+    }
+
+    /// The catalog entries of the pinned tools, as reviewed (`None` when nothing is pinned:
+    /// the tools are known once the server is listed).
+    pub(crate) fn pinned_entries(&self) -> Option<Vec<ToolEntry>> {
+        let board = self.pins.as_ref()?;
+        Some(
+            board
+                .pins()
+                .enumerate()
+                .map(|(index, (pin, cell))| self.entry(index, pin.into(), Some(cell.clone())))
+                .collect(),
+        )
+    }
+
+    fn entry(&self, index: usize, t: McpTool, pin: Option<Arc<PinCell>>) -> ToolEntry {
+        let mut provenance = json!({"transport": self.transport, "name": t.name});
+        if pin.is_some() {
+            provenance["pinned"] = json!(true);
+        }
+        let natural = ptc_plan::effects::mcp_effect(Some(&Value::Object(t.annotations.clone())));
+        let grant = self.writes.get(&t.name);
+        let classified = match classify(natural, grant, true) {
+            // A listed (unpinned) tool the server now calls a read but the operator granted as
+            // a write: the stricter reading wins. (Pinned tools were checked by the plan.)
+            Err(Refusal::ReadGranted) => {
+                Ok(grant.map_or_else(Classified::default, |g| Classified {
+                    effect: g.effect,
+                    approval: g.approval,
+                }))
+            }
+            other => other,
+        };
+        ToolEntry {
+            server: self.name.clone(),
+            provenance,
+            disabled: crate::call::writes::disabled_reason(&classified, self.gate),
+            // An ungranted write is classified as what it is, and disabled.
+            classified: classified.unwrap_or(Classified {
+                effect: natural,
+                approval: ptc_plan::Approval::Always,
+            }),
+            name: t.name,
+            description: t.description,
+            input_schema: t.input_schema,
+            output_schema: t.output_schema,
+            max_response_bytes: self.max_response_bytes,
+            projection: Default::default(),
+            pin,
+            index,
+        }
+    }
+
+    /// Whether the catalog entry is up to date: listed (unpinned), or the pins compared with the
+    /// listing of the current session and tool-list generation.
+    pub(crate) fn is_current(&self, entry: &ServerEntry) -> bool {
+        match (&self.pins, self.client.get()) {
+            (None, _) => entry.tools().is_some(),
+            (Some(board), Some(client)) => board.is_current(client.tools_generation()),
+            (Some(_), None) => false,
+        }
+    }
+
+    /// Brings the catalog entry up to date: lists the tools (unpinned, first use), or compares
+    /// the live listing with the pins (pinned, whenever the session or the server's tool list
+    /// changed since the last comparison).
+    pub(crate) async fn load(
+        &self,
+        entry: &ServerEntry,
+        env: &CallEnv<'_>,
+    ) -> Result<(), ToolError> {
+        let client = self.client(env).await?;
+        match &self.pins {
+            None => {
+                let tools = client
+                    .list_tools()
+                    .await?
+                    .into_iter()
+                    .filter(|t| self.include.as_ref().is_none_or(|i| i.contains(&t.name)))
+                    .enumerate()
+                    .map(|(index, t)| self.entry(index, t, None))
+                    .collect();
+                entry.set_tools(tools);
+            }
+            Some(board) => {
+                compare(client, board).await?;
+            }
+        }
+        if let Some(summary) = client.server_summary() {
+            entry.set_server_description(summary);
+        }
+        Ok(())
+    }
+
+    /// The pin events counted so far (`None` when nothing is pinned).
+    pub(crate) fn pin_counts(&self) -> Option<&crate::catalog::pin_check::PinCounts> {
+        self.pins.as_ref().map(|b| &b.counts)
+    }
+
+    /// The connected client, connecting now if this is the first use. A pinned upstream's
+    /// first connection also starts the task that compares the listing with the pins as soon as
+    /// it changes (a new session, a `tools/list_changed`), so a change is logged and counted when
+    /// it happens; a call checks the generation itself before it is sent.
+    async fn client(&self, env: &CallEnv<'_>) -> Result<&McpClient, ToolError> {
+        self.client
+            .get_or_try_init(|| async {
+                let client = match &self.connect {
+                    Connect::Stdio(plan) => {
+                        McpClient::connect_stdio(&self.name, plan, Vec::new(), env.redactor.clone())
+                            .await
+                    }
+                    Connect::Http(plan) => {
+                        McpClient::connect_http(
+                            &self.name,
+                            plan,
+                            env.credentials,
+                            env.secrets,
+                            env.redactor.clone(),
+                        )
+                        .await
+                    }
+                }?;
+                if let Some(board) = &self.pins {
+                    watch(&client, board.clone());
+                }
+                Ok(client)
+            })
+            .await
+    }
+
+    /// Calls tool `name` with validated arguments. A pinned tool is sent only while the listing
+    /// it was compared at is current: after a reconnection or a `tools/list_changed` the listing
+    /// is compared again first, so a server restarted with a changed tool never runs it unchecked.
+    pub(crate) async fn call(
+        &self,
+        env: &CallEnv<'_>,
+        tool: &ToolEntry,
+        args: Map<String, Value>,
+        deadline: Option<Instant>,
+    ) -> Result<ToolOutput, ToolError> {
+        let name = tool.name.as_str();
+        let client = self.client(env).await?;
+        let (Some(board), Some(pin)) = (&self.pins, &tool.pin) else {
+            return client.call_tool(name, args, deadline).await;
+        };
+        // Twice at most: a listing that moves again between the comparison and the send
+        // (a notification storm, a flapping server) is reported rather than chased.
+        for _ in 0..2 {
+            let generation = compare(client, board).await?;
+            if let Some(refused) = pin.refusal(&tool.qualified()) {
+                return Err(refused);
+            }
+            if let Ok(done) = client
+                .call_tool_listed(name, args.clone(), deadline, generation)
+                .await
+            {
+                return done;
+            }
+        }
+        Err(ToolError {
+            reason: crate::call::contract::Reason::UpstreamUnavailable,
+            message: format!(
+                "{}/{name}: the server's tool list changed twice while the call was being sent; \
+                 it was not sent",
+                self.name
+            ),
+        })
+    }
+
+    /// Stops the upstream (closes the session, kills a child process).
+    pub(crate) async fn shutdown(&self) {
+        if let Some(c) = self.client.get() {
+            c.shutdown().await;
+        }
+    }
+}
+
+/// Every tool MCP upstream `upstream` of `plan` lists now, unfiltered and unpinned: what
+/// `ptc vendor` pins. Connects with the configured command or URL and credentials, then closes
+/// the session. Messages have passed `redactor`.
+pub async fn list_live_tools(
+    plan: &ptc_plan::Plan,
+    secrets: &ptc_plan::Secrets,
+    upstream: &str,
+    redactor: &crate::credentials::redact::Redactor,
+) -> Result<Vec<McpTool>, ToolError> {
+    let unknown = || ToolError {
+        reason: crate::call::contract::Reason::UnknownServer,
+        message: format!("no MCP upstream `{upstream}` in the config"),
+    };
+    let up = plan.upstream(upstream).ok_or_else(unknown)?;
+    // Listing for `ptc vendor` calls nothing: the gate does not matter.
+    let link = McpLink::new(upstream, &up.transport, WriteGate::Closed).ok_or_else(unknown)?;
+    let exchanges = crate::credentials::per_caller::Exchanges::default();
+    let env = CallEnv {
+        credentials: &plan.credentials,
+        secrets,
+        redactor,
+        caller: None,
+        exchanges: &exchanges,
+    };
+    let listed = match link.client(&env).await {
+        Ok(client) => client.list_tools().await,
+        Err(e) => Err(e),
+    };
+    link.shutdown().await;
+    listed
+}
+
+/// Compares the live listing with the pins unless the current session's listing already
+/// was; the generation compared.
+async fn compare(client: &McpClient, board: &PinBoard) -> Result<u64, ToolError> {
+    // The common case takes no lock: a session that closed since is reconnected inside the
+    // call, which then finds the generation moved and is not sent (`ListingMoved`).
+    let generation = client.tools_generation();
+    if board.is_current(generation) {
+        return Ok(generation);
+    }
+    let _one_at_a_time = board.comparing.lock().await;
+    let generation = client.connected_generation().await?;
+    if !board.is_current(generation) {
+        let live = client.list_tools().await?;
+        board.compare(generation, &live);
+    }
+    Ok(generation)
+}
+
+/// Compares `client`'s listing with `board`'s pins each time it changes, until the client is
+/// gone (the task holds no strong reference to it while it waits).
+fn watch(client: &McpClient, board: Arc<PinBoard>) {
+    let watch = client.watch_listing();
+    tokio::spawn(async move {
+        while let Some(client) = watch.changed().await {
+            if let Err(e) = compare(&client, &board).await {
+                tracing::debug!(error = %e, "the changed tool listing is compared at the next call");
+            }
+        }
+    });
+}

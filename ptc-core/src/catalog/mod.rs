@@ -1,0 +1,410 @@
+//! The catalog: every upstream and its tools in one transport-neutral shape, for lookup
+//! (with "did you mean"), validation and discovery. OpenAPI tools come from the plan; MCP tools
+//! from the server's `tools/list`, at start-up or on first use.
+//!
+//! The room around it: MCP upstreams' live tool lists ([`mcp_link`]) and their comparison with
+//! the reviewed pins ([`pin_check`]), what each caller may reach ([`policy`]), ranking tools for
+//! a search ([`search`]) and the discovery text and data programs read ([`discovery`]).
+
+pub mod discovery;
+pub(crate) mod mcp_link;
+pub(crate) mod pin_check;
+pub mod policy;
+pub mod search;
+
+use std::sync::{Arc, OnceLock};
+
+use serde_json::{Value, json};
+
+use crate::call::contract::{Reason, ToolError};
+use crate::call::validate::{Definitions, Schema};
+use crate::call::writes::WriteGate;
+use crate::catalog::pin_check::PinCell;
+use ptc_plan::effects::Classified;
+use ptc_plan::{Approval, Effect};
+use ptc_suggest::did_you_mean;
+
+/// One tool as discovery shows it and the executor routes it.
+#[derive(Clone, Debug)]
+pub struct ToolEntry {
+    /// The upstream it belongs to.
+    pub server: String,
+    /// Exposed (Lisp-facing) name, e.g. `list-traces`.
+    pub name: String,
+    /// Description.
+    pub description: String,
+    /// JSON Schema of the arguments.
+    pub input_schema: Value,
+    /// JSON Schema of a successful result, when known.
+    pub output_schema: Option<Value>,
+    /// What it does to the world and whether a person approves each call.
+    pub classified: Classified,
+    /// Why it cannot be called in this process (a write the config does not allow-list, or
+    /// the write gate is closed); `None` when it can.
+    pub disabled: Option<String>,
+    /// The largest answer its upstream accepts, in bytes (the config's `max_response_bytes`,
+    /// narrowed per operation for OpenAPI): a larger one fails with `response_too_large`.
+    pub max_response_bytes: u64,
+    /// `_ptc` provenance shown by `meta` (transport, operationId, method, path, default args);
+    /// never credentials.
+    pub provenance: Value,
+    /// What a call returns (the result path) and how it pages (OpenAPI tools that say).
+    pub projection: crate::call::projection::Projection,
+    /// The pinned tool's comparison verdict (pinned MCP tools only).
+    pub pin: Option<Arc<PinCell>>,
+    /// Index of the tool in its transport's own list.
+    pub(crate) index: usize,
+}
+
+impl ToolEntry {
+    /// `server/name`.
+    pub fn qualified(&self) -> String {
+        format!("{}/{}", self.server, self.name)
+    }
+
+    /// The arguments the runtime fills in when a call leaves them out (OpenAPI tools).
+    pub fn default_args(&self) -> serde_json::Map<String, Value> {
+        self.provenance
+            .get("defaultArgs")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// What discovery adds to the tool's description: why a pinned tool is not callable, or
+    /// that it changed (`None` when there is nothing to say).
+    pub fn pin_note(&self) -> Option<String> {
+        self.pin.as_ref().and_then(|p| p.note())
+    }
+
+    /// What discovery adds for a tool that is not a read: what it does, whether a person
+    /// approves each call, and why it cannot be called here (`None` for a read).
+    pub fn write_note(&self) -> Option<String> {
+        let c = self.classified;
+        let what = match c.effect {
+            Effect::Read => return None,
+            Effect::SafeQuery => "safe query",
+            Effect::Write => "write",
+        };
+        let mut note = match c.approval {
+            Approval::Always => format!("{what}; a person approves each call"),
+            Approval::None => what.to_string(),
+        };
+        if let Some(why) = &self.disabled {
+            note.push_str(&format!("; disabled: {why}"));
+        }
+        Some(note)
+    }
+
+    /// Everything discovery notes about the tool (its pin, its writes), `None` when nothing.
+    pub fn notes(&self) -> Option<String> {
+        let notes: Vec<String> = [self.pin_note(), self.write_note()]
+            .into_iter()
+            .flatten()
+            .collect();
+        (!notes.is_empty()).then(|| notes.join("; "))
+    }
+
+    /// The tool entry as JSON, in the MCP tool shape plus `server` and `_ptc` (which says, for
+    /// a pinned tool that changed, what and whether it is callable).
+    pub fn to_json(&self) -> Value {
+        let mut m = serde_json::Map::new();
+        m.insert("server".into(), json!(self.server));
+        m.insert("name".into(), json!(self.name));
+        m.insert("description".into(), json!(self.description));
+        m.insert("inputSchema".into(), self.input_schema.clone());
+        if let Some(o) = &self.output_schema {
+            m.insert("outputSchema".into(), o.clone());
+        }
+        m.insert(
+            "annotations".into(),
+            json!({"readOnlyHint": self.classified.effect.is_read()}),
+        );
+        let mut provenance = self.provenance.clone();
+        if let Value::Object(p) = &mut provenance {
+            if let Some(note) = self.pin_note() {
+                p.insert("pin".into(), json!(note));
+            }
+            p.insert("effect".into(), json!(self.classified.effect.as_str()));
+            if !self.classified.effect.is_read() {
+                p.insert("approval".into(), json!(self.classified.approval.as_str()));
+            }
+            if let Some(why) = &self.disabled {
+                p.insert("disabled".into(), json!(why));
+            }
+        }
+        m.insert("_ptc".into(), provenance);
+        Value::Object(m)
+    }
+}
+
+/// One upstream in the catalog.
+#[derive(Debug)]
+pub struct ServerEntry {
+    /// Namespace name.
+    pub name: String,
+    /// Operator description (the plan's: the config's, else the OpenAPI document's title).
+    description: String,
+    /// What an MCP server said of itself, shown when the config gives no description.
+    described_by_server: OnceLock<String>,
+    /// Config transport tag (`openapi`, `mcp_stdio`, `mcp_http`); for provenance only, never
+    /// in names, hints or messages.
+    pub transport: &'static str,
+    /// Named schema definitions the tools' `$ref`s point into.
+    pub definitions: Definitions,
+    tools: OnceLock<Vec<ToolEntry>>,
+}
+
+impl ServerEntry {
+    pub(crate) fn new(
+        name: &str,
+        description: &str,
+        transport: &'static str,
+        definitions: Definitions,
+    ) -> Self {
+        ServerEntry {
+            name: name.to_string(),
+            description: description.to_string(),
+            described_by_server: OnceLock::new(),
+            transport,
+            definitions,
+            tools: OnceLock::new(),
+        }
+    }
+
+    /// What the upstream is: the operator's description, else the API's own (the OpenAPI
+    /// document's title, or an MCP server's `serverInfo` once it has been listed).
+    pub fn description(&self) -> &str {
+        if self.description.trim().is_empty() {
+            self.described_by_server
+                .get()
+                .map_or(&self.description, String::as_str)
+        } else {
+            &self.description
+        }
+    }
+
+    pub(crate) fn set_server_description(&self, text: String) {
+        let _ = self.described_by_server.set(text);
+    }
+
+    /// The tools, once loaded (OpenAPI upstreams always are).
+    pub fn tools(&self) -> Option<&[ToolEntry]> {
+        self.tools.get().map(Vec::as_slice)
+    }
+
+    pub(crate) fn set_tools(&self, tools: Vec<ToolEntry>) {
+        let _ = self.tools.set(tools);
+    }
+
+    /// The tool called `name`: its exposed name, that name with `_` for `-` (`list_traces`),
+    /// or its original operation id.
+    pub fn tool(&self, name: &str) -> Result<&ToolEntry, ToolError> {
+        let tools = self.tools().unwrap_or_default();
+        let kebab = name.replace('_', "-");
+        if let Some(t) = tools
+            .iter()
+            .find(|t| t.name == name)
+            .or_else(|| tools.iter().find(|t| t.name == kebab))
+            .or_else(|| {
+                tools
+                    .iter()
+                    .find(|t| t.provenance.get("operationId").and_then(Value::as_str) == Some(name))
+            })
+        {
+            return Ok(t);
+        }
+        let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+        let mut msg = format!("no tool `{name}` in upstream `{}`", self.name);
+        let qualified = |s: &str| format!("`{}/{s}`", self.name);
+        if let Some(s) = did_you_mean(&kebab, names.iter().copied(), qualified) {
+            msg.push_str(&format!(" ({s})"));
+        }
+        msg.push_str(&format!(
+            "; its tools: {}. List them with (dir '{})",
+            names.join(" "),
+            self.name
+        ));
+        Err(ToolError {
+            reason: Reason::UnknownTool,
+            message: msg,
+        })
+    }
+
+    /// The tool's input schema with this upstream's definitions.
+    pub fn schema<'a>(&'a self, tool: &'a ToolEntry) -> Schema<'a> {
+        Schema {
+            root: &tool.input_schema,
+            definitions: Some(&self.definitions),
+        }
+    }
+}
+
+/// Every upstream, sorted by name.
+#[derive(Debug, Default)]
+pub struct Catalog {
+    pub(crate) servers: Vec<ServerEntry>,
+}
+
+impl Catalog {
+    /// The upstreams.
+    pub fn servers(&self) -> &[ServerEntry] {
+        &self.servers
+    }
+
+    /// Position of upstream `name`, or an `unknown_server` error with a suggestion.
+    pub fn index_of(&self, name: &str) -> Result<usize, ToolError> {
+        if let Some(i) = self.servers.iter().position(|s| s.name == name) {
+            return Ok(i);
+        }
+        let names: Vec<&str> = self.servers.iter().map(|s| s.name.as_str()).collect();
+        let mut msg = format!("no upstream `{name}`");
+        if let Some(s) = did_you_mean(name, names.iter().copied(), |s| format!("`{s}`")) {
+            msg.push_str(&format!(" ({s})"));
+        }
+        if names.is_empty() {
+            msg.push_str("; no upstreams are configured");
+        } else {
+            msg.push_str(&format!(
+                "; configured upstreams: {}. List them with (tool/servers)",
+                names.join(" ")
+            ));
+        }
+        Err(ToolError {
+            reason: Reason::UnknownServer,
+            message: msg,
+        })
+    }
+
+    /// The upstream called `name`.
+    pub fn server(&self, name: &str) -> Result<&ServerEntry, ToolError> {
+        self.index_of(name).map(|i| &self.servers[i])
+    }
+}
+
+/// The catalog entries of an OpenAPI upstream's compiled tools, callable as `gate` allows.
+pub(crate) fn openapi_tools(
+    server: &str,
+    tools: &[ptc_plan::ToolPlan],
+    gate: WriteGate,
+) -> Vec<ToolEntry> {
+    tools
+        .iter()
+        .enumerate()
+        .map(|(index, t)| {
+            let mut provenance = serde_json::to_value(&t.ptc).unwrap_or(Value::Null);
+            // Execution knobs stay out of the agent's view; provenance and hints stay in.
+            if let Value::Object(m) = &mut provenance {
+                m.remove("params");
+                m.remove("body");
+            }
+            ToolEntry {
+                server: server.to_string(),
+                name: t.name.clone(),
+                description: t.description.clone(),
+                input_schema: t.input_schema.clone(),
+                output_schema: Some(t.output_schema.clone()),
+                classified: t.classified,
+                // The compiler refused every write the config does not allow-list.
+                disabled: crate::call::writes::disabled_reason(&Ok(t.classified), gate),
+                max_response_bytes: t.ptc.max_response_bytes,
+                provenance,
+                projection: crate::call::projection::Projection {
+                    result_path: t.ptc.result_path.clone(),
+                    pagination: t.ptc.pagination.clone(),
+                },
+                pin: None,
+                index,
+            }
+        })
+        .collect()
+}
+
+/// A plain read tool for other modules' unit tests.
+#[cfg(test)]
+pub(crate) mod tests_support {
+    use super::*;
+
+    /// `server/name`, a read with an open object schema.
+    pub(crate) fn tool(server: &str, name: &str) -> ToolEntry {
+        ToolEntry {
+            server: server.into(),
+            name: name.into(),
+            description: name.into(),
+            input_schema: json!({"type": "object"}),
+            output_schema: None,
+            classified: Classified::default(),
+            disabled: None,
+            max_response_bytes: 1 << 20,
+            provenance: json!({"transport": "openapi"}),
+            projection: Default::default(),
+            pin: None,
+            index: 0,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(effect: Effect, approval: Approval, disabled: Option<&str>) -> ToolEntry {
+        ToolEntry {
+            server: "obs".into(),
+            name: "annotate".into(),
+            description: "Annotate".into(),
+            input_schema: json!({"type": "object"}),
+            output_schema: None,
+            classified: Classified { effect, approval },
+            disabled: disabled.map(str::to_string),
+            max_response_bytes: 1,
+            provenance: json!({"transport": "openapi"}),
+            projection: Default::default(),
+            pin: None,
+            index: 0,
+        }
+    }
+
+    #[test]
+    fn a_write_says_what_it_is_and_why_it_is_disabled() {
+        let read = entry(Effect::Read, Approval::None, None);
+        assert_eq!(read.write_note(), None);
+        assert_eq!(read.notes(), None);
+        let meta = read.to_json();
+        assert_eq!(meta["annotations"], json!({"readOnlyHint": true}));
+        assert_eq!(
+            meta["_ptc"],
+            json!({"transport": "openapi", "effect": "read"})
+        );
+
+        let write = entry(Effect::Write, Approval::Always, Some("writes are off"));
+        assert_eq!(
+            write.notes().as_deref(),
+            Some("write; a person approves each call; disabled: writes are off")
+        );
+        let meta = write.to_json();
+        assert_eq!(meta["annotations"], json!({"readOnlyHint": false}));
+        assert_eq!(
+            meta["_ptc"],
+            json!({"transport": "openapi", "effect": "write", "approval": "always",
+                   "disabled": "writes are off"})
+        );
+        assert_eq!(meta["name"], "annotate");
+        assert_eq!(meta["server"], "obs");
+
+        let query = entry(Effect::SafeQuery, Approval::None, None);
+        assert_eq!(query.write_note().as_deref(), Some("safe query"));
+        assert_eq!(
+            entry(Effect::SafeQuery, Approval::Always, None)
+                .write_note()
+                .as_deref(),
+            Some("safe query; a person approves each call")
+        );
+        assert_eq!(
+            entry(Effect::Write, Approval::None, None)
+                .write_note()
+                .as_deref(),
+            Some("write")
+        );
+    }
+}

@@ -1,0 +1,1987 @@
+//! Record and replay: a run file holds one program run (the program, its context, every upstream
+//! call that passed validation with its capped, redacted result in the order made, and the
+//! answer) so that `replay` can run the program again offline against the recorded results.
+//!
+//! The [`Tape`] is the one hook a run's host has: it records each call as it is made
+//! ([`Tape::Record`]) or answers it from a recording ([`Tape::Replay`]). Everything before the
+//! answer (validation against the catalog, the budgets) runs in a replay as it did when recorded,
+//! so a replay is checked the same way; the policy's refusals and the approvals come from the
+//! recording, and nobody is asked again.
+//!
+//! Results and the context are kept as JSON *text*, byte for byte as the program read them: a
+//! replay decodes exactly what the recording did (a parsed and re-printed number could differ in
+//! its last bit).
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use ptc_lisp::{Limits, LispError, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value as Json};
+
+use crate::call::contract::{Reason, ToolError, ToolOutput};
+use crate::call::response_check::ResponseCheck;
+use crate::call::upstreams::{CatalogLoad, Executed, StartOptions, Upstreams};
+use crate::call::writes::WriteGate;
+use crate::credentials::redact::Redactor;
+use crate::program::run_report::ApprovalOutcome;
+
+/// The run file format this build writes and reads.
+pub const FORMAT: u32 = 1;
+
+/// The most bytes of one call's result a run file keeps (1 MiB). A longer result keeps its first
+/// bytes and is marked `truncated`; replaying the call is then an error naming it.
+pub const MAX_RECORDED_RESULT_BYTES: usize = 1 << 20;
+
+/// Characters of a call's arguments shown in a divergence message.
+const SHOWN_ARGS_CHARS: usize = 300;
+
+/// One recorded program run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunFile {
+    /// [`FORMAT`]; a file of another format is refused.
+    pub format: u32,
+    /// The version of ptc that recorded it.
+    pub ptc_version: String,
+    /// The program text.
+    pub program: String,
+    /// The program's context (`data/<key>`) as JSON text, or `None`.
+    pub context: Option<String>,
+    /// The limits and start-up settings the program ran under; a replay runs under the same.
+    pub settings: Settings,
+    /// Every upstream call that passed validation, in the order the program made them.
+    pub calls: Vec<RecordedCall>,
+    /// What the program printed (redacted).
+    pub prints: String,
+    /// The program's answer.
+    pub answer: Answer,
+}
+
+/// What a run's outcome depends on besides its program, context and calls.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Settings {
+    /// Wall-clock limit of the program, in milliseconds.
+    pub timeout_ms: Option<u64>,
+    /// Memory the program may allocate, in bytes.
+    pub memory_bytes: u64,
+    /// Upstream calls per program.
+    pub max_calls: u64,
+    /// Discovery operations per program.
+    pub max_discovery: u64,
+    /// Upstream bytes per program.
+    pub max_upstream_bytes: u64,
+    /// Whether allow-listed writes could run (the process's write gate).
+    pub allow_writes: bool,
+    /// How answers were checked against their output schemas (`off`, `sampled`, `full`).
+    pub response_check: String,
+    /// Whether a drifted answer failed its call.
+    pub strict_responses: bool,
+}
+
+/// How the recording process started its upstreams: what a replay starts them with.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct StartSettings {
+    /// The write gate.
+    pub writes: WriteGate,
+    /// Response checking.
+    pub response_check: ResponseCheck,
+    /// A drifted answer fails its call.
+    pub strict_responses: bool,
+}
+
+impl Settings {
+    /// The settings of a run under `limits` in a process started with `start` (the budgets are
+    /// the host's to note, see [`Recorder::note_budgets`]).
+    pub fn new(limits: &Limits, start: StartSettings) -> Self {
+        Settings {
+            timeout_ms: limits.timeout.map(|t| t.as_millis() as u64),
+            memory_bytes: limits.max_memory_bytes,
+            max_calls: 0,
+            max_discovery: 0,
+            max_upstream_bytes: 0,
+            allow_writes: start.writes == WriteGate::Open,
+            response_check: start.response_check.as_str().to_string(),
+            strict_responses: start.strict_responses,
+        }
+    }
+
+    /// The interpreter limits to replay under.
+    pub fn limits(&self) -> Limits {
+        Limits {
+            timeout: self.timeout_ms.map(std::time::Duration::from_millis),
+            max_memory_bytes: self.memory_bytes,
+            ..Limits::default()
+        }
+    }
+
+    /// Start options for a replay: the recording's write gate and response checking, and no
+    /// upstream contacted at start.
+    pub fn start_options(&self) -> Result<StartOptions, String> {
+        Ok(StartOptions {
+            catalog: CatalogLoad::OnFirstUse,
+            writes: if self.allow_writes {
+                WriteGate::Open
+            } else {
+                WriteGate::Closed
+            },
+            response_check: ResponseCheck::parse(&self.response_check)
+                .map_err(|e| format!("settings.response_check: {e}"))?,
+            strict_responses: self.strict_responses,
+            ..StartOptions::default()
+        })
+    }
+}
+
+/// One upstream call of a recording.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RecordedCall {
+    /// The upstream.
+    pub server: String,
+    /// The tool.
+    pub tool: String,
+    /// The validated arguments (defaults applied, redacted).
+    pub args: Map<String, Json>,
+    /// The person's decision, for a call that needed one: `approved`, `declined` or
+    /// `unavailable`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<String>,
+    /// What came of it.
+    pub outcome: Outcome,
+    /// How long it took, in milliseconds.
+    pub duration_ms: u64,
+}
+
+/// What came of one recorded call.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Outcome {
+    /// A JSON answer, as the text the program decoded.
+    Json {
+        /// The JSON text.
+        json: String,
+        /// The bytes the call counted against the program's budget.
+        bytes: u64,
+    },
+    /// A text answer.
+    Text {
+        /// The text.
+        text: String,
+        /// The bytes counted.
+        bytes: u64,
+    },
+    /// An empty answer.
+    Empty {
+        /// The bytes counted.
+        bytes: u64,
+    },
+    /// The call was sent and failed.
+    Error {
+        /// The reason (`not_found`, `timeout`, ...).
+        reason: String,
+        /// The message the program got.
+        message: String,
+    },
+    /// The call was refused before anything was sent (the policy, a budget, an approval).
+    NotSent {
+        /// The reason.
+        reason: String,
+        /// The message the program got.
+        message: String,
+    },
+    /// An answer longer than [`MAX_RECORDED_RESULT_BYTES`]: its first bytes only.
+    Truncated {
+        /// The answer's whole size, in bytes.
+        bytes: u64,
+        /// Its first bytes (cut at a character boundary).
+        start: String,
+    },
+    /// The program's time ran out (or it was cancelled) while the call was in flight.
+    Unfinished,
+}
+
+/// A program's answer: its value, or its error.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Answer {
+    /// The program's value.
+    Value {
+        /// As `eval` prints it (Clojure syntax): what "same answer" compares.
+        text: String,
+        /// As JSON, when it has a JSON form (for reading; not compared).
+        json: Option<Json>,
+    },
+    /// The program failed.
+    Error {
+        /// The reason (`timeout`, `fail`, ...).
+        reason: String,
+        /// The error as `eval` prints it.
+        message: String,
+    },
+}
+
+impl Answer {
+    /// The answer of a run, redacted.
+    pub fn of(result: &Result<Value, LispError>, redactor: &Redactor) -> Answer {
+        match result {
+            Ok(v) => Answer::Value {
+                text: redactor.redact(&v.to_string()).into_owned(),
+                json: v
+                    .to_json_string()
+                    .ok()
+                    .and_then(|s| serde_json::from_str(&redactor.redact(&s)).ok()),
+            },
+            Err(e) => Answer::Error {
+                reason: e.reason().to_string(),
+                message: redactor.redact(&e.to_string()).into_owned(),
+            },
+        }
+    }
+
+    fn redacted(self, r: &Redactor) -> Answer {
+        match self {
+            Answer::Value { text, json } => Answer::Value {
+                text: redact(r, &text),
+                json: json.map(|j| redact_json(r, j)),
+            },
+            Answer::Error { reason, message } => Answer::Error {
+                reason,
+                message: redact(r, &message),
+            },
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            Answer::Value { text, .. } => format!("the value {}", bounded(text, 400)),
+            Answer::Error { message, .. } => format!("the error {}", bounded(message, 400)),
+        }
+    }
+}
+
+/// What a replay found that differs from its recording, if anything: the answer first, then
+/// what the program printed.
+pub fn answer_difference(
+    file: &RunFile,
+    replayed: &Answer,
+    replayed_prints: &str,
+) -> Option<String> {
+    if &file.answer != replayed {
+        let same_kind = matches!(
+            (&file.answer, replayed),
+            (Answer::Value { text: a, .. }, Answer::Value { text: b, .. }) if a == b
+        );
+        // The JSON form is for reading: equal texts are the same answer.
+        if !same_kind {
+            return Some(format!(
+                "the answer differs: the recording has {}, the replay gave {}",
+                file.answer.describe(),
+                replayed.describe()
+            ));
+        }
+    }
+    if file.prints != replayed_prints {
+        return Some(format!(
+            "the answer is the same, but the printed output differs: the recording printed {:?}, \
+             the replay {:?}",
+            bounded(&file.prints, 300),
+            bounded(replayed_prints, 300)
+        ));
+    }
+    None
+}
+
+impl RunFile {
+    /// Reads and checks a run file: a file that cannot be read, is not JSON, is of another
+    /// format or is malformed is an error naming the file and what is wrong.
+    pub fn read(path: &Path) -> Result<RunFile, String> {
+        let bytes =
+            std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        Self::parse(&bytes, &path.display().to_string())
+    }
+
+    /// [`RunFile::read`] of `bytes`; `origin` names them in errors.
+    pub fn parse(bytes: &[u8], origin: &str) -> Result<RunFile, String> {
+        let json: Json = serde_json::from_slice(bytes)
+            .map_err(|e| format!("{origin} is not a run file: it is not JSON ({e})"))?;
+        match json.get("format") {
+            Some(Json::Number(n)) if n.as_u64() == Some(u64::from(FORMAT)) => {}
+            Some(other) => {
+                let recorded_by = json
+                    .get("ptc_version")
+                    .and_then(Json::as_str)
+                    .map_or(String::new(), |v| format!(" (recorded by ptc {v})"));
+                return Err(format!(
+                    "{origin} is a run file of format {other}{recorded_by}; this ptc ({}) reads \
+                     format {FORMAT} only: replay it with the ptc that recorded it, or record it \
+                     again",
+                    env!("CARGO_PKG_VERSION")
+                ));
+            }
+            None => {
+                return Err(format!(
+                    "{origin} is not a run file: it has no \"format\" field"
+                ));
+            }
+        }
+        let file: RunFile = serde_json::from_value(json)
+            .map_err(|e| format!("{origin} is not a valid run file of format {FORMAT}: {e}"))?;
+        file.check().map_err(|e| format!("{origin}: {e}"))?;
+        Ok(file)
+    }
+
+    /// Every reason and approval named is one this build knows.
+    fn check(&self) -> Result<(), String> {
+        self.settings.start_options()?;
+        for (i, c) in self.calls.iter().enumerate() {
+            let at = format!("calls[{i}] ({}/{})", c.server, c.tool);
+            if let Some(a) = &c.approval
+                && approval_of(a).is_none()
+            {
+                return Err(format!(
+                    "{at}: unknown approval `{a}` (approved, declined or unavailable)"
+                ));
+            }
+            if let Outcome::Error { reason, .. } | Outcome::NotSent { reason, .. } = &c.outcome
+                && reason_of(reason).is_none()
+            {
+                return Err(format!("{at}: unknown reason `{reason}`"));
+            }
+        }
+        Ok(())
+    }
+
+    /// The file as pretty JSON.
+    pub fn to_json(&self) -> Result<Vec<u8>, String> {
+        let mut out = serde_json::to_vec_pretty(self)
+            .map_err(|e| format!("cannot encode the run file: {e}"))?;
+        out.push(b'\n');
+        Ok(out)
+    }
+
+    /// The context as program values, decoded as the recording decoded it.
+    pub fn context_value(&self, limits: &Limits) -> Result<Option<Value>, String> {
+        self.context
+            .as_deref()
+            .map(|text| {
+                Value::from_json_bytes(text.as_bytes(), limits)
+                    .map_err(|e| format!("the recorded context cannot be decoded: {e}"))
+            })
+            .transpose()
+    }
+}
+
+/// What a run does with its upstream calls besides making them.
+#[derive(Clone, Default)]
+pub enum Tape {
+    /// Nothing.
+    #[default]
+    Off,
+    /// Records each call.
+    Record(Recorder),
+    /// Answers each call from a recording.
+    Replay(Replayer),
+}
+
+impl Tape {
+    /// The tape's entry for a call that passed validation: a new record, or the recorded call
+    /// it matches (a divergence, which stops the program, when none does).
+    pub(crate) fn begin(
+        &self,
+        server: &str,
+        tool: &str,
+        args: &Map<String, Json>,
+        redactor: &Redactor,
+    ) -> Result<TapeCall, ToolError> {
+        match self {
+            Tape::Off => Ok(TapeCall::Off),
+            Tape::Record(r) => Ok(TapeCall::Record(r.clone(), r.begin(server, tool, args))),
+            Tape::Replay(r) => {
+                let args = redact_map(redactor, args.clone());
+                r.take(server, tool, &args).map(TapeCall::Replay)
+            }
+        }
+    }
+}
+
+impl Tape {
+    /// Replaying: a call whose validation failed because an MCP upstream's tools could not be
+    /// listed, as the replay's error. A replay sends no call, but it checks each against the
+    /// catalog, and an MCP server's tools are listed by asking it.
+    pub(crate) fn unlisted(
+        &self,
+        upstreams: &Upstreams,
+        server: &str,
+        e: &ToolError,
+    ) -> Option<ToolError> {
+        let Tape::Replay(r) = self else {
+            return None;
+        };
+        let entry = upstreams.catalog().server(server).ok()?;
+        let validation = e.reason.is_programmer_fault()
+            || matches!(e.reason, Reason::WriteDisabled | Reason::ToolChanged);
+        if entry.transport == "openapi" || validation {
+            return None;
+        }
+        Some(r.diverge(format!(
+            "the program called a tool of MCP upstream `{server}`, whose tools could not be \
+             listed: {} (a replay sends no call, but checks each against its upstream's tool \
+             list, which it asks an MCP server for: start the server where the config says)",
+            e.message
+        )))
+    }
+}
+
+/// One call's entry on the tape.
+pub(crate) enum TapeCall {
+    Off,
+    Record(Recorder, usize),
+    Replay(Replayed),
+}
+
+impl TapeCall {
+    /// Replaying: the policy's refusal the recording has for this call.
+    pub(crate) fn policy_refusal(&self) -> Option<ToolError> {
+        let TapeCall::Replay(r) = self else {
+            return None;
+        };
+        match &r.call.outcome {
+            Outcome::NotSent { reason, message } if reason == Reason::Forbidden.as_str() => {
+                Some(ToolError {
+                    reason: Reason::Forbidden,
+                    message: message.clone(),
+                })
+            }
+            _ => None,
+        }
+    }
+
+    /// Replaying: the decision the recording has for a call that needs approval (a divergence
+    /// when it has none). `None` when not replaying: a person is asked.
+    pub(crate) fn recorded_approval(&self) -> Option<Result<(), (ToolError, ApprovalOutcome)>> {
+        let TapeCall::Replay(r) = self else {
+            return None;
+        };
+        let call = &r.call;
+        let refusal = |outcome| match &call.outcome {
+            Outcome::NotSent { reason, message } => (
+                ToolError {
+                    reason: reason_of(reason).unwrap_or(Reason::ApprovalDeclined),
+                    message: message.clone(),
+                },
+                outcome,
+            ),
+            _ => (
+                r.diverged("was refused approval, but has a result"),
+                outcome,
+            ),
+        };
+        Some(match call.approval.as_deref().and_then(approval_of) {
+            Some(ApprovalOutcome::Approved) => Ok(()),
+            Some(o @ (ApprovalOutcome::Declined | ApprovalOutcome::Unavailable)) => Err(refusal(o)),
+            None => Err((
+                r.diverged("needs a person's approval, and the recording has no decision for it"),
+                ApprovalOutcome::Unavailable,
+            )),
+        })
+    }
+
+    /// Recording: how the call's approval ended.
+    pub(crate) fn approved(&self, outcome: ApprovalOutcome) {
+        if let TapeCall::Record(r, i) = self {
+            r.update(*i, |s| s.approval = Some(outcome));
+        }
+    }
+
+    /// Replaying: the recorded answer, in place of sending the call.
+    pub(crate) fn replayed(&self) -> Option<&Replayed> {
+        match self {
+            TapeCall::Replay(r) => Some(r),
+            _ => None,
+        }
+    }
+
+    /// Recording: what the upstream answered by `deadline` (the program's).
+    pub(crate) fn executed(
+        &self,
+        result: &Result<Executed, ToolError>,
+        deadline: Option<Instant>,
+        redactor: &Redactor,
+    ) {
+        if let TapeCall::Record(r, i) = self {
+            let outcome = match result {
+                Ok(done) => recorded_output(&done.output, done.bytes, redactor),
+                // The program's time ran out during the call: its replay waits for the
+                // replay's deadline, so it stops the same way.
+                Err(e)
+                    if e.reason == Reason::Timeout
+                        && deadline.is_some_and(|d| Instant::now() >= d) =>
+                {
+                    Outcome::Unfinished
+                }
+                Err(e) => Outcome::Error {
+                    reason: e.reason.as_str().to_string(),
+                    message: e.message.clone(),
+                },
+            };
+            r.update(*i, |s| s.finish(outcome));
+        }
+    }
+
+    /// Recording: the call ended; a call refused before it was sent is recorded with its
+    /// refusal.
+    pub(crate) fn end<T>(&self, result: &Result<T, ToolError>) {
+        if let (TapeCall::Record(r, i), Err(e)) = (self, result) {
+            r.update(*i, |s| {
+                if s.outcome.is_none() {
+                    s.finish(Outcome::NotSent {
+                        reason: e.reason.as_str().to_string(),
+                        message: e.message.clone(),
+                    });
+                }
+            });
+        }
+    }
+}
+
+/// A result as the run file keeps it: capped, redacted.
+fn recorded_output(output: &ToolOutput, bytes: u64, redactor: &Redactor) -> Outcome {
+    let (text, is_json) = match output {
+        ToolOutput::Empty => return Outcome::Empty { bytes },
+        ToolOutput::Text(t) => (std::borrow::Cow::Borrowed(t.as_str()), false),
+        ToolOutput::Json(b) => (String::from_utf8_lossy(b), true),
+    };
+    // Redacted before it is cut, so no secret is kept in part.
+    let text = redactor.redact(&text);
+    let whole = match output {
+        ToolOutput::Json(b) => std::str::from_utf8(b).is_ok(),
+        _ => true,
+    };
+    if text.len() > MAX_RECORDED_RESULT_BYTES || !whole {
+        let mut end = text.len().min(MAX_RECORDED_RESULT_BYTES);
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        return Outcome::Truncated {
+            bytes: match output {
+                ToolOutput::Json(b) => b.len() as u64,
+                _ => text.len() as u64,
+            },
+            start: text[..end].to_string(),
+        };
+    }
+    if is_json {
+        Outcome::Json {
+            json: text.into_owned(),
+            bytes,
+        }
+    } else {
+        Outcome::Text {
+            text: text.into_owned(),
+            bytes,
+        }
+    }
+}
+
+/// Records a run's calls as they are made (a shared handle: the host writes, the caller reads).
+#[derive(Clone)]
+pub struct Recorder(Arc<Mutex<Recording>>);
+
+struct Recording {
+    settings: Settings,
+    calls: Vec<Slot>,
+}
+
+/// A call being recorded.
+struct Slot {
+    server: String,
+    tool: String,
+    args: Map<String, Json>,
+    approval: Option<ApprovalOutcome>,
+    outcome: Option<Outcome>,
+    started: Instant,
+    duration_ms: u64,
+}
+
+impl Slot {
+    fn finish(&mut self, outcome: Outcome) {
+        self.outcome = Some(outcome);
+        self.duration_ms = self.started.elapsed().as_millis() as u64;
+    }
+}
+
+impl Recorder {
+    /// A recorder for a run under `settings`.
+    pub fn new(settings: Settings) -> Self {
+        Recorder(Arc::new(Mutex::new(Recording {
+            settings,
+            calls: Vec::new(),
+        })))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Recording> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The run's budgets, as its host has them (a policy may lower the calls per program).
+    pub fn note_budgets(&self, max_calls: u64, max_discovery: u64, max_upstream_bytes: u64) {
+        let mut r = self.lock();
+        r.settings.max_calls = max_calls;
+        r.settings.max_discovery = max_discovery;
+        r.settings.max_upstream_bytes = max_upstream_bytes;
+    }
+
+    fn begin(&self, server: &str, tool: &str, args: &Map<String, Json>) -> usize {
+        let mut r = self.lock();
+        r.calls.push(Slot {
+            server: server.to_string(),
+            tool: tool.to_string(),
+            args: args.clone(),
+            approval: None,
+            outcome: None,
+            started: Instant::now(),
+            duration_ms: 0,
+        });
+        r.calls.len() - 1
+    }
+
+    fn update(&self, i: usize, f: impl FnOnce(&mut Slot)) {
+        if let Some(slot) = self.lock().calls.get_mut(i) {
+            f(slot);
+        }
+    }
+
+    /// The calls so far, in the order they were made.
+    pub fn calls(&self) -> Vec<RecordedCall> {
+        self.lock()
+            .calls
+            .iter()
+            .map(|s| RecordedCall {
+                server: s.server.clone(),
+                tool: s.tool.clone(),
+                args: s.args.clone(),
+                approval: s.approval.map(|a| a.as_str().to_string()),
+                outcome: s.outcome.clone().unwrap_or(Outcome::Unfinished),
+                duration_ms: if s.outcome.is_some() {
+                    s.duration_ms
+                } else {
+                    s.started.elapsed().as_millis() as u64
+                },
+            })
+            .collect()
+    }
+
+    /// The run file of the finished run. Every text in it passes `upstreams`' redactor, after
+    /// the values of the env and file credentials are read (so a secret no call used is masked
+    /// too; a command's output is known once a call used it).
+    pub fn run_file(
+        &self,
+        upstreams: &Upstreams,
+        program: &str,
+        context: Option<&str>,
+        prints: &str,
+        answer: Answer,
+    ) -> RunFile {
+        let r = upstreams.redactor();
+        register_credentials(upstreams);
+        let calls = self
+            .calls()
+            .into_iter()
+            .map(|c| RecordedCall {
+                args: redact_map(r, c.args),
+                outcome: match c.outcome {
+                    Outcome::Json { json, bytes } => Outcome::Json {
+                        json: redact(r, &json),
+                        bytes,
+                    },
+                    Outcome::Text { text, bytes } => Outcome::Text {
+                        text: redact(r, &text),
+                        bytes,
+                    },
+                    Outcome::Error { reason, message } => Outcome::Error {
+                        reason,
+                        message: redact(r, &message),
+                    },
+                    Outcome::NotSent { reason, message } => Outcome::NotSent {
+                        reason,
+                        message: redact(r, &message),
+                    },
+                    Outcome::Truncated { bytes, start } => Outcome::Truncated {
+                        bytes,
+                        start: redact(r, &start),
+                    },
+                    other @ (Outcome::Empty { .. } | Outcome::Unfinished) => other,
+                },
+                ..c
+            })
+            .collect();
+        RunFile {
+            format: FORMAT,
+            ptc_version: env!("CARGO_PKG_VERSION").to_string(),
+            program: redact(r, program),
+            context: context.map(|c| redact(r, c)),
+            settings: self.lock().settings.clone(),
+            calls,
+            prints: redact(r, prints),
+            answer: answer.redacted(r),
+        }
+    }
+}
+
+/// Registers the current values of the plan's env and file credentials with its redactor.
+fn register_credentials(upstreams: &Upstreams) {
+    for c in &upstreams.plan().credentials {
+        if matches!(
+            c.source,
+            ptc_plan::CredentialSource::Env { .. } | ptc_plan::CredentialSource::File { .. }
+        ) && let Ok(secret) =
+            crate::credentials::binding::resolve(c, &ptc_plan::Secrets::default())
+        {
+            crate::credentials::binding::register(upstreams.redactor(), &secret);
+        }
+    }
+}
+
+/// Answers a run's calls from a recording (a shared handle: the host asks, the caller reads
+/// what diverged).
+#[derive(Clone)]
+pub struct Replayer(Arc<Mutex<Replay>>);
+
+struct Replay {
+    recorded: Vec<Arc<RecordedCall>>,
+    used: Vec<bool>,
+    /// Calls the program made so far.
+    made: usize,
+    /// The first divergence met.
+    divergence: Option<String>,
+}
+
+/// A program's call matched to its recorded call.
+pub(crate) struct Replayed {
+    /// The program's call number (1-based, in the order the replay made them).
+    number: usize,
+    /// The recorded call's number (1-based).
+    recorded: usize,
+    call: Arc<RecordedCall>,
+    replayer: Replayer,
+}
+
+impl Replayed {
+    /// A divergence about this call (`what` it did): noted as the replay's, and the error that
+    /// stops the program.
+    fn diverged(&self, what: &str) -> ToolError {
+        self.replayer.diverge(format!(
+            "call {} ({}, recorded as call {}) {what}",
+            self.number,
+            call_text(&self.call.server, &self.call.tool, &self.call.args),
+            self.recorded
+        ))
+    }
+
+    /// The recorded answer. A call that was in flight when the recorded program's time ran out
+    /// waits until the replay's deadline and times out there, as the call did, so the replay
+    /// stops as the recording did.
+    pub(crate) async fn answer(&self, deadline: Option<Instant>) -> Result<Executed, ToolError> {
+        let ok = |output, bytes| Ok(Executed { output, bytes });
+        match &self.call.outcome {
+            Outcome::Json { json, bytes } => ok(ToolOutput::Json(json.as_bytes().to_vec()), *bytes),
+            Outcome::Text { text, bytes } => ok(ToolOutput::Text(text.clone()), *bytes),
+            Outcome::Empty { bytes } => ok(ToolOutput::Empty, *bytes),
+            Outcome::Error { reason, message } => Err(ToolError {
+                reason: reason_of(reason).unwrap_or(Reason::UpstreamError),
+                message: message.clone(),
+            }),
+            Outcome::NotSent { reason, message } => Err(self.diverged(&format!(
+                "is sent by the replay, but the recording did not send it ({reason}: {message})"
+            ))),
+            Outcome::Truncated { bytes, .. } => Err(self.diverged(&format!(
+                "cannot be replayed: its result was {bytes} bytes, more than the \
+                 {MAX_RECORDED_RESULT_BYTES} a run file keeps, so the recording has only its \
+                 start"
+            ))),
+            Outcome::Unfinished if let Some(d) = deadline => {
+                tokio::time::sleep_until(tokio::time::Instant::from_std(d)).await;
+                Err(ToolError {
+                    reason: Reason::Timeout,
+                    message: format!(
+                        "{}/{}: the program's time ran out during the call",
+                        self.call.server, self.call.tool
+                    ),
+                })
+            }
+            Outcome::Unfinished => Err(self.diverged(
+                "was still in flight when the recorded program stopped, and this replay has no \
+                 time limit to stop at",
+            )),
+        }
+    }
+}
+
+impl Replayer {
+    /// A replayer of `calls`.
+    pub fn new(calls: &[RecordedCall]) -> Self {
+        Replayer(Arc::new(Mutex::new(Replay {
+            recorded: calls.iter().cloned().map(Arc::new).collect(),
+            used: vec![false; calls.len()],
+            made: 0,
+            divergence: None,
+        })))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Replay> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Notes `message` (when it is the first divergence) and returns the error that stops the
+    /// program.
+    fn diverge(&self, message: String) -> ToolError {
+        let mut r = self.lock();
+        if r.divergence.is_none() {
+            r.divergence = Some(message.clone());
+        }
+        // A programmer fault's reason: the host raises it, which ends the program.
+        ToolError {
+            reason: Reason::InvalidArgs,
+            message: format!("replay diverged: {message}"),
+        }
+    }
+
+    /// Matches the program's next call to the first recorded call not yet used with the same
+    /// upstream, tool and arguments (`pmap` may make calls in another order than recorded).
+    pub(crate) fn take(
+        &self,
+        server: &str,
+        tool: &str,
+        args: &Map<String, Json>,
+    ) -> Result<Replayed, ToolError> {
+        let mut r = self.lock();
+        r.made += 1;
+        let number = r.made;
+        let found = (0..r.recorded.len()).find(|&i| {
+            let c = &r.recorded[i];
+            !r.used[i] && c.server == server && c.tool == tool && same_args(&c.args, args)
+        });
+        if let Some(i) = found {
+            r.used[i] = true;
+            return Ok(Replayed {
+                number,
+                recorded: i + 1,
+                call: r.recorded[i].clone(),
+                replayer: self.clone(),
+            });
+        }
+        let unused = |same_tool: bool| {
+            (0..r.recorded.len()).find(|&i| {
+                let c = &r.recorded[i];
+                !r.used[i] && (!same_tool || (c.server == server && c.tool == tool))
+            })
+        };
+        let program_call = call_text(server, tool, args);
+        let message = match unused(true).or_else(|| unused(false)) {
+            None => format!(
+                "call {number}: the program called {program_call}, one more than the {} calls \
+                 recorded",
+                r.recorded.len()
+            ),
+            Some(i) => {
+                let c = &r.recorded[i];
+                let differs = if c.server == server && c.tool == tool {
+                    format!(
+                        " (the arguments differ at {})",
+                        differing_keys(&c.args, args)
+                    )
+                } else {
+                    String::new()
+                };
+                format!(
+                    "call {number}: the program called {program_call}, which the recording does \
+                     not have; the nearest recorded call not yet used is call {}: {}{differs}",
+                    i + 1,
+                    call_text(&c.server, &c.tool, &c.args)
+                )
+            }
+        };
+        drop(r);
+        Err(self.diverge(message))
+    }
+
+    /// The first divergence the run met: a call the recording does not have, or one it cannot
+    /// answer.
+    pub fn divergence(&self) -> Option<String> {
+        self.lock().divergence.clone()
+    }
+
+    /// The recorded calls the program did not make, as a divergence.
+    pub fn unused(&self) -> Option<String> {
+        let r = self.lock();
+        let left: Vec<String> = (0..r.recorded.len())
+            .filter(|&i| !r.used[i])
+            .map(|i| {
+                let c = &r.recorded[i];
+                format!("call {}: {}", i + 1, call_text(&c.server, &c.tool, &c.args))
+            })
+            .collect();
+        match left.len() {
+            0 => None,
+            1 => Some(format!(
+                "the recording has 1 call the program did not make: {}",
+                left[0]
+            )),
+            n => Some(format!(
+                "the recording has {n} calls the program did not make: {}",
+                left.join("; ")
+            )),
+        }
+    }
+
+    /// Calls the program made so far.
+    pub fn calls_made(&self) -> usize {
+        self.lock().made
+    }
+}
+
+/// Where `serve --record-dir` writes one run file per evaluation.
+#[derive(Clone, Debug)]
+pub struct RecordDir {
+    dir: PathBuf,
+    start: StartSettings,
+}
+
+impl RecordDir {
+    /// Run files go to `dir` (created when missing), recording a process started with `start`.
+    pub fn new(dir: PathBuf, start: StartSettings) -> Result<Self, String> {
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| format!("--record-dir {}: cannot create it: {e}", dir.display()))?;
+        if !dir.is_dir() {
+            return Err(format!("--record-dir {}: not a directory", dir.display()));
+        }
+        Ok(RecordDir { dir, start })
+    }
+
+    /// A recorder for one evaluation under `limits`.
+    pub fn recorder(&self, limits: &Limits) -> Recorder {
+        Recorder::new(Settings::new(limits, self.start))
+    }
+
+    /// Writes the run file of one evaluation (off the async threads), named by the time and the
+    /// program's hash so the files sort; a failure is logged, never the evaluation's.
+    pub async fn save(
+        &self,
+        upstreams: Arc<Upstreams>,
+        recorder: Recorder,
+        program: &str,
+        context: Option<&Map<String, Json>>,
+        prints: &str,
+        result: &Result<Value, LispError>,
+    ) -> Option<PathBuf> {
+        let answer = Answer::of(result, upstreams.redactor());
+        let context = context.and_then(|c| serde_json::to_string(c).ok());
+        let (program, prints, dir) = (program.to_string(), prints.to_string(), self.dir.clone());
+        let written = tokio::task::spawn_blocking(move || {
+            let file = recorder.run_file(&upstreams, &program, context.as_deref(), &prints, answer);
+            let millis = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis());
+            write_new(
+                &dir,
+                millis,
+                &crate::program::program_hash(&program),
+                &file.to_json()?,
+            )
+        })
+        .await
+        .unwrap_or_else(|e| Err(format!("the writing task stopped: {e}")));
+        match written {
+            Ok(path) => {
+                tracing::info!(target: "ptc::server", file = %path.display(), "run recorded");
+                Some(path)
+            }
+            Err(e) => {
+                tracing::warn!(target: "ptc::server", "run not recorded: {e}");
+                None
+            }
+        }
+    }
+}
+
+/// Writes `bytes` to a new file in `dir` named `<unix ms>-<hash prefix>.json` for a run that
+/// ended at `millis` (a `-N` suffix when two runs of one program end in the same millisecond).
+fn write_new(dir: &Path, millis: u128, hash: &str, bytes: &[u8]) -> Result<PathBuf, String> {
+    use std::io::Write;
+    let stem = format!("{millis:013}-{}", &hash[..hash.len().min(12)]);
+    for n in 0..100 {
+        let name = if n == 0 {
+            format!("{stem}.json")
+        } else {
+            format!("{stem}-{n}.json")
+        };
+        let path = dir.join(name);
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+        {
+            Ok(mut f) => {
+                return f
+                    .write_all(bytes)
+                    .map(|()| path.clone())
+                    .map_err(|e| format!("cannot write {}: {e}", path.display()));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(format!("cannot create {}: {e}", path.display())),
+        }
+    }
+    Err(format!(
+        "cannot create a new file {stem}*.json in {}: too many",
+        dir.display()
+    ))
+}
+
+fn reason_of(s: &str) -> Option<Reason> {
+    Reason::ALL.into_iter().find(|r| r.as_str() == s)
+}
+
+fn approval_of(s: &str) -> Option<ApprovalOutcome> {
+    [
+        ApprovalOutcome::Approved,
+        ApprovalOutcome::Declined,
+        ApprovalOutcome::Unavailable,
+    ]
+    .into_iter()
+    .find(|a| a.as_str() == s)
+}
+
+fn redact(r: &Redactor, text: &str) -> String {
+    r.redact(text).into_owned()
+}
+
+fn redact_map(r: &Redactor, map: Map<String, Json>) -> Map<String, Json> {
+    map.into_iter()
+        .map(|(k, v)| (redact(r, &k), redact_json(r, v)))
+        .collect()
+}
+
+fn redact_json(r: &Redactor, v: Json) -> Json {
+    match v {
+        Json::String(s) => Json::String(redact(r, &s)),
+        Json::Array(a) => Json::Array(a.into_iter().map(|v| redact_json(r, v)).collect()),
+        Json::Object(m) => Json::Object(redact_map(r, m)),
+        other => other,
+    }
+}
+
+/// Whether two argument maps are the same call. Numbers compare by value, and floats within a
+/// rounding step: a float read back from a run file may differ from the one written in its last
+/// bit.
+fn same_args(a: &Map<String, Json>, b: &Map<String, Json>) -> bool {
+    a.len() == b.len()
+        && a.iter()
+            .all(|(k, v)| b.get(k).is_some_and(|w| same_json(v, w)))
+}
+
+fn same_json(a: &Json, b: &Json) -> bool {
+    match (a, b) {
+        (Json::Number(x), Json::Number(y)) => {
+            match (x.as_i64(), y.as_i64(), x.as_u64(), y.as_u64()) {
+                (Some(x), Some(y), _, _) => x == y,
+                (_, _, Some(x), Some(y)) => x == y,
+                _ => match (x.as_f64(), y.as_f64()) {
+                    (Some(x), Some(y)) => {
+                        x == y || (x - y).abs() <= f64::EPSILON * x.abs().max(y.abs())
+                    }
+                    _ => false,
+                },
+            }
+        }
+        (Json::Array(x), Json::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same_json(x, y))
+        }
+        (Json::Object(x), Json::Object(y)) => same_args(x, y),
+        _ => a == b,
+    }
+}
+
+/// The argument names whose values differ between two calls, e.g. `id`.
+fn differing_keys(a: &Map<String, Json>, b: &Map<String, Json>) -> String {
+    let mut keys: Vec<&str> = a
+        .keys()
+        .chain(b.keys().filter(|k| !a.contains_key(*k)))
+        .filter(|k| match (a.get(*k), b.get(*k)) {
+            (Some(x), Some(y)) => !same_json(x, y),
+            _ => true,
+        })
+        .map(String::as_str)
+        .collect();
+    keys.dedup();
+    keys.join(", ")
+}
+
+/// `server/tool {args}`, the arguments cut to a readable length.
+fn call_text(server: &str, tool: &str, args: &Map<String, Json>) -> String {
+    let args = Json::Object(args.clone()).to_string();
+    format!("{server}/{tool} {}", bounded(&args, SHOWN_ARGS_CHARS))
+}
+
+fn bounded(text: &str, max_chars: usize) -> String {
+    match text.char_indices().nth(max_chars) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(id: &str) -> Map<String, Json> {
+        let mut m = Map::new();
+        m.insert("org_id".into(), json!("org_acme"));
+        m.insert("id".into(), json!(id));
+        m
+    }
+
+    fn answered(tool: &str, id: &str, json: &str) -> RecordedCall {
+        RecordedCall {
+            server: "observatory".into(),
+            tool: tool.into(),
+            args: args(id),
+            approval: None,
+            outcome: Outcome::Json {
+                json: json.into(),
+                bytes: json.len() as u64,
+            },
+            duration_ms: 3,
+        }
+    }
+
+    use serde_json::json;
+
+    /// Two recorded calls: get-trace of `a`, then get-trace of `b`.
+    fn two() -> Replayer {
+        Replayer::new(&[
+            answered("get-trace", "a", r#"{"id":"a"}"#),
+            answered("get-trace", "b", r#"{"id":"b"}"#),
+        ])
+    }
+
+    fn block_on<F: std::future::Future>(f: F) -> F::Output {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(f)
+    }
+
+    /// The JSON text the replay answers `r` with.
+    fn answer_text(r: &Replayed) -> String {
+        match block_on(r.answer(None)) {
+            Ok(Executed {
+                output: ToolOutput::Json(b),
+                ..
+            }) => String::from_utf8(b).unwrap(),
+            Ok(_) => panic!("not a JSON answer"),
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    #[test]
+    fn calls_in_the_recorded_order_are_answered_in_order() {
+        let r = two();
+        let first = r.take("observatory", "get-trace", &args("a")).unwrap();
+        let second = r.take("observatory", "get-trace", &args("b")).unwrap();
+        assert_eq!((first.number, first.recorded), (1, 1));
+        assert_eq!((second.number, second.recorded), (2, 2));
+        assert_eq!(answer_text(&first), r#"{"id":"a"}"#);
+        assert_eq!(answer_text(&second), r#"{"id":"b"}"#);
+        assert_eq!(r.divergence(), None);
+        assert_eq!(r.unused(), None);
+        assert_eq!(r.calls_made(), 2);
+    }
+
+    #[test]
+    fn calls_in_another_order_find_their_own_answers() {
+        // `pmap` sends its branches' calls in whichever order they reach the host.
+        let r = two();
+        let b = r.take("observatory", "get-trace", &args("b")).unwrap();
+        let a = r.take("observatory", "get-trace", &args("a")).unwrap();
+        assert_eq!((b.number, b.recorded), (1, 2));
+        assert_eq!((a.number, a.recorded), (2, 1));
+        assert_eq!(answer_text(&b), r#"{"id":"b"}"#);
+        assert_eq!(answer_text(&a), r#"{"id":"a"}"#);
+        assert_eq!((r.divergence(), r.unused()), (None, None));
+    }
+
+    #[test]
+    fn the_same_call_twice_takes_the_recorded_ones_in_turn() {
+        let r = Replayer::new(&[
+            answered("get-trace", "a", r#"{"n":1}"#),
+            answered("get-trace", "a", r#"{"n":2}"#),
+        ]);
+        let one = r.take("observatory", "get-trace", &args("a")).unwrap();
+        let two = r.take("observatory", "get-trace", &args("a")).unwrap();
+        assert_eq!(answer_text(&one), r#"{"n":1}"#);
+        assert_eq!(answer_text(&two), r#"{"n":2}"#);
+    }
+
+    #[test]
+    fn changed_arguments_diverge_naming_the_call_and_the_nearest_recorded_one() {
+        let r = two();
+        r.take("observatory", "get-trace", &args("a")).unwrap();
+        let Err(e) = r.take("observatory", "get-trace", &args("c")) else {
+            panic!("matched");
+        };
+        let expected = "call 2: the program called observatory/get-trace \
+                        {\"org_id\":\"org_acme\",\"id\":\"c\"}, which the recording does not have; \
+                        the nearest recorded call not yet used is call 2: observatory/get-trace \
+                        {\"org_id\":\"org_acme\",\"id\":\"b\"} (the arguments differ at id)";
+        assert_eq!(r.divergence().as_deref(), Some(expected));
+        // The program stops: the host raises a programmer fault's reason.
+        assert_eq!(e.reason, Reason::InvalidArgs);
+        assert_eq!(e.message, format!("replay diverged: {expected}"));
+        // A later divergence does not replace the first.
+        let _ = r.take("observatory", "costs", &Map::new());
+        assert_eq!(r.divergence().as_deref(), Some(expected));
+    }
+
+    #[test]
+    fn another_tool_is_compared_with_the_next_unused_call_after_its_own_tools_calls() {
+        let r = two();
+        let _ = r.take("observatory", "list-traces", &args("a"));
+        assert_eq!(
+            r.divergence().as_deref(),
+            Some(
+                "call 1: the program called observatory/list-traces \
+                 {\"org_id\":\"org_acme\",\"id\":\"a\"}, which the recording does not have; the \
+                 nearest recorded call not yet used is call 1: observatory/get-trace \
+                 {\"org_id\":\"org_acme\",\"id\":\"a\"}"
+            )
+        );
+        // ... after the recorded calls of the program's own tool.
+        let r = Replayer::new(&[
+            answered("get-trace", "a", r#"{"id":"a"}"#),
+            answered("list-traces", "x", r#"[]"#),
+        ]);
+        let _ = r.take("observatory", "list-traces", &args("y"));
+        assert_eq!(
+            r.divergence().as_deref(),
+            Some(
+                "call 1: the program called observatory/list-traces \
+                 {\"org_id\":\"org_acme\",\"id\":\"y\"}, which the recording does not have; the \
+                 nearest recorded call not yet used is call 2: observatory/list-traces \
+                 {\"org_id\":\"org_acme\",\"id\":\"x\"} (the arguments differ at id)"
+            )
+        );
+    }
+
+    #[test]
+    fn one_call_more_than_recorded_diverges() {
+        let r = two();
+        r.take("observatory", "get-trace", &args("a")).unwrap();
+        r.take("observatory", "get-trace", &args("b")).unwrap();
+        assert!(r.take("observatory", "get-trace", &args("a")).is_err());
+        assert_eq!(
+            r.divergence().as_deref(),
+            Some(
+                "call 3: the program called observatory/get-trace \
+                 {\"org_id\":\"org_acme\",\"id\":\"a\"}, one more than the 2 calls recorded"
+            )
+        );
+    }
+
+    #[test]
+    fn recorded_calls_the_program_did_not_make_are_reported() {
+        let r = two();
+        assert_eq!(
+            r.unused().as_deref(),
+            Some(
+                "the recording has 2 calls the program did not make: call 1: \
+                 observatory/get-trace {\"org_id\":\"org_acme\",\"id\":\"a\"}; call 2: \
+                 observatory/get-trace {\"org_id\":\"org_acme\",\"id\":\"b\"}"
+            )
+        );
+        r.take("observatory", "get-trace", &args("b")).unwrap();
+        assert_eq!(
+            r.unused().as_deref(),
+            Some(
+                "the recording has 1 call the program did not make: call 1: \
+                 observatory/get-trace {\"org_id\":\"org_acme\",\"id\":\"a\"}"
+            )
+        );
+        assert_eq!(r.divergence(), None);
+    }
+
+    #[test]
+    fn results_are_kept_whole_up_to_the_cap_and_marked_past_it() {
+        let redactor = Redactor::new();
+        let at_cap = format!("\"{}\"", "x".repeat(MAX_RECORDED_RESULT_BYTES - 2));
+        let kept = recorded_output(&ToolOutput::Json(at_cap.clone().into_bytes()), 9, &redactor);
+        assert_eq!(
+            kept,
+            Outcome::Json {
+                json: at_cap,
+                bytes: 9
+            }
+        );
+        let past = format!("\"{}\"", "x".repeat(MAX_RECORDED_RESULT_BYTES - 1));
+        let cut = recorded_output(&ToolOutput::Json(past.clone().into_bytes()), 9, &redactor);
+        assert_eq!(
+            cut,
+            Outcome::Truncated {
+                bytes: MAX_RECORDED_RESULT_BYTES as u64 + 1,
+                start: past[..MAX_RECORDED_RESULT_BYTES].to_string()
+            }
+        );
+        // Cut at a character boundary.
+        let wide = "é".repeat(MAX_RECORDED_RESULT_BYTES / 2 + 1);
+        let Outcome::Truncated { start, .. } =
+            recorded_output(&ToolOutput::Text(wide), 0, &redactor)
+        else {
+            panic!("kept whole");
+        };
+        assert_eq!(start.len(), MAX_RECORDED_RESULT_BYTES);
+        // ... the one before the cap when the cap falls inside a character.
+        let odd = format!("x{}", "é".repeat(MAX_RECORDED_RESULT_BYTES / 2 + 1));
+        let Outcome::Truncated { start, bytes } =
+            recorded_output(&ToolOutput::Text(odd.clone()), 0, &redactor)
+        else {
+            panic!("kept whole");
+        };
+        assert_eq!(start.len(), MAX_RECORDED_RESULT_BYTES - 1);
+        assert_eq!(bytes, odd.len() as u64);
+        // A JSON answer that is not UTF-8 is not kept as JSON, and its size is the bytes'.
+        let mut bad = b"{\"t\":\"".to_vec();
+        bad.extend([0xff, 0xfe]);
+        bad.extend(b"\"}");
+        let cut = recorded_output(&ToolOutput::Json(bad.clone()), 9, &redactor);
+        assert_eq!(
+            cut,
+            Outcome::Truncated {
+                bytes: bad.len() as u64,
+                start: String::from_utf8_lossy(&bad).into_owned(),
+            }
+        );
+    }
+
+    #[test]
+    fn run_files_of_one_millisecond_get_their_own_names() {
+        let dir = std::env::temp_dir().join(format!("ptc-record-names-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let hash = "0123456789abcdef0123";
+        let names: Vec<String> = (0..3)
+            .map(|n| {
+                let path = write_new(&dir, 1234, hash, format!("run {n}").as_bytes()).unwrap();
+                assert_eq!(std::fs::read_to_string(&path).unwrap(), format!("run {n}"));
+                path.file_name().unwrap().to_string_lossy().into_owned()
+            })
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "0000000001234-0123456789ab.json",
+                "0000000001234-0123456789ab-1.json",
+                "0000000001234-0123456789ab-2.json"
+            ]
+        );
+        // A hundred names of one millisecond, then no more.
+        for n in 3..100 {
+            write_new(&dir, 1234, hash, b"run").unwrap_or_else(|e| panic!("name {n}: {e}"));
+        }
+        let e = write_new(&dir, 1234, hash, b"run").unwrap_err();
+        assert_eq!(
+            e,
+            format!(
+                "cannot create a new file 0000000001234-0123456789ab*.json in {}: too many",
+                dir.display()
+            )
+        );
+        // Another failure than a taken name is said at once.
+        let gone = dir.join("gone");
+        let e = write_new(&gone, 1234, hash, b"run").unwrap_err();
+        assert!(
+            e.starts_with(&format!("cannot create {}", gone.join(&names[0]).display())),
+            "{e}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_record_dir_saves_each_run_as_a_run_file() {
+        let dir = std::env::temp_dir().join(format!("ptc-record-dir-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        block_on(async {
+            let up = Arc::new(no_upstreams().await);
+            let record = RecordDir::new(dir.clone(), StartSettings::default()).unwrap();
+            let rec = record.recorder(&Limits::default());
+            let saved = record
+                .save(up, rec, "(+ 1 2)", None, "", &Ok(Value::Int(3)))
+                .await
+                .expect("saved");
+            assert_eq!(saved.parent(), Some(dir.as_path()));
+            let file = RunFile::parse(&std::fs::read(&saved).unwrap(), "run.json").unwrap();
+            assert_eq!(file.program, "(+ 1 2)");
+        });
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn an_argument_only_one_call_has_differs() {
+        let mut more = args("a");
+        more.insert("limit".into(), json!(5));
+        assert_eq!(differing_keys(&args("a"), &more), "limit");
+        assert_eq!(differing_keys(&more, &args("a")), "limit");
+        assert_eq!(differing_keys(&args("a"), &args("b")), "id");
+    }
+
+    #[test]
+    fn nested_numbers_match_by_value_too() {
+        let one = |v: Json| -> Map<String, Json> { [("n".to_string(), v)].into_iter().collect() };
+        let next = |x: f64| f64::from_bits(x.to_bits() + 1);
+        assert!(same_args(
+            &one(json!([0.3, 1])),
+            &one(json!([next(0.3), 1.0]))
+        ));
+        assert!(!same_args(&one(json!([0.3])), &one(json!([0.3, 0.3]))));
+        assert!(same_args(
+            &one(json!({"x": {"y": 0.3}})),
+            &one(json!({"x": {"y": next(0.3)}}))
+        ));
+        // The rounding step scales with the numbers.
+        assert!(same_args(
+            &one(json!(3000000.1)),
+            &one(json!(next(3000000.1)))
+        ));
+        // Integers compare exactly, past where floats would round them together.
+        assert!(!same_args(
+            &one(json!(-9_007_199_254_740_993_i64)),
+            &one(json!(-9_007_199_254_740_992_i64))
+        ));
+    }
+
+    #[test]
+    fn a_replay_runs_under_the_recorded_settings() {
+        let limits = Limits {
+            timeout: Some(std::time::Duration::from_millis(1500)),
+            max_memory_bytes: 12_345_678,
+            ..Limits::default()
+        };
+        let start = StartSettings {
+            writes: WriteGate::Open,
+            response_check: ResponseCheck::parse("full").unwrap(),
+            strict_responses: true,
+        };
+        let settings = Settings::new(&limits, start);
+        let again = settings.limits();
+        assert_eq!(again.timeout, limits.timeout);
+        assert_eq!(again.max_memory_bytes, 12_345_678);
+        let options = settings.start_options().unwrap();
+        assert_eq!(options.writes, WriteGate::Open);
+        assert!(options.strict_responses);
+        assert_eq!(options.response_check.as_str(), "full");
+        let closed = Settings::new(&Limits::default(), StartSettings::default());
+        let options = closed.start_options().unwrap();
+        assert_eq!(options.writes, WriteGate::Closed);
+        assert!(!options.strict_responses);
+    }
+
+    #[test]
+    fn the_host_notes_its_budgets_in_the_run_file() {
+        block_on(async {
+            let up = no_upstreams().await;
+            let rec = Recorder::new(Settings::new(&Limits::default(), StartSettings::default()));
+            rec.note_budgets(5, 6, 7);
+            let file = rec.run_file(
+                &up,
+                "1",
+                None,
+                "",
+                Answer::Value {
+                    text: "1".into(),
+                    json: None,
+                },
+            );
+            let s = &file.settings;
+            assert_eq!(
+                (s.max_calls, s.max_discovery, s.max_upstream_bytes),
+                (5, 6, 7)
+            );
+        });
+    }
+
+    #[test]
+    fn the_recorded_context_is_decoded_for_the_replay() {
+        block_on(async {
+            let up = no_upstreams().await;
+            let rec = Recorder::new(Settings::new(&Limits::default(), StartSettings::default()));
+            let answer = || Answer::Value {
+                text: "1".into(),
+                json: None,
+            };
+            let with = rec.run_file(&up, "1", Some(r#"{"orgs":["org_acme"]}"#), "", answer());
+            let value = with
+                .context_value(&Limits::default())
+                .unwrap()
+                .expect("a context");
+            assert_eq!(value.to_json_string().unwrap(), r#"{"orgs":["org_acme"]}"#);
+            let without = rec.run_file(&up, "1", None, "", answer());
+            assert!(without.context_value(&Limits::default()).unwrap().is_none());
+        });
+    }
+
+    /// A process without upstreams.
+    async fn no_upstreams() -> Upstreams {
+        Upstreams::start(
+            ptc_plan::Plan::default(),
+            Default::default(),
+            StartOptions::default(),
+        )
+        .await
+        .unwrap()
+    }
+
+    /// The upstreams of `config`, listed on first use; an OpenAPI upstream's document has one
+    /// operation, `one`.
+    async fn upstreams_of(config: Json) -> Upstreams {
+        struct Document;
+        impl ptc_plan::DocumentSource for Document {
+            fn fetch(&self, _: &ptc_plan::DocumentRequest) -> Result<Vec<u8>, String> {
+                Ok(
+                    json!({"openapi": "3.0.3", "info": {"title": "t", "version": "1"},
+                    "paths": {"/one": {"get": {"operationId": "one",
+                        "responses": {"200": {"description": "ok"}}}}}})
+                    .to_string()
+                    .into_bytes(),
+                )
+            }
+        }
+        let loaded = ptc_plan::load_str(
+            &config.to_string(),
+            std::path::Path::new("/replay-test/upstreams.json"),
+            &Document,
+        )
+        .unwrap_or_else(|d| panic!("{d}"));
+        let options = StartOptions {
+            catalog: CatalogLoad::OnFirstUse,
+            ..StartOptions::default()
+        };
+        Upstreams::start(loaded.plan, loaded.secrets, options)
+            .await
+            .unwrap()
+    }
+
+    #[test]
+    fn a_credential_no_call_used_is_masked_in_the_run_file() {
+        let secret = "file-secret-never-recorded-7c1d";
+        let path = std::env::temp_dir().join(format!("ptc-recording-{}.token", std::process::id()));
+        std::fs::write(&path, secret).unwrap();
+        block_on(async {
+            let up = upstreams_of(json!({
+                "credentials": {"tok": {"source": "file", "path": path}},
+                "upstreams": {"api": {"transport": "openapi", "base_url": "http://127.0.0.1:9",
+                    "allow_insecure_http": true, "allow_insecure_auth": true,
+                    "schema_file": "/replay-test/openapi.json", "include_operations": ["one"],
+                    "auth": [{"scheme": "bearer", "binding": "tok"}]}},
+            }))
+            .await;
+            let rec = Recorder::new(Settings::new(&Limits::default(), StartSettings::default()));
+            let answer = Answer::Value {
+                text: "1".into(),
+                json: None,
+            };
+            let file = rec.run_file(&up, &format!("(str \"{secret}\")"), None, "", answer);
+            let text = String::from_utf8(file.to_json().unwrap()).unwrap();
+            assert!(!text.contains(secret), "{text}");
+            assert!(
+                file.program.contains(crate::credentials::redact::MASK),
+                "{}",
+                file.program
+            );
+        });
+        let _ = std::fs::remove_file(path);
+    }
+
+    #[test]
+    fn only_an_mcp_upstream_that_cannot_be_listed_makes_a_replay_diverge() {
+        block_on(async {
+            let up = upstreams_of(json!({"upstreams": {
+                "gone": {"transport": "mcp_stdio", "command": "/nonexistent/ptc-mcp-server"},
+                "api": {"transport": "openapi", "base_url": "http://127.0.0.1:9",
+                    "allow_insecure_http": true, "schema_file": "/replay-test/openapi.json",
+                    "include_operations": ["one"]},
+            }}))
+            .await;
+            let failed = |reason| ToolError {
+                reason,
+                message: "the upstream did not answer".into(),
+            };
+            let tape = Tape::Replay(two());
+            let diverged = tape
+                .unlisted(&up, "gone", &failed(Reason::UpstreamUnavailable))
+                .expect("the replay cannot check the call");
+            assert!(
+                diverged
+                    .message
+                    .contains("MCP upstream `gone`, whose tools could not be listed"),
+                "{diverged:?}"
+            );
+            // The program's own mistakes and refusals are the replay's answer as they were.
+            for own in [
+                Reason::InvalidArgs,
+                Reason::WriteDisabled,
+                Reason::ToolChanged,
+            ] {
+                assert!(
+                    tape.unlisted(&up, "gone", &failed(own)).is_none(),
+                    "{own:?}"
+                );
+            }
+            // An OpenAPI upstream's tools are in the config.
+            assert!(
+                tape.unlisted(&up, "api", &failed(Reason::UpstreamUnavailable))
+                    .is_none()
+            );
+            assert!(
+                Tape::Off
+                    .unlisted(&up, "gone", &failed(Reason::UpstreamUnavailable))
+                    .is_none()
+            );
+            up.shutdown().await;
+        });
+    }
+
+    #[test]
+    fn only_a_call_out_of_the_programs_time_is_recorded_unfinished() {
+        let rec = Recorder::new(Settings::new(&Limits::default(), StartSettings::default()));
+        let timeout = || ToolError {
+            reason: Reason::Timeout,
+            message: "the upstream took too long".into(),
+        };
+        let passed = Some(Instant::now());
+        let ahead = Some(Instant::now() + std::time::Duration::from_secs(60));
+        let record = |e: ToolError, deadline: Option<Instant>| {
+            let i = rec.begin("observatory", "get-trace", &args("a"));
+            TapeCall::Record(rec.clone(), i).executed(&Err(e), deadline, &Redactor::new());
+            rec.lock().calls[i].outcome.clone().unwrap()
+        };
+        assert_eq!(record(timeout(), passed), Outcome::Unfinished);
+        // The call's own timeout, with time left for the program: an error the replay repeats.
+        let own = Outcome::Error {
+            reason: "timeout".into(),
+            message: "the upstream took too long".into(),
+        };
+        assert_eq!(record(timeout(), ahead), own);
+        assert_eq!(record(timeout(), None), own);
+        // Another error when the time is up is that error.
+        let refused = ToolError {
+            reason: Reason::UpstreamError,
+            message: "500".into(),
+        };
+        assert_eq!(
+            record(refused, passed),
+            Outcome::Error {
+                reason: "upstream_error".into(),
+                message: "500".into(),
+            }
+        );
+    }
+
+    #[test]
+    fn replaying_a_truncated_result_is_an_error_naming_the_call() {
+        let mut big = answered("get-trace-steps", "a", "");
+        big.outcome = Outcome::Truncated {
+            bytes: 2_000_000,
+            start: "{\"steps\":[".into(),
+        };
+        let r = Replayer::new(&[big]);
+        let call = r
+            .take("observatory", "get-trace-steps", &args("a"))
+            .unwrap();
+        let Err(e) = block_on(call.answer(None)) else {
+            panic!("answered");
+        };
+        let expected = "call 1 (observatory/get-trace-steps \
+                        {\"org_id\":\"org_acme\",\"id\":\"a\"}, recorded as call 1) cannot be \
+                        replayed: its result was 2000000 bytes, more than the 1048576 a run file \
+                        keeps, so the recording has only its start";
+        assert_eq!(r.divergence().as_deref(), Some(expected));
+        assert_eq!(e.reason, Reason::InvalidArgs);
+    }
+
+    #[test]
+    fn recorded_errors_refusals_and_approvals_are_replayed() {
+        let mut failed = answered("get-trace", "a", "");
+        failed.outcome = Outcome::Error {
+            reason: "not_found".into(),
+            message: "observatory/get-trace: no trace a".into(),
+        };
+        let mut forbidden = answered("get-trace", "b", "");
+        forbidden.outcome = Outcome::NotSent {
+            reason: "forbidden".into(),
+            message: "policy rule `x` does not allow it".into(),
+        };
+        let mut declined = answered("annotate-trace", "a", "");
+        declined.approval = Some("declined".into());
+        declined.outcome = Outcome::NotSent {
+            reason: "approval_declined".into(),
+            message: "not called: no".into(),
+        };
+        let approved = RecordedCall {
+            approval: Some("approved".into()),
+            ..answered("annotate-trace", "b", "{}")
+        };
+        let no_decision = answered("annotate-trace", "c", "{}");
+        let r = Replayer::new(&[failed, forbidden, declined, approved, no_decision]);
+        let TapeCall::Replay(c) = tape_call(&r, "get-trace", "a") else {
+            unreachable!()
+        };
+        let e = block_on(c.answer(None)).err().unwrap();
+        assert_eq!(
+            (e.reason, e.message.as_str()),
+            (Reason::NotFound, "observatory/get-trace: no trace a")
+        );
+        let refused = tape_call(&r, "get-trace", "b").policy_refusal().unwrap();
+        assert_eq!(refused.reason, Reason::Forbidden);
+        let declined = tape_call(&r, "annotate-trace", "a").recorded_approval();
+        let Some(Err((e, outcome))) = declined else {
+            panic!("not declined");
+        };
+        assert_eq!(outcome, ApprovalOutcome::Declined);
+        assert_eq!(
+            (e.reason, e.message.as_str()),
+            (Reason::ApprovalDeclined, "not called: no")
+        );
+        let approved = tape_call(&r, "annotate-trace", "b");
+        assert!(matches!(approved.recorded_approval(), Some(Ok(()))));
+        assert!(approved.policy_refusal().is_none());
+        assert_eq!(r.divergence(), None);
+        let asked = tape_call(&r, "annotate-trace", "c").recorded_approval();
+        assert!(matches!(
+            asked,
+            Some(Err((_, ApprovalOutcome::Unavailable)))
+        ));
+        assert!(r.divergence().unwrap().ends_with(
+            "recorded as call 5) needs a person's approval, and the recording has no \
+                 decision for it"
+        ));
+    }
+
+    #[test]
+    fn a_call_in_flight_when_the_time_ran_out_times_out_at_the_replays_deadline() {
+        let mut waiting = answered("get-trace", "a", "");
+        waiting.outcome = Outcome::Unfinished;
+        let r = Replayer::new(&[waiting.clone(), waiting]);
+        let call = r.take("observatory", "get-trace", &args("a")).unwrap();
+        let deadline = Instant::now() + std::time::Duration::from_millis(20);
+        let e = block_on(call.answer(Some(deadline))).err().unwrap();
+        assert!(Instant::now() >= deadline);
+        assert_eq!(
+            (e.reason, e.message.as_str()),
+            (
+                Reason::Timeout,
+                "observatory/get-trace: the program's time ran out during the call"
+            )
+        );
+        assert_eq!(r.divergence(), None);
+        // Without a time limit there is nothing to stop at.
+        let call = r.take("observatory", "get-trace", &args("a")).unwrap();
+        assert!(block_on(call.answer(None)).is_err());
+        assert!(
+            r.divergence()
+                .unwrap()
+                .ends_with("was still in flight when the recorded program stopped, and this replay has no time limit to stop at")
+        );
+    }
+
+    fn tape_call(r: &Replayer, tool: &str, id: &str) -> TapeCall {
+        Tape::Replay(r.clone())
+            .begin("observatory", tool, &args(id), &Redactor::new())
+            .unwrap()
+    }
+
+    #[test]
+    fn numbers_match_by_value_and_floats_within_a_rounding_step() {
+        let one = |v: Json| -> Map<String, Json> { [("n".to_string(), v)].into_iter().collect() };
+        assert!(same_args(&one(json!(1)), &one(json!(1.0))));
+        assert!(same_args(
+            &one(json!(0.1 + 0.2)),
+            &one(json!(0.30000000000000004))
+        ));
+        let next = f64::from_bits(0.3f64.to_bits() + 1);
+        assert!(same_args(&one(json!(0.3)), &one(json!(next))));
+        assert!(!same_args(&one(json!(0.3)), &one(json!(0.3001))));
+        assert!(!same_args(&one(json!(u64::MAX)), &one(json!(u64::MAX - 1))));
+        assert!(!same_args(&one(json!("1")), &one(json!(1))));
+        assert!(!same_args(&one(json!([1, 2])), &one(json!([2, 1]))));
+    }
+
+    #[test]
+    fn a_recorded_run_masks_every_secret_and_reads_back() {
+        block_on(async {
+            let redactor = Redactor::new();
+            let options = StartOptions {
+                redactor: Some(redactor.clone()),
+                ..StartOptions::default()
+            };
+            let up = Upstreams::start(ptc_plan::Plan::default(), Default::default(), options)
+                .await
+                .unwrap();
+            let secret = "s3cr3t-token-value";
+            redactor.register(secret);
+            let rec = Recorder::new(Settings::new(&Limits::default(), StartSettings::default()));
+            let mut secret_args = args(secret);
+            secret_args.insert(secret.into(), json!([secret]));
+            let i = rec.begin("observatory", "get-trace", &secret_args);
+            TapeCall::Record(rec.clone(), i).executed(
+                &Ok(Executed {
+                    output: ToolOutput::Json(format!("{{\"t\":\"{secret}\"}}").into_bytes()),
+                    bytes: 30,
+                }),
+                None,
+                &Redactor::new(),
+            );
+            let j = rec.begin("observatory", "get-trace", &args("b"));
+            TapeCall::Record(rec.clone(), j).end::<()>(&Err(ToolError {
+                reason: Reason::CapExhausted,
+                message: format!("budget spent ({secret})"),
+            }));
+            // A call still in flight when the run ends.
+            rec.begin("observatory", "get-trace", &args("c"));
+            let answer = Answer::Value {
+                text: format!("\"{secret}\""),
+                json: Some(json!({ "k": secret })),
+            };
+            let file = rec.run_file(
+                &up,
+                &format!("(str \"{secret}\")"),
+                Some(&format!("{{\"x\":\"{secret}\"}}")),
+                &format!("{secret}\n"),
+                answer,
+            );
+            let bytes = file.to_json().unwrap();
+            let text = String::from_utf8(bytes.clone()).unwrap();
+            assert!(!text.contains(secret), "{text}");
+            assert_eq!(
+                text.matches(crate::credentials::redact::MASK).count(),
+                10,
+                "{text}"
+            );
+            let back = RunFile::parse(&bytes, "run.json").unwrap();
+            assert_eq!(back, file);
+            assert_eq!(
+                back.calls[1].outcome,
+                Outcome::NotSent {
+                    reason: "cap_exhausted".into(),
+                    message: "budget spent ([REDACTED])".into(),
+                }
+            );
+            assert_eq!(back.calls[2].outcome, Outcome::Unfinished);
+        });
+    }
+
+    #[test]
+    fn run_files_of_another_format_or_malformed_are_refused_naming_what() {
+        let err = |text: &str| RunFile::parse(text.as_bytes(), "run.json").unwrap_err();
+        assert_eq!(
+            err("{\"format\": 2}"),
+            format!(
+                "run.json is a run file of format 2; this ptc ({}) reads format 1 only: replay \
+                 it with the ptc that recorded it, or record it again",
+                env!("CARGO_PKG_VERSION")
+            )
+        );
+        assert_eq!(
+            err("[1]"),
+            "run.json is not a run file: it has no \"format\" field"
+        );
+        assert!(err("{\"format\": 1").starts_with("run.json is not a run file: it is not JSON ("));
+        assert!(
+            err("{\"format\": 1}")
+                .starts_with("run.json is not a valid run file of format 1: missing field")
+        );
+        let rec = Recorder::new(Settings::new(&Limits::default(), StartSettings::default()));
+        let mut file = RunFile {
+            format: FORMAT,
+            ptc_version: "0".into(),
+            program: "(+ 1 2)".into(),
+            context: None,
+            settings: rec.lock().settings.clone(),
+            calls: vec![answered("get-trace", "a", "{}")],
+            prints: String::new(),
+            answer: Answer::Error {
+                reason: "fail".into(),
+                message: "fail: 1".into(),
+            },
+        };
+        file.calls[0].approval = Some("maybe".into());
+        let text = file.to_json().unwrap();
+        assert_eq!(
+            RunFile::parse(&text, "run.json").unwrap_err(),
+            "run.json: calls[0] (observatory/get-trace): unknown approval `maybe` (approved, \
+             declined or unavailable)"
+        );
+        file.calls[0].approval = None;
+        file.calls[0].outcome = Outcome::Error {
+            reason: "gone_fishing".into(),
+            message: String::new(),
+        };
+        assert_eq!(
+            RunFile::parse(&file.to_json().unwrap(), "run.json").unwrap_err(),
+            "run.json: calls[0] (observatory/get-trace): unknown reason `gone_fishing`"
+        );
+        file.calls.clear();
+        file.settings.response_check = "sometimes".into();
+        assert_eq!(
+            RunFile::parse(&file.to_json().unwrap(), "run.json").unwrap_err(),
+            "run.json: settings.response_check: response check `sometimes`: use off, sampled \
+             or full"
+        );
+    }
+
+    #[test]
+    fn the_answer_and_the_prints_are_compared() {
+        let file = RunFile {
+            format: FORMAT,
+            ptc_version: "0".into(),
+            program: String::new(),
+            context: None,
+            settings: Settings::new(&Limits::default(), StartSettings::default()),
+            calls: Vec::new(),
+            prints: "hi\n".into(),
+            answer: Answer::Value {
+                text: "3".into(),
+                json: Some(json!(3)),
+            },
+        };
+        let three = Answer::Value {
+            text: "3".into(),
+            json: Some(json!(3)),
+        };
+        assert_eq!(answer_difference(&file, &three, "hi\n"), None);
+        let four = Answer::Value {
+            text: "4".into(),
+            json: Some(json!(4)),
+        };
+        assert_eq!(
+            answer_difference(&file, &four, "hi\n").as_deref(),
+            Some("the answer differs: the recording has the value 3, the replay gave the value 4")
+        );
+        let failed = Answer::Error {
+            reason: "fail".into(),
+            message: "fail: 3".into(),
+        };
+        assert_eq!(
+            answer_difference(&file, &failed, "hi\n").as_deref(),
+            Some(
+                "the answer differs: the recording has the value 3, the replay gave the error \
+                 fail: 3"
+            )
+        );
+        assert_eq!(
+            answer_difference(&file, &three, "ho\n").as_deref(),
+            Some(
+                "the answer is the same, but the printed output differs: the recording printed \
+                 \"hi\\n\", the replay \"ho\\n\""
+            )
+        );
+    }
+}

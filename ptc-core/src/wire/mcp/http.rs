@@ -1,0 +1,364 @@
+//! The Streamable HTTP transport: rmcp's reqwest client, with the upstream's auth headers read
+//! afresh for every request (so a rotated token file takes effect on the next call) and every
+//! secret registered with the redactor before it is sent.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::stream::BoxStream;
+use ptc_plan::{AuthEmitter, CredentialBinding, McpHttpPlan, Secrets};
+use reqwest::header::{HeaderName, HeaderValue};
+use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::{
+    SseError, StreamableHttpClient, StreamableHttpClientTransportConfig, StreamableHttpError,
+    StreamableHttpPostResponse, StreamableHttpResponseLimits,
+};
+use sse_stream::Sse;
+
+use crate::credentials::binding::{self, CredentialError};
+use crate::credentials::redact::Redactor;
+
+/// Room for SSE framing (`event:`/`id:` lines, `data: ` prefixes) on top of the message cap.
+const SSE_FRAMING_ALLOWANCE: usize = 512;
+
+/// Where auth headers come from, read per request.
+pub(crate) struct AuthSource {
+    emitters: Vec<AuthEmitter>,
+    credentials: Vec<CredentialBinding>,
+    secrets: Secrets,
+    redactor: Redactor,
+}
+
+impl AuthSource {
+    /// After a 401: the next headers read every credential afresh.
+    fn forget(&self) {
+        binding::refresh(&self.emitters, &self.credentials);
+    }
+
+    /// The auth headers now, every secret in them registered with the redactor first.
+    pub(crate) fn headers(&self) -> Result<Vec<(HeaderName, HeaderValue)>, CredentialError> {
+        binding::auth_headers(
+            &self.emitters,
+            &self.credentials,
+            &self.secrets,
+            &self.redactor,
+        )?
+        .into_iter()
+        .map(|(name, value)| {
+            let value = value.expose();
+            // `Basic <base64>` carries the secret encoded: mask that form too.
+            if let Some((_, token)) = value.split_once(' ') {
+                self.redactor.register(token);
+            }
+            self.redactor.register(value);
+            let name = HeaderName::from_bytes(name.as_bytes())
+                .map_err(|_| CredentialError(format!("auth header name `{name}` is not valid")))?;
+            let mut value = HeaderValue::from_str(value).map_err(|_| {
+                CredentialError(format!(
+                    "the credential for header `{name}` is not a valid header value"
+                ))
+            })?;
+            value.set_sensitive(true);
+            Ok((name, value))
+        })
+        .collect()
+    }
+}
+
+/// rmcp's reqwest client plus per-request auth headers.
+#[derive(Clone)]
+pub(crate) struct AuthedClient {
+    client: reqwest::Client,
+    auth: Arc<AuthSource>,
+}
+
+impl AuthedClient {
+    fn with_auth(
+        &self,
+        mut headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<HashMap<HeaderName, HeaderValue>, StreamableHttpError<reqwest::Error>> {
+        let auth = self
+            .auth
+            .headers()
+            .map_err(|e| StreamableHttpError::Io(std::io::Error::other(e)))?;
+        headers.extend(auth);
+        Ok(headers)
+    }
+}
+
+impl StreamableHttpClient for AuthedClient {
+    type Error = reqwest::Error;
+
+    async fn post_message(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        _auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
+        self.post_message_with_response_limits(
+            uri,
+            message,
+            session_id,
+            None,
+            custom_headers,
+            StreamableHttpResponseLimits::default(),
+        )
+        .await
+    }
+
+    async fn post_message_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        _auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
+        let mut limits = StreamableHttpResponseLimits::default();
+        limits.max_sse_event_size = max_sse_event_size;
+        self.post_message_with_response_limits(
+            uri,
+            message,
+            session_id,
+            None,
+            custom_headers,
+            limits,
+        )
+        .await
+    }
+
+    async fn post_message_with_response_limits(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        _auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        limits: StreamableHttpResponseLimits,
+    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
+        let headers = self.with_auth(custom_headers)?;
+        let renewable = session_id.is_some() && matches!(message, ClientJsonRpcMessage::Request(_));
+        let response = self
+            .client
+            .post_message_with_response_limits(uri, message, session_id, None, headers, limits)
+            .await
+            .inspect_err(|e| {
+                // The call is tried once more after a 401: an exec credential runs its command
+                // again for it.
+                if super::result::refused_credentials(e) {
+                    self.auth.forget();
+                }
+            })?;
+        // The TypeScript SDK's servers (server-everything among them) answer a session they no
+        // longer know with `400` and an error without an id instead of the `404` the spec asks
+        // for. Nothing could match that error to the call, which would hang until its deadline;
+        // treated as the expired session it is, rmcp opens a new session and retries.
+        if renewable
+            && let StreamableHttpPostResponse::Json(ServerJsonRpcMessage::Error(e), _) = &response
+            && e.id.is_none()
+            && e.error.message.to_ascii_lowercase().contains("session")
+        {
+            return Err(StreamableHttpError::SessionExpired);
+        }
+        Ok(response)
+    }
+
+    async fn delete_session(
+        &self,
+        uri: Arc<str>,
+        session_id: Arc<str>,
+        _auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<(), StreamableHttpError<Self::Error>> {
+        let headers = self.with_auth(custom_headers)?;
+        self.client
+            .delete_session(uri, session_id, None, headers)
+            .await
+    }
+
+    async fn get_stream(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        _auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<BoxStream<'static, Result<Sse, SseError>>, StreamableHttpError<Self::Error>> {
+        let headers = self.with_auth(custom_headers)?;
+        self.client
+            .get_stream(uri, session_id, last_event_id, None, headers)
+            .await
+    }
+
+    async fn get_stream_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        _auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> Result<BoxStream<'static, Result<Sse, SseError>>, StreamableHttpError<Self::Error>> {
+        let headers = self.with_auth(custom_headers)?;
+        self.client
+            .get_stream_with_max_sse_event_size(
+                uri,
+                session_id,
+                last_event_id,
+                None,
+                headers,
+                max_sse_event_size,
+            )
+            .await
+    }
+}
+
+/// What one connection needs; built once per client, a transport per (re)connection.
+pub(crate) struct HttpSetup {
+    client: AuthedClient,
+    url: String,
+    static_headers: HashMap<HeaderName, HeaderValue>,
+    max: usize,
+}
+
+impl HttpSetup {
+    /// Checks `plan`'s headers and builds the pooled HTTP client.
+    pub(crate) fn new(
+        plan: &McpHttpPlan,
+        credentials: &[CredentialBinding],
+        secrets: &Secrets,
+        redactor: Redactor,
+    ) -> Result<HttpSetup, String> {
+        let http = &plan.http;
+        let mut static_headers = HashMap::new();
+        for (name, value) in &http.static_headers {
+            let n = HeaderName::from_bytes(name.as_bytes())
+                .map_err(|_| format!("static header name `{name}` is not valid"))?;
+            let v = HeaderValue::from_str(value)
+                .map_err(|_| format!("static header `{name}` has a value that is not valid"))?;
+            static_headers.insert(n, v);
+        }
+        let client = crate::wire::http_client::builder()
+            .connect_timeout(Duration::from_millis(http.connect_timeout_ms))
+            // No idle connections, as in rmcp's own client: reusing one whose event stream was
+            // not read to the end stalls ~40 ms on delayed ACKs. `pool_size` does not apply here.
+            .pool_max_idle_per_host(0)
+            // A redirect would replay the session id and credentials somewhere unplanned.
+            .redirect(reqwest::redirect::Policy::none())
+            .https_only(!http.allow_insecure_http)
+            .build()
+            .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+        Ok(HttpSetup {
+            client: AuthedClient {
+                client,
+                auth: Arc::new(AuthSource {
+                    emitters: http.auth.clone(),
+                    credentials: credentials.to_vec(),
+                    secrets: secrets.clone(),
+                    redactor,
+                }),
+            },
+            url: plan.url.clone(),
+            static_headers,
+            max: usize::try_from(http.max_response_bytes).unwrap_or(usize::MAX),
+        })
+    }
+
+    /// A fresh transport (a new session once initialised).
+    pub(crate) fn transport(&self) -> StreamableHttpClientTransport<AuthedClient> {
+        let mut config = StreamableHttpClientTransportConfig::with_uri(self.url.as_str());
+        config.custom_headers = self.static_headers.clone();
+        config.max_json_response_size = self.max;
+        config.max_sse_event_size = self.max.saturating_add(SSE_FRAMING_ALLOWANCE);
+        config.reinit_on_expired_session = true;
+        StreamableHttpClientTransport::with_client(self.client.clone(), config)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rmcp::model::{
+        ClientNotification, ClientRequest, InitializedNotification, PingRequest, RequestId,
+    };
+
+    /// A server that answers every POST as the TypeScript SDK answers an unknown session: HTTP
+    /// 400 with a JSON-RPC error that has no id.
+    async fn forgetful_server() -> Arc<str> {
+        let app = axum::Router::new().route(
+            "/mcp",
+            axum::routing::post(|| async {
+                (
+                    axum::http::StatusCode::BAD_REQUEST,
+                    [("content-type", "application/json")],
+                    r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Bad Request: No valid session ID provided"}}"#,
+                )
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        format!("http://{addr}/mcp").into()
+    }
+
+    #[tokio::test]
+    async fn an_id_less_session_error_expires_only_a_request_in_a_session() {
+        let uri = forgetful_server().await;
+        let client = AuthedClient {
+            client: crate::wire::http_client::builder()
+                .build()
+                .expect("an HTTP client"),
+            auth: Arc::new(AuthSource {
+                emitters: vec![],
+                credentials: vec![],
+                secrets: Secrets::default(),
+                redactor: Redactor::new(),
+            }),
+        };
+        let ping = || {
+            ClientJsonRpcMessage::request(
+                ClientRequest::PingRequest(PingRequest::default()),
+                RequestId::Number(1),
+            )
+        };
+        let initialized = || {
+            ClientJsonRpcMessage::notification(ClientNotification::InitializedNotification(
+                InitializedNotification {
+                    method: Default::default(),
+                    extensions: Default::default(),
+                },
+            ))
+        };
+        let post = |message, session: Option<&str>| {
+            client.post_message(
+                uri.clone(),
+                message,
+                session.map(Arc::from),
+                None,
+                HashMap::new(),
+            )
+        };
+        let expired = |r: &Result<StreamableHttpPostResponse, _>| {
+            matches!(r, Err(StreamableHttpError::SessionExpired))
+        };
+        assert!(expired(&post(ping(), Some("s-1")).await));
+        // Without a session there is nothing to renew, and a notification awaits no answer:
+        // the error is passed on as it came.
+        let passed_on = |r: Result<StreamableHttpPostResponse, StreamableHttpError<_>>| {
+            matches!(
+                r,
+                Ok(StreamableHttpPostResponse::Json(
+                    ServerJsonRpcMessage::Error(_),
+                    _
+                ))
+            )
+        };
+        assert!(passed_on(post(ping(), None).await));
+        assert!(passed_on(post(initialized(), Some("s-1")).await));
+    }
+}
