@@ -1,11 +1,13 @@
-//! One program run: the PTC-Lisp [`host`] that serves `tool/call`, `tool/pages` and upstream
+//! One program run: its [`limits`], the PTC-Lisp [`host`] that serves `tool/call`, `tool/pages` and upstream
 //! discovery to a program within its budgets, the static [`precheck`] of its literal calls, what
 //! the run reports ([`run_report`]: its upstream calls and metrics), and [`record_replay`] (a
-//! run written to a file and run again offline).
+//! run written to a file and run again offline). [`run`] runs a program to its end outside the MCP host.
 
 pub mod host;
+pub mod limits;
 pub mod precheck;
 pub mod record_replay;
+pub mod run;
 pub mod run_report;
 
 use sha2::{Digest, Sha256};

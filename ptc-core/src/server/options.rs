@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use ptc_lisp::Limits;
 
-use crate::program::host::Budgets;
+use crate::program::limits::Budgets;
 
 /// Limits on evaluations served to clients.
 #[derive(Clone, Debug)]
