@@ -9,7 +9,7 @@ use ptc_lisp::{CallContext, HostError, Value};
 
 use super::{ProgramHost, RunState, err_map, form_fault, ok_map, raised};
 use crate::call::contract::{Reason, ToolError, ToolOutput};
-use crate::call::form::{self};
+use crate::call::form;
 use crate::call::upstreams::CallOptions;
 use crate::call::writes::{IdempotencyKey, MutationState};
 use crate::catalog::{ServerEntry, ToolEntry};

@@ -11,16 +11,13 @@
 //! records), [`pages`] (`tool/pages`), [`discovery`] (`tool/servers`, `dir`, `doc`, `meta`,
 //! `apropos`, `tool/search`) and [`approvals`] (asking a person).
 
-use std::future::Future;
-
 mod approvals;
 mod calls;
 mod discovery;
 mod pages;
 
-use crate::program::limits::Budgets;
-use approvals::ByWebhook;
-
+use std::collections::HashSet;
+use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
@@ -37,9 +34,10 @@ use crate::call::writes::{IdempotencyKey, MutationState, RunId};
 use crate::catalog::ServerEntry;
 use crate::catalog::policy::Grant;
 use crate::credentials::identity::Caller;
+use crate::program::limits::Budgets;
 use crate::program::record_replay::Tape;
 use crate::program::run_report::{RunRecords, UpstreamCall, WriteRecord};
-use std::collections::HashSet;
+use approvals::ByWebhook;
 
 /// Every raised (programmer-fault) error is built here, so the reason type has one home.
 fn fault(message: impl Into<String>) -> HostError {

@@ -6,7 +6,7 @@ use ptc_lisp::{CallContext, HostError, Value};
 use super::calls::Fetched;
 use super::{ProgramHost, err_map, fault, form_fault, kw, raised};
 use crate::call::contract::Reason;
-use crate::call::form::{self};
+use crate::call::form;
 use crate::call::projection::{Pager, Step, lisp_at};
 use ptc_plan::Pagination;
 
