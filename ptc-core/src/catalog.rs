@@ -10,9 +10,9 @@ use crate::outcome::{Reason, ToolError};
 use crate::pinning::PinCell;
 use crate::validate::{Definitions, Schema};
 use crate::writes::WriteGate;
+use ptc_names::did_you_mean;
 use ptc_plan::effects::Classified;
 use ptc_plan::{Approval, Effect};
-use ptc_suggest::did_you_mean;
 
 /// One tool as discovery shows it and the executor routes it.
 #[derive(Clone, Debug)]

@@ -428,12 +428,12 @@ impl Namespace {
 }
 
 /// The candidate `name` most likely meant, for the "did you mean" of every unknown-name error:
-/// `ptc-suggest`'s one rule, so a program, a config and the runtime suggest alike.
+/// `ptc-names`'s one rule, so a program, a config and the runtime suggest alike.
 pub(crate) fn did_you_mean<'c>(
     name: &str,
     candidates: impl Iterator<Item = &'c str>,
 ) -> Option<String> {
-    ptc_suggest::closest(name, candidates).map(str::to_string)
+    ptc_names::closest(name, candidates).map(str::to_string)
 }
 
 #[cfg(test)]
