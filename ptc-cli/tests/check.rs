@@ -183,6 +183,34 @@ fn invalid_configs_exit_1_with_every_expected_line() {
     }
 }
 
+/// An upstream named like a namespace of PTC-Lisp (`s` is clojure.string's alias) used to pass
+/// `ptc check` and fail in every program that called it; now the check refuses it and says why.
+#[test]
+fn an_upstream_named_like_a_language_namespace_fails_the_check_with_the_reason() {
+    let config = fixtures().join("configs/invalid/reserved_alias.json");
+    let out = ptc(&["check", config.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.starts_with(
+            "error: upstream 's': upstream name `s` is reserved by PTC-Lisp: `s` is PTC-Lisp's \
+             alias for clojure.string, so `s/...` in a program means the language's names, \
+             never an upstream's tools\n"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("  = help: rename the upstream; PTC-Lisp reserves core, str, string, s,"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("upstream name `repl` is reserved by PTC-Lisp: `repl` is PTC-Lisp's alias for clojure.repl"),
+        "{stderr}"
+    );
+    assert!(stderr.ends_with("2 errors found\n"), "{stderr}");
+}
+
 #[test]
 fn missing_config_is_a_clear_error() {
     let out = ptc(&["check", "/nonexistent/upstreams.json"]);

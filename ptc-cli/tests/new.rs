@@ -19,7 +19,7 @@ const MEMBERS: [&str; 8] = [
     "ptc-plan",
     "ptc-codegen",
     "ptc-macros",
-    "ptc-suggest",
+    "ptc-names",
 ];
 
 /// The workspace's `[profile.dev]` (Cargo.toml), as `--config` flags for the scaffold's build

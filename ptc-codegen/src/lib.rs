@@ -127,7 +127,7 @@ fn unknown_typed(plan: &Plan, config: &Path, typed: &BTreeSet<String>) -> Vec<Di
         .iter()
         .filter(|name| !tools.contains(name))
         .map(|name| {
-            let near = ptc_suggest::closest(name, tools.iter().map(String::as_str))
+            let near = ptc_names::closest(name, tools.iter().map(String::as_str))
                 .map(|c| format!(" (did you mean `{c}`?)"))
                 .unwrap_or_default();
             Diagnostic::new(

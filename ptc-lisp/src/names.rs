@@ -275,9 +275,9 @@ pub(crate) fn qualified_special_form(name: &str) -> Option<&'static SpecialForm>
     let space = namespace(ns)?;
     let form = special_form(n)?;
     match space.kind {
-        _ if space.name == CORE => Some(form),
+        _ if space.name() == CORE => Some(form),
         // `clojure.repl/doc` and `tool/doc` take unquoted names like `doc`.
-        _ if space.name == "clojure.repl" && form.kind == Special::Discovery => Some(form),
+        _ if space.name() == "clojure.repl" && form.kind == Special::Discovery => Some(form),
         NsKind::Discovery if form.kind == Special::Discovery => Some(form),
         _ => None,
     }
@@ -306,28 +306,41 @@ pub(crate) enum NsKind {
     Discovery,
 }
 
-/// One local namespace and the aliases programs may write for it.
+/// One local namespace: its names, from `ptc_names` (the table the config also reads to refuse
+/// upstreams called by them), and what the language does with it.
 pub(crate) struct Namespace {
-    /// The canonical name (listed by `all-ns` and in errors).
-    pub name: &'static str,
-    /// Other names that mean the same namespace (`str`, `string`, `s` for `clojure.string`).
-    pub aliases: &'static [&'static str],
+    /// Its canonical name and aliases.
+    pub names: &'static ptc_names::namespaces::Namespace,
     /// What its names resolve to.
     pub kind: NsKind,
     /// Named constants (`Math/PI`).
     pub constants: &'static [(&'static str, Constant)],
 }
 
-const fn ns(
+/// The behaviour of the namespace `ptc_names` calls `name` (its canonical name; anything else
+/// fails the build).
+const fn space(name: &'static str, kind: NsKind) -> Namespace {
+    Namespace {
+        names: ptc_names::namespaces::named(name),
+        kind,
+        constants: &[],
+    }
+}
+
+/// A namespace of builtins registered under `prefix`.
+const fn ns(name: &'static str, prefix: &'static str) -> Namespace {
+    space(name, NsKind::Builtins { prefix })
+}
+
+/// A namespace of builtins with named constants.
+const fn with_constants(
     name: &'static str,
-    aliases: &'static [&'static str],
     prefix: &'static str,
+    constants: &'static [(&'static str, Constant)],
 ) -> Namespace {
     Namespace {
-        name,
-        aliases,
-        kind: NsKind::Builtins { prefix },
-        constants: &[],
+        constants,
+        ..ns(name, prefix)
     }
 }
 
@@ -343,57 +356,35 @@ const INT_CONSTANTS: &[(&str, Constant)] = &[
     ("MIN_VALUE", Constant::Int(i64::MIN)),
 ];
 
-/// Every local namespace. Java classes keep their interop methods under `java/`.
+const MATH_CONSTANTS: &[(&str, Constant)] = &[
+    ("PI", Constant::Float(std::f64::consts::PI)),
+    ("E", Constant::Float(std::f64::consts::E)),
+];
+
+/// What the language does with every namespace of `ptc_names::namespaces::NAMESPACES` (a test
+/// holds the two to the same set). Java classes keep their interop methods under `java/`.
 pub(crate) const NAMESPACES: &[Namespace] = &[
-    ns("clojure.core", &["core"], ""),
-    ns("clojure.string", &["str", "string", "s"], "clojure.string/"),
-    ns("clojure.set", &["set"], "clojure.set/"),
-    ns("clojure.walk", &["walk"], ""),
-    ns("clojure.repl", &["repl"], "repl/"),
-    ns("json", &[], "json/"),
-    ns("regex", &[], ""),
-    Namespace {
-        constants: &[
-            ("PI", Constant::Float(std::f64::consts::PI)),
-            ("E", Constant::Float(std::f64::consts::E)),
-        ],
-        ..ns("Math", &["java.lang.Math"], "Math/")
-    },
-    Namespace {
-        constants: INT_CONSTANTS,
-        ..ns("Integer", &[], "java/")
-    },
-    Namespace {
-        constants: INT_CONSTANTS,
-        ..ns("Long", &[], "java/")
-    },
-    Namespace {
-        constants: FLOAT_CONSTANTS,
-        ..ns("Double", &[], "java/")
-    },
-    Namespace {
-        constants: FLOAT_CONSTANTS,
-        ..ns("Float", &[], "java/")
-    },
-    ns("Boolean", &[], "java/"),
-    ns("String", &[], "java/"),
-    ns("System", &[], "java/"),
-    ns("LocalDate", &["java.time.LocalDate"], "LocalDate/"),
-    ns("Instant", &["java.time.Instant"], "Instant/"),
-    ns("Duration", &["java.time.Duration"], "Duration/"),
-    ns("session", &[], "session/"),
-    Namespace {
-        name: "data",
-        aliases: &[],
-        kind: NsKind::Data,
-        constants: &[],
-    },
-    Namespace {
-        name: "tool",
-        aliases: &[],
-        kind: NsKind::Discovery,
-        constants: &[],
-    },
+    ns("clojure.core", ""),
+    ns("clojure.string", "clojure.string/"),
+    ns("clojure.set", "clojure.set/"),
+    ns("clojure.walk", ""),
+    ns("clojure.repl", "repl/"),
+    ns("json", "json/"),
+    ns("regex", ""),
+    with_constants("Math", "Math/", MATH_CONSTANTS),
+    with_constants("Integer", "java/", INT_CONSTANTS),
+    with_constants("Long", "java/", INT_CONSTANTS),
+    with_constants("Double", "java/", FLOAT_CONSTANTS),
+    with_constants("Float", "java/", FLOAT_CONSTANTS),
+    ns("Boolean", "java/"),
+    ns("String", "java/"),
+    ns("System", "java/"),
+    ns("LocalDate", "LocalDate/"),
+    ns("Instant", "Instant/"),
+    ns("Duration", "Duration/"),
+    ns("session", "session/"),
+    space("data", NsKind::Data),
+    space("tool", NsKind::Discovery),
 ];
 
 /// The discovery forms reachable as `tool/<name>`, and the builtin each one is.
@@ -407,15 +398,19 @@ pub(crate) const TOOL_DISCOVERY: &[(&str, &str)] = &[
 
 /// The local namespace called `name` (canonical name or alias).
 pub(crate) fn namespace(name: &str) -> Option<&'static Namespace> {
-    NAMESPACES
-        .iter()
-        .find(|n| n.name == name || n.aliases.contains(&name))
+    let names = ptc_names::namespaces::namespace(name)?;
+    NAMESPACES.iter().find(|n| n.name() == names.name)
 }
 
 impl Namespace {
+    /// The canonical name (listed by `all-ns` and in errors).
+    pub(crate) fn name(&self) -> &'static str {
+        self.names.name
+    }
+
     /// Every name a program may write for this namespace, canonical first.
     pub(crate) fn all_names(&self) -> impl Iterator<Item = &'static str> + use<> {
-        std::iter::once(self.name).chain(self.aliases.iter().copied())
+        self.names.all_names()
     }
 
     /// The constant `name` in this namespace.
@@ -428,12 +423,12 @@ impl Namespace {
 }
 
 /// The candidate `name` most likely meant, for the "did you mean" of every unknown-name error:
-/// `ptc-suggest`'s one rule, so a program, a config and the runtime suggest alike.
+/// `ptc-names`'s one rule, so a program, a config and the runtime suggest alike.
 pub(crate) fn did_you_mean<'c>(
     name: &str,
     candidates: impl Iterator<Item = &'c str>,
 ) -> Option<String> {
-    ptc_suggest::closest(name, candidates).map(str::to_string)
+    ptc_names::closest(name, candidates).map(str::to_string)
 }
 
 #[cfg(test)]
@@ -456,11 +451,11 @@ mod tests {
         )]));
         let mut checked = 0;
         for space in NAMESPACES {
-            let canonical = eval(&mut i, &format!("(dir {})", space.name));
+            let canonical = eval(&mut i, &format!("(dir {})", space.name()));
             let Value::Vector(names) = &canonical else {
-                panic!("(dir {}) is {canonical}", space.name)
+                panic!("(dir {}) is {canonical}", space.name())
             };
-            assert!(!names.is_empty(), "(dir {}) is empty", space.name);
+            assert!(!names.is_empty(), "(dir {}) is empty", space.name());
             for alias in space.all_names() {
                 for form in [
                     format!("(dir {alias})"),
@@ -472,9 +467,9 @@ mod tests {
                 assert!(
                     eval(&mut i, "(all-ns)")
                         .to_string()
-                        .contains(&format!(" {} ", space.name).replace(' ', "")),
+                        .contains(&format!(" {} ", space.name()).replace(' ', "")),
                     "all-ns lacks {}",
-                    space.name
+                    space.name()
                 );
                 for name in names.iter() {
                     let name = name.to_string();
@@ -529,6 +524,64 @@ mod tests {
             }
         }
         assert!(checked > 300, "only {checked} names checked");
+    }
+
+    /// The language gives every namespace of `ptc_names` a behaviour, exactly once, and has
+    /// none of its own: the names a program qualifies with are the names the config reserves.
+    #[test]
+    fn the_namespaces_are_exactly_the_shared_table() {
+        let mut ours: Vec<&str> = NAMESPACES.iter().map(Namespace::name).collect();
+        let mut shared: Vec<&str> = ptc_names::namespaces::NAMESPACES
+            .iter()
+            .map(|n| n.name)
+            .collect();
+        ours.sort_unstable();
+        shared.sort_unstable();
+        let before = ours.len();
+        ours.dedup();
+        assert_eq!(ours.len(), before, "a namespace has two behaviours");
+        assert_eq!(ours, shared);
+        // Lookups go through the shared aliases.
+        assert_eq!(namespace("s").map(Namespace::name), Some("clojure.string"));
+        assert!(namespace("clojure").is_none());
+    }
+
+    /// Every qualifier the language resolves by itself is reserved for it: each namespace's
+    /// names and the prefix of every qualified builtin (`doc`, `source` and `meta` find a
+    /// builtin by its registry name, so `java/parseInt` is the language's too).
+    #[test]
+    fn every_qualifier_the_language_reads_is_reserved() {
+        use ptc_names::namespaces::is_reserved;
+        for space in NAMESPACES {
+            for name in space.all_names() {
+                assert!(is_reserved(name), "{name}");
+            }
+        }
+        let mut prefixes = 0;
+        for name in crate::builtins::names() {
+            if let Some((ns, _)) = name.split_once('/')
+                && !ns.is_empty()
+            {
+                assert!(is_reserved(ns), "{name}: `{ns}` is not reserved");
+                prefixes += 1;
+            }
+        }
+        assert!(prefixes > 50, "only {prefixes} qualified builtins");
+        let mut i = Interpreter::new(Limits::default());
+        assert_eq!(eval(&mut i, "(doc java/parseInt)"), Value::Nil);
+        assert!(i.take_output().contains("parseInt"));
+    }
+
+    /// `user`, Clojure's default namespace, is none here (so `ptc_names` leaves it to
+    /// upstreams): definitions are unqualified and `user/` is an unknown namespace.
+    #[test]
+    fn there_is_no_user_namespace() {
+        let mut i = Interpreter::new(Limits::default());
+        assert_eq!(eval(&mut i, "(def x 1)").to_string(), "#'x");
+        let e = i.eval_str("user/x").unwrap_err();
+        assert_eq!(e.reason(), Reason::UnboundVar);
+        assert!(e.message().contains("unknown namespace `user`"), "{e}");
+        assert!(!ptc_names::namespaces::is_reserved("user"));
     }
 
     #[test]

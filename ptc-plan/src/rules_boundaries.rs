@@ -343,12 +343,20 @@ fn env_variable_names_are_letters_digits_and_underscores_not_starting_with_a_dig
     }
 }
 
+/// An upstream `name` (an MCP server over stdio), as the `upstreams` object.
+fn upstream_named(name: &str) -> String {
+    format!(r#"{{"{name}": {{"transport": "mcp_stdio", "command": "server"}}}}"#)
+}
+
+/// The identifier rule at each boundary: nothing, the first character (a digit, `-`, `_`, a
+/// letter outside ASCII) and a later one.
 #[test]
 fn upstream_names_are_a_letter_then_letters_digits_dashes_underscores() {
-    let upstream =
-        |name: &str| format!(r#"{{"{name}": {{"transport": "mcp_stdio", "command": "server"}}}}"#);
-    let valid = ["a", "api", "my-api_2", "A"];
-    let invalid = ["1api", "_api", "-api", "my api", "my.api", "äpi"];
+    let upstream = upstream_named;
+    let valid = ["a", "api", "my-api_2", "A", "a-", "a_", "a9"];
+    let invalid = [
+        "", "1api", "9", "_api", "-api", "my api", "my.api", "a/b", "äpi", "é", "apé",
+    ];
     for name in valid {
         assert_eq!(problems("{}", &upstream(name)), [], "{name}");
     }
@@ -356,22 +364,105 @@ fn upstream_names_are_a_letter_then_letters_digits_dashes_underscores() {
         assert_eq!(
             problems("{}", &upstream(name)),
             [(
-                format!("/upstreams/{name}"),
+                format!("/upstreams/{}", name.replace('/', "~1")),
                 format!("upstream name `{name}` cannot be a PTC-Lisp namespace")
             )],
             "{name}"
         );
     }
-    for name in ["tool", "json", "core", "Math", "user", "session"] {
+}
+
+/// Every name PTC-Lisp reads as its own qualifier is refused, saying what the language reads it
+/// as; the hint says to rename and lists what is reserved.
+#[test]
+fn upstream_names_the_language_reads_as_its_own_are_refused_with_why() {
+    let root = |name: &str| {
+        ptc_names::namespaces::ROOTS
+            .iter()
+            .find(|r| r.name == name)
+            .unwrap()
+            .why
+            .to_string()
+    };
+    let then = |name: &str| {
+        format!(
+            ", so `{name}/...` in a program means the language's names, never an upstream's tools"
+        )
+    };
+    for (name, why) in [
+        ("s", "`s` is PTC-Lisp's alias for clojure.string"),
+        ("str", "`str` is PTC-Lisp's alias for clojure.string"),
+        ("repl", "`repl` is PTC-Lisp's alias for clojure.repl"),
+        ("core", "`core` is PTC-Lisp's alias for clojure.core"),
+        ("String", "`String` is a PTC-Lisp namespace"),
+        ("Math", "`Math` is a PTC-Lisp namespace"),
+        ("json", "`json` is a PTC-Lisp namespace"),
+        ("tool", "`tool` is a PTC-Lisp namespace"),
+        ("data", "`data` is a PTC-Lisp namespace"),
+        ("session", "`session` is a PTC-Lisp namespace"),
+    ]
+    .map(|(name, why)| (name, format!("{why}{}", then(name))))
+    .into_iter()
+    .chain(["clojure", "java"].map(|name| (name, root(name))))
+    {
+        let text = format!(r#"{{"upstreams": {}}}"#, upstream_named(name));
+        let mut d = crate::Diagnostics::default();
+        crate::config::parse(&text, Path::new("upstreams.json"), Path::new("."), &mut d);
+        assert_eq!(d.0.len(), 1, "{name}: {:?}", d.0);
+        let problem = &d.0[0];
+        assert_eq!(problem.pointer, format!("/upstreams/{name}"));
         assert_eq!(
-            problems("{}", &upstream(name)),
-            [(
-                format!("/upstreams/{name}"),
-                format!("upstream name `{name}` is reserved by PTC-Lisp")
-            )],
-            "{name}"
+            problem.message,
+            format!("upstream name `{name}` is reserved by PTC-Lisp: {why}")
         );
+        let help = problem.help.as_deref().unwrap();
+        let listed: Vec<&str> = help
+            .strip_prefix("rename the upstream; PTC-Lisp reserves ")
+            .unwrap_or_else(|| panic!("{help}"))
+            .split(", ")
+            .collect();
+        // Every reserved name an upstream could take, once; those with a `.` are refused as
+        // identifiers before being reserved, so they are not listed.
+        let takeable: Vec<&str> = ptc_names::namespaces::reserved()
+            .filter(|n| !n.contains('.'))
+            .collect();
+        assert_eq!(listed, takeable);
+        for name in ["s", "repl", "String", "clojure", "java", "tool", "data"] {
+            assert!(listed.contains(&name), "{name}: {help}");
+        }
     }
+}
+
+/// Only the whole name, in its case, is reserved: a name that begins with or extends a reserved
+/// one is an upstream's. `user` and `math` are no namespaces of PTC-Lisp (see
+/// `ptc_names::namespaces`), so they are free too.
+#[test]
+fn upstream_names_next_to_reserved_ones_are_accepted() {
+    for name in [
+        "sx", "S", "string2", "strings", "repl_", "tool-box", "Tool", "json2", "clojurex", "javax",
+        "user", "math", "Strings",
+    ] {
+        assert_eq!(problems("{}", &upstream_named(name)), [], "{name}");
+    }
+}
+
+/// docs/configuration.md lists exactly the names an upstream could otherwise take, in the
+/// table's order.
+#[test]
+fn the_configuration_docs_list_the_reserved_names() {
+    let docs = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/configuration.md"),
+    )
+    .unwrap();
+    let start = docs
+        .find("every namespace and alias of the language (")
+        .expect("the paragraph on reserved names");
+    let end = start + docs[start..].find("Only the whole name counts").unwrap();
+    let listed: Vec<&str> = docs[start..end].split('`').skip(1).step_by(2).collect();
+    let takeable: Vec<&str> = ptc_names::namespaces::reserved()
+        .filter(|n| ptc_names::is_identifier(n))
+        .collect();
+    assert_eq!(listed, takeable);
 }
 
 #[test]

@@ -1,10 +1,10 @@
 //! The config compiler's framing of a "did you mean": appended to a diagnostic's message in
 //! parentheses, the name in backticks as the config writes it. Which name is suggested is
-//! `ptc-suggest`'s one rule.
+//! `ptc-names`'s one rule.
 
 /// `" (did you mean `x`?)"`, or nothing.
 pub fn did_you_mean<'a>(input: &str, candidates: impl IntoIterator<Item = &'a str>) -> String {
-    ptc_suggest::did_you_mean(input, candidates, |c| format!("`{c}`"))
+    ptc_names::did_you_mean(input, candidates, |c| format!("`{c}`"))
         .map(|s| format!(" ({s})"))
         .unwrap_or_default()
 }

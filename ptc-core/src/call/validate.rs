@@ -21,7 +21,7 @@ use std::sync::{Arc, RwLock};
 use ptc_plan::schema::{SchemaError, SchemaErrorKind, Scope};
 use serde_json::{Map, Value};
 
-use ptc_suggest::did_you_mean;
+use ptc_names::did_you_mean;
 
 /// Named schema definitions a `{"$ref": "#/$defs/Name"}` may point into.
 pub type Definitions = BTreeMap<String, Value>;

@@ -20,9 +20,9 @@ use crate::call::contract::{Reason, ToolError};
 use crate::call::validate::{Definitions, Schema};
 use crate::call::writes::WriteGate;
 use crate::catalog::pin_check::PinCell;
+use ptc_names::did_you_mean;
 use ptc_plan::effects::Classified;
 use ptc_plan::{Approval, Effect};
-use ptc_suggest::did_you_mean;
 
 /// One tool as discovery shows it and the executor routes it.
 #[derive(Clone, Debug)]

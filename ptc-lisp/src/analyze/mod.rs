@@ -369,7 +369,7 @@ impl<'a> Analyzer<'a> {
                  function is needed; (doc '{ns}/{name}) describes it"
             )));
         }
-        let mut known: Vec<&str> = names::NAMESPACES.iter().map(|n| n.name).collect();
+        let mut known: Vec<&str> = names::NAMESPACES.iter().map(|n| n.name()).collect();
         known.extend(self.host_namespaces.iter().map(String::as_str));
         known.extend(self.upstreams.iter().map(String::as_str));
         let mut seen = std::collections::HashSet::new();

@@ -178,7 +178,7 @@ fn dir(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
             NsKind::Builtins { prefix } => {
                 let forms = names::SPECIAL_FORMS
                     .iter()
-                    .filter(|_| space.name == names::CORE)
+                    .filter(|_| space.name() == names::CORE)
                     .map(|f| f.name);
                 let mut all: Vec<&str> = builtins_under(prefix)
                     .into_iter()
@@ -310,7 +310,7 @@ fn writable_name(b: &'static Builtin) -> Option<&'static str> {
 fn all_ns(ctx: &mut Ctx<'_>, _: &mut [Value]) -> R<Value> {
     let mut v: Vec<String> = names::NAMESPACES
         .iter()
-        .map(|n| n.name.to_string())
+        .map(|n| n.name().to_string())
         .collect();
     if let Some(h) = ctx.host() {
         v.extend(h.namespaces());

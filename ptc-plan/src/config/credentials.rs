@@ -39,11 +39,11 @@ pub(super) fn parse_all(
     let mut out = Vec::new();
     for (name, entry) in map {
         let at = pointer_join(pointer, name);
-        if !valid_binding_name(name) {
+        if !ptc_names::is_identifier(name) {
             cx.error(
                 &at,
                 format!("credential binding name `{name}` is invalid"),
-                Some("use a letter followed by letters, digits, `_` or `-`".into()),
+                Some(format!("use {}", ptc_names::IDENTIFIER_RULE)),
             );
         }
         if let Some(b) = parse_one(cx, name, entry, &at, base_dir, secrets) {
@@ -351,12 +351,6 @@ fn parse_one(
         source,
         scheme_hint,
     })
-}
-
-fn valid_binding_name(name: &str) -> bool {
-    let mut chars = name.chars();
-    chars.next().is_some_and(|c| c.is_ascii_alphabetic())
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
 
 fn valid_env_name(name: &str) -> bool {

@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use ptc_names::namespaces;
 use serde_json::Value;
 
 use super::fields::{Cx, Fields};
@@ -18,33 +19,6 @@ use crate::suggest::did_you_mean;
 const TRANSPORTS: [&str; 3] = ["openapi", "mcp_stdio", "mcp_http"];
 const DEFAULT_HANDSHAKE_TIMEOUT_MS: u64 = 10_000;
 const DEFAULT_SCHEMA_MAX_BYTES: u64 = 16 * 1024 * 1024;
-
-/// Namespaces PTC-Lisp itself uses; an upstream may not shadow them.
-pub const RESERVED_NAMESPACES: &[&str] = &[
-    "tool",
-    "json",
-    "core",
-    "clojure",
-    "str",
-    "string",
-    "set",
-    "walk",
-    "regex",
-    "math",
-    "data",
-    "session",
-    "user",
-    "Math",
-    "System",
-    "Boolean",
-    "Double",
-    "Float",
-    "Integer",
-    "Long",
-    "LocalDate",
-    "Instant",
-    "Duration",
-];
 
 pub(super) fn parse_all(
     cx: &mut Cx,
@@ -75,23 +49,38 @@ pub(super) fn parse_all(
     out
 }
 
+/// An upstream's name becomes the `name/` before its tools in a program: it must be an
+/// identifier, and not one PTC-Lisp already reads as its own (`s/join` is `clojure.string/join`
+/// whatever upstreams there are).
 fn check_name(cx: &mut Cx, at: &str, name: &str) {
-    let mut chars = name.chars();
-    let well_formed = chars.next().is_some_and(|c| c.is_ascii_alphabetic())
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-    if !well_formed {
+    if !ptc_names::is_identifier(name) {
         cx.error(
             at,
             format!("upstream name `{name}` cannot be a PTC-Lisp namespace"),
-            Some("use a letter followed by letters, digits, `-` or `_` (it becomes the `name/` in `name/tool`)".into()),
+            Some(format!(
+                "use {} (it becomes the `name/` in `name/tool`)",
+                ptc_names::IDENTIFIER_RULE
+            )),
         );
-    } else if RESERVED_NAMESPACES.contains(&name) {
+    } else if let Some(why) = namespaces::why_reserved(name) {
         cx.error(
             at,
-            format!("upstream name `{name}` is reserved by PTC-Lisp"),
-            Some("rename the upstream".into()),
+            format!("upstream name `{name}` is reserved by PTC-Lisp: {why}"),
+            Some(format!(
+                "rename the upstream; {}",
+                reserved_upstream_names()
+            )),
         );
     }
+}
+
+/// The reserved names an upstream could otherwise take (those with a `.` fail the identifier
+/// rule first), as the hint lists them.
+fn reserved_upstream_names() -> String {
+    let names: Vec<&str> = namespaces::reserved()
+        .filter(|n| ptc_names::is_identifier(n))
+        .collect();
+    format!("PTC-Lisp reserves {}", names.join(", "))
 }
 
 fn parse_one(

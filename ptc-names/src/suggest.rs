@@ -1,10 +1,7 @@
-//! `ptc-suggest`: the one "did you mean" rule of ptc, shared by the language (`ptc-lisp`: unknown
-//! symbols and namespaces), the config compiler (`ptc-plan`: unknown fields, transports,
-//! operationIds) and the runtime (`ptc-core`: unknown upstreams, tools and arguments).
-//!
-//! It is a crate of its own because those three must agree on which name a typo meant, yet the
-//! language and the config compiler must not depend on each other; a leaf crate is the one place
-//! all three can reach.
+//! The one "did you mean" rule of ptc, shared by the language (`ptc-lisp`: unknown symbols and
+//! namespaces), the config compiler (`ptc-plan`: unknown fields, transports, operationIds) and
+//! the runtime (`ptc-core`: unknown upstreams, tools and arguments), which must agree on which
+//! name a typo meant.
 //!
 //! The rule: names are compared ignoring ASCII case, by Jaro-Winkler similarity, with two hints
 //! spelling alone misses: one edit away is a typo even in a short name (`fz` for `fx`), and a
@@ -15,12 +12,12 @@
 //!
 //! ```
 //! let fields = ["base_url", "schema_file", "include_operations"];
-//! assert_eq!(ptc_suggest::closest("base_ur", fields), Some("base_url"));
+//! assert_eq!(ptc_names::closest("base_ur", fields), Some("base_url"));
 //! assert_eq!(
-//!     ptc_suggest::did_you_mean("schema-fil", fields, |c| format!("`{c}`")).as_deref(),
+//!     ptc_names::did_you_mean("schema-fil", fields, |c| format!("`{c}`")).as_deref(),
 //!     Some("did you mean `schema_file`?")
 //! );
-//! assert_eq!(ptc_suggest::closest("zzz", fields), None);
+//! assert_eq!(ptc_names::closest("zzz", fields), None);
 //! ```
 
 /// The least score a candidate needs to be suggested: below it, a suggestion is more often a
