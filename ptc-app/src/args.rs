@@ -5,31 +5,33 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use ptc_core::call::response_check::ResponseCheck;
+use ptc_core::program::limits;
 use ptc_core::server::{EvalLimits, HttpOptions, LogFormat};
 
-/// Evaluation limits (defaults are safe for a shared server).
+/// Evaluation limits (defaults are safe for a shared server; each default is written once, in
+/// `ptc_core::program::limits`).
 #[derive(clap::Args, Clone, Debug)]
 pub struct LimitArgs {
     /// Wall-clock limit of one program, in milliseconds.
-    #[arg(long, value_name = "MS", default_value_t = 10_000)]
+    #[arg(long, value_name = "MS", default_value_t = limits::millis(limits::PROGRAM_TIMEOUT))]
     pub timeout_ms: u64,
-    /// Memory one program may allocate, in bytes [default: 64 MiB].
-    #[arg(long, value_name = "BYTES")]
-    pub memory_bytes: Option<u64>,
+    /// Memory one program may allocate, in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = limits::MEMORY_BYTES)]
+    pub memory_bytes: u64,
     /// Memory all programs in flight may hold together; past it requests wait in the queue
     /// [default: memory-bytes × max-concurrent, at most half the machine's memory].
     #[arg(long, value_name = "BYTES")]
     pub memory_budget_bytes: Option<u64>,
     /// Programs in flight at once across all clients (computing, or waiting on upstreams, which
-    /// holds no thread); past it requests wait in the queue [default: 1024].
-    #[arg(long, value_name = "N")]
-    pub max_concurrent: Option<usize>,
+    /// holds no thread); past it requests wait in the queue.
+    #[arg(long, value_name = "N", default_value_t = limits::MAX_CONCURRENT)]
+    pub max_concurrent: usize,
     /// Programs in flight at once in one MCP session; past it the session's requests wait.
-    #[arg(long, value_name = "N", default_value_t = 4)]
+    #[arg(long, value_name = "N", default_value_t = limits::MAX_PER_SESSION)]
     pub max_per_session: usize,
     /// Requests that may wait for their turn (in the server's queue, and in each session's);
     /// one more gets `busy`.
-    #[arg(long, value_name = "N", default_value_t = 1024)]
+    #[arg(long, value_name = "N", default_value_t = limits::MAX_QUEUE)]
     pub max_queue: usize,
     /// How long a request waits for its turn before `busy`, in milliseconds [default: the
     /// program timeout].
@@ -39,14 +41,23 @@ pub struct LimitArgs {
     #[arg(long, value_name = "N")]
     pub eval_threads: Option<usize>,
     /// Upstream calls per program.
-    #[arg(long, value_name = "N", default_value_t = 50)]
+    #[arg(long, value_name = "N", default_value_t = limits::MAX_CALLS)]
     pub max_calls: u64,
+    /// Bytes a program may fetch from upstreams, all its calls together.
+    #[arg(long, value_name = "BYTES", default_value_t = limits::MAX_UPSTREAM_BYTES)]
+    pub max_upstream_bytes: u64,
+    /// Bytes of program text a client may send.
+    #[arg(long, value_name = "BYTES", default_value_t = limits::MAX_PROGRAM_BYTES)]
+    pub max_program_bytes: usize,
+    /// Bytes of `context` (as JSON) a request may carry.
+    #[arg(long, value_name = "BYTES", default_value_t = limits::MAX_CONTEXT_BYTES)]
+    pub max_context_bytes: usize,
     /// Bytes of result text in a reply (beyond it, a truncation marker).
-    #[arg(long, value_name = "BYTES", default_value_t = 64 * 1024)]
+    #[arg(long, value_name = "BYTES", default_value_t = limits::MAX_OUTPUT_BYTES)]
     pub max_output_bytes: usize,
     /// How long a person has to approve one write, in milliseconds (the program's timeout
     /// bounds it too: raise --timeout-ms for programs that wait for approval).
-    #[arg(long, value_name = "MS", default_value_t = 120_000)]
+    #[arg(long, value_name = "MS", default_value_t = limits::millis(limits::APPROVAL_WAIT))]
     pub approval_timeout_ms: u64,
 }
 
@@ -55,26 +66,28 @@ impl LimitArgs {
     pub fn limits(&self) -> EvalLimits {
         let mut l = EvalLimits {
             program_timeout: Duration::from_millis(self.timeout_ms),
+            memory_bytes: self.memory_bytes,
+            memory_budget_bytes: self.memory_budget_bytes.unwrap_or_else(|| {
+                ptc_core::server::options::default_memory_budget(
+                    self.memory_bytes,
+                    self.max_concurrent,
+                )
+            }),
+            max_concurrent: self.max_concurrent,
             max_per_session: self.max_per_session,
             max_queue: self.max_queue,
             queue_wait: Duration::from_millis(self.queue_wait_ms.unwrap_or(self.timeout_ms)),
             max_calls: self.max_calls,
+            max_upstream_bytes: self.max_upstream_bytes,
+            max_program_bytes: self.max_program_bytes,
+            max_context_bytes: self.max_context_bytes,
             max_output_bytes: self.max_output_bytes,
             approval_timeout: Duration::from_millis(self.approval_timeout_ms),
             ..EvalLimits::default()
         };
-        if let Some(m) = self.memory_bytes {
-            l.memory_bytes = m;
-        }
-        if let Some(n) = self.max_concurrent {
-            l.max_concurrent = n;
-        }
         if let Some(n) = self.eval_threads {
             l.eval_threads = n;
         }
-        l.memory_budget_bytes = self.memory_budget_bytes.unwrap_or_else(|| {
-            ptc_core::server::options::default_memory_budget(l.memory_bytes, l.max_concurrent)
-        });
         l
     }
 }
@@ -184,10 +197,10 @@ pub struct HttpArgs {
     #[arg(long = "allowed-host", value_name = "HOST")]
     pub allowed_hosts: Vec<String>,
     /// Largest request body, in bytes.
-    #[arg(long, value_name = "BYTES", default_value_t = 4 << 20)]
+    #[arg(long, value_name = "BYTES", default_value_t = limits::HTTP_MAX_BODY_BYTES)]
     pub max_body_bytes: usize,
     /// Time until a response starts, in milliseconds.
-    #[arg(long, value_name = "MS", default_value_t = 60_000)]
+    #[arg(long, value_name = "MS", default_value_t = limits::millis(limits::HTTP_REQUEST_TIMEOUT))]
     pub request_timeout_ms: u64,
     /// No MCP sessions: any replica can answer any request (see docs/operations.md).
     #[arg(long)]
@@ -386,12 +399,17 @@ pub struct SessionArgs {
     #[arg(
         long,
         value_name = "SECS",
-        default_value_t = 1800,
+        default_value_t = limits::SESSION_TTL.as_secs(),
         requires = "sessions"
     )]
     pub session_ttl_secs: u64,
     /// Largest state a session keeps, in bytes (past it the session keeps what it had).
-    #[arg(long, value_name = "BYTES", default_value_t = 1 << 20, requires = "sessions")]
+    #[arg(
+        long,
+        value_name = "BYTES",
+        default_value_t = limits::SESSION_MAX_BYTES,
+        requires = "sessions"
+    )]
     pub session_max_bytes: usize,
 }
 
@@ -477,14 +495,14 @@ pub struct EvalArgs {
 #[derive(clap::Args, Clone, Debug)]
 pub struct EvalLimitArgs {
     /// Wall-clock limit of the program, in milliseconds.
-    #[arg(long, value_name = "MS", default_value_t = 10_000)]
+    #[arg(long, value_name = "MS", default_value_t = limits::millis(limits::PROGRAM_TIMEOUT))]
     pub timeout_ms: u64,
     /// Memory the program (and its `--context`) may allocate, in bytes [default: 1 GiB, the
     /// interpreter's own; one local run needs no room left for others].
     #[arg(long, value_name = "BYTES")]
     pub memory_bytes: Option<u64>,
     /// Upstream calls the program may make.
-    #[arg(long, value_name = "N", default_value_t = 50)]
+    #[arg(long, value_name = "N", default_value_t = limits::MAX_CALLS)]
     pub max_calls: u64,
 }
 
@@ -520,4 +538,69 @@ pub struct ReplayArgs {
     /// stderr).
     #[arg(long)]
     pub json: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Serve {
+        #[command(flatten)]
+        limits: LimitArgs,
+    }
+
+    /// With no flags the host runs with the limits table's defaults, and each flag reaches the
+    /// limit it names (a flag read into the wrong field, or not at all, fails here).
+    #[test]
+    fn each_limit_flag_reaches_its_limit_and_defaults_to_the_table() {
+        let none = Serve::parse_from(["serve"]).limits.limits();
+        assert_eq!(format!("{none:?}"), format!("{:?}", EvalLimits::default()));
+        let set = Serve::parse_from([
+            "serve",
+            "--timeout-ms=1001",
+            "--memory-bytes=1002",
+            "--memory-budget-bytes=1003",
+            "--max-concurrent=1004",
+            "--max-per-session=1005",
+            "--max-queue=1006",
+            "--queue-wait-ms=1007",
+            "--eval-threads=1008",
+            "--max-calls=1009",
+            "--max-upstream-bytes=1010",
+            "--max-program-bytes=1011",
+            "--max-context-bytes=1012",
+            "--max-output-bytes=1013",
+            "--approval-timeout-ms=1014",
+        ])
+        .limits
+        .limits();
+        let ms = Duration::from_millis;
+        assert_eq!(set.program_timeout, ms(1001));
+        assert_eq!(set.memory_bytes, 1002);
+        assert_eq!(set.memory_budget_bytes, 1003);
+        assert_eq!(set.max_concurrent, 1004);
+        assert_eq!(set.max_per_session, 1005);
+        assert_eq!(set.max_queue, 1006);
+        assert_eq!(set.queue_wait, ms(1007));
+        assert_eq!(set.eval_threads, 1008);
+        assert_eq!(set.max_calls, 1009);
+        assert_eq!(set.max_upstream_bytes, 1010);
+        assert_eq!(set.max_program_bytes, 1011);
+        assert_eq!(set.max_context_bytes, 1012);
+        assert_eq!(set.max_output_bytes, 1013);
+        assert_eq!(set.approval_timeout, ms(1014));
+        let budgets = set.budgets();
+        assert_eq!((budgets.max_calls, budgets.max_bytes), (1009, 1010));
+    }
+
+    #[test]
+    fn the_queue_wait_follows_the_program_timeout_unless_set() {
+        let l = Serve::parse_from(["serve", "--timeout-ms=2500"])
+            .limits
+            .limits();
+        assert_eq!(l.queue_wait, Duration::from_millis(2500));
+    }
 }

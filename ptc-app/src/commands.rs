@@ -442,12 +442,7 @@ pub fn replay(name: &str, source: PlanSource, args: ReplayArgs) -> ExitCode {
         Ok(u) => u,
         Err(e) => return startup_error(&name, &e),
     };
-    let budgets = ptc_core::Budgets {
-        max_calls: file.settings.max_calls,
-        max_discovery: file.settings.max_discovery,
-        max_bytes: file.settings.max_upstream_bytes,
-        ..ptc_core::Budgets::default()
-    };
+    let budgets = file.settings.budgets();
     let replayer = Replayer::new(&file.calls);
     let run = ptc_core::run_program_taped(
         upstreams.clone(),

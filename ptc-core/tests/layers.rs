@@ -44,7 +44,10 @@ fn rust_files(dir: &Path) -> Vec<PathBuf> {
 }
 
 fn relative(path: &Path) -> String {
-    path.strip_prefix(src()).unwrap_or(path).display().to_string()
+    path.strip_prefix(src())
+        .unwrap_or(path)
+        .display()
+        .to_string()
 }
 
 /// The file's code without its `#[cfg(test)]` module (by convention the file's tail).
@@ -58,7 +61,10 @@ fn non_test(text: &str) -> &str {
 fn imports_server(code: &str) -> bool {
     ["crate::server", "super::server", "super::super::server"]
         .iter()
-        .any(|p| code.match_indices(p).any(|(at, _)| !is_ident(code[at + p.len()..].chars().next())))
+        .any(|p| {
+            code.match_indices(p)
+                .any(|(at, _)| !is_ident(code[at + p.len()..].chars().next()))
+        })
 }
 
 fn is_ident(c: Option<char>) -> bool {
@@ -95,7 +101,12 @@ fn the_server_check_sees_every_spelling_and_nothing_else() {
 fn the_crate_root_holds_only_the_rooms() {
     let mut found: Vec<String> = fs::read_dir(src())
         .expect("src/")
-        .map(|e| e.expect("an entry").file_name().to_string_lossy().into_owned())
+        .map(|e| {
+            e.expect("an entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
         .filter(|name| name != "lib.rs")
         .collect();
     found.sort();
@@ -108,7 +119,10 @@ fn the_crate_root_holds_only_the_rooms() {
     );
     let lib = fs::read_to_string(src().join("lib.rs")).expect("lib.rs");
     for room in ROOMS {
-        assert!(lib.contains(&format!("pub mod {room};")), "lib.rs declares {room}");
+        assert!(
+            lib.contains(&format!("pub mod {room};")),
+            "lib.rs declares {room}"
+        );
     }
 }
 
@@ -150,5 +164,8 @@ fn folders_use_mod_rs_never_a_file_beside_them() {
             }
         }
     }
-    assert!(beside.is_empty(), "one module-file style, `x/mod.rs`: {beside:?}");
+    assert!(
+        beside.is_empty(),
+        "one module-file style, `x/mod.rs`: {beside:?}"
+    );
 }

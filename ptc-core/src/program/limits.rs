@@ -1,9 +1,47 @@
-//! The limits of one program run.
+//! The limits table: every limit's default, written once here. [`Budgets`] (what one program
+//! may spend upstream), the host's evaluation, session and HTTP limits
+//! (the MCP host's `EvalLimits`, `SessionOptions`, `HttpOptions`) and the flags of
+//! `ptc serve` and `ptc eval` (their clap defaults) all read these constants.
 
 use std::time::Duration;
 
-/// Per-program budgets.
-#[derive(Clone, Copy, Debug)]
+/// Wall-clock time one program may run.
+pub const PROGRAM_TIMEOUT: Duration = Duration::from_secs(10);
+/// Memory one program may allocate in a host shared with other programs.
+pub const MEMORY_BYTES: u64 = 64 << 20;
+/// Programs in flight at once across every client of a host.
+pub const MAX_CONCURRENT: usize = 1024;
+/// Programs in flight at once for one MCP session.
+pub const MAX_PER_SESSION: usize = 4;
+/// Requests that may wait for their turn (in the host's queue, and in each session's).
+pub const MAX_QUEUE: usize = 1024;
+/// Upstream calls (`tool/call`, each page of `tool/pages`) per program.
+pub const MAX_CALLS: u64 = 50;
+/// Discovery operations on upstreams (`tool/servers`, `dir`, `doc`, `meta`, `apropos`,
+/// `tool/search`) per program.
+pub const MAX_DISCOVERY: u64 = 25;
+/// Bytes a program may fetch from upstreams, all calls together.
+pub const MAX_UPSTREAM_BYTES: u64 = 64 << 20;
+/// How long a person has to approve one call (the program's own timeout bounds it too).
+pub const APPROVAL_WAIT: Duration = Duration::from_secs(120);
+/// Bytes of program text a client may send.
+pub const MAX_PROGRAM_BYTES: usize = 64 << 10;
+/// Bytes of rendered result text in a reply (beyond it, a truncation marker).
+pub const MAX_OUTPUT_BYTES: usize = 64 << 10;
+/// Bytes of `context` (as JSON) a request may carry.
+pub const MAX_CONTEXT_BYTES: usize = 4 << 20;
+
+/// How long an unused session's state is kept (`--sessions`).
+pub const SESSION_TTL: Duration = Duration::from_secs(30 * 60);
+/// Largest state one session keeps, in bytes.
+pub const SESSION_MAX_BYTES: usize = 1 << 20;
+/// Largest request body the HTTP host reads.
+pub const HTTP_MAX_BODY_BYTES: usize = 4 << 20;
+/// Time until the HTTP host's response starts.
+pub const HTTP_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// What one program may spend upstream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Budgets {
     /// Upstream calls (`tool/call`) per program.
     pub max_calls: u64,
@@ -18,10 +56,15 @@ pub struct Budgets {
 impl Default for Budgets {
     fn default() -> Self {
         Budgets {
-            max_calls: 50,
-            max_discovery: 25,
-            max_bytes: 64 << 20,
-            approval_wait: Duration::from_secs(120),
+            max_calls: MAX_CALLS,
+            max_discovery: MAX_DISCOVERY,
+            max_bytes: MAX_UPSTREAM_BYTES,
+            approval_wait: APPROVAL_WAIT,
         }
     }
+}
+
+/// A duration as the whole milliseconds a flag takes (`--timeout-ms`).
+pub const fn millis(d: Duration) -> u64 {
+    d.as_millis() as u64
 }

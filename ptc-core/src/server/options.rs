@@ -1,10 +1,11 @@
-//! The host's limits, with safe defaults. Each is a flag of `ptc serve`.
+//! The host's limits, with safe defaults (written once, in [`crate::program::limits`]). Each is
+//! a flag of `ptc serve`.
 
 use std::time::Duration;
 
 use ptc_lisp::Limits;
 
-use crate::program::limits::Budgets;
+use crate::program::limits::{self, Budgets};
 
 /// Limits on evaluations served to clients.
 #[derive(Clone, Debug)]
@@ -46,24 +47,24 @@ pub struct EvalLimits {
 impl Default for EvalLimits {
     fn default() -> Self {
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-        let max_concurrent = 1024;
-        let memory_bytes = 64 << 20;
-        let program_timeout = Duration::from_secs(10);
         EvalLimits {
-            program_timeout,
-            memory_bytes,
-            memory_budget_bytes: default_memory_budget(memory_bytes, max_concurrent),
-            max_concurrent,
-            max_per_session: 4,
-            max_queue: 1024,
-            queue_wait: program_timeout,
+            program_timeout: limits::PROGRAM_TIMEOUT,
+            memory_bytes: limits::MEMORY_BYTES,
+            memory_budget_bytes: default_memory_budget(
+                limits::MEMORY_BYTES,
+                limits::MAX_CONCURRENT,
+            ),
+            max_concurrent: limits::MAX_CONCURRENT,
+            max_per_session: limits::MAX_PER_SESSION,
+            max_queue: limits::MAX_QUEUE,
+            queue_wait: limits::PROGRAM_TIMEOUT,
             eval_threads: cores,
-            max_calls: 50,
-            max_upstream_bytes: 64 << 20,
-            approval_timeout: Duration::from_secs(120),
-            max_program_bytes: 64 << 10,
-            max_output_bytes: 64 << 10,
-            max_context_bytes: 4 << 20,
+            max_calls: limits::MAX_CALLS,
+            max_upstream_bytes: limits::MAX_UPSTREAM_BYTES,
+            approval_timeout: limits::APPROVAL_WAIT,
+            max_program_bytes: limits::MAX_PROGRAM_BYTES,
+            max_output_bytes: limits::MAX_OUTPUT_BYTES,
+            max_context_bytes: limits::MAX_CONTEXT_BYTES,
         }
     }
 }

@@ -29,12 +29,12 @@ pub struct SessionOptions {
 }
 
 impl SessionOptions {
-    /// Sessions in `store`, kept 30 minutes unused, at most 1 MiB each.
+    /// Sessions in `store`, kept and bounded as the limits table says.
     pub fn new(store: Arc<dyn StateStore>) -> Self {
         SessionOptions {
             store,
-            ttl: Duration::from_secs(30 * 60),
-            max_bytes: 1 << 20,
+            ttl: crate::program::limits::SESSION_TTL,
+            max_bytes: crate::program::limits::SESSION_MAX_BYTES,
         }
     }
 }

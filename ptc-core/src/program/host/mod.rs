@@ -210,8 +210,7 @@ impl ProgramHost {
     /// program runs; later calls are ignored).
     pub fn set_tape(&self, tape: Tape) {
         if let Tape::Record(r) = &tape {
-            let b = &self.run.budgets;
-            r.note_budgets(b.max_calls, b.max_discovery, b.max_bytes);
+            r.note_budgets(&self.run.budgets);
         }
         let _ = self.run.tape.set(tape);
     }

@@ -139,6 +139,7 @@ mod tests {
     use crate::call::response_check::ResponseCheck;
     use crate::call::upstreams::{CatalogLoad, Executed, StartOptions, Upstreams};
     use crate::call::writes::WriteGate;
+    use crate::program::limits::Budgets;
 
     fn args(id: &str) -> Map<String, Json> {
         let mut m = Map::new();
@@ -496,7 +497,12 @@ mod tests {
         block_on(async {
             let up = no_upstreams().await;
             let rec = Recorder::new(Settings::new(&Limits::default(), StartSettings::default()));
-            rec.note_budgets(5, 6, 7);
+            rec.note_budgets(&Budgets {
+                max_calls: 5,
+                max_discovery: 6,
+                max_bytes: 7,
+                ..Budgets::default()
+            });
             let file = rec.run_file(
                 &up,
                 "1",

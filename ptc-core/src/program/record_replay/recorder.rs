@@ -7,6 +7,7 @@ use serde_json::{Map, Value as Json};
 
 use super::{Answer, FORMAT, Outcome, RecordedCall, RunFile, Settings, redact, redact_map};
 use crate::call::upstreams::Upstreams;
+use crate::program::limits::Budgets;
 use crate::program::run_report::ApprovalOutcome;
 
 /// Records a run's calls as they are made (a shared handle: the host writes, the caller reads).
@@ -50,11 +51,11 @@ impl Recorder {
     }
 
     /// The run's budgets, as its host has them (a policy may lower the calls per program).
-    pub fn note_budgets(&self, max_calls: u64, max_discovery: u64, max_upstream_bytes: u64) {
+    pub fn note_budgets(&self, budgets: &Budgets) {
         let mut r = self.lock();
-        r.settings.max_calls = max_calls;
-        r.settings.max_discovery = max_discovery;
-        r.settings.max_upstream_bytes = max_upstream_bytes;
+        r.settings.max_calls = budgets.max_calls;
+        r.settings.max_discovery = budgets.max_discovery;
+        r.settings.max_upstream_bytes = budgets.max_bytes;
     }
 
     pub(super) fn begin(&self, server: &str, tool: &str, args: &Map<String, Json>) -> usize {

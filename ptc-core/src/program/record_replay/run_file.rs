@@ -2,6 +2,8 @@
 //! the settings it ran with, every upstream call with its capped, redacted result, and the
 //! answer; and how two answers differ.
 
+use std::path::Path;
+
 use ptc_lisp::{Limits, LispError, Value};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value as Json};
@@ -10,7 +12,7 @@ use crate::call::response_check::ResponseCheck;
 use crate::call::upstreams::{CatalogLoad, StartOptions};
 use crate::call::writes::WriteGate;
 use crate::credentials::redact::Redactor;
-use std::path::Path;
+use crate::program::limits::Budgets;
 
 use super::{approval_of, bounded, reason_of, redact, redact_json};
 
@@ -87,6 +89,17 @@ impl Settings {
             allow_writes: start.writes == WriteGate::Open,
             response_check: start.response_check.as_str().to_string(),
             strict_responses: start.strict_responses,
+        }
+    }
+
+    /// The budgets to replay under: the recorded run's (its approval wait does not matter: a
+    /// replay asks nobody).
+    pub fn budgets(&self) -> Budgets {
+        Budgets {
+            max_calls: self.max_calls,
+            max_discovery: self.max_discovery,
+            max_bytes: self.max_upstream_bytes,
+            ..Budgets::default()
         }
     }
 
