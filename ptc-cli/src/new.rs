@@ -13,13 +13,15 @@ use serde_json::Value;
 Examples:
   ptc new my-deployment --config fixtures/observatory/upstreams.json
 
-Writes Cargo.toml (depending on this workspace's ptc crate), src/main.rs, tests/tools_list.rs,
-README.md, the config and every OpenAPI document it names (schema_file, and the vendored copy of
-each schema_url). Secret files are never copied.
+Writes Cargo.toml (depending on this workspace's ptc crate), Cargo.lock (this workspace's: the
+versions ptc was tested with), src/main.rs, tests/tools_list.rs, README.md, the config and every
+file its build reads: each schema_file, and what `ptc vendor` wrote beside the config (the copy of
+each schema_url, the tool list of each MCP upstream). Secret files are never copied.
 
 Exit codes:
   0  the crate is written; `cd DIR && cargo test` builds and tests it
-  1  the config has problems (each printed as `ptc check` prints it) or a document is missing
+  1  the config has problems (each printed as `ptc check` prints it), a document is missing, or
+     an upstream is not vendored yet (run `ptc vendor CONFIG` first)
   2  bad usage: DIR exists and is not empty, or a file cannot be read or written")]
 pub struct NewArgs {
     /// The folder to create (or an empty one); its name becomes the crate's and the binary's.
@@ -59,14 +61,15 @@ fn problem(message: String) -> Refusal {
     Refusal { code: 1, message }
 }
 
-/// One file the config names, and where its copy goes (relative to the new crate).
+/// One file the build reads, and where its copy goes (relative to the new crate).
 struct Document {
     from: PathBuf,
     to: PathBuf,
 }
 
 /// Writes the deployment crate for `config` into `dir`, depending on the facade crate at
-/// `facade`; returns what to tell the user. Nothing is written unless every check passes.
+/// `facade` and pinned to the `Cargo.lock` of the workspace holding it; returns what to tell the
+/// user. Nothing is written unless every check passes.
 pub fn scaffold(dir: &Path, config: &Path, facade: &Path) -> Result<String, Refusal> {
     check_target(dir)?;
     let facade = facade.canonicalize().map_err(|e| {
@@ -75,6 +78,7 @@ pub fn scaffold(dir: &Path, config: &Path, facade: &Path) -> Result<String, Refu
             facade.display()
         ))
     })?;
+    let lock = tested_lock(&facade)?;
     let text = std::fs::read_to_string(config).map_err(|e| {
         usage(format!(
             "cannot read the config `{}`: {e}; pass the upstreams.json with --config",
@@ -84,24 +88,29 @@ pub fn scaffold(dir: &Path, config: &Path, facade: &Path) -> Result<String, Refu
     let config_name = config
         .file_name()
         .ok_or_else(|| usage(format!("`{}` names no file", config.display())))?;
-    // A config that is not JSON has no documents to look for: the compiler reports it.
+    // A config that is not JSON has no files to look for: the compiler reports it.
     let parsed: Option<Value> = serde_json::from_str(&text).ok();
-    let (documents, rewritten) = match &parsed {
-        Some(json) => documents(config, json)?,
+    let (moved, rewritten) = match &parsed {
+        Some(json) => referenced(config, json)?,
         None => (Vec::new(), None),
     };
-    if let Err(diags) = ptc_codegen::expansion::expand(config) {
-        return Err(problem(format!(
+    let expansion = ptc_codegen::expansion::expand(config).map_err(|diags| {
+        problem(format!(
             "the config `{}` does not compile, so the crate would not build:\n{}\nfix the config (`ptc check {}` shows the same problems) and run ptc new again",
             config.display(),
             ptc_plan::Diagnostics(diags),
             config.display()
-        )));
-    }
+        ))
+    })?;
+    let documents = placed(config, &expansion.files, &moved)?;
     let name = crate_name(dir);
     let config_file = Path::new(config_name);
+    let vendored = documents
+        .iter()
+        .any(|d| d.to.starts_with(ptc_plan::pins::FOLDER));
     let mut files: Vec<(PathBuf, Vec<u8>)> = vec![
         ("Cargo.toml".into(), cargo_toml(&name, &facade).into_bytes()),
+        ("Cargo.lock".into(), lock),
         (
             "rust-toolchain.toml".into(),
             include_str!("../../rust-toolchain.toml")
@@ -117,7 +126,10 @@ pub fn scaffold(dir: &Path, config: &Path, facade: &Path) -> Result<String, Refu
             "tests/tools_list.rs".into(),
             tools_list_rs(&name).into_bytes(),
         ),
-        ("README.md".into(), readme(&name, config_file).into_bytes()),
+        (
+            "README.md".into(),
+            readme(&name, config_file, vendored).into_bytes(),
+        ),
         (
             config_file.to_path_buf(),
             rewritten.unwrap_or(text).into_bytes(),
@@ -149,12 +161,28 @@ pub fn scaffold(dir: &Path, config: &Path, facade: &Path) -> Result<String, Refu
             let _ = writeln!(done, "note: {note}");
         }
     }
+    for note in server_notes(&dir.join(config_file)) {
+        let _ = writeln!(done, "note: {note}");
+    }
     let _ = writeln!(
         done,
         "next: cd {} && cargo test (builds it and checks it serves lisp_eval)",
         dir.display()
     );
     Ok(done)
+}
+
+/// The `Cargo.lock` of the workspace holding `facade`: the versions ptc was tested with. Without
+/// it a new crate would resolve the newest versions of ptc's dependencies, which nobody tested
+/// (and whose deprecations would warn in ptc's own crates).
+fn tested_lock(facade: &Path) -> Result<Vec<u8>, Refusal> {
+    let lock = facade.parent().unwrap_or(Path::new("/")).join("Cargo.lock");
+    std::fs::read(&lock).map_err(|e| {
+        usage(format!(
+            "cannot read `{}` ({e}), the versions ptc was tested with that the new crate is pinned to; restore it in your ptc checkout (`git checkout Cargo.lock`)",
+            lock.display()
+        ))
+    })
 }
 
 /// `dir` may not exist yet, or be an empty folder.
@@ -181,14 +209,14 @@ fn check_target(dir: &Path) -> Result<(), Refusal> {
     Ok(())
 }
 
-/// Every document the config names, with the config rewritten when one of them lies outside
-/// the config's folder (its copy goes next to the config, and `schema_file` follows it).
-/// Missing documents are all named at once.
-fn documents(config: &Path, json: &Value) -> Result<(Vec<Document>, Option<String>), Refusal> {
+/// Checks the files `config` names before it is compiled, naming every missing one at once
+/// (a document, or what `ptc vendor` writes), and places each `schema_file` outside the config's
+/// folder beside it (the documents returned), with the config rewritten to follow.
+fn referenced(config: &Path, json: &Value) -> Result<(Vec<Document>, Option<String>), Refusal> {
     let base = config.parent().unwrap_or(Path::new(""));
-    let mut docs = Vec::new();
+    let mut moved: Vec<(String, Document)> = Vec::new();
     let mut missing = Vec::new();
-    let mut moved: Vec<(String, String)> = Vec::new();
+    let mut unvendored = Vec::new();
     let upstreams = json.get("upstreams").and_then(Value::as_object);
     for (upstream, spec) in upstreams.into_iter().flatten() {
         if let Some(file) = spec.get("schema_file").and_then(Value::as_str) {
@@ -201,55 +229,118 @@ fn documents(config: &Path, json: &Value) -> Result<(Vec<Document>, Option<Strin
                 ));
                 continue;
             }
-            let to = match inside(Path::new(file)) {
-                Some(relative) => relative,
-                None => {
-                    let name = Path::new(file).file_name().map_or_else(
-                        || format!("{upstream}.openapi.json"),
-                        |n| n.to_string_lossy().into_owned(),
-                    );
-                    let mut to = PathBuf::from(&name);
-                    // Two documents outside with the same file name each keep their own copy.
-                    if docs.iter().any(|d: &Document| d.to == to) {
-                        to = PathBuf::from(format!("{upstream}-{name}"));
-                    }
-                    moved.push((upstream.clone(), to.display().to_string()));
-                    to
-                }
-            };
-            docs.push(Document { from, to });
-        } else if spec.get("schema_url").is_some_and(Value::is_string) {
-            let from = ptc_codegen::vendored::path(config, upstream);
-            if !from.is_file() {
-                missing.push(format!(
-                    "upstream `{upstream}`: the vendored copy of its schema_url is not at `{}`; run `ptc vendor {}` first (builds never use the network)",
-                    from.display(),
-                    config.display()
+            if inside(Path::new(file)).is_none() {
+                // Resolved as the plan resolves it: the name the build reads it by.
+                let from = PathBuf::from(ptc_plan::paths::resolve(
+                    &ptc_plan::paths::base_dir(config),
+                    file,
                 ));
-                continue;
+                let to = match moved.iter().find(|(_, m)| m.from == from) {
+                    // Upstreams sharing a document share its copy.
+                    Some((_, m)) => m.to.clone(),
+                    None => {
+                        let name = Path::new(file).file_name().map_or_else(
+                            || format!("{upstream}.openapi.json"),
+                            |n| n.to_string_lossy().into_owned(),
+                        );
+                        let to = PathBuf::from(&name);
+                        // A copy overwrites neither a file beside the config (the config
+                        // itself, a document) nor another document from outside.
+                        if base.join(&to).exists() || moved.iter().any(|(_, m)| m.to == to) {
+                            PathBuf::from(format!("{upstream}-{name}"))
+                        } else {
+                            to
+                        }
+                    }
+                };
+                moved.push((upstream.clone(), Document { from, to }));
             }
-            let to =
-                Path::new(ptc_codegen::vendored::FOLDER).join(format!("{upstream}.openapi.json"));
-            docs.push(Document { from, to });
+        } else if spec.get("schema_url").is_some_and(Value::is_string) {
+            let copy = ptc_codegen::vendored::path(config, upstream);
+            if !copy.is_file() {
+                unvendored.push(format!(
+                    "upstream `{upstream}`: the vendored copy of its schema_url is not at `{}`",
+                    copy.display()
+                ));
+            }
+        } else if let Some(transport @ ("mcp_stdio" | "mcp_http")) =
+            spec.get("transport").and_then(Value::as_str)
+        {
+            let list = ptc_plan::pins::path(config, upstream);
+            if !list.is_file() {
+                unvendored.push(format!(
+                    "upstream `{upstream}` ({transport}): its vendored tool list is not at `{}`",
+                    list.display()
+                ));
+            }
         }
     }
-    if !missing.is_empty() {
-        return Err(problem(format!(
-            "the config `{}` names documents that are missing:\n  {}",
-            config.display(),
-            missing.join("\n  ")
-        )));
+    if !missing.is_empty() || !unvendored.is_empty() {
+        let mut message = format!(
+            "the config `{}` names files that are missing, so the crate would not build:",
+            config.display()
+        );
+        for line in missing.iter().chain(&unvendored) {
+            let _ = write!(message, "\n  {line}");
+        }
+        // Not vendored here: vendoring runs each MCP server's command and pins what it lists,
+        // which a person reviews before a build trusts it.
+        if !unvendored.is_empty() {
+            let _ = write!(
+                message,
+                "\nrun `ptc vendor {}` first: it fetches each schema_url and asks each MCP server for its tools, and writes them to {}/ beside the config; review them (the build trusts them), then run ptc new again",
+                config.display(),
+                ptc_plan::pins::FOLDER
+            );
+        }
+        return Err(problem(message));
     }
     if moved.is_empty() {
-        return Ok((docs, None));
+        return Ok((Vec::new(), None));
     }
     let mut json = json.clone();
-    for (upstream, to) in moved {
-        json["upstreams"][upstream.as_str()]["schema_file"] = Value::String(to);
+    for (upstream, m) in &moved {
+        json["upstreams"][upstream.as_str()]["schema_file"] =
+            Value::String(m.to.display().to_string());
     }
     let text = serde_json::to_string_pretty(&json)
         .map_err(|e| usage(format!("cannot write the config: {e}")))?;
-    Ok((docs, Some(text + "\n")))
+    Ok((
+        moved.into_iter().map(|(_, m)| m).collect(),
+        Some(text + "\n"),
+    ))
+}
+
+/// Where each file the build of `config` read (`read`, the compiler's own list) goes in the
+/// new crate, whose root is the config's folder: a file inside that folder keeps its place (a
+/// `vendored/` copy or tool list, a `schema_file` beside the config), one outside goes where
+/// `moved` put it.
+fn placed(config: &Path, read: &[PathBuf], moved: &[Document]) -> Result<Vec<Document>, Refusal> {
+    let normal = |p: &Path| ptc_plan::paths::normalize(&std::path::absolute(p).unwrap_or_default());
+    let base = ptc_plan::paths::base_dir(config);
+    let config = normal(config);
+    let mut out: Vec<Document> = Vec::new();
+    for file in read {
+        let from = normal(file);
+        if from == config || out.iter().any(|d| d.from == from) {
+            continue;
+        }
+        let to = match from.strip_prefix(&base) {
+            Ok(relative) => relative.to_path_buf(),
+            Err(_) => match moved.iter().find(|m| m.from == from) {
+                Some(m) => m.to.clone(),
+                None => {
+                    return Err(problem(format!(
+                        "the build of `{}` reads `{}`, outside the config's folder, and ptc new does not know where its copy goes; move it beside the config",
+                        config.display(),
+                        from.display()
+                    )));
+                }
+            },
+        };
+        out.push(Document { from, to });
+    }
+    Ok(out)
 }
 
 /// `path` as a relative path that stays inside its folder (`a/./b` → `a/b`), or `None` when it
@@ -288,6 +379,36 @@ fn secret_notes(json: &Value) -> Vec<String> {
             })
         })
         .collect()
+}
+
+/// An MCP server the built crate could not start: a relative `command` or `cwd` resolves
+/// against the config's folder, which is now the new crate's (read from its copy of the config,
+/// resolved as the build resolves it).
+fn server_notes(config: &Path) -> Vec<String> {
+    let source = ptc_codegen::vendored::VendoredSource::new(config);
+    let Ok(loaded) = ptc_plan::load_with(config, &source) else {
+        return Vec::new();
+    };
+    let mut notes = Vec::new();
+    for up in &loaded.plan.upstreams {
+        let ptc_plan::Transport::McpStdio(server) = &up.transport else {
+            continue;
+        };
+        let command = Path::new(&server.command);
+        if command.is_absolute() && !command.exists() {
+            notes.push(format!(
+                "upstream `{}` starts `{}`, which is not there: a relative `command` is relative to the config, now in the new crate; make it absolute or put the server there",
+                up.name, server.command
+            ));
+        }
+        if let Some(cwd) = server.cwd.as_deref().filter(|c| !Path::new(c).is_dir()) {
+            notes.push(format!(
+                "upstream `{}` runs in `{cwd}`, which is not a folder: a relative `cwd` is relative to the config, now in the new crate; make it absolute or create it",
+                up.name
+            ));
+        }
+    }
+    notes
 }
 
 /// The crate name for `dir`: its last component, lowercased, anything but letters, digits, `-`
@@ -418,7 +539,19 @@ fn serve_lists_lisp_eval() {{
     )
 }
 
-fn readme(name: &str, config: &Path) -> String {
+/// The crate's README; `vendored`: the config's build reads files `ptc vendor` wrote.
+fn readme(name: &str, config: &Path, vendored: bool) -> String {
+    let vendored = if vendored {
+        format!(
+            "\n`{folder}/` holds what `ptc vendor {config}` pinned (schema_url documents, MCP tool lists): the\n\
+             build reads them and never the network. Run it again to take a server's changes, and review\n\
+             the diff before committing it.\n",
+            folder = ptc_plan::pins::FOLDER,
+            config = config.display()
+        )
+    } else {
+        String::new()
+    };
     format!(
         r#"# {name}
 
@@ -429,6 +562,9 @@ A ptc deployment: it serves `lisp_eval` over MCP, with the upstreams of `{config
 cargo run -- serve   # run it: MCP over stdio (`cargo run -- --help` lists eval, repl, catalog, serve --http)
 cargo test           # test it: starts the binary and checks it lists lisp_eval
 ```
+{vendored}
+`Cargo.lock` holds the versions of ptc's dependencies ptc was tested with; `cargo update` moves
+past them.
 
 Release builds, a systemd unit, a container and staging/production URLs: `docs/deploying.md` in
 the ptc repository.
@@ -476,6 +612,11 @@ mod tests {
         );
         let pinned = format!("path = \"{}\"", facade().canonicalize().unwrap().display());
         assert!(cargo.contains(&pinned), "{cargo}");
+        assert_eq!(
+            std::fs::read(dir.join("Cargo.lock")).unwrap(),
+            std::fs::read(workspace().join("Cargo.lock")).unwrap(),
+            "the crate resolves to the versions the workspace was tested with"
+        );
         assert_eq!(
             std::fs::read(dir.join("upstreams.json")).unwrap(),
             std::fs::read(observatory()).unwrap(),
@@ -585,6 +726,122 @@ mod tests {
         // The copy compiles: the rewritten schema_file points at it.
         let expanded = ptc_codegen::expansion::expand(&dir.join("upstreams.json"));
         assert!(expanded.is_ok(), "the copied config compiles");
+    }
+
+    #[test]
+    fn upstreams_sharing_a_document_outside_share_its_copy() {
+        let here = scratch("shared");
+        std::fs::create_dir_all(here.join("conf")).unwrap();
+        std::fs::create_dir_all(here.join("specs")).unwrap();
+        std::fs::copy(
+            workspace().join("fixtures/observatory/observatory.openapi.json"),
+            here.join("specs/obs.json"),
+        )
+        .unwrap();
+        let mut json: Value =
+            serde_json::from_str(&std::fs::read_to_string(observatory()).unwrap()).unwrap();
+        json["upstreams"]["observatory"]["schema_file"] = "../specs/obs.json".into();
+        json["upstreams"]["mirror"] = json["upstreams"]["observatory"].clone();
+        std::fs::write(here.join("conf/upstreams.json"), json.to_string()).unwrap();
+        let dir = here.join("out");
+        scaffold(&dir, &here.join("conf/upstreams.json"), &facade()).unwrap();
+        let copied: Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("upstreams.json")).unwrap())
+                .unwrap();
+        for upstream in ["observatory", "mirror"] {
+            assert_eq!(copied["upstreams"][upstream]["schema_file"], "obs.json");
+        }
+        let expanded = ptc_codegen::expansion::expand(&dir.join("upstreams.json"));
+        assert!(expanded.is_ok(), "both upstreams read the one copy");
+    }
+
+    fn peers() -> PathBuf {
+        workspace().join("fixtures/configs/peers/upstreams.json")
+    }
+
+    #[test]
+    fn each_mcp_upstreams_vendored_tool_list_is_copied_where_the_build_reads_it() {
+        // `../../mcp`, where the fixture names its servers, is then inside the scratch folder.
+        let dir = scratch("mcp").join("deploy/out");
+        let said = scaffold(&dir, &peers(), &facade()).unwrap();
+        for upstream in ["everything", "py"] {
+            let list = format!("vendored/{upstream}.tools.json");
+            assert_eq!(
+                std::fs::read(dir.join(&list)).unwrap(),
+                std::fs::read(workspace().join("fixtures/configs/peers").join(&list)).unwrap()
+            );
+            assert!(said.contains(&format!("\n  {list}\n")), "{said}");
+        }
+        let expanded = ptc_codegen::expansion::expand(&dir.join("upstreams.json"));
+        assert!(
+            expanded.is_ok(),
+            "the copy builds: its tool lists are beside it"
+        );
+        let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();
+        assert!(
+            readme.contains("`vendored/` holds what `ptc vendor upstreams.json` pinned"),
+            "{readme}"
+        );
+        // The fixture's servers are named relative to the config, which moved with it.
+        let python = ptc_plan::paths::normalize(&dir.join("../../mcp/.venv/bin/python"));
+        assert!(
+            said.contains(&format!(
+                "note: upstream `py` starts `{}`, which is not there",
+                python.display()
+            )) && said.contains("note: upstream `everything` runs in `"),
+            "{said}"
+        );
+    }
+
+    #[test]
+    fn an_mcp_upstream_not_vendored_yet_is_refused_with_the_command_that_vendors_it() {
+        let here = scratch("unvendored");
+        let config = here.join("upstreams.json");
+        std::fs::copy(peers(), &config).unwrap();
+        let dir = here.join("out");
+        let refusal = scaffold(&dir, &config, &facade()).unwrap_err();
+        assert_eq!(refusal.code, 1);
+        for upstream in ["everything", "py"] {
+            let line = format!(
+                "upstream `{upstream}` (mcp_stdio): its vendored tool list is not at `{}`",
+                here.join(format!("vendored/{upstream}.tools.json"))
+                    .display()
+            );
+            assert!(refusal.message.contains(&line), "{}", refusal.message);
+        }
+        assert!(
+            refusal
+                .message
+                .contains(&format!("run `ptc vendor {}` first", config.display())),
+            "{}",
+            refusal.message
+        );
+        assert!(!dir.exists());
+    }
+
+    #[test]
+    fn a_document_outside_named_like_the_config_does_not_overwrite_it() {
+        let here = scratch("samename");
+        std::fs::create_dir_all(here.join("conf")).unwrap();
+        std::fs::create_dir_all(here.join("specs")).unwrap();
+        std::fs::copy(
+            workspace().join("fixtures/observatory/observatory.openapi.json"),
+            here.join("specs/upstreams.json"),
+        )
+        .unwrap();
+        let text = std::fs::read_to_string(observatory()).unwrap().replace(
+            "\"observatory.openapi.json\"",
+            "\"../specs/upstreams.json\"",
+        );
+        std::fs::write(here.join("conf/upstreams.json"), text).unwrap();
+        let dir = here.join("out");
+        scaffold(&dir, &here.join("conf/upstreams.json"), &facade()).unwrap();
+        assert!(dir.join("observatory-upstreams.json").is_file());
+        let expanded = ptc_codegen::expansion::expand(&dir.join("upstreams.json"));
+        assert!(
+            expanded.is_ok(),
+            "the config is the config, its document beside it"
+        );
     }
 
     #[test]

@@ -205,50 +205,14 @@ fn workspace() -> PathBuf {
         .expect("the workspace")
 }
 
-/// The peers `.ci/run` installs; without them the test says it was skipped.
-fn peers_installed() -> bool {
-    let mcp = workspace().join("fixtures/mcp");
-    let ok = mcp.join(".venv/bin/python").exists()
-        && mcp
-            .join("node_modules/@modelcontextprotocol/server-everything/dist/index.js")
-            .exists();
-    if !ok {
-        ptc_tests::skip(
-            "the MCP peers are missing (run the install lines of .ci/run: npm ci --prefix fixtures/mcp and the fixtures/mcp venv)",
-        );
-    }
-    ok
-}
-
-/// `fixtures/configs/peers/upstreams.json` with its relative paths made absolute, so it works
-/// from a scratch folder, and `edit` applied to each upstream.
-fn peers_config(edit: impl Fn(&str, &mut serde_json::Value)) -> serde_json::Value {
-    let dir = workspace().join("fixtures/configs/peers");
-    let text = std::fs::read_to_string(dir.join("upstreams.json")).expect("the peers config");
-    let mut config: serde_json::Value = serde_json::from_str(&text).expect("JSON");
-    for (name, up) in config["upstreams"]
-        .as_object_mut()
-        .expect("upstreams")
-        .iter_mut()
-    {
-        for key in ["command", "cwd"] {
-            if let Some(p) = up[key].as_str().filter(|p| p.contains('/')) {
-                up[key] = dir.join(p).display().to_string().into();
-            }
-        }
-        edit(name, up);
-    }
-    config
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn vendoring_both_peers_writes_exactly_the_committed_tool_lists() {
-    if !peers_installed() {
+    if !ptc_tests::mcp_peers() {
         return;
     }
     let dir = scratch("peers");
     let config = dir.join("upstreams.json");
-    std::fs::write(&config, peers_config(|_, _| {}).to_string()).expect("config");
+    std::fs::write(&config, ptc_tests::peers_config(|_, _| {}).to_string()).expect("config");
     let out = ptc(vec!["vendor".into(), config.display().to_string()]).await;
     assert!(out.status.success(), "{}", text(&out));
     for upstream in ["everything", "py"] {
@@ -285,7 +249,7 @@ async fn vendoring_both_peers_writes_exactly_the_committed_tool_lists() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn check_reports_each_mcp_tool_change_and_fails_only_for_included_ones() {
-    if !peers_installed() {
+    if !ptc_tests::mcp_peers() {
         return;
     }
     let dir = scratch("mcp-check");
@@ -301,7 +265,7 @@ async fn check_reports_each_mcp_tool_change_and_fails_only_for_included_ones() {
         .expect("the committed list");
     }
     let variant = |v: serde_json::Value| {
-        peers_config(move |name, up| {
+        ptc_tests::peers_config(move |name, up| {
             if name == "py" {
                 up["env"] = serde_json::json!({"PTC_TOOLS_VARIANT": v.to_string()});
             }

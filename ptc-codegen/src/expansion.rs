@@ -12,7 +12,8 @@ use crate::vendored::{self, VendoredSource};
 pub struct Expansion {
     /// The generated items.
     pub tokens: TokenStream,
-    /// Every file read: the config, each `schema_file`, each vendored `schema_url` copy.
+    /// Every file read: the config, each `schema_file`, each vendored `schema_url` copy and
+    /// each MCP upstream's vendored tool list (what a copy of the config needs beside it).
     pub files: Vec<PathBuf>,
 }
 

@@ -26,7 +26,7 @@ mod load;
 mod locate;
 mod names;
 mod openapi;
-mod paths;
+pub mod paths;
 pub mod pins;
 pub mod plan;
 pub mod projection;

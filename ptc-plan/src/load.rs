@@ -73,7 +73,7 @@ pub struct Loaded {
     pub plan: Plan,
     /// Literal credential values; never part of the plan.
     pub secrets: Secrets,
-    /// Config and document files read, in order.
+    /// Files read, in order: the config, its documents and its MCP upstreams' vendored tool lists.
     pub files: Vec<PathBuf>,
 }
 
@@ -120,11 +120,7 @@ fn compile(
     source: &dyn DocumentSource,
     pinned: bool,
 ) -> Result<Loaded, Diagnostics> {
-    let base_dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let base_dir = crate::paths::normalize(&std::path::absolute(&base_dir).unwrap_or(base_dir));
+    let base_dir = crate::paths::base_dir(path);
     let mut diags = Diagnostics::default();
     let Some((config, secrets)) = config::parse(text, path, &base_dir, &mut diags) else {
         diags.locate_in(path, text);

@@ -26,8 +26,8 @@ pub fn client() -> (&'static str, &'static str) {
 pub fn http_client() -> reqwest::Client {
     static PROVIDER: std::sync::Once = std::sync::Once::new();
     PROVIDER.call_once(|| {
-        // Err only when a provider is already installed, which is then the one used.
-        let _ = rustls::crypto::ring::default_provider().install_default();
+        // Installs ring, the one provider rustls' features name, unless one is installed.
+        let _ = rustls::ClientConfig::builder();
     });
     reqwest::Client::builder()
         .no_proxy()

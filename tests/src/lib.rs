@@ -50,6 +50,46 @@ pub fn mcp_python() -> Option<PathBuf> {
     None
 }
 
+/// Whether the MCP peers of `fixtures/mcp` are installed (the npm server and the Python venv,
+/// as `.ci/run` installs them), after [`skip`] says how to install them when they are not.
+pub fn mcp_peers() -> bool {
+    let mcp = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fixtures/mcp");
+    let ok = mcp.join(".venv/bin/python").exists()
+        && mcp
+            .join("node_modules/@modelcontextprotocol/server-everything/dist/index.js")
+            .exists();
+    if !ok {
+        skip(
+            "the MCP peers are missing (run the install lines of .ci/run: npm ci --prefix fixtures/mcp and the fixtures/mcp venv)",
+        );
+    }
+    ok
+}
+
+/// `fixtures/configs/peers/upstreams.json` (both MCP peers) with its relative paths made
+/// absolute, so it works from a scratch folder, and `edit` applied to each upstream.
+pub fn peers_config(edit: impl Fn(&str, &mut serde_json::Value)) -> serde_json::Value {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../fixtures/configs/peers")
+        .canonicalize()
+        .expect("the peers config's folder");
+    let text = std::fs::read_to_string(dir.join("upstreams.json")).expect("the peers config");
+    let mut config: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    for (name, up) in config["upstreams"]
+        .as_object_mut()
+        .expect("upstreams")
+        .iter_mut()
+    {
+        for key in ["command", "cwd"] {
+            if let Some(p) = up[key].as_str().filter(|p| p.contains('/')) {
+                up[key] = dir.join(p).display().to_string().into();
+            }
+        }
+        edit(name, up);
+    }
+    config
+}
+
 /// `cargo` (the one running the tests) for a test that builds a crate, without the variables
 /// cargo sets for a test process (`CARGO_MANIFEST_DIR`, `CARGO_PKG_*`, `OUT_DIR`, ...). Build
 /// scripts watch some of them (ring's reruns when `CARGO_PKG_NAME` changes), so a build run with

@@ -14,8 +14,9 @@ use std::sync::Once;
 pub fn builder() -> reqwest::ClientBuilder {
     static PROVIDER: Once = Once::new();
     PROVIDER.call_once(|| {
-        // Err only when a provider is already installed, which is then the one used.
-        let _ = rustls::crypto::ring::default_provider().install_default();
+        // Installs the provider rustls' features name (ring alone: ptc enables no other) unless
+        // one is installed; rustls 0.23.48 deprecates naming ring's, having no successor to it.
+        let _ = rustls::ClientConfig::builder();
     });
     reqwest::Client::builder().user_agent(concat!("ptc/", env!("CARGO_PKG_VERSION")))
 }
