@@ -775,7 +775,14 @@ mod tests {
             ),
             // Off loopback with no list: any Host (the mandatory token guards it).
             ("192.0.2.10:7332", hosts(&[]), "evil.example", Ok(())),
-            // Off loopback with a list: the list and the loopback names.
+            // Off loopback with a list: the list and the loopback names, as before; the bound
+            // address is a name only when it is a loopback one.
+            (
+                "192.0.2.10:7332",
+                hosts(&["ptc.example.com"]),
+                "192.0.2.10:7332",
+                Err(HOST_REFUSED),
+            ),
             (
                 "192.0.2.10:7332",
                 hosts(&["ptc.example.com"]),
