@@ -184,8 +184,15 @@ impl TraceArgs {
 /// Streamable HTTP flags.
 #[derive(clap::Args, Clone, Debug)]
 pub struct HttpArgs {
-    /// Serve Streamable HTTP at ADDR (path /mcp) instead of stdio.
-    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:7332")]
+    /// Serve Streamable HTTP at ADDR (IP:PORT, or localhost:PORT for 127.0.0.1; path /mcp)
+    /// instead of stdio.
+    #[arg(
+        long,
+        value_name = "ADDR",
+        num_args = 0..=1,
+        default_missing_value = "127.0.0.1:7332",
+        value_parser = listen_addr
+    )]
     pub http: Option<SocketAddr>,
     /// File holding the bearer token clients must send (required off loopback).
     #[arg(long, value_name = "FILE")]
@@ -308,6 +315,25 @@ impl HttpArgs {
     }
 }
 
+/// A listening address: `IP:PORT`, or `localhost:PORT`, which is 127.0.0.1. The name is loopback
+/// by definition (RFC 6761), so it is not looked up: no hosts file can make the host listen
+/// elsewhere under it.
+fn listen_addr(value: &str) -> Result<SocketAddr, String> {
+    if let Ok(addr) = value.parse() {
+        return Ok(addr);
+    }
+    match value.rsplit_once(':') {
+        Some((host, port)) if host.eq_ignore_ascii_case("localhost") => port
+            .parse::<u16>()
+            .map(|port| SocketAddr::from(([127, 0, 0, 1], port)))
+            .map_err(|_| format!("`{port}` is not a port (0 to 65535)")),
+        _ => Err(format!(
+            "`{value}` is not IP:PORT or localhost:PORT (e.g. 127.0.0.1:7332, [::1]:7332, \
+             localhost:7332)"
+        )),
+    }
+}
+
 /// A token from its file (trimmed), else from the environment variable `var` (when set).
 fn token_from(file: Option<&std::path::Path>, var: &str) -> Result<Option<String>, String> {
     match file {
@@ -349,7 +375,7 @@ pub struct MetricsArgs {
     /// Serve /metrics on a listener of its own at ADDR, and not on the --http one; with stdio
     /// serving, the only HTTP listener. Unauthenticated (like /ready): bind it where only the
     /// scraper reaches.
-    #[arg(long, value_name = "ADDR")]
+    #[arg(long, value_name = "ADDR", value_parser = listen_addr)]
     pub metrics_listen: Option<SocketAddr>,
 }
 
@@ -542,6 +568,8 @@ pub struct ReplayArgs {
 
 #[cfg(test)]
 mod tests {
+    use std::net::SocketAddr;
+
     use clap::Parser;
 
     use super::*;
@@ -602,5 +630,38 @@ mod tests {
             .limits
             .limits();
         assert_eq!(l.queue_wait, Duration::from_millis(2500));
+    }
+
+    #[test]
+    fn a_listening_address_is_an_ip_and_port_or_localhost_and_port() {
+        let addr = |s: &str| s.parse::<SocketAddr>().unwrap();
+        assert_eq!(listen_addr("127.0.0.2:7332"), Ok(addr("127.0.0.2:7332")));
+        assert_eq!(listen_addr("[::1]:7332"), Ok(addr("[::1]:7332")));
+        assert_eq!(listen_addr("0.0.0.0:0"), Ok(addr("0.0.0.0:0")));
+        assert_eq!(listen_addr("localhost:7332"), Ok(addr("127.0.0.1:7332")));
+        assert_eq!(listen_addr("LocalHost:65535"), Ok(addr("127.0.0.1:65535")));
+        assert_eq!(
+            listen_addr("localhost:65536"),
+            Err("`65536` is not a port (0 to 65535)".into())
+        );
+        assert_eq!(
+            listen_addr("localhost:"),
+            Err("`` is not a port (0 to 65535)".into())
+        );
+        for refused in [
+            "localhost",
+            "localhost.evil.example:7332",
+            "ptc.example.com:7332",
+            "127.0.0.1",
+            "",
+        ] {
+            assert_eq!(
+                listen_addr(refused),
+                Err(format!(
+                    "`{refused}` is not IP:PORT or localhost:PORT (e.g. 127.0.0.1:7332, \
+                     [::1]:7332, localhost:7332)"
+                )),
+            );
+        }
     }
 }

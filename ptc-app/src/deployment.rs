@@ -286,6 +286,12 @@ mod tests {
             matches!(&serve, Ok(Choice::Host(HostCommand::Serve(a))) if a.http.http.is_some()),
             "{serve:?}"
         );
+        let on_localhost = d.parse::<Own, _, _>(["obs", "serve", "--http", "localhost:7332"]);
+        assert!(
+            matches!(&on_localhost, Ok(Choice::Host(HostCommand::Serve(a)))
+                if a.http.http == Some(([127, 0, 0, 1], 7332).into())),
+            "{on_localhost:?}"
+        );
         let eval = d.parse::<Own, _, _>(["obs", "eval", "-e", "(+ 1 2)"]);
         assert!(
             matches!(&eval, Ok(Choice::Host(HostCommand::Eval(a))) if a.expr.as_deref() == Some("(+ 1 2)")),

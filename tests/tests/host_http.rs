@@ -30,6 +30,14 @@ async fn host_over(up: Arc<Upstreams>, options: HttpOptions, limits: EvalLimits)
     support::serve(evaluator, options).await
 }
 
+/// A host with `options` at `options.addr` (not only on 127.0.0.1).
+async fn host_at(options: HttpOptions) -> Host {
+    let up = support::no_upstreams().await;
+    let evaluator =
+        Evaluator::new(up, tokio::runtime::Handle::current(), EvalLimits::default()).unwrap();
+    support::serve_at(evaluator, options).await
+}
+
 /// The status of an `initialize` POSTed to `url` with `headers` added (Origin, Host).
 async fn initialize_status(url: &str, headers: &[(&str, &str)]) -> reqwest::StatusCode {
     let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
@@ -211,7 +219,7 @@ async fn binding_off_loopback_needs_a_long_enough_token() {
 async fn origin_is_checked_against_the_allow_list_and_host_against_loopback_names() {
     let h = host(
         HttpOptions {
-            allowed_origins: vec!["http://localhost:6274".into()],
+            allowed_origins: vec!["https://app.example.com:443".into()],
             ..Default::default()
         },
         EvalLimits::default(),
@@ -219,11 +227,84 @@ async fn origin_is_checked_against_the_allow_list_and_host_against_loopback_name
     .await;
     let post = |headers| initialize_status(&h.url, headers);
     assert_eq!(post(&[("origin", "http://evil.example")]).await, 403);
-    assert_eq!(post(&[("origin", "http://localhost:6275")]).await, 403);
-    assert_eq!(post(&[("origin", "http://localhost:6274")]).await, 200);
+    assert_eq!(
+        post(&[("origin", "https://app.example.com:8443")]).await,
+        403
+    );
+    assert_eq!(post(&[("origin", "https://app.example.com")]).await, 200);
     assert_eq!(post(&[]).await, 200, "no Origin: not a browser");
+    // A listener on loopback also takes pages served on this machine, on a loopback name...
+    for page in [
+        "http://localhost:3000",
+        "http://127.0.0.1:5173",
+        "http://[::1]:8080",
+    ] {
+        assert_eq!(
+            initialize_status(&h.url, &[("origin", page)]).await,
+            200,
+            "{page}"
+        );
+    }
+    // ...and no page that only looks like one.
+    for page in [
+        "http://localhost.evil.example",
+        "http://127.0.0.1.nip.io",
+        "null",
+        "localhost:3000",
+    ] {
+        assert_eq!(
+            initialize_status(&h.url, &[("origin", page)]).await,
+            403,
+            "{page}"
+        );
+    }
     // DNS rebinding: a page on evil.example resolving to 127.0.0.1 sends Host: evil.example.
     assert_eq!(post(&[("host", "evil.example")]).await, 403);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn off_loopback_only_the_allow_list_passes_an_origin() {
+    let h = host_at(HttpOptions {
+        addr: "0.0.0.0:0".parse().unwrap(),
+        token: Some(TOKEN.into()),
+        allowed_origins: vec!["https://app.example.com:443".into()],
+        ..Default::default()
+    })
+    .await;
+    let auth = format!("Bearer {TOKEN}");
+    for (origin, status) in [
+        ("https://app.example.com", 200),
+        ("http://localhost:3000", 403),
+        ("http://127.0.0.1:5173", 403),
+    ] {
+        let headers = [("authorization", auth.as_str()), ("origin", origin)];
+        assert_eq!(
+            initialize_status(&h.url, &headers).await,
+            status,
+            "{origin}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_on_another_loopback_address_answers_to_it() {
+    // Linux routes all of 127.0.0.0/8 to the loopback interface.
+    let h = host_at(HttpOptions {
+        addr: "127.0.0.2:0".parse().unwrap(),
+        ..Default::default()
+    })
+    .await;
+    assert!(h.url.starts_with("http://127.0.0.2:"), "{}", h.url);
+    // The client sends `Host: 127.0.0.2:<port>`, the listener's own address.
+    assert_eq!(initialize_status(&h.url, &[]).await, 200);
+    assert_eq!(
+        initialize_status(&h.url, &[("origin", "http://127.0.0.2:3000")]).await,
+        200
+    );
+    assert_eq!(
+        initialize_status(&h.url, &[("origin", "http://127.0.0.3:3000")]).await,
+        403
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -40,8 +40,10 @@ pub struct HttpOptions {
     pub addr: SocketAddr,
     /// The bearer token clients must send; required unless `addr` is loopback.
     pub token: Option<String>,
-    /// Browser origins allowed to call (`scheme://host:port`); any other `Origin` gets 403.
-    /// Requests without `Origin` (non-browser clients) pass.
+    /// Browser origins allowed to call (`scheme://host:port`) besides, when `addr` is loopback,
+    /// pages on a loopback name (`localhost`, `127.0.0.1`, `[::1]` or `addr`'s own; http or
+    /// https, any port); any other `Origin` gets 403. Requests without `Origin` (non-browser
+    /// clients) pass.
     pub allowed_origins: Vec<String>,
     /// `Host` values accepted besides loopback names; needed when clients reach the server by a
     /// DNS name. Empty with a token set off loopback: any Host (the token guards the server).
@@ -340,6 +342,59 @@ async fn guard(State(state): State<AppState>, mut req: Request, next: Next) -> R
     }
 }
 
+/// The names a host on loopback goes by: the ones every local client uses, and the address it is
+/// bound to when that is another loopback address (`127.0.0.2`), which its own clients then use.
+fn loopback_names(addr: SocketAddr) -> Vec<String> {
+    let mut names: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "::1".into()];
+    let own = addr.ip().to_string();
+    if addr.ip().is_loopback() && !names.contains(&own) {
+        names.push(own);
+    }
+    names
+}
+
+/// The `Host` and `Origin` checks rmcp makes on `/mcp` before reading a message (403 when
+/// refused), as one rule over the [loopback names](loopback_names):
+///
+/// - `Host` (DNS rebinding: a hostile name resolved to this address): the loopback names and
+///   `--allowed-host`. Off loopback with no `--allowed-host`, any Host: the token, mandatory
+///   there, is what stops a rebinding page.
+/// - `Origin` (the page a browser request comes from; a request without one, from a
+///   non-browser client, passes): `--allowed-origin`, and on a loopback listener a page on a
+///   loopback name too (`http` or `https`, any port): it is served from this machine, which
+///   alone can reach such a listener anyway. Any other page, `null` and a malformed Origin are
+///   refused, and off loopback only `--allowed-origin` passes.
+fn host_and_origin_checks(
+    config: StreamableHttpServerConfig,
+    options: &HttpOptions,
+) -> StreamableHttpServerConfig {
+    let loopback = options.addr.ip().is_loopback();
+    let names = loopback_names(options.addr);
+    let mut origins = options.allowed_origins.clone();
+    if loopback {
+        for name in &names {
+            // rmcp compares hosts without IPv6 brackets but parses origins as URLs, which need them.
+            let host = if name.contains(':') {
+                format!("[{name}]")
+            } else {
+                name.clone()
+            };
+            origins.push(format!("http://{host}:*"));
+            origins.push(format!("https://{host}:*"));
+        }
+    }
+    let config = config
+        .with_allowed_origins(origins)
+        .enforce_origin_validation();
+    if loopback || !options.allowed_hosts.is_empty() {
+        let mut hosts = names;
+        hosts.extend(options.allowed_hosts.iter().cloned());
+        config.with_allowed_hosts(hosts)
+    } else {
+        config.disable_allowed_hosts()
+    }
+}
+
 /// The axum app: `/mcp`, `/health`, `/ready`, `/metrics` unless it has a listener of its own,
 /// and with OAuth the protected resource metadata.
 /// `ct` ends every MCP session when cancelled.
@@ -348,21 +403,12 @@ pub fn router(
     options: &HttpOptions,
     ct: CancellationToken,
 ) -> Result<Router, String> {
-    let mut config = StreamableHttpServerConfig::default()
+    let config = StreamableHttpServerConfig::default()
         .with_cancellation_token(ct)
         .with_max_request_body_bytes(options.max_body_bytes)
-        .with_allowed_origins(options.allowed_origins.clone())
-        .enforce_origin_validation()
         .with_legacy_session_mode(!options.stateless)
         .with_json_response(options.stateless);
-    if !options.allowed_hosts.is_empty() {
-        let mut hosts: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "::1".into()];
-        hosts.extend(options.allowed_hosts.iter().cloned());
-        config = config.with_allowed_hosts(hosts);
-    } else if !options.addr.ip().is_loopback() {
-        // Off loopback a token is mandatory (validate), and it is what stops a rebinding page.
-        config = config.disable_allowed_hosts();
-    }
+    let config = host_and_origin_checks(config, options);
     let ev = evaluator.clone();
     let mcp = StreamableHttpService::new(
         move || Ok(PtcServer::new(ev.clone())),
@@ -524,4 +570,245 @@ pub async fn serve_metrics(
             .map_err(|e| format!("the metrics server stopped: {e}"))
     });
     Ok(Running { addr, done })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{HttpOptions, host_and_origin_checks};
+    use axum::body::Body;
+    use axum::http::{Request, StatusCode};
+    use rmcp::ServerHandler;
+    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+    use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+    use std::net::SocketAddr;
+    use std::sync::Arc;
+
+    /// A server that only answers the handshake: the checks come before any handler.
+    #[derive(Clone)]
+    struct Quiet;
+    impl ServerHandler for Quiet {}
+
+    /// What rmcp answers an `initialize` sent to a host listening on `listen` with `options`'
+    /// lists, with `host` as the Host header and `origin` as the Origin header (none when
+    /// `None`): the status and, when refused, rmcp's reason.
+    async fn answer(
+        listen: &str,
+        options: HttpOptions,
+        host: &str,
+        origin: Option<&str>,
+    ) -> (StatusCode, String) {
+        let addr: SocketAddr = listen.parse().unwrap();
+        let options = HttpOptions { addr, ..options };
+        let config = host_and_origin_checks(StreamableHttpServerConfig::default(), &options);
+        let service = StreamableHttpService::new(
+            || Ok(Quiet),
+            Arc::new(LocalSessionManager::default()),
+            config,
+        );
+        let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+        let mut request = Request::post("/mcp")
+            .header("host", host)
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json");
+        if let Some(origin) = origin {
+            request = request.header("origin", origin);
+        }
+        let response = service
+            .handle(request.body(Body::from(init)).unwrap())
+            .await;
+        let status = response.status();
+        let reason = if status == StatusCode::FORBIDDEN {
+            let body = axum::body::to_bytes(Body::new(response.into_body()), 1 << 16)
+                .await
+                .unwrap();
+            String::from_utf8_lossy(&body).into_owned()
+        } else {
+            String::new()
+        };
+        (status, reason)
+    }
+
+    const ORIGIN_REFUSED: &str = "Forbidden: Origin header is not allowed";
+    const ORIGIN_MALFORMED: &str = "Forbidden: Invalid Origin header";
+    const HOST_REFUSED: &str = "Forbidden: Host header is not allowed";
+
+    /// Each origin's answer from a host on `listen` with `allowed_origins`, the Host header the
+    /// listener's own address.
+    async fn origins(listen: &str, allowed_origins: &[&str], cases: &[(&str, Result<(), &str>)]) {
+        assert!(!cases.is_empty());
+        let addr: SocketAddr = listen.parse().unwrap();
+        for (origin, expected) in cases {
+            let options = HttpOptions {
+                allowed_origins: allowed_origins.iter().map(|o| o.to_string()).collect(),
+                ..Default::default()
+            };
+            let got = answer(listen, options, &addr.to_string(), Some(origin)).await;
+            let want = match expected {
+                Ok(()) => (StatusCode::OK, String::new()),
+                Err(reason) => (StatusCode::FORBIDDEN, reason.to_string()),
+            };
+            assert_eq!(
+                got, want,
+                "Origin {origin:?} on a host listening on {listen}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn a_loopback_host_accepts_pages_on_loopback_names_and_refuses_every_other() {
+        origins(
+            "127.0.0.1:7332",
+            &[],
+            &[
+                ("http://localhost:3000", Ok(())),
+                ("http://127.0.0.1:5173", Ok(())),
+                ("http://[::1]:8080", Ok(())),
+                ("https://localhost:8443", Ok(())),
+                ("http://localhost", Ok(())),
+                ("HTTP://LOCALHOST:3000", Ok(())),
+                // Another loopback address than the names and the host's own is not one of them.
+                ("http://127.0.0.2:3000", Err(ORIGIN_REFUSED)),
+                ("http://evil.example", Err(ORIGIN_REFUSED)),
+                ("http://localhost.evil.example", Err(ORIGIN_REFUSED)),
+                ("http://127.0.0.1.nip.io", Err(ORIGIN_REFUSED)),
+                ("http://evil.example:3000", Err(ORIGIN_REFUSED)),
+                ("ws://localhost:3000", Err(ORIGIN_REFUSED)),
+                ("null", Err(ORIGIN_REFUSED)),
+                ("localhost:3000", Err(ORIGIN_MALFORMED)),
+                ("not an origin", Err(ORIGIN_MALFORMED)),
+                ("", Err(ORIGIN_MALFORMED)),
+            ],
+        )
+        .await;
+    }
+
+    #[tokio::test]
+    async fn a_loopback_host_goes_by_its_own_address_too() {
+        for (listen, own) in [
+            ("127.0.0.2:7332", "http://127.0.0.2:3000"),
+            ("[::1]:7332", "http://[::1]:3000"),
+        ] {
+            origins(
+                listen,
+                &[],
+                &[
+                    (own, Ok(())),
+                    ("http://localhost:3000", Ok(())),
+                    ("http://127.0.0.3:3000", Err(ORIGIN_REFUSED)),
+                    ("http://evil.example", Err(ORIGIN_REFUSED)),
+                ],
+            )
+            .await;
+        }
+        // Its clients name it by that address, which the Host check accepts as it does the
+        // loopback names; a rebinding name still not.
+        for (host, status) in [
+            ("127.0.0.2:7332", StatusCode::OK),
+            ("localhost:7332", StatusCode::OK),
+            ("127.0.0.3:7332", StatusCode::FORBIDDEN),
+            ("evil.example:7332", StatusCode::FORBIDDEN),
+        ] {
+            let (got, _) = answer("127.0.0.2:7332", HttpOptions::default(), host, None).await;
+            assert_eq!(got, status, "Host {host}");
+        }
+    }
+
+    #[tokio::test]
+    async fn allowed_origins_add_to_the_loopback_pages() {
+        origins(
+            "127.0.0.1:7332",
+            &["https://app.example.com:443", "null"],
+            &[
+                ("https://app.example.com", Ok(())),
+                ("null", Ok(())),
+                ("http://localhost:3000", Ok(())),
+                ("https://app.example.com:8443", Err(ORIGIN_REFUSED)),
+                ("http://evil.example", Err(ORIGIN_REFUSED)),
+            ],
+        )
+        .await;
+    }
+
+    #[tokio::test]
+    async fn off_loopback_only_allowed_origins_pass() {
+        origins(
+            "192.0.2.10:7332",
+            &["https://app.example.com:443"],
+            &[
+                ("https://app.example.com", Ok(())),
+                ("http://localhost:3000", Err(ORIGIN_REFUSED)),
+                ("http://127.0.0.1:5173", Err(ORIGIN_REFUSED)),
+                ("http://[::1]:8080", Err(ORIGIN_REFUSED)),
+                ("http://evil.example", Err(ORIGIN_REFUSED)),
+            ],
+        )
+        .await;
+        origins(
+            "0.0.0.0:7332",
+            &[],
+            &[("http://localhost:3000", Err(ORIGIN_REFUSED))],
+        )
+        .await;
+    }
+
+    #[tokio::test]
+    async fn the_host_check_follows_the_listener_and_allowed_hosts() {
+        let hosts = |allowed_hosts: &[&str]| HttpOptions {
+            allowed_hosts: allowed_hosts.iter().map(|h| h.to_string()).collect(),
+            ..Default::default()
+        };
+        let cases = [
+            // On loopback: the loopback names, and the allowed hosts.
+            ("127.0.0.1:7332", hosts(&[]), "localhost:7332", Ok(())),
+            ("127.0.0.1:7332", hosts(&[]), "[::1]:7332", Ok(())),
+            (
+                "127.0.0.1:7332",
+                hosts(&[]),
+                "evil.example",
+                Err(HOST_REFUSED),
+            ),
+            (
+                "127.0.0.1:7332",
+                hosts(&["ptc.internal"]),
+                "ptc.internal",
+                Ok(()),
+            ),
+            // Off loopback with no list: any Host (the mandatory token guards it).
+            ("192.0.2.10:7332", hosts(&[]), "evil.example", Ok(())),
+            // Off loopback with a list: the list and the loopback names, as before; the bound
+            // address is a name only when it is a loopback one.
+            (
+                "192.0.2.10:7332",
+                hosts(&["ptc.example.com"]),
+                "192.0.2.10:7332",
+                Err(HOST_REFUSED),
+            ),
+            (
+                "192.0.2.10:7332",
+                hosts(&["ptc.example.com"]),
+                "ptc.example.com",
+                Ok(()),
+            ),
+            (
+                "192.0.2.10:7332",
+                hosts(&["ptc.example.com"]),
+                "localhost",
+                Ok(()),
+            ),
+            (
+                "192.0.2.10:7332",
+                hosts(&["ptc.example.com"]),
+                "evil.example",
+                Err(HOST_REFUSED),
+            ),
+        ];
+        for (listen, options, host, expected) in cases {
+            let got = answer(listen, options, host, None).await;
+            let want = match expected {
+                Ok(()) => (StatusCode::OK, String::new()),
+                Err(reason) => (StatusCode::FORBIDDEN, reason.to_string()),
+            };
+            assert_eq!(got, want, "Host {host} on a host listening on {listen}");
+        }
+    }
 }

@@ -73,19 +73,32 @@ pub async fn serve(
     evaluator: std::sync::Arc<ptc_core::server::Evaluator>,
     options: ptc_core::server::HttpOptions,
 ) -> Host {
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     let options = ptc_core::server::HttpOptions {
         addr: "127.0.0.1:0".parse().expect("a loopback address"),
         ..options
     };
+    serve_at(evaluator, options).await
+}
+
+/// Serves `evaluator` with `options` at `options.addr`; the URLs reach it on 127.0.0.1 when it
+/// listens on every address (`0.0.0.0`), so the tests' traffic stays on loopback.
+pub async fn serve_at(
+    evaluator: std::sync::Arc<ptc_core::server::Evaluator>,
+    options: ptc_core::server::HttpOptions,
+) -> Host {
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     let running = ptc_core::server::serve_http(evaluator.clone(), options, async {
         let _ = rx.await;
     })
     .await
     .expect("the host listens");
+    let mut addr = running.addr;
+    if addr.ip().is_unspecified() {
+        addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+    }
     Host {
-        url: format!("http://{}/mcp", running.addr),
-        base: format!("http://{}", running.addr),
+        url: format!("http://{addr}/mcp"),
+        base: format!("http://{addr}"),
         evaluator,
         stop: Some(tx),
         done: running.done,
