@@ -205,7 +205,7 @@ fn workspace() -> PathBuf {
         .expect("the workspace")
 }
 
-/// The peers `.ci/run` installs; without them the test says it was skipped.
+/// The peers `scripts/test` installs; without them the test says it was skipped.
 fn peers_installed() -> bool {
     let mcp = workspace().join("fixtures/mcp");
     let ok = mcp.join(".venv/bin/python").exists()
@@ -213,9 +213,7 @@ fn peers_installed() -> bool {
             .join("node_modules/@modelcontextprotocol/server-everything/dist/index.js")
             .exists();
     if !ok {
-        ptc_tests::skip(
-            "the MCP peers are missing (run the install lines of .ci/run: npm ci --prefix fixtures/mcp and the fixtures/mcp venv)",
-        );
+        ptc_tests::skip("the MCP peers in fixtures/mcp are missing (scripts/test installs them)");
     }
     ok
 }
