@@ -3,8 +3,8 @@
 //! `lisp_eval` with Observatory and discovery programs. The Observatory test bed runs
 //! in-process; the server is pointed at it with the operator overrides.
 //!
-//! `.ci/run` installs the clients into fixtures/host-clients; elsewhere, without them, each test
-//! prints why it was skipped (with CI=true a missing client fails the test).
+//! `scripts/test` installs the clients into fixtures/host-clients; elsewhere, without them, each
+//! test prints why it was skipped (with CI=true a missing client fails the test).
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;

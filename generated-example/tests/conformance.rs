@@ -5,7 +5,7 @@
 //! `fixtures/conformance/expected-failures.yml`: a failing check not listed there, or a listed one
 //! that passes, fails the run and so the test.
 //!
-//! `.ci/run` installs the suite; elsewhere, without it, the tests that run it say they were
+//! `scripts/test` installs the suite; elsewhere, without it, the tests that run it say they were
 //! skipped (with CI=true a missing suite fails them).
 
 use std::collections::BTreeSet;
@@ -47,8 +47,8 @@ fn suite() -> Option<Suite> {
     for part in [&suite.node, &suite.cli] {
         if !part.exists() {
             ptc_tests::skip(&format!(
-                "the MCP conformance suite is not installed ({} is missing; run `npm ci \
-                 --prefix fixtures/conformance`, as .ci/run does)",
+                "the MCP conformance suite is not installed ({} is missing; scripts/test \
+                 installs it)",
                 part.display()
             ));
             return None;

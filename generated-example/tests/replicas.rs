@@ -2,8 +2,8 @@
 //! configured with the nginx block of docs/operations.md, and an MCP client's evaluations (the
 //! Python `mcp` SDK, both protocol eras) succeeding through it.
 //!
-//! `.ci/run` installs nginx and the client; elsewhere, without them, the test prints why it was
-//! skipped (with CI=true it fails instead).
+//! `scripts/test` installs the client and checks for nginx; elsewhere, without them, the test
+//! prints why it was skipped (with CI=true it fails instead).
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::process::Command;
 
-/// GNU time (Debian package `time`; `.ci/run` installs it).
+/// GNU time (Debian package `time`; `scripts/test` checks for it).
 const GNU_TIME: &str = "/usr/bin/time";
 
 /// The doubling programs, by what they grow.

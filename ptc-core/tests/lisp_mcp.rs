@@ -1,7 +1,7 @@
 //! MCP upstreams through the runtime: catalog loading (at start-up or on first use), `tool/call`
-//! and discovery on `@modelcontextprotocol/server-everything` over stdio, with the same
-//! validator, result contract and redaction as OpenAPI upstreams. `.ci/run` installs the peer
-//! into `fixtures/mcp`; without it a test fails under `CI=true` and otherwise says it was skipped.
+//! and discovery on `@modelcontextprotocol/server-everything` over stdio, with the same validator,
+//! result contract and redaction as OpenAPI upstreams. `scripts/test` installs the peer into
+//! `fixtures/mcp`; without it a test fails under `CI=true` and otherwise says it was skipped.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -22,7 +22,7 @@ fn everything() -> Option<PathBuf> {
     let why = if !node {
         "node is missing (install Node.js 20 or later)"
     } else if !entry.exists() {
-        "server-everything is missing (run `npm ci --prefix fixtures/mcp`)"
+        "server-everything is missing (scripts/test installs it)"
     } else {
         return Some(entry);
     };
@@ -277,7 +277,7 @@ fn python_with(fields: serde_json::Value) -> Option<Bed> {
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/mcp");
     let python = fixtures.join(".venv/bin/python");
     if !python.exists() {
-        ptc_tests::skip("the fixtures/mcp Python venv is missing (see .ci/run)");
+        ptc_tests::skip("the fixtures/mcp Python venv is missing (scripts/test installs it)");
         return None;
     }
     let mut upstream = json!({

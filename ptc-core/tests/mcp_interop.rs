@@ -1,7 +1,7 @@
 //! The MCP client against real servers: `@modelcontextprotocol/server-everything` (npm; the
 //! 2025 protocol era) over stdio and Streamable HTTP, and `fixtures/mcp/py_server.py` (Python `mcp`
-//! SDK 2.x; the 2026 era) over both. `.ci/run` installs them into `fixtures/mcp`; without them a
-//! test fails under `CI=true` and otherwise prints why it was skipped.
+//! SDK 2.x; the 2026 era) over both. `scripts/test` installs them into `fixtures/mcp`; without
+//! them a test fails under `CI=true` and otherwise prints why it was skipped.
 
 use std::io::Write;
 use std::net::{TcpListener, TcpStream};
@@ -48,7 +48,7 @@ fn node_everything() -> Option<(String, PathBuf)> {
     require(
         "server-everything",
         entry.exists(),
-        "run `npm ci --prefix fixtures/mcp`",
+        "scripts/test installs it",
     )?;
     Some(("node".into(), entry))
 }
@@ -58,8 +58,7 @@ fn python_peer() -> Option<(String, PathBuf)> {
     require(
         "the fixtures/mcp Python venv",
         python.exists(),
-        "run `python3 -m venv fixtures/mcp/.venv && fixtures/mcp/.venv/bin/pip install -r \
-         fixtures/mcp/requirements.txt`",
+        "scripts/test installs it",
     )?;
     Some((
         python.to_string_lossy().into_owned(),

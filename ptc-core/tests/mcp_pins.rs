@@ -1,8 +1,8 @@
-//! Pinned MCP tools at run time, against the real Python peer (`fixtures/mcp/py_server.py`),
-//! which plays a server that changes its tools after they were reviewed: restarted with a changed
+//! Pinned MCP tools at run time, against the real Python peer (`fixtures/mcp/py_server.py`), which
+//! plays a server that changes its tools after they were reviewed: restarted with a changed
 //! description or schema, a tool removed or added, or changing them mid-session with
-//! `tools/list_changed`. `.ci/run` installs the peer; without it a test fails under `CI=true` and
-//! otherwise says it was skipped.
+//! `tools/list_changed`. `scripts/test` installs the peer; without it a test fails under `CI=true`
+//! and otherwise says it was skipped.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -1,8 +1,8 @@
 //! Writes to an MCP upstream, against the real Python peer (`fixtures/mcp/py_server.py`): a tool
 //! not annotated `readOnlyHint: true` is a write, callable only when allow-listed and with the
 //! write gate open, after a person's approval; its effect shows in a later read (`list-notes`).
-//! `.ci/run` installs the peer; without it a test fails under `CI=true` and otherwise says it was
-//! skipped.
+//! `scripts/test` installs the peer; without it a test fails under `CI=true` and otherwise says it
+//! was skipped.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};

@@ -465,7 +465,9 @@ fn tls_server(dir: &std::path::Path) -> Option<(u16, std::process::Child)> {
         .output()
         .is_ok_and(|o| o.status.success());
     if !made {
-        ptc_tests::skip("openssl is missing (Debian package openssl)");
+        ptc_tests::skip(
+            "openssl is missing (Debian package openssl; scripts/test names what is missing)",
+        );
         return None;
     }
     let script = r#"

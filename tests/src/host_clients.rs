@@ -17,7 +17,7 @@ fn installed(path: PathBuf, what: &str) -> Option<PathBuf> {
         return Some(path);
     }
     crate::skip(&format!(
-        "{what} is not installed at {} (run the install lines of .ci/run)",
+        "{what} is not installed at {} (scripts/test installs it)",
         path.display()
     ));
     None
@@ -47,7 +47,9 @@ pub fn nginx() -> Option<PathBuf> {
     }
     let found = candidates.into_iter().find(|p| p.exists());
     if found.is_none() {
-        crate::skip("nginx is not installed (Debian package nginx; .ci/run installs it)");
+        crate::skip(
+            "nginx is not installed (Debian package nginx; scripts/test names what is missing)",
+        );
     }
     found
 }

@@ -13,10 +13,10 @@ use std::io::Write;
 use std::path::PathBuf;
 
 /// What a test does when a peer it needs is missing. Under `CI=true` (where `.ci/run` installs
-/// every peer) it panics with `why`, so CI never passes a test that did not run. Elsewhere it
-/// writes `SKIPPED <test>: <why>` straight to the process's stderr and the test returns early:
-/// the harness captures `println!`/`eprintln!` of passing tests, so a line written with them is
-/// never seen and the test counts as passed in silence.
+/// every peer, through `scripts/test`) it panics with `why`, so CI never passes a test that did not
+/// run. Elsewhere it writes `SKIPPED <test>: <why>` straight to the process's stderr and the test
+/// returns early: the harness captures `println!`/`eprintln!` of passing tests, so a line written
+/// with them is never seen and the test counts as passed in silence.
 pub fn skip(why: &str) {
     if std::env::var("CI").as_deref() == Ok("true") {
         panic!("CI=true but {why}");
@@ -43,15 +43,12 @@ pub fn mcp_python() -> Option<PathBuf> {
     if python.exists() {
         return Some(python);
     }
-    skip(
-        "the fixtures/mcp Python venv is missing (run `python3 -m venv fixtures/mcp/.venv && \
-         fixtures/mcp/.venv/bin/pip install -r fixtures/mcp/requirements.txt`)",
-    );
+    skip("the fixtures/mcp Python venv is missing (scripts/test installs it)");
     None
 }
 
 /// Whether the MCP peers of `fixtures/mcp` are installed (the npm server and the Python venv,
-/// as `.ci/run` installs them), after [`skip`] says how to install them when they are not.
+/// as `scripts/test` installs them), after [`skip`] says how to install them when they are not.
 pub fn mcp_peers() -> bool {
     let mcp = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fixtures/mcp");
     let ok = mcp.join(".venv/bin/python").exists()
@@ -59,9 +56,7 @@ pub fn mcp_peers() -> bool {
             .join("node_modules/@modelcontextprotocol/server-everything/dist/index.js")
             .exists();
     if !ok {
-        skip(
-            "the MCP peers are missing (run the install lines of .ci/run: npm ci --prefix fixtures/mcp and the fixtures/mcp venv)",
-        );
+        skip("the MCP peers in fixtures/mcp are missing (scripts/test installs them)");
     }
     ok
 }

@@ -31,9 +31,7 @@ pub fn start(folder: &str, script: &str, args: &[&str], what: &str) -> Option<Py
     let python = dir.join(".venv/bin/python");
     if !python.exists() {
         crate::skip(&format!(
-            "the fixtures/{folder} Python venv is missing (run `python3 -m venv \
-             fixtures/{folder}/.venv && fixtures/{folder}/.venv/bin/pip install -r \
-             fixtures/{folder}/requirements.txt`)"
+            "the fixtures/{folder} Python venv is missing (scripts/test installs it)"
         ));
         return None;
     }

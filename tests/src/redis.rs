@@ -1,7 +1,7 @@
-//! A real `redis-server` for tests (Debian's `redis-server` package, which `.ci/run` installs):
-//! started on a free loopback port and a Unix socket in a fresh directory, with the append-only
-//! file synced on every write, so that [`RedisServer::stop`] then [`RedisServer::restart`] keeps
-//! what was written, as a Redis restart in production does.
+//! A real `redis-server` for tests (Debian's `redis-server` package, which `scripts/test` checks
+//! for): started on a free loopback port and a Unix socket in a fresh directory, with the
+//! append-only file synced on every write, so that [`RedisServer::stop`] then
+//! [`RedisServer::restart`] keeps what was written, as a Redis restart in production does.
 
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
@@ -98,8 +98,8 @@ fn answers_ping(port: u16) -> bool {
 pub fn start() -> Option<RedisServer> {
     let Some(binary) = binary() else {
         crate::skip(
-            "redis-server is not installed (Debian/Ubuntu: `apt-get install redis-server`; or put \
-             a redis-server of 6.2 or later on PATH)",
+            "redis-server is not installed (Debian package redis-server, or a redis-server of 6.2 \
+             or later on PATH; scripts/test names what is missing)",
         );
         return None;
     };

@@ -76,8 +76,8 @@ fn promtool_check(body: &str) -> Option<String> {
         Ok(c) => c,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             ptc_tests::skip(
-                "promtool is not installed (Debian/Ubuntu: `apt-get install prometheus`; or put \
-                 promtool on PATH)",
+                "promtool is not installed (Debian package prometheus, or promtool on PATH; \
+                 scripts/test names what is missing)",
             );
             return None;
         }

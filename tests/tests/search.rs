@@ -1,7 +1,7 @@
 //! Search over a large real catalog: GitHub's REST API description (611 GET operations,
-//! `fixtures/large-catalog`, installed by `.ci/run`). For each of 20 requests written the way a
-//! user would ask, from the tools' descriptions, the tool meant is among the first three
-//! results; `tool/search` gives the results as data and `apropos` pages them.
+//! `fixtures/large-catalog`, installed by `scripts/test`). For each of 20 requests written the way
+//! a user would ask, from the tools' descriptions, the tool meant is among the first three results;
+//! `tool/search` gives the results as data and `apropos` pages them.
 
 mod support;
 
@@ -57,9 +57,7 @@ struct Bed {
 fn bed() -> Option<Bed> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/large-catalog");
     if !root.join("node_modules/@octokit/openapi").exists() {
-        ptc_tests::skip(
-            "GitHub's API description is not installed (npm ci --prefix fixtures/large-catalog)",
-        );
+        ptc_tests::skip("GitHub's API description is not installed (scripts/test installs it)");
         return None;
     }
     let loaded = ptc_plan::load(&root.join("github.json")).unwrap_or_else(|d| panic!("{d}"));

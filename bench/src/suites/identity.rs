@@ -52,7 +52,7 @@ fn jwt_rows(rt: &tokio::runtime::Runtime, budget: Budget) -> Result<Vec<Row>, St
         .join("../fixtures/auth-issuer/.venv/bin/python")
         .exists()
     {
-        return Err("the fixtures/auth-issuer venv is missing (see .ci/run)".into());
+        return Err("the fixtures/auth-issuer venv is missing (scripts/test installs it)".into());
     }
     let issuer = ptc_tests::issuer::start(&[]).ok_or("the issuer did not start")?;
     let mint = |sub: String| {

@@ -357,7 +357,7 @@ fn callers_row(
 ) -> Result<Row, String> {
     let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/auth-issuer/.venv");
     if !python.exists() {
-        return Err("the fixtures/auth-issuer venv is missing (see .ci/run)".into());
+        return Err("the fixtures/auth-issuer venv is missing (scripts/test installs it)".into());
     }
     let issuer = ptc_tests::issuer::start(&[]).ok_or("the issuer did not start")?;
     let redis = ptc_tests::redis::start().ok_or("redis-server is missing")?;

@@ -40,7 +40,7 @@ fn start_peer() -> Result<(Peer, u16), String> {
     let python = fixtures().join(".venv/bin/python");
     if !python.exists() {
         return Err(format!(
-            "{} is missing (run the fixtures/mcp venv line of .ci/run)",
+            "{} is missing (scripts/test installs it)",
             python.display()
         ));
     }

@@ -145,8 +145,8 @@ mod tests {
         );
     }
 
-    /// The peers' Python venv and npm packages, which `.ci/run` installs; without them the test
-    /// says it was skipped (and fails under CI).
+    /// The peers' Python venv and npm packages, which `scripts/test` installs; without them the
+    /// test says it was skipped (and fails under CI).
     fn peers_installed() -> bool {
         let mcp = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/mcp");
         let ok = mcp.join(".venv/bin/python").exists()
@@ -155,7 +155,7 @@ mod tests {
                 .exists();
         if !ok {
             ptc_tests::skip(
-                "the MCP peers are missing (run the install lines of .ci/run: npm ci and the fixtures/mcp venv)",
+                "the MCP peers in fixtures/mcp are missing (scripts/test installs them)",
             );
         }
         ok
