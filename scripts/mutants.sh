@@ -29,7 +29,7 @@ cd "$(dirname "$0")/.."
 # The rule-holding modules, by area: "file glob|name regex" (empty regex = every mutant).
 declare -A AREA_FILES=(
   [plan]="ptc-plan/src/config/*.rs ptc-plan/src/effects.rs ptc-plan/src/headers.rs ptc-plan/src/pins.rs ptc-plan/src/openapi/compile.rs ptc-plan/src/openapi/resolve.rs ptc-plan/src/schema.rs ptc-names/src/*.rs"
-  [core]="ptc-core/src/*.rs ptc-core/src/mcp/*.rs ptc-core/src/identity/*.rs ptc-core/src/telemetry/*.rs"
+  [core]="ptc-core/src/wire/**/*.rs ptc-core/src/credentials/**/*.rs ptc-core/src/catalog/*.rs ptc-core/src/call/*.rs ptc-core/src/program/**/*.rs ptc-core/src/telemetry/*.rs"
   [host]="ptc-core/src/server/*.rs ptc-core/src/server/state/*.rs ptc-app/src/overrides.rs"
   [observatory]="fixtures/observatory-server/src/tokens.rs fixtures/observatory-server/src/api/mod.rs fixtures/observatory-server/src/api/handlers/mod.rs"
   [lisp]="ptc-lisp/src/limits.rs ptc-lisp/src/eval.rs ptc-lisp/src/json/decode.rs ptc-lisp/src/reader.rs ptc-lisp/src/printer.rs ptc-lisp/src/interp.rs ptc-lisp/src/host.rs ptc-lisp/src/meter.rs ptc-lisp/src/footprint.rs ptc-lisp/src/builtins/parallel.rs"
@@ -47,7 +47,7 @@ LISP_RE="limits.rs|meter.rs|footprint.rs|(in |replace )(par_run|drive|<impl Futu
 OBS_RE="tokens.rs|api/mod.rs|handlers/mod.rs:.* (in |replace )(visible|env_param|find_trace)( |$)"
 # Fixed small list: what CI tests, and --changed when a change touches none of the modules (the
 # security rules).
-CI_FILES="ptc-plan/src/headers.rs ptc-core/src/credentials.rs"
+CI_FILES="ptc-plan/src/headers.rs ptc-core/src/credentials/binding.rs"
 # The MCP host's behaviour is asserted by ptc-core's and ptc-app's unit tests and by the suites
 # that drive the host: ptc-tests' host_eval and host_http, and generated-example's host_cli
 # (stdio serving, the audit line, the REPL binary). Only those targets are built and run per
