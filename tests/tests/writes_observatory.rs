@@ -406,6 +406,9 @@ fn approval_service(mode: &'static str) -> ApprovalService {
                             r#"{"approved": false, "reason": "change freeze"}"#.to_string(),
                         ),
                         "broken" => (StatusCode::INTERNAL_SERVER_ERROR, "oops".to_string()),
+                        // A yes padded to exactly the cap on an answer's size, or one byte more.
+                        "at-cap" => (StatusCode::OK, padded_yes(WEBHOOK_ANSWER_CAP)),
+                        "past-cap" => (StatusCode::OK, padded_yes(WEBHOOK_ANSWER_CAP + 1)),
                         // A person who never answers: the request is held open.
                         _ => std::future::pending().await,
                     }
@@ -429,6 +432,42 @@ fn approval_service(mode: &'static str) -> ApprovalService {
 }
 
 const APPROVALS_TOKEN: &str = "approvals_secret_61f0c2";
+
+/// The most an approval webhook's answer may hold (docs/configuration.md, `approval_webhook`).
+const WEBHOOK_ANSWER_CAP: usize = 64 * 1024;
+
+/// `{"approved": true, "pad": "xx…"}` of exactly `len` bytes.
+fn padded_yes(len: usize) -> String {
+    let empty = r#"{"approved": true, "pad": ""}"#;
+    let answer = format!(
+        r#"{{"approved": true, "pad": "{}"}}"#,
+        "x".repeat(len - empty.len())
+    );
+    assert_eq!(answer.len(), len);
+    answer
+}
+
+/// A bed whose approval webhook is compiled from config by ptc-plan, as a deployment's is (its
+/// limits are the config compiler's, not a test's), answering as `mode` says.
+fn configured_webhook_bed(name: &str, mode: &'static str) -> (Bed, ApprovalService) {
+    let service = approval_service(mode);
+    let config = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../fixtures/observatory/upstreams.json");
+    let mut text: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    text["approval_webhook"] =
+        serde_json::json!({ "url": service.url, "allow_insecure_http": true });
+    let compiled = ptc_plan::load_str(&text.to_string(), &config, &ptc_plan::FileSource)
+        .unwrap_or_else(|d| panic!("{d}"));
+    let webhook = compiled
+        .plan
+        .approval_webhook
+        .expect("the webhook compiles");
+    let b = bed(name, WriteGate::Open, move |plan| {
+        plan.approval_webhook = Some(webhook);
+    });
+    (b, service)
+}
 
 /// A bed whose deployment names an approval webhook (bearer `APPROVALS_TOKEN`) answering as
 /// `mode` says.
@@ -491,6 +530,25 @@ fn a_deployments_approval_webhook_decides_instead_of_the_client() {
     // A program run without any client (ptc eval) is asked through the webhook too.
     let run = b.run(&annotate("flaky"), None);
     assert_eq!(run.value, "[true nil :applied \"flaky\" nil]");
+}
+
+#[test]
+fn a_webhook_answer_is_read_up_to_its_cap_and_no_further() {
+    let (b, service) = configured_webhook_bed("webhook-at-cap", "at-cap");
+    let run = b.run(&annotate("flaky"), None);
+    assert_eq!(run.value, "[true nil :applied \"flaky\" nil]");
+    assert_eq!(service.asked.lock().unwrap().len(), 1);
+    let (b, service) = configured_webhook_bed("webhook-past-cap", "past-cap");
+    let run = b.run(&annotate("flaky"), None);
+    assert_eq!(
+        run.value,
+        "[false :approval_unavailable nil nil \"observatory/annotate-trace: not called: it needs a person's approval and the approval webhook sent an answer that could not be read\"]"
+    );
+    assert_eq!(service.asked.lock().unwrap().len(), 1);
+    assert!(
+        b.posts().is_empty(),
+        "nothing is written on an unreadable answer"
+    );
 }
 
 #[test]
