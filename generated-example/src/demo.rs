@@ -239,7 +239,8 @@ fn run_inner(source: PlanSource) -> Result<(), String> {
             allow_writes: true,
             ..OverrideArgs::default()
         };
-        let upstreams = ptc::app::start::upstreams(&source, &overrides).await?;
+        let upstreams =
+            ptc::app::start::upstreams(&source, &overrides, overrides.start_settings()?).await?;
         // Time for a person at the terminal to read and answer the approval.
         let limits = EvalLimits {
             program_timeout: Duration::from_secs(60),

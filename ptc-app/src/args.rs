@@ -130,10 +130,8 @@ pub struct OverrideArgs {
 impl OverrideArgs {
     /// How these flags start the upstreams, as a recording notes it (a replay starts them the
     /// same way).
-    pub fn start_settings(
-        &self,
-    ) -> Result<ptc_core::program::record_replay::StartSettings, String> {
-        Ok(ptc_core::program::record_replay::StartSettings {
+    pub fn start_settings(&self) -> Result<ptc_core::call::upstreams::StartSettings, String> {
+        Ok(ptc_core::call::upstreams::StartSettings {
             writes: ptc_core::WriteGate::from_flag_and_env(self.allow_writes)?,
             response_check: self.response_check,
             strict_responses: self.strict_responses,
@@ -394,12 +392,11 @@ impl RecordArgs {
     /// path that cannot be one fails the start.
     pub fn record_dir(
         &self,
-        overrides: &OverrideArgs,
+        start: ptc_core::call::upstreams::StartSettings,
     ) -> Result<Option<ptc_core::program::record_replay::RecordDir>, String> {
         let Some(dir) = &self.record_dir else {
             return Ok(None);
         };
-        let start = overrides.start_settings()?;
         ptc_core::program::record_replay::RecordDir::new(dir.clone(), start).map(Some)
     }
 }

@@ -74,11 +74,9 @@ pub fn serve(name: &str, source: PlanSource, args: ServeArgs) -> ExitCode {
             None => None,
         };
         let sessions = args.sessions.options().map_err(|e| (2, e))?;
-        let record_dir = args
-            .record
-            .record_dir(&args.overrides)
-            .map_err(|e| (2, e))?;
-        let upstreams = start::upstreams(&source, &args.overrides)
+        let start = args.overrides.start_settings().map_err(|e| (2, e))?;
+        let record_dir = args.record.record_dir(start).map_err(|e| (2, e))?;
+        let upstreams = start::upstreams(&source, &args.overrides, start)
             .await
             .map_err(|e| (2, e))?;
         let evaluator = Evaluator::new(
@@ -87,7 +85,7 @@ pub fn serve(name: &str, source: PlanSource, args: ServeArgs) -> ExitCode {
             args.limits.limits(),
         )
         .map_err(|e| (2, e))?;
-        evaluator.set_reload(start::reload(source.clone(), args.overrides.clone()));
+        evaluator.set_reload(start::reload(source.clone(), args.overrides.clone(), start));
         if let Some(p) = policy {
             evaluator.set_policy(p);
         }
@@ -173,7 +171,11 @@ pub fn catalog(name: &str, source: PlanSource, args: CatalogArgs) -> ExitCode {
         Ok(rt) => rt,
         Err(e) => return startup_error(name, &e),
     };
-    let upstreams = match rt.block_on(start::upstreams(&source, &args.overrides)) {
+    let started = args
+        .overrides
+        .start_settings()
+        .and_then(|start| rt.block_on(start::upstreams(&source, &args.overrides, start)));
+    let upstreams = match started {
         Ok(u) => u,
         Err(e) => return startup_error(&format!("{name} catalog"), &e),
     };
@@ -238,9 +240,13 @@ pub fn eval(name: &str, source: PlanSource, args: EvalArgs) -> ExitCode {
         Some(Ok(c)) => Some(c),
         Some(Err(e)) => return startup_error(&name, &e),
     };
+    let start = match args.overrides.start_settings() {
+        Ok(s) => s,
+        Err(e) => return startup_error(&name, &e),
+    };
     let recording = match args.record.as_deref() {
         None => None,
-        Some(path) => match EvalRecording::open(path, &args, &limits) {
+        Some(path) => match EvalRecording::open(path, &args, &limits, start) {
             Ok(r) => Some(r),
             Err(e) => return startup_error(&name, &e),
         },
@@ -249,7 +255,7 @@ pub fn eval(name: &str, source: PlanSource, args: EvalArgs) -> ExitCode {
         Ok(rt) => rt,
         Err(e) => return startup_error(&name, &e),
     };
-    let upstreams = match rt.block_on(start::upstreams(&source, &args.overrides)) {
+    let upstreams = match rt.block_on(start::upstreams(&source, &args.overrides, start)) {
         Ok(u) => u,
         Err(e) => return startup_error(&name, &e),
     };
@@ -362,8 +368,8 @@ impl EvalRecording {
         path: &std::path::Path,
         args: &EvalArgs,
         limits: &ptc_lisp::Limits,
+        start: ptc_core::call::upstreams::StartSettings,
     ) -> Result<Self, String> {
-        let start = args.overrides.start_settings()?;
         // The context as its file holds it: a replay decodes the very text this run did.
         let context = match args.context.as_deref() {
             Some(p) => Some(
@@ -524,7 +530,11 @@ pub fn repl(name: &str, source: PlanSource, args: ReplArgs) -> ExitCode {
         Ok(rt) => rt,
         Err(e) => return startup_error(name, &e),
     };
-    let upstreams = match rt.block_on(start::upstreams(&source, &args.overrides)) {
+    let started = args
+        .overrides
+        .start_settings()
+        .and_then(|start| rt.block_on(start::upstreams(&source, &args.overrides, start)));
+    let upstreams = match started {
         Ok(u) => u,
         Err(e) => return startup_error(&format!("{name} repl"), &e),
     };

@@ -4,7 +4,8 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use ptc_core::{StartOptions, Upstreams};
+use ptc_core::Upstreams;
+use ptc_core::call::upstreams::StartSettings;
 use ptc_plan::{Plan, Secrets};
 
 use crate::args::OverrideArgs;
@@ -43,7 +44,13 @@ impl PlanSource {
 
 /// How a running host refreshes its catalog: a config is read, compiled and started again;
 /// a compiled-in catalog is the binary's build, so it is refused with the way to change it.
-pub fn reload(source: Arc<PlanSource>, overrides: OverrideArgs) -> ptc_core::server::Reload {
+/// It starts the upstreams with the settings the host started with: a refresh changes the
+/// catalog, never the write gate.
+pub fn reload(
+    source: Arc<PlanSource>,
+    overrides: OverrideArgs,
+    start: StartSettings,
+) -> ptc_core::server::Reload {
     Arc::new(move || {
         let (source, overrides) = (source.clone(), overrides.clone());
         Box::pin(async move {
@@ -52,7 +59,7 @@ pub fn reload(source: Arc<PlanSource>, overrides: OverrideArgs) -> ptc_core::ser
                             (ptc_upstreams!): change the config and rebuild to change it"
                     .to_string());
             }
-            started(&source, &overrides).await
+            started(&source, &overrides, start).await
         })
     })
 }
@@ -66,23 +73,23 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, String> {
         .map_err(|e| format!("cannot start the async runtime: {e}"))
 }
 
-/// Loads the plan and starts its upstreams.
+/// Loads the plan and starts its upstreams with `start` (the command's
+/// [`OverrideArgs::start_settings`], built once).
 pub async fn upstreams(
     source: &PlanSource,
     overrides: &OverrideArgs,
+    start: StartSettings,
 ) -> Result<Arc<Upstreams>, String> {
-    started(source, overrides).await.map(Arc::new)
+    started(source, overrides, start).await.map(Arc::new)
 }
 
-async fn started(source: &PlanSource, overrides: &OverrideArgs) -> Result<Upstreams, String> {
+async fn started(
+    source: &PlanSource,
+    overrides: &OverrideArgs,
+    start: StartSettings,
+) -> Result<Upstreams, String> {
     let (plan, secrets) = source.load(overrides)?;
-    let options = StartOptions {
-        writes: ptc_core::WriteGate::from_flag_and_env(overrides.allow_writes)?,
-        response_check: overrides.response_check,
-        strict_responses: overrides.strict_responses,
-        ..StartOptions::default()
-    };
-    Upstreams::start(plan, secrets, options)
+    Upstreams::start(plan, secrets, start.options())
         .await
         .map_err(|e| format!("cannot start the upstreams: {e}"))
 }

@@ -12,8 +12,9 @@ use std::time::Duration;
 
 use observatory_server::{Faults, TokenSpec};
 use ptc_core::call::approval::{ApprovalRequest, Approver, Decision, DecisionFuture};
+use ptc_core::call::upstreams::StartSettings;
 use ptc_core::program::record_replay::{
-    Answer, Recorder, Replayer, RunFile, Settings, StartSettings, Tape, answer_difference,
+    Answer, Recorder, Replayer, RunFile, Settings, Tape, answer_difference,
 };
 use ptc_core::{Budgets, ProgramHost, StartOptions, WriteGate};
 use ptc_lisp::{Interpreter, Limits};

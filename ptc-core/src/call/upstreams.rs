@@ -16,6 +16,7 @@ use tokio::sync::Mutex;
 
 use crate::call::approval::{ApprovalRequest, Decision};
 use crate::call::contract::{Reason, ToolError, ToolOutput};
+use crate::call::response_check::ResponseCheck;
 use crate::call::validate::{Patterns, check_args};
 use crate::call::writes::{IdempotencyKey, WriteGate};
 use crate::catalog::mcp_link::McpLink;
@@ -135,9 +136,33 @@ pub struct StartOptions {
     /// Whether allow-listed writes (and safe queries) may run in this process.
     pub writes: WriteGate,
     /// How answers are checked against their output schemas.
-    pub response_check: crate::call::response_check::ResponseCheck,
+    pub response_check: ResponseCheck,
     /// A drifted answer fails its call with `response_drift` (else it is counted and noted).
     pub strict_responses: bool,
+}
+
+/// How a process starts its upstreams, as its flags say (read once, with the environment, by
+/// the command that starts them), as a recording notes it and as a replay starts them again.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct StartSettings {
+    /// The write gate.
+    pub writes: WriteGate,
+    /// Response checking.
+    pub response_check: ResponseCheck,
+    /// A drifted answer fails its call.
+    pub strict_responses: bool,
+}
+
+impl StartSettings {
+    /// The start options these settings make, everything else at its default.
+    pub fn options(self) -> StartOptions {
+        StartOptions {
+            writes: self.writes,
+            response_check: self.response_check,
+            strict_responses: self.strict_responses,
+            ..StartOptions::default()
+        }
+    }
 }
 
 /// Why the upstreams could not start.

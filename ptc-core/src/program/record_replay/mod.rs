@@ -137,7 +137,7 @@ mod tests {
     use super::*;
     use crate::call::contract::{ToolError, ToolOutput};
     use crate::call::response_check::ResponseCheck;
-    use crate::call::upstreams::{CatalogLoad, Executed, StartOptions, Upstreams};
+    use crate::call::upstreams::{CatalogLoad, Executed, StartOptions, StartSettings, Upstreams};
     use crate::call::writes::WriteGate;
     use crate::program::limits::Budgets;
 

@@ -9,7 +9,8 @@ use serde_json::{Map, Value as Json};
 use crate::call::upstreams::Upstreams;
 use std::path::{Path, PathBuf};
 
-use super::{Answer, Recorder, Settings, StartSettings};
+use super::{Answer, Recorder, Settings};
+use crate::call::upstreams::StartSettings;
 
 /// Where `serve --record-dir` writes one run file per evaluation.
 #[derive(Clone, Debug)]

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value as Json};
 
 use crate::call::response_check::ResponseCheck;
-use crate::call::upstreams::{CatalogLoad, StartOptions};
+use crate::call::upstreams::{CatalogLoad, StartOptions, StartSettings};
 use crate::call::writes::WriteGate;
 use crate::credentials::redact::Redactor;
 use crate::program::limits::Budgets;
@@ -65,17 +65,6 @@ pub struct Settings {
     pub strict_responses: bool,
 }
 
-/// How the recording process started its upstreams: what a replay starts them with.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct StartSettings {
-    /// The write gate.
-    pub writes: WriteGate,
-    /// Response checking.
-    pub response_check: ResponseCheck,
-    /// A drifted answer fails its call.
-    pub strict_responses: bool,
-}
-
 impl Settings {
     /// The settings of a run under `limits` in a process started with `start` (the budgets are
     /// the host's to note, see [`Recorder::note_budgets`]).
@@ -115,8 +104,7 @@ impl Settings {
     /// Start options for a replay: the recording's write gate and response checking, and no
     /// upstream contacted at start.
     pub fn start_options(&self) -> Result<StartOptions, String> {
-        Ok(StartOptions {
-            catalog: CatalogLoad::OnFirstUse,
+        let start = StartSettings {
             writes: if self.allow_writes {
                 WriteGate::Open
             } else {
@@ -125,7 +113,10 @@ impl Settings {
             response_check: ResponseCheck::parse(&self.response_check)
                 .map_err(|e| format!("settings.response_check: {e}"))?,
             strict_responses: self.strict_responses,
-            ..StartOptions::default()
+        };
+        Ok(StartOptions {
+            catalog: CatalogLoad::OnFirstUse,
+            ..start.options()
         })
     }
 }
