@@ -68,3 +68,14 @@ impl Default for Budgets {
 pub const fn millis(d: Duration) -> u64 {
     d.as_millis() as u64
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_duration_is_the_whole_milliseconds_its_flag_takes() {
+        assert_eq!(millis(Duration::from_micros(1_234_999)), 1234);
+        assert_eq!(millis(Duration::ZERO), 0);
+    }
+}

@@ -486,6 +486,8 @@ mod tests {
         assert_eq!(options.writes, WriteGate::Open);
         assert!(options.strict_responses);
         assert_eq!(options.response_check.as_str(), "full");
+        // A replay contacts no upstream at start.
+        assert!(matches!(options.catalog, CatalogLoad::OnFirstUse));
         let closed = Settings::new(&Limits::default(), StartSettings::default());
         let options = closed.start_options().unwrap();
         assert_eq!(options.writes, WriteGate::Closed);
@@ -516,6 +518,12 @@ mod tests {
             let s = &file.settings;
             assert_eq!(
                 (s.max_calls, s.max_discovery, s.max_upstream_bytes),
+                (5, 6, 7)
+            );
+            // A replay runs under the budgets the recording noted.
+            let replayed = s.budgets();
+            assert_eq!(
+                (replayed.max_calls, replayed.max_discovery, replayed.max_bytes),
                 (5, 6, 7)
             );
         });
