@@ -520,6 +520,7 @@ impl McpClient {
                 }
                 Ok(Err(e)) => {
                     let unsent = result::never_sent(&e);
+                    let refused = result::refused_credentials_of(&e);
                     let error = self.failed(&subject, e, &ticket).await;
                     if unsent && may_retry(retries, &error) {
                         self.drop_session().await;
@@ -531,10 +532,7 @@ impl McpClient {
                     }
                     // A 401 gets one more try: the credentials are read afresh per request (an
                     // exec credential's cache was dropped when the 401 came back).
-                    if error.reason == Reason::AuthFailed
-                        && error.message.contains("HTTP 401")
-                        && !retried
-                    {
+                    if refused && !retried {
                         retried = true;
                         continue;
                     }
