@@ -448,7 +448,12 @@ mod tests {
 
     /// Upstream `obs` with `list-traces` and `get-trace`.
     fn catalog() -> Catalog {
-        let server = ServerEntry::new("obs", "", "openapi", Default::default());
+        let server = ServerEntry::new(
+            "obs",
+            "",
+            ptc_plan::TransportKind::Openapi,
+            Default::default(),
+        );
         server.set_tools(vec![tool("obs", "list-traces"), tool("obs", "get-trace")]);
         Catalog {
             servers: vec![server],

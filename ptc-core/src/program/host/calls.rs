@@ -117,7 +117,9 @@ impl ProgramHost {
         let (s, t) = (server.to_string(), tool.to_string());
         let transport = || {
             let catalog = self.upstreams().catalog();
-            catalog.server(server).map_or("unknown", |s| s.transport)
+            catalog
+                .server(server)
+                .map_or("unknown", |s| s.transport.as_str())
         };
         let span = crate::telemetry::call_span(self.trace.as_ref(), server, tool, transport, page);
         let call = async move { run.call(&s, &t, req_args, deadline).await };

@@ -63,7 +63,7 @@ impl Tape {
         let entry = upstreams.catalog().server(server).ok()?;
         let validation = e.reason.is_programmer_fault()
             || matches!(e.reason, Reason::WriteDisabled | Reason::ToolChanged);
-        if entry.transport == "openapi" || validation {
+        if entry.transport == ptc_plan::TransportKind::Openapi || validation {
             return None;
         }
         Some(r.diverge(format!(
