@@ -11,16 +11,23 @@ use crate::credentials::redact::Redactor;
 /// Longest upstream-provided text kept in an error message.
 pub(crate) const MAX_DETAIL: usize = 500;
 
-/// Who a message is about: `upstream `x` tool `t``.
+/// Who a message is about: `upstream `x` tool `t``, and in which step when it says
+/// (`the handshake failed: ...`).
+#[derive(Clone, Copy)]
 pub(crate) struct Subject<'a> {
     pub upstream: &'a str,
     pub tool: Option<&'a str>,
     pub redactor: &'a Redactor,
+    pub step: Option<&'static str>,
 }
 
 impl Subject<'_> {
-    /// A redacted error naming the upstream (and tool).
+    /// A redacted error naming the upstream (and tool, and step).
     pub(crate) fn error(&self, reason: Reason, what: impl std::fmt::Display) -> ToolError {
+        let what = match self.step {
+            Some(step) => format!("{step}: {what}"),
+            None => what.to_string(),
+        };
         let message = match self.tool {
             Some(tool) => format!("upstream `{}` tool `{tool}`: {what}", self.upstream),
             None => format!("upstream `{}`: {what}", self.upstream),
@@ -394,6 +401,7 @@ mod tests {
             upstream: "up",
             tool: Some("t"),
             redactor: r,
+            step: None,
         }
     }
 
