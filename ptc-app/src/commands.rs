@@ -429,10 +429,7 @@ pub fn replay(name: &str, source: PlanSource, args: ReplayArgs) -> ExitCode {
         Ok(c) => c,
         Err(e) => return startup_error(&name, &format!("{}: {e}", args.file.display())),
     };
-    let options = match file.settings.start_options() {
-        Ok(o) => o,
-        Err(e) => return startup_error(&name, &e),
-    };
+    let options = file.settings.start_options();
     let rt = match start::runtime() {
         Ok(rt) => rt,
         Err(e) => return startup_error(&name, &e),

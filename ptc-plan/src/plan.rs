@@ -189,12 +189,39 @@ pub enum Transport {
 }
 
 impl Transport {
+    /// Which transport this is, without its settings.
+    pub fn kind(&self) -> TransportKind {
+        match self {
+            Transport::Openapi(_) => TransportKind::Openapi,
+            Transport::McpStdio(_) => TransportKind::McpStdio,
+            Transport::McpHttp(_) => TransportKind::McpHttp,
+        }
+    }
+
     /// The transport tag as written in the config.
     pub fn tag(&self) -> &'static str {
+        self.kind().as_str()
+    }
+}
+
+/// Which transport an upstream speaks: what a runtime decides by once the settings are applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TransportKind {
+    /// An HTTPS JSON API described by OpenAPI.
+    Openapi,
+    /// An MCP server spoken to over stdio.
+    McpStdio,
+    /// An MCP server spoken to over Streamable HTTP.
+    McpHttp,
+}
+
+impl TransportKind {
+    /// The transport tag as written in the config, e.g. `mcp_stdio`.
+    pub fn as_str(self) -> &'static str {
         match self {
-            Transport::Openapi(_) => "openapi",
-            Transport::McpStdio(_) => "mcp_stdio",
-            Transport::McpHttp(_) => "mcp_http",
+            TransportKind::Openapi => "openapi",
+            TransportKind::McpStdio => "mcp_stdio",
+            TransportKind::McpHttp => "mcp_http",
         }
     }
 }

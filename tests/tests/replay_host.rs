@@ -16,6 +16,7 @@ use ptc_core::call::upstreams::StartSettings;
 use ptc_core::program::record_replay::{
     Answer, Recorder, Replayer, RunFile, Settings, Tape, answer_difference,
 };
+use ptc_core::program::run_report::ApprovalOutcome;
 use ptc_core::{Budgets, ProgramHost, StartOptions, WriteGate};
 use ptc_lisp::{Interpreter, Limits};
 
@@ -136,7 +137,7 @@ fn approvals_replay_as_recorded_without_asking_anyone_and_nothing_is_sent() {
     assert_eq!(yes.asked.load(Ordering::SeqCst), 1);
     assert_eq!(file.calls.len(), 2);
     assert_eq!(file.calls[1].tool, "annotate-trace");
-    assert_eq!(file.calls[1].approval.as_deref(), Some("approved"));
+    assert_eq!(file.calls[1].approval, Some(ApprovalOutcome::Approved));
     assert!(matches!(
         &file.answer,
         Answer::Value { text, .. } if text == "[true nil :applied \"replayed\"]"
@@ -161,7 +162,7 @@ fn approvals_replay_as_recorded_without_asking_anyone_and_nothing_is_sent() {
     // A person who said no: the refusal is recorded, and replayed.
     let file = record(&b, &annotate("declined"), no.clone(), Limits::default());
     assert_eq!(no.asked.load(Ordering::SeqCst), 1);
-    assert_eq!(file.calls[1].approval.as_deref(), Some("declined"));
+    assert_eq!(file.calls[1].approval, Some(ApprovalOutcome::Declined));
     let (replayer, answer, prints) = replay(&b, &file, yes.clone());
     assert_eq!(
         yes.asked.load(Ordering::SeqCst),
@@ -232,7 +233,7 @@ fn a_call_in_flight_at_the_deadline_replays_to_the_same_timeout() {
     let Answer::Error { reason, message } = &file.answer else {
         panic!("{:?}", file.answer);
     };
-    assert_eq!(reason, "timeout");
+    assert_eq!(*reason, ptc_lisp::Reason::Timeout);
     assert!(
         message.contains("program exceeded its 300 ms deadline"),
         "{message}"

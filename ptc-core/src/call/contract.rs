@@ -106,6 +106,11 @@ impl Reason {
         }
     }
 
+    /// The reason called `name` (its [`Reason::as_str`]).
+    pub fn from_name(name: &str) -> Option<Reason> {
+        Reason::ALL.into_iter().find(|r| r.as_str() == name)
+    }
+
     /// A mistake in the calling program rather than a fault of the world.
     pub fn is_programmer_fault(self) -> bool {
         matches!(
@@ -118,6 +123,21 @@ impl Reason {
 impl fmt::Display for Reason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+/// As its contract name: how run files keep it.
+impl serde::Serialize for Reason {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Reason {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = <String as serde::Deserialize>::deserialize(deserializer)?;
+        Reason::from_name(&name)
+            .ok_or_else(|| serde::de::Error::custom(format!("unknown reason `{name}`")))
     }
 }
 

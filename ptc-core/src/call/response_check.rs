@@ -55,6 +55,20 @@ impl ResponseCheck {
     }
 }
 
+/// As the flag's value: how run files keep it.
+impl serde::Serialize for ResponseCheck {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ResponseCheck {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = <String as serde::Deserialize>::deserialize(deserializer)?;
+        ResponseCheck::parse(&name).map_err(serde::de::Error::custom)
+    }
+}
+
 /// The process's response checking: how answers are checked, whether drift fails the call,
 /// and how often each tool's fields drifted so far.
 #[derive(Debug, Default)]

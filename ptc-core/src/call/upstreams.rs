@@ -255,7 +255,7 @@ impl Upstreams {
                     let entry = ServerEntry::new(
                         &up.name,
                         &up.description,
-                        "openapi",
+                        ptc_plan::TransportKind::Openapi,
                         api.definitions.clone(),
                     );
                     entry.set_tools(catalog::openapi_tools(
@@ -273,7 +273,7 @@ impl Upstreams {
                     let entry = ServerEntry::new(
                         &up.name,
                         &up.description,
-                        other.tag(),
+                        other.kind(),
                         Default::default(),
                     );
                     if let Some(pinned) = link.pinned_entries() {

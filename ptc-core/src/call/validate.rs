@@ -140,7 +140,7 @@ pub fn check_args(
     args: Map<String, Value>,
 ) -> Result<Map<String, Value>, Vec<String>> {
     let literal: LiteralArgs = args.into_iter().map(|(k, v)| (k, Some(v))).collect();
-    let (out, problems) = check_entries(schema, schema.root, patterns, literal, true, 0);
+    let (out, problems) = check_entries(schema, schema.root, patterns, literal, Level::Top, 0);
     if problems.is_empty() {
         Ok(out)
     } else {
@@ -149,13 +149,31 @@ pub fn check_args(
 }
 
 /// The static pre-check's view: the same rules, applied to what is known before the program runs
-/// (names are always known; values only where written as literals).
+/// (values only where written as literals). Unless `all_keys_known`, the call also has keys the
+/// program computes, any of which may be a required argument: none is reported missing.
 pub fn check_literal_args(
     schema: Schema<'_>,
     patterns: &Patterns,
     args: LiteralArgs,
+    all_keys_known: bool,
 ) -> Vec<String> {
-    check_entries(schema, schema.root, patterns, args, true, 0).1
+    let level = if all_keys_known {
+        Level::Top
+    } else {
+        Level::TopWithComputedKeys
+    };
+    check_entries(schema, schema.root, patterns, args, level, 0).1
+}
+
+/// Where the object being checked is in the arguments.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Level {
+    /// The arguments themselves.
+    Top,
+    /// The arguments, some of whose keys the program computes.
+    TopWithComputedKeys,
+    /// An object inside them.
+    Nested,
 }
 
 /// Checks the fields of an object against `object` (a schema within `schema`, whose `$defs` its
@@ -165,9 +183,10 @@ fn check_entries(
     object: &Value,
     patterns: &Patterns,
     args: LiteralArgs,
-    top: bool,
+    level: Level,
     depth: usize,
 ) -> (Map<String, Value>, Vec<String>) {
+    let top = level != Level::Nested;
     let mut problems = Vec::new();
     let mut out = Map::new();
     let root = match schema.in_force(object) {
@@ -259,7 +278,7 @@ fn check_entries(
         out.insert(wire, value);
     }
     for r in &required {
-        if !seen.contains_key(*r) {
+        if !seen.contains_key(*r) && level != Level::TopWithComputedKeys {
             let ty = props
                 .and_then(|p| p.get(*r))
                 .map(|s| type_name(schema, s))
@@ -568,7 +587,8 @@ fn check_value(
                 .into_iter()
                 .map(|(k, x)| (k, Some(x)))
                 .collect();
-            let (out, inner) = check_entries(schema, &s, patterns, entries, false, depth + 1);
+            let (out, inner) =
+                check_entries(schema, &s, patterns, entries, Level::Nested, depth + 1);
             *fields = out;
             for p in inner {
                 problems.push(format!("{label}: {p}"));
@@ -627,6 +647,39 @@ mod tests {
             "trace_id": {"type": "string", "minLength": 1, "maxLength": 4},
             "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 2}
         }, "required": ["org_id"], "additionalProperties": false})
+    }
+
+    /// A call with a computed key may be missing none of its required arguments (the key may
+    /// be any of them); an object written out in it still is.
+    #[test]
+    fn a_computed_key_may_be_any_required_argument_but_not_one_inside() {
+        let schema = json!({"type": "object", "required": ["org_id", "body"], "properties": {
+            "org_id": {"type": "string"},
+            "body": {"type": "object", "required": ["label"],
+                     "properties": {"label": {"type": "string"}}}}});
+        let check = |args: LiteralArgs, all_keys_known| {
+            check_literal_args(
+                Schema {
+                    root: &schema,
+                    definitions: None,
+                },
+                &Patterns::default(),
+                args,
+                all_keys_known,
+            )
+        };
+        let some = vec![("body".to_string(), Some(json!({})))];
+        assert_eq!(
+            check(some.clone(), true),
+            [
+                ":body: missing required argument :label (string)",
+                "missing required argument :org-id (string)"
+            ]
+        );
+        assert_eq!(
+            check(some, false),
+            [":body: missing required argument :label (string)"]
+        );
     }
 
     #[test]

@@ -160,8 +160,8 @@ pub fn doc_text(server: &ServerEntry, tool: &ToolEntry) -> String {
                     line.push_str(&format!(" - {}", summary(d)));
                 }
                 if let Some(d) = tool
-                    .provenance
-                    .get("defaultArgs")
+                    .binding
+                    .default_args()
                     .and_then(|a| a.get(name.as_str()))
                 {
                     line.push_str(&format!(" (default {d})"));
@@ -219,7 +219,7 @@ pub fn doc_text(server: &ServerEntry, tool: &ToolEntry) -> String {
              :indeterminate: it may have happened; read before writing again)\n",
         );
     }
-    if let Some(notes) = tool.provenance.get("notes").and_then(Value::as_str) {
+    if let Some(notes) = tool.binding.notes() {
         out.push_str(&format!("Notes: {notes}\n"));
     }
     out
@@ -311,7 +311,9 @@ mod tests {
             classified: Default::default(),
             disabled: None,
             max_response_bytes: 1 << 20,
-            provenance: json!({"operationId": "list_traces", "defaultArgs": {"mode": "summary"}}),
+            binding: crate::catalog::tests_support::operation_with("list_traces", |op| {
+                op.default_args.insert("mode".into(), json!("summary"));
+            }),
             projection: Default::default(),
             pin: None,
             index: 0,
@@ -320,7 +322,12 @@ mod tests {
 
     #[test]
     fn doc_shows_args_call_and_result_shape() {
-        let server = ServerEntry::new("obs", "", "openapi", Default::default());
+        let server = ServerEntry::new(
+            "obs",
+            "",
+            ptc_plan::TransportKind::Openapi,
+            Default::default(),
+        );
         let text = doc_text(&server, &tool());
         assert_eq!(
             text,
@@ -331,6 +338,15 @@ mod tests {
              :mode \"summary\"})\nReturns:\n  {:ok true :value {:traces [map] \
              :next_cursor string|null} :value_kind :json}\n  or {:ok false :reason kw :message \
              string}; check :ok first\n"
+        );
+        // The operation's notes close the doc.
+        let mut noted = tool();
+        if let crate::catalog::Binding::OpenApi(op) = &mut noted.binding {
+            op.notes = Some("Slow for whole orgs.".into());
+        }
+        assert_eq!(
+            doc_text(&server, &noted).strip_prefix(text.as_str()),
+            Some("Notes: Slow for whole orgs.\n")
         );
     }
 
@@ -346,7 +362,12 @@ mod tests {
                 next_cursor_path: ptc_plan::ValuePath::parse("$.next_cursor").unwrap(),
             }),
         };
-        let server = ServerEntry::new("obs", "", "openapi", Default::default());
+        let server = ServerEntry::new(
+            "obs",
+            "",
+            ptc_plan::TransportKind::Openapi,
+            Default::default(),
+        );
         let text = doc_text(&server, &t);
         assert!(
             text.contains(
@@ -371,8 +392,13 @@ mod tests {
             "$defs": {"Mode": {"type": "string", "enum": ["summary", "full"]}}});
         t.output_schema = Some(json!({"$ref": "#/$defs/Page", "$defs": {"Page": {
             "type": "object", "properties": {"next_cursor": {"type": ["string", "null"]}}}}}));
-        t.provenance = json!({"operationId": "list_traces"});
-        let server = ServerEntry::new("obs", "", "openapi", Default::default());
+        t.binding = crate::catalog::tests_support::operation("list_traces");
+        let server = ServerEntry::new(
+            "obs",
+            "",
+            ptc_plan::TransportKind::Openapi,
+            Default::default(),
+        );
         let text = doc_text(&server, &t);
         assert!(
             text.contains(
@@ -431,7 +457,12 @@ mod tests {
     /// result schema returns anything.
     #[test]
     fn doc_shows_no_args_a_null_result_and_an_unknown_one() {
-        let server = ServerEntry::new("obs", "", "openapi", Default::default());
+        let server = ServerEntry::new(
+            "obs",
+            "",
+            ptc_plan::TransportKind::Openapi,
+            Default::default(),
+        );
         let mut t = tool();
         t.input_schema = json!({"type": "object", "properties": {}});
         t.output_schema = Some(json!({"type": "null"}));

@@ -15,12 +15,12 @@ use std::time::Instant;
 use ptc_plan::WriteGrant;
 use ptc_plan::effects::{Classified, Refusal, classify};
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use crate::call::contract::{ToolError, ToolOutput};
 use crate::call::writes::WriteGate;
 use crate::catalog::pin_check::{PinBoard, PinCell};
-use crate::catalog::{ServerEntry, ToolEntry};
+use crate::catalog::{Binding, ServerEntry, ToolEntry};
 use crate::credentials::per_caller::CallEnv;
 use crate::wire::mcp::{McpClient, McpTool};
 
@@ -33,7 +33,7 @@ enum Connect {
 /// A configured MCP upstream; connected on first need.
 pub(crate) struct McpLink {
     name: String,
-    transport: &'static str,
+    transport: ptc_plan::TransportKind,
     /// The upstream's `max_response_bytes`, which its client enforces on every answer.
     max_response_bytes: u64,
     connect: Connect,
@@ -69,7 +69,7 @@ impl McpLink {
         };
         Some(McpLink {
             name: name.to_string(),
-            transport: transport.tag(),
+            transport: transport.kind(),
             max_response_bytes,
             connect,
             client: tokio::sync::OnceCell::new(),
@@ -97,10 +97,6 @@ impl McpLink {
     }
 
     fn entry(&self, index: usize, t: McpTool, pin: Option<Arc<PinCell>>) -> ToolEntry {
-        let mut provenance = json!({"transport": self.transport, "name": t.name});
-        if pin.is_some() {
-            provenance["pinned"] = json!(true);
-        }
         let natural = ptc_plan::effects::mcp_effect(Some(&Value::Object(t.annotations.clone())));
         let grant = self.writes.get(&t.name);
         let classified = match classify(natural, grant, true) {
@@ -116,7 +112,9 @@ impl McpLink {
         };
         ToolEntry {
             server: self.name.clone(),
-            provenance,
+            binding: Binding::Mcp {
+                transport: self.transport,
+            },
             disabled: crate::call::writes::disabled_reason(&classified, self.gate),
             // An ungranted write is classified as what it is, and disabled.
             classified: classified.unwrap_or(Classified {

@@ -14,7 +14,7 @@ pub mod search;
 
 use std::sync::{Arc, OnceLock};
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use crate::call::contract::{Reason, ToolError};
 use crate::call::validate::{Definitions, Schema};
@@ -22,7 +22,46 @@ use crate::call::writes::WriteGate;
 use crate::catalog::pin_check::PinCell;
 use ptc_names::did_you_mean;
 use ptc_plan::effects::Classified;
-use ptc_plan::{Approval, Effect};
+use ptc_plan::{Approval, Effect, OperationBinding, TransportKind};
+
+/// How a tool is bound to its upstream: what lookups and discovery decide by, and what the
+/// `_ptc` provenance shows of it ([`ToolEntry::provenance`]).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Binding {
+    /// An OpenAPI operation, as the plan compiled it.
+    OpenApi(Box<OperationBinding>),
+    /// A tool an MCP server lists; it is exposed under its name on the server.
+    Mcp {
+        /// How the server is reached (`mcp_stdio` or `mcp_http`).
+        transport: TransportKind,
+    },
+}
+
+impl Binding {
+    /// The OpenAPI operation's original operationId.
+    pub fn operation_id(&self) -> Option<&str> {
+        match self {
+            Binding::OpenApi(op) => Some(&op.operation_id),
+            Binding::Mcp { .. } => None,
+        }
+    }
+
+    /// The arguments the runtime fills in when a call leaves them out (OpenAPI tools).
+    pub fn default_args(&self) -> Option<&Map<String, Value>> {
+        match self {
+            Binding::OpenApi(op) => Some(&op.default_args),
+            Binding::Mcp { .. } => None,
+        }
+    }
+
+    /// The guidance for agents the config or the document adds (OpenAPI tools).
+    pub fn notes(&self) -> Option<&str> {
+        match self {
+            Binding::OpenApi(op) => op.notes.as_deref(),
+            Binding::Mcp { .. } => None,
+        }
+    }
+}
 
 /// One tool as discovery shows it and the executor routes it.
 #[derive(Clone, Debug)]
@@ -45,9 +84,8 @@ pub struct ToolEntry {
     /// The largest answer its upstream accepts, in bytes (the config's `max_response_bytes`,
     /// narrowed per operation for OpenAPI): a larger one fails with `response_too_large`.
     pub max_response_bytes: u64,
-    /// `_ptc` provenance shown by `meta` (transport, operationId, method, path, default args);
-    /// never credentials.
-    pub provenance: Value,
+    /// What it is bound to upstream: the OpenAPI operation, or the MCP tool.
+    pub binding: Binding,
     /// What a call returns (the result path) and how it pages (OpenAPI tools that say).
     pub projection: crate::call::projection::Projection,
     /// The pinned tool's comparison verdict (pinned MCP tools only).
@@ -63,12 +101,35 @@ impl ToolEntry {
     }
 
     /// The arguments the runtime fills in when a call leaves them out (OpenAPI tools).
-    pub fn default_args(&self) -> serde_json::Map<String, Value> {
-        self.provenance
-            .get("defaultArgs")
-            .and_then(Value::as_object)
-            .cloned()
-            .unwrap_or_default()
+    pub fn default_args(&self) -> Map<String, Value> {
+        self.binding.default_args().cloned().unwrap_or_default()
+    }
+
+    /// The `_ptc` provenance of its binding, as `meta` and a refresh's diff show it: an OpenAPI
+    /// tool's operation without its execution knobs (`params`, `body`); an MCP tool's transport
+    /// and name, and whether it is pinned. Never credentials.
+    pub fn provenance(&self) -> Map<String, Value> {
+        match &self.binding {
+            Binding::OpenApi(op) => {
+                let mut shown = match serde_json::to_value(op) {
+                    Ok(Value::Object(m)) => m,
+                    _ => Map::new(),
+                };
+                // Execution knobs stay out of the agent's view; provenance and hints stay in.
+                shown.remove("params");
+                shown.remove("body");
+                shown
+            }
+            Binding::Mcp { transport } => {
+                let mut shown = Map::new();
+                shown.insert("transport".into(), json!(transport.as_str()));
+                shown.insert("name".into(), json!(self.name));
+                if self.pin.is_some() {
+                    shown.insert("pinned".into(), json!(true));
+                }
+                shown
+            }
+        }
     }
 
     /// What discovery adds to the tool's description: why a pinned tool is not callable, or
@@ -120,20 +181,18 @@ impl ToolEntry {
             "annotations".into(),
             json!({"readOnlyHint": self.classified.effect.is_read()}),
         );
-        let mut provenance = self.provenance.clone();
-        if let Value::Object(p) = &mut provenance {
-            if let Some(note) = self.pin_note() {
-                p.insert("pin".into(), json!(note));
-            }
-            p.insert("effect".into(), json!(self.classified.effect.as_str()));
-            if !self.classified.effect.is_read() {
-                p.insert("approval".into(), json!(self.classified.approval.as_str()));
-            }
-            if let Some(why) = &self.disabled {
-                p.insert("disabled".into(), json!(why));
-            }
+        let mut p = self.provenance();
+        if let Some(note) = self.pin_note() {
+            p.insert("pin".into(), json!(note));
         }
-        m.insert("_ptc".into(), provenance);
+        p.insert("effect".into(), json!(self.classified.effect.as_str()));
+        if !self.classified.effect.is_read() {
+            p.insert("approval".into(), json!(self.classified.approval.as_str()));
+        }
+        if let Some(why) = &self.disabled {
+            p.insert("disabled".into(), json!(why));
+        }
+        m.insert("_ptc".into(), Value::Object(p));
         Value::Object(m)
     }
 }
@@ -147,9 +206,9 @@ pub struct ServerEntry {
     description: String,
     /// What an MCP server said of itself, shown when the config gives no description.
     described_by_server: OnceLock<String>,
-    /// Config transport tag (`openapi`, `mcp_stdio`, `mcp_http`); for provenance only, never
-    /// in names, hints or messages.
-    pub transport: &'static str,
+    /// How the upstream is reached; its tag (`openapi`, `mcp_stdio`, `mcp_http`) is for
+    /// provenance and labels only, never in names, hints or messages.
+    pub transport: TransportKind,
     /// Named schema definitions the tools' `$ref`s point into.
     pub definitions: Definitions,
     tools: OnceLock<Vec<ToolEntry>>,
@@ -159,7 +218,7 @@ impl ServerEntry {
     pub(crate) fn new(
         name: &str,
         description: &str,
-        transport: &'static str,
+        transport: TransportKind,
         definitions: Definitions,
     ) -> Self {
         ServerEntry {
@@ -209,7 +268,7 @@ impl ServerEntry {
             .or_else(|| {
                 tools
                     .iter()
-                    .find(|t| t.provenance.get("operationId").and_then(Value::as_str) == Some(name))
+                    .find(|t| t.binding.operation_id() == Some(name))
             })
         {
             return Ok(t);
@@ -291,31 +350,23 @@ pub(crate) fn openapi_tools(
     tools
         .iter()
         .enumerate()
-        .map(|(index, t)| {
-            let mut provenance = serde_json::to_value(&t.ptc).unwrap_or(Value::Null);
-            // Execution knobs stay out of the agent's view; provenance and hints stay in.
-            if let Value::Object(m) = &mut provenance {
-                m.remove("params");
-                m.remove("body");
-            }
-            ToolEntry {
-                server: server.to_string(),
-                name: t.name.clone(),
-                description: t.description.clone(),
-                input_schema: t.input_schema.clone(),
-                output_schema: Some(t.output_schema.clone()),
-                classified: t.classified,
-                // The compiler refused every write the config does not allow-list.
-                disabled: crate::call::writes::disabled_reason(&Ok(t.classified), gate),
-                max_response_bytes: t.ptc.max_response_bytes,
-                provenance,
-                projection: crate::call::projection::Projection {
-                    result_path: t.ptc.result_path.clone(),
-                    pagination: t.ptc.pagination.clone(),
-                },
-                pin: None,
-                index,
-            }
+        .map(|(index, t)| ToolEntry {
+            server: server.to_string(),
+            name: t.name.clone(),
+            description: t.description.clone(),
+            input_schema: t.input_schema.clone(),
+            output_schema: Some(t.output_schema.clone()),
+            classified: t.classified,
+            // The compiler refused every write the config does not allow-list.
+            disabled: crate::call::writes::disabled_reason(&Ok(t.classified), gate),
+            max_response_bytes: t.ptc.max_response_bytes,
+            binding: Binding::OpenApi(Box::new(t.ptc.clone())),
+            projection: crate::call::projection::Projection {
+                result_path: t.ptc.result_path.clone(),
+                pagination: t.ptc.pagination.clone(),
+            },
+            pin: None,
+            index,
         })
         .collect()
 }
@@ -336,11 +387,44 @@ pub(crate) mod tests_support {
             classified: Classified::default(),
             disabled: None,
             max_response_bytes: 1 << 20,
-            provenance: json!({"transport": "openapi"}),
+            binding: operation(name),
             projection: Default::default(),
             pin: None,
             index: 0,
         }
+    }
+
+    /// The binding of `GET /{operation_id}`, with no parameters, defaults or notes.
+    pub(crate) fn operation(operation_id: &str) -> Binding {
+        Binding::OpenApi(Box::new(OperationBinding {
+            transport: "openapi".into(),
+            operation_id: operation_id.into(),
+            method: "GET".into(),
+            path: format!("/{operation_id}"),
+            base_url: None,
+            params: Vec::new(),
+            body: None,
+            default_args: Map::new(),
+            request_timeout_ms: 1_000,
+            connect_timeout_ms: 1_000,
+            max_response_bytes: 1 << 20,
+            result_path: None,
+            pagination: None,
+            notes: None,
+            unvalidated: Vec::new(),
+        }))
+    }
+
+    /// [`operation`], changed by `edit`.
+    pub(crate) fn operation_with(
+        operation_id: &str,
+        edit: impl FnOnce(&mut OperationBinding),
+    ) -> Binding {
+        let mut binding = operation(operation_id);
+        if let Binding::OpenApi(op) = &mut binding {
+            edit(op);
+        }
+        binding
     }
 }
 
@@ -358,11 +442,63 @@ mod tests {
             classified: Classified { effect, approval },
             disabled: disabled.map(str::to_string),
             max_response_bytes: 1,
-            provenance: json!({"transport": "openapi"}),
+            binding: Binding::Mcp {
+                transport: TransportKind::McpStdio,
+            },
             projection: Default::default(),
             pin: None,
             index: 0,
         }
+    }
+
+    /// An OpenAPI tool is found by its operationId too, and shows its operation without the
+    /// execution knobs; an MCP tool shows its transport and name, and whether it is pinned.
+    #[test]
+    fn a_tool_is_looked_up_and_shown_by_its_binding() {
+        let mut listed = tests_support::tool("obs", "list-traces");
+        listed.binding = tests_support::operation_with("listTraces", |op| {
+            op.params.push(ptc_plan::Param {
+                name: "org_id".into(),
+                location: ptc_plan::ParamLocation::Query,
+                required: true,
+                repeated: false,
+            });
+            op.body = Some(ptc_plan::RequestBody { required: false });
+            op.default_args.insert("mode".into(), json!("summary"));
+        });
+        let server = ServerEntry::new("obs", "", TransportKind::Openapi, Default::default());
+        server.set_tools(vec![listed, tests_support::tool("obs", "get-trace")]);
+        for name in ["list-traces", "list_traces", "listTraces"] {
+            assert_eq!(server.tool(name).unwrap().name, "list-traces", "{name}");
+        }
+        let t = server.tool("listTraces").unwrap();
+        assert_eq!(
+            t.default_args(),
+            json!({"mode": "summary"}).as_object().unwrap().clone()
+        );
+        assert_eq!(
+            Value::Object(t.provenance()),
+            json!({"transport": "openapi", "operationId": "listTraces", "method": "GET",
+                   "path": "/listTraces", "defaultArgs": {"mode": "summary"},
+                   "requestTimeoutMs": 1000, "connectTimeoutMs": 1000,
+                   "maxResponseBytes": 1_048_576})
+        );
+        assert_eq!(
+            server.tool("mode").unwrap_err().reason,
+            Reason::UnknownTool,
+            "a default argument is no name"
+        );
+
+        let mut mcp = entry(Effect::Read, Approval::None, None);
+        assert_eq!(mcp.default_args(), Map::new());
+        let pin = ptc_plan::PinnedTool::new("annotate", "", json!({}), None, Map::new());
+        let board =
+            crate::catalog::pin_check::PinBoard::new("obs", Default::default(), &[pin], &[]);
+        mcp.pin = board.pins().next().map(|(_, cell)| cell.clone());
+        assert_eq!(
+            Value::Object(mcp.provenance()),
+            json!({"transport": "mcp_stdio", "name": "annotate", "pinned": true})
+        );
     }
 
     #[test]
@@ -374,7 +510,7 @@ mod tests {
         assert_eq!(meta["annotations"], json!({"readOnlyHint": true}));
         assert_eq!(
             meta["_ptc"],
-            json!({"transport": "openapi", "effect": "read"})
+            json!({"transport": "mcp_stdio", "name": "annotate", "effect": "read"})
         );
 
         let write = entry(Effect::Write, Approval::Always, Some("writes are off"));
@@ -386,8 +522,8 @@ mod tests {
         assert_eq!(meta["annotations"], json!({"readOnlyHint": false}));
         assert_eq!(
             meta["_ptc"],
-            json!({"transport": "openapi", "effect": "write", "approval": "always",
-                   "disabled": "writes are off"})
+            json!({"transport": "mcp_stdio", "name": "annotate", "effect": "write",
+                   "approval": "always", "disabled": "writes are off"})
         );
         assert_eq!(meta["name"], "annotate");
         assert_eq!(meta["server"], "obs");

@@ -259,7 +259,7 @@ mod tests {
             classified: Default::default(),
             disabled: None,
             max_response_bytes: 1,
-            provenance: serde_json::json!({}),
+            binding: crate::catalog::tests_support::operation(name),
             projection: Default::default(),
             pin: None,
             index: 0,
@@ -271,8 +271,12 @@ mod tests {
             servers: servers
                 .iter()
                 .map(|(name, tools)| {
-                    let s =
-                        crate::catalog::ServerEntry::new(name, "", "openapi", Default::default());
+                    let s = crate::catalog::ServerEntry::new(
+                        name,
+                        "",
+                        ptc_plan::TransportKind::Openapi,
+                        Default::default(),
+                    );
                     s.set_tools(tools.clone());
                     s
                 })

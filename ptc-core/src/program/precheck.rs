@@ -130,10 +130,7 @@ fn problem(upstreams: &Upstreams, args: &[LiteralArg], paged: bool) -> Option<St
         .into_iter()
         .filter_map(|(k, v)| Some((k?, v.and_then(Result::ok))))
         .collect();
-    let mut found = check_literal_args(server.schema(tool), upstreams.patterns(), args);
-    if !complete {
-        found.retain(|p| !p.starts_with("missing required"));
-    }
+    let found = check_literal_args(server.schema(tool), upstreams.patterns(), args, complete);
     (!found.is_empty())
         .then(|| invalid_args_message(&tool.qualified(), server.schema(tool), tool, &found))
 }

@@ -50,6 +50,13 @@ pub enum ApprovalOutcome {
 }
 
 impl ApprovalOutcome {
+    /// Every outcome.
+    pub const ALL: [ApprovalOutcome; 3] = [
+        ApprovalOutcome::Approved,
+        ApprovalOutcome::Declined,
+        ApprovalOutcome::Unavailable,
+    ];
+
     /// `approved`, `declined`, `unavailable`.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -57,6 +64,31 @@ impl ApprovalOutcome {
             ApprovalOutcome::Declined => "declined",
             ApprovalOutcome::Unavailable => "unavailable",
         }
+    }
+
+    /// The outcome called `name` (its [`ApprovalOutcome::as_str`]).
+    pub fn from_name(name: &str) -> Option<ApprovalOutcome> {
+        ApprovalOutcome::ALL
+            .into_iter()
+            .find(|a| a.as_str() == name)
+    }
+}
+
+/// As its name: how run files keep it.
+impl Serialize for ApprovalOutcome {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ApprovalOutcome {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = <String as serde::Deserialize>::deserialize(deserializer)?;
+        ApprovalOutcome::from_name(&name).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "unknown approval `{name}` (approved, declined or unavailable)"
+            ))
+        })
     }
 }
 

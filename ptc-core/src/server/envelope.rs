@@ -100,7 +100,7 @@ fn content(outcome: &EvalOutcome, max_output_bytes: usize) -> (CallToolResult, b
             let cut = text.len() > max_output_bytes;
             let text = bounded(&text, max_output_bytes);
             let mut structured = json!({
-                "reason": e.reason,
+                "reason": e.reason.as_str(),
                 "message": e.message,
                 "prints": prints_json(&outcome.prints),
                 "upstream_calls": records.upstream_calls,

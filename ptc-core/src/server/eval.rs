@@ -677,7 +677,7 @@ fn lisp_error(e: &LispError, redactor: &crate::credentials::redact::Redactor) ->
         message.push_str(h);
     }
     EvalError {
-        reason: e.reason().to_string(),
+        reason: crate::server::outcome::EvalReason::Program(e.reason()),
         message: redactor.redact(&message).into_owned(),
         position: e.pos(),
         value: e

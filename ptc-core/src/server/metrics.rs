@@ -25,14 +25,14 @@ use prometheus_client::registry::{Registry, Unit};
 use crate::call::contract::Reason;
 use crate::catalog::Catalog;
 use crate::program::run_report::UpstreamCall;
-use crate::server::outcome::{EvalError, EvalOutcome, HostReason};
+use crate::server::outcome::{EvalError, EvalOutcome, EvalReason, HostReason};
+use ptc_lisp::Reason as ProgramReason;
 
 /// The `Content-Type` of what [`HostMetrics::render`] writes (Prometheus text format 0.0.4).
 pub const CONTENT_TYPE: &str = prometheus_text::CONTENT_TYPE;
 
 /// The `upstream` or `tool` label of a name the catalog does not have (a call the program
-/// named wrongly, or that stopped before its tool was found), and the `reason` label of a
-/// reason no list here has.
+/// named wrongly, or that stopped before its tool was found).
 pub const OTHER: &str = "other";
 
 /// The `reason` label of a success: a label is never empty (Prometheus reads an empty value
@@ -42,13 +42,31 @@ pub const NO_REASON: &str = "none";
 /// The `limit` values of `ptc_limit_hits_total`: the evaluation reason, or the upstream call
 /// reason, that says the limit was hit, and its name.
 pub const LIMITS: [(Hit, &str); 10] = [
-    (Hit::Eval("timeout"), "program_timeout"),
-    (Hit::Eval("memory_exceeded"), "program_memory"),
-    (Hit::Eval("loop_limit_exceeded"), "loop_iterations"),
-    (Hit::Eval("depth_exceeded"), "nesting_depth"),
-    (Hit::Eval("parallel_capacity_exceeded"), "parallel_threads"),
-    (Hit::Eval("busy"), "queue"),
-    (Hit::Eval("rate_limited"), "caller_rate"),
+    (
+        Hit::Eval(EvalReason::Program(ProgramReason::Timeout)),
+        "program_timeout",
+    ),
+    (
+        Hit::Eval(EvalReason::Program(ProgramReason::MemoryExceeded)),
+        "program_memory",
+    ),
+    (
+        Hit::Eval(EvalReason::Program(ProgramReason::LoopLimitExceeded)),
+        "loop_iterations",
+    ),
+    (
+        Hit::Eval(EvalReason::Program(ProgramReason::DepthExceeded)),
+        "nesting_depth",
+    ),
+    (
+        Hit::Eval(EvalReason::Program(ProgramReason::ParallelCapacityExceeded)),
+        "parallel_threads",
+    ),
+    (Hit::Eval(EvalReason::Host(HostReason::Busy)), "queue"),
+    (
+        Hit::Eval(EvalReason::Host(HostReason::RateLimited)),
+        "caller_rate",
+    ),
     (Hit::Call(Reason::CapExhausted), "upstream_budget"),
     (Hit::Call(Reason::ResponseTooLarge), "response_size"),
     (Hit::ReplyCut, "output_size"),
@@ -58,7 +76,7 @@ pub const LIMITS: [(Hit, &str); 10] = [
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Hit {
     /// An evaluation ended with this reason.
-    Eval(&'static str),
+    Eval(EvalReason),
     /// An upstream call failed with this reason.
     Call(Reason),
     /// A reply was cut at `--max-output-bytes`.
@@ -234,8 +252,8 @@ impl HostMetrics {
     /// and tool names may be labels.
     pub fn observe(&self, outcome: &EvalOutcome, catalog: &Catalog) {
         let (name, reason) = match &outcome.result {
-            Ok(_) => ("ok", NO_REASON),
-            Err(e) => ("error", eval_reason(&e.reason)),
+            Ok(_) => ("ok", None),
+            Err(e) => ("error", Some(e.reason)),
         };
         self.ended(name, reason);
         self.evaluation_seconds
@@ -253,15 +271,20 @@ impl HostMetrics {
     /// Counts one request refused before it reached the evaluator (its arguments, its
     /// session's queue, a stale round): an evaluation that ended in `error`, with no duration.
     pub fn refused(&self, error: &EvalError) {
-        self.ended("error", eval_reason(&error.reason));
+        self.ended("error", Some(error.reason));
     }
 
     /// Counts an evaluation that ended with `outcome` and `reason`, and the limit it hit.
-    fn ended(&self, outcome: &'static str, reason: &'static str) {
+    fn ended(&self, outcome: &'static str, reason: Option<EvalReason>) {
         self.evaluations
-            .get_or_create(&EvalLabels { outcome, reason })
+            .get_or_create(&EvalLabels {
+                outcome,
+                reason: reason.map_or(NO_REASON, EvalReason::as_str),
+            })
             .inc();
-        self.hit(Hit::Eval(reason));
+        if let Some(r) = reason {
+            self.hit(Hit::Eval(r));
+        }
     }
 
     /// Counts one reply cut at `--max-output-bytes` (its text, or its JSON result left out).
@@ -342,16 +365,6 @@ impl Drop for QueueWait<'_> {
     fn drop(&mut self) {
         self.histogram.observe(self.since.elapsed().as_secs_f64());
     }
-}
-
-/// The label of an evaluation's reason: itself when it is a documented one, else [`OTHER`].
-fn eval_reason(reason: &str) -> &'static str {
-    ptc_lisp::Reason::ALL
-        .iter()
-        .map(|r| r.as_str())
-        .chain(HostReason::ALL.iter().map(|r| r.as_str()))
-        .find(|r| *r == reason)
-        .unwrap_or(OTHER)
 }
 
 /// The `upstream` and `tool` labels of a call: the catalog's names, [`OTHER`] for a name it
@@ -448,7 +461,12 @@ mod tests {
 
     /// Upstream `obs` with `list-traces` and `get-trace`.
     fn catalog() -> Catalog {
-        let server = ServerEntry::new("obs", "", "openapi", Default::default());
+        let server = ServerEntry::new(
+            "obs",
+            "",
+            ptc_plan::TransportKind::Openapi,
+            Default::default(),
+        );
         server.set_tools(vec![tool("obs", "list-traces"), tool("obs", "get-trace")]);
         Catalog {
             servers: vec![server],
@@ -467,7 +485,7 @@ mod tests {
         }
     }
 
-    fn outcome(result: Result<u64, &str>, calls: Vec<UpstreamCall>, ms: u64) -> EvalOutcome {
+    fn outcome(result: Result<u64, EvalReason>, calls: Vec<UpstreamCall>, ms: u64) -> EvalOutcome {
         let (result, answer) = match result {
             Ok(bytes) => (
                 Ok(EvalValue {
@@ -478,7 +496,7 @@ mod tests {
             ),
             Err(reason) => {
                 let e = EvalError {
-                    reason: reason.into(),
+                    reason,
                     message: "m".into(),
                     position: None,
                     value: None,
@@ -520,7 +538,8 @@ mod tests {
         let calls = vec![call("list-traces", None, 12, 1200), drifted];
         m.observe(&outcome(Ok(100), calls, 40), &catalog());
         let failed = vec![call("list-traces", Some(Reason::NotFound), 7, 0)];
-        m.observe(&outcome(Err("unknown_tool"), failed, 3), &catalog());
+        let unknown_tool = EvalReason::Program(ProgramReason::UnknownTool);
+        m.observe(&outcome(Err(unknown_tool), failed, 3), &catalog());
         let body = render(&m);
         for (series, value) in [
             (r#"ptc_evaluations_total{outcome="ok",reason="none"}"#, 1.0),
@@ -618,7 +637,8 @@ mod tests {
         // Reasons that are no limit of this host: a program's own error, an upstream's
         // timeout or rate limit (the upstream's limit, not ours).
         let m = HostMetrics::new();
-        m.observe(&outcome(Err("type_error"), Vec::new(), 1), &catalog());
+        let type_error = EvalReason::Program(ProgramReason::TypeError);
+        m.observe(&outcome(Err(type_error), Vec::new(), 1), &catalog());
         let calls = vec![
             call("get-trace", Some(Reason::Timeout), 1, 0),
             call("get-trace", Some(Reason::RateLimited), 1, 0),
@@ -633,7 +653,7 @@ mod tests {
     }
 
     #[test]
-    fn names_outside_the_catalog_and_unknown_reasons_become_other() {
+    fn names_outside_the_catalog_become_other() {
         let m = HostMetrics::new();
         let mut wrong_server = call("list-traces", Some(Reason::Timeout), 1, 0);
         wrong_server.server = "elsewhere".into();
@@ -643,7 +663,7 @@ mod tests {
             call("list-traces?org=acme", Some(Reason::Timeout), 1, 0),
             wrong_server,
         ];
-        m.observe(&outcome(Err("a_reason_from_nowhere"), calls, 1), &catalog());
+        m.observe(&outcome(Ok(1), calls, 1), &catalog());
         let body = render(&m);
         assert_eq!(
             sample(
@@ -661,29 +681,30 @@ mod tests {
             Some(1.0),
             "{body}"
         );
-        assert_eq!(
-            sample(
-                &body,
-                r#"ptc_evaluations_total{outcome="error",reason="other"}"#
-            ),
-            Some(1.0),
-            "{body}"
-        );
-        for absent in ["list_traces", "acme", "elsewhere", "a_reason_from_nowhere"] {
+        for absent in ["list_traces", "acme", "elsewhere"] {
             assert!(!body.contains(absent), "{absent} in\n{body}");
         }
     }
 
     #[test]
     fn every_documented_reason_is_a_label_of_its_own() {
-        for r in ptc_lisp::Reason::ALL {
-            assert_eq!(eval_reason(r.as_str()), r.as_str());
+        let m = HostMetrics::new();
+        let reasons: Vec<EvalReason> = ProgramReason::ALL
+            .into_iter()
+            .map(EvalReason::Program)
+            .chain(HostReason::ALL.into_iter().map(EvalReason::Host))
+            .collect();
+        for r in &reasons {
+            m.observe(&outcome(Err(*r), Vec::new(), 1), &catalog());
         }
-        for r in HostReason::ALL {
-            assert_eq!(eval_reason(r.as_str()), r.as_str());
+        let body = render(&m);
+        for r in reasons {
+            let series = format!("ptc_evaluations_total{{outcome=\"error\",reason=\"{r}\"}}");
+            assert!(
+                sample(&body, &series).is_some_and(|n| n >= 1.0),
+                "{series}\n{body}"
+            );
         }
-        assert_eq!(eval_reason(""), OTHER);
-        assert_eq!(eval_reason("Timeout"), OTHER, "compared exactly");
     }
 
     #[test]

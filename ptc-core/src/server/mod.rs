@@ -31,7 +31,7 @@ pub use eval::Evaluator;
 pub use handler::PtcServer;
 pub use http::{HttpOptions, serve as serve_http};
 pub use options::EvalLimits;
-pub use outcome::{EvalError, EvalOutcome, EvalRequest, EvalValue};
+pub use outcome::{EvalError, EvalOutcome, EvalReason, EvalRequest, EvalValue};
 pub use refresh::{CatalogDiff, Reload};
 
 use std::sync::Arc;

@@ -44,13 +44,38 @@ pub struct EvalValue {
 pub struct EvalError {
     /// The typed reason: a PTC-Lisp reason (`type_error`, `timeout`, `fail`, ...) or a host one
     /// (`busy`, `invalid_request`, `output_mismatch`, `cancelled`).
-    pub reason: String,
+    pub reason: EvalReason,
     /// What went wrong and, where there is one, the fix (redacted).
     pub message: String,
     /// Where in the program.
     pub position: Option<Pos>,
     /// The value a `(fail v)` carried, as JSON.
     pub value: Option<Box<Json>>,
+}
+
+/// Why an evaluation produced no value: the program's own reason, or the host's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EvalReason {
+    /// The program failed.
+    Program(ptc_lisp::Reason),
+    /// The host refused or ended it.
+    Host(HostReason),
+}
+
+impl EvalReason {
+    /// The reason as replies, audit lines, traces and metrics spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EvalReason::Program(r) => r.as_str(),
+            EvalReason::Host(r) => r.as_str(),
+        }
+    }
+}
+
+impl std::fmt::Display for EvalReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// Why the host, not the program, refused or ended an evaluation: the `reason` of those
@@ -111,7 +136,7 @@ impl EvalError {
     /// An error of the host's own (no position, no fail value).
     pub(crate) fn host(reason: HostReason, message: impl Into<String>) -> Self {
         EvalError {
-            reason: reason.as_str().to_string(),
+            reason: EvalReason::Host(reason),
             message: message.into(),
             position: None,
             value: None,

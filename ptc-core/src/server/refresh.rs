@@ -106,10 +106,9 @@ fn fingerprint(server: &ServerEntry, tool: &ToolEntry) -> BTreeMap<&'static str,
     // Schemas with the definitions they reach, so a changed component shows in every tool
     // that uses it.
     let bundled = |s: &Value| ptc_plan::schema::bundle(s, &server.definitions).unwrap_or(s.clone());
-    let mut binding = tool.provenance.clone();
-    if let Value::Object(m) = &mut binding {
-        m.remove("notes");
-    }
+    // Notes are guidance, not part of what a call does.
+    let mut binding = tool.provenance();
+    binding.remove("notes");
     BTreeMap::from([
         ("description", json!(tool.description)),
         ("inputSchema", bundled(&tool.input_schema)),
@@ -125,7 +124,7 @@ fn fingerprint(server: &ServerEntry, tool: &ToolEntry) -> BTreeMap<&'static str,
             ]),
         ),
         ("availability", json!(tool.disabled)),
-        ("binding", binding),
+        ("binding", Value::Object(binding)),
     ])
 }
 
@@ -188,7 +187,9 @@ mod tests {
             classified: Default::default(),
             disabled: None,
             max_response_bytes: 1,
-            provenance: json!({"method": "GET", "path": format!("/{name}"), "notes": "n"}),
+            binding: crate::catalog::tests_support::operation_with(name, |op| {
+                op.notes = Some("n".into());
+            }),
             projection: Projection::default(),
             pin: None,
             index: 0,
@@ -197,7 +198,7 @@ mod tests {
 
     fn catalog(tools: Vec<ToolEntry>, out: Value) -> Catalog {
         let defs = BTreeMap::from([("Out".to_string(), out)]);
-        let server = ServerEntry::new("obs", "", "openapi", defs);
+        let server = ServerEntry::new("obs", "", ptc_plan::TransportKind::Openapi, defs);
         server.set_tools(tools);
         Catalog {
             servers: vec![server],
@@ -251,11 +252,16 @@ mod tests {
             out.clone(),
         );
         let mut changed_b = tool("b", "B, better");
-        changed_b.provenance["path"] = json!("/b2");
+        changed_b.binding = crate::catalog::tests_support::operation_with("b", |op| {
+            op.path = "/b2".into();
+            op.notes = Some("n".into());
+        });
         let mut disabled_c = tool("c", "C");
         disabled_c.disabled = Some("writes are off".into());
         let mut noted_d = tool("d", "D");
-        noted_d.provenance["notes"] = json!("new guidance");
+        noted_d.binding = crate::catalog::tests_support::operation_with("d", |op| {
+            op.notes = Some("new guidance".into());
+        });
         let new = catalog(
             vec![
                 tool("a", "A"),

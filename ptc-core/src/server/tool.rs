@@ -169,7 +169,7 @@ mod tests {
             },
             disabled: disabled.then(|| "writes are off".to_string()),
             max_response_bytes: 1 << 20,
-            provenance: json!({}),
+            binding: crate::catalog::tests_support::operation(&format!("t{n}")),
             projection: Default::default(),
             pin: None,
             index: n,
@@ -182,7 +182,12 @@ mod tests {
 
     /// One server `obs` described by `description`, with `tools` read-only tools (or none loaded).
     fn catalog(description: &str, tools: Option<usize>) -> Catalog {
-        let server = ServerEntry::new("obs", description, "openapi", Default::default());
+        let server = ServerEntry::new(
+            "obs",
+            description,
+            ptc_plan::TransportKind::Openapi,
+            Default::default(),
+        );
         if let Some(n) = tools {
             server.set_tools((0..n).map(|i| entry(i, Effect::Read, false)).collect());
         }
@@ -224,7 +229,7 @@ mod tests {
         c.servers.push(ServerEntry::new(
             "web",
             "Web",
-            "mcp_http",
+            ptc_plan::TransportKind::McpHttp,
             Default::default(),
         ));
         let text = text(&c);

@@ -214,6 +214,8 @@ fn lower_this_thread() {
 /// `OTEL_RESOURCE_ATTRIBUTES`, the SDK's own), with `service` as the name when those give none.
 fn resource(service: &str) -> opentelemetry_sdk::Resource {
     let detected = opentelemetry_sdk::Resource::builder().build();
+    // The SDK says it found no name only by its value: the specification's fallback,
+    // `unknown_service` (with the executable's name after a colon).
     let unnamed = detected
         .get(&opentelemetry::Key::from_static_str("service.name"))
         .is_none_or(|v| v.as_str().starts_with("unknown_service"));

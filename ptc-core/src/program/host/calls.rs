@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use ptc_lisp::{CallContext, HostError, Value};
 
-use super::{ProgramHost, RunState, err_map, form_fault, ok_map, raised};
+use super::{ProgramHost, RunState, ValueKind, err_map, form_fault, ok_map, raised};
 use crate::call::contract::{Reason, ToolError, ToolOutput};
 use crate::call::form;
 use crate::call::upstreams::CallOptions;
@@ -67,7 +67,7 @@ impl Done {
 /// What [`ProgramHost::fetch`] gives the program: an answer (decoded, with its kind), or the
 /// `{:ok false ...}` value of a refused or failed call (already recorded).
 pub(super) enum Fetched {
-    Answer(Value, &'static str, Box<Done>),
+    Answer(Value, ValueKind, Box<Done>),
     Refused(Value),
 }
 
@@ -88,7 +88,7 @@ impl ProgramHost {
             Ok(v) => v,
             Err(why) => return Ok(self.bad_answer(&done, &why)),
         };
-        let drift = if kind == "json" {
+        let drift = if kind == ValueKind::Json {
             match self.check_answer(&done, &v) {
                 Ok(drift) => drift,
                 Err(refused) => return Ok(refused),
@@ -117,7 +117,9 @@ impl ProgramHost {
         let (s, t) = (server.to_string(), tool.to_string());
         let transport = || {
             let catalog = self.upstreams().catalog();
-            catalog.server(server).map_or("unknown", |s| s.transport)
+            catalog
+                .server(server)
+                .map_or("unknown", |s| s.transport.as_str())
         };
         let span = crate::telemetry::call_span(self.trace.as_ref(), server, tool, transport, page);
         let call = async move { run.call(&s, &t, req_args, deadline).await };
@@ -175,7 +177,7 @@ impl ProgramHost {
         let (value, kind) = match executed.output {
             // The same decoder, depth limit and memory budget as `data/` context.
             ToolOutput::Json(bytes) => match cx.decode_json(&bytes) {
-                Ok(v) => (v, "json"),
+                Ok(v) => (v, ValueKind::Json),
                 // The program's own limits (memory, time) end the program.
                 Err(e)
                     if matches!(
@@ -193,8 +195,8 @@ impl ProgramHost {
                 }
             },
             // Only JSON answers are selected from.
-            ToolOutput::Text(t) => (Value::str(&t), "text"),
-            ToolOutput::Empty => (Value::Nil, "none"),
+            ToolOutput::Text(t) => (Value::str(&t), ValueKind::Text),
+            ToolOutput::Empty => (Value::Nil, ValueKind::None),
         };
         Ok(Fetched::Answer(value, kind, Box::new(done)))
     }
@@ -207,9 +209,14 @@ impl ProgramHost {
     }
 
     /// What a call returns: for a JSON answer, what its tool's result path selects.
-    pub(super) fn select(&self, done: &Done, kind: &str, answer: Value) -> Result<Value, String> {
+    pub(super) fn select(
+        &self,
+        done: &Done,
+        kind: ValueKind,
+        answer: Value,
+    ) -> Result<Value, String> {
         match self.entry(done) {
-            Some((_, tool)) if kind == "json" => tool.projection.select(answer),
+            Some((_, tool)) if kind == ValueKind::Json => tool.projection.select(answer),
             _ => Ok(answer),
         }
     }

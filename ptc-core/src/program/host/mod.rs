@@ -59,12 +59,34 @@ fn kw(s: &str) -> Value {
     Value::keyword(s)
 }
 
+/// What an answer was, as a call's `:value_kind` says it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ValueKind {
+    /// JSON, decoded (the only kind a result path selects from and a response check reads).
+    Json,
+    /// Text that is not JSON.
+    Text,
+    /// No content.
+    None,
+}
+
+impl ValueKind {
+    /// The keyword's name: `json`, `text`, `none`.
+    fn as_str(self) -> &'static str {
+        match self {
+            ValueKind::Json => "json",
+            ValueKind::Text => "text",
+            ValueKind::None => "none",
+        }
+    }
+}
+
 /// `{:ok true :value v :value_kind kind}`, with `:mutation_state` for a write.
-fn ok_map(value: Value, kind: &str, mutation: Option<MutationState>) -> Value {
+fn ok_map(value: Value, kind: ValueKind, mutation: Option<MutationState>) -> Value {
     let mut entries = vec![
         (kw("ok"), Value::Bool(true)),
         (kw("value"), value),
-        (kw("value_kind"), kw(kind)),
+        (kw("value_kind"), kw(kind.as_str())),
     ];
     if let Some(m) = mutation {
         entries.push((kw("mutation_state"), kw(m.as_str())));

@@ -4,7 +4,7 @@
 use ptc_lisp::{CallContext, HostError, Value};
 
 use super::calls::Fetched;
-use super::{ProgramHost, err_map, fault, form_fault, kw, raised};
+use super::{ProgramHost, ValueKind, err_map, fault, form_fault, kw, raised};
 use crate::call::contract::Reason;
 use crate::call::form;
 use crate::call::projection::{Pager, Step, lisp_at};
@@ -207,7 +207,7 @@ impl ProgramHost {
         Ok(Value::map_from(vec![
             (kw("ok"), Value::Bool(true)),
             (kw("value"), Value::vector(collected)),
-            (kw("value_kind"), kw("json")),
+            (kw("value_kind"), kw(ValueKind::Json.as_str())),
             (kw("pages"), Value::Int(pages as i64)),
             (kw("complete"), Value::Bool(complete)),
             (kw("next"), next),

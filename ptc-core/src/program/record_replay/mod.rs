@@ -30,23 +30,7 @@ const SHOWN_ARGS_CHARS: usize = 300;
 
 use serde_json::{Map, Value as Json};
 
-use crate::call::contract::Reason;
 use crate::credentials::redact::Redactor;
-use crate::program::run_report::ApprovalOutcome;
-
-fn reason_of(s: &str) -> Option<Reason> {
-    Reason::ALL.into_iter().find(|r| r.as_str() == s)
-}
-
-fn approval_of(s: &str) -> Option<ApprovalOutcome> {
-    [
-        ApprovalOutcome::Approved,
-        ApprovalOutcome::Declined,
-        ApprovalOutcome::Unavailable,
-    ]
-    .into_iter()
-    .find(|a| a.as_str() == s)
-}
 
 fn redact(r: &Redactor, text: &str) -> String {
     r.redact(text).into_owned()
@@ -135,11 +119,12 @@ mod tests {
 
     use super::record_dir::write_new;
     use super::*;
-    use crate::call::contract::{ToolError, ToolOutput};
+    use crate::call::contract::{Reason, ToolError, ToolOutput};
     use crate::call::response_check::ResponseCheck;
     use crate::call::upstreams::{CatalogLoad, Executed, StartOptions, StartSettings, Upstreams};
     use crate::call::writes::WriteGate;
     use crate::program::limits::Budgets;
+    use crate::program::run_report::ApprovalOutcome;
 
     fn args(id: &str) -> Map<String, Json> {
         let mut m = Map::new();
@@ -475,21 +460,21 @@ mod tests {
         };
         let start = StartSettings {
             writes: WriteGate::Open,
-            response_check: ResponseCheck::parse("full").unwrap(),
+            response_check: ResponseCheck::Full,
             strict_responses: true,
         };
         let settings = Settings::new(&limits, start);
         let again = settings.limits();
         assert_eq!(again.timeout, limits.timeout);
         assert_eq!(again.max_memory_bytes, 12_345_678);
-        let options = settings.start_options().unwrap();
+        let options = settings.start_options();
         assert_eq!(options.writes, WriteGate::Open);
         assert!(options.strict_responses);
-        assert_eq!(options.response_check.as_str(), "full");
+        assert_eq!(options.response_check, ResponseCheck::Full);
         // A replay contacts no upstream at start.
         assert!(matches!(options.catalog, CatalogLoad::OnFirstUse));
         let closed = Settings::new(&Limits::default(), StartSettings::default());
-        let options = closed.start_options().unwrap();
+        let options = closed.start_options();
         assert_eq!(options.writes, WriteGate::Closed);
         assert!(!options.strict_responses);
     }
@@ -523,7 +508,11 @@ mod tests {
             // A replay runs under the budgets the recording noted.
             let replayed = s.budgets();
             assert_eq!(
-                (replayed.max_calls, replayed.max_discovery, replayed.max_bytes),
+                (
+                    replayed.max_calls,
+                    replayed.max_discovery,
+                    replayed.max_bytes
+                ),
                 (5, 6, 7)
             );
         });
@@ -687,7 +676,7 @@ mod tests {
         assert_eq!(record(timeout(), passed), Outcome::Unfinished);
         // The call's own timeout, with time left for the program: an error the replay repeats.
         let own = Outcome::Error {
-            reason: "timeout".into(),
+            reason: Reason::Timeout,
             message: "the upstream took too long".into(),
         };
         assert_eq!(record(timeout(), ahead), own);
@@ -700,7 +689,7 @@ mod tests {
         assert_eq!(
             record(refused, passed),
             Outcome::Error {
-                reason: "upstream_error".into(),
+                reason: Reason::UpstreamError,
                 message: "500".into(),
             }
         );
@@ -732,22 +721,22 @@ mod tests {
     fn recorded_errors_refusals_and_approvals_are_replayed() {
         let mut failed = answered("get-trace", "a", "");
         failed.outcome = Outcome::Error {
-            reason: "not_found".into(),
+            reason: Reason::NotFound,
             message: "observatory/get-trace: no trace a".into(),
         };
         let mut forbidden = answered("get-trace", "b", "");
         forbidden.outcome = Outcome::NotSent {
-            reason: "forbidden".into(),
+            reason: Reason::Forbidden,
             message: "policy rule `x` does not allow it".into(),
         };
         let mut declined = answered("annotate-trace", "a", "");
-        declined.approval = Some("declined".into());
+        declined.approval = Some(ApprovalOutcome::Declined);
         declined.outcome = Outcome::NotSent {
-            reason: "approval_declined".into(),
+            reason: Reason::ApprovalDeclined,
             message: "not called: no".into(),
         };
         let approved = RecordedCall {
-            approval: Some("approved".into()),
+            approval: Some(ApprovalOutcome::Approved),
             ..answered("annotate-trace", "b", "{}")
         };
         let no_decision = answered("annotate-trace", "c", "{}");
@@ -891,7 +880,7 @@ mod tests {
             assert_eq!(
                 back.calls[1].outcome,
                 Outcome::NotSent {
-                    reason: "cap_exhausted".into(),
+                    reason: Reason::CapExhausted,
                     message: "budget spent ([REDACTED])".into(),
                 }
             );
@@ -920,7 +909,7 @@ mod tests {
                 .starts_with("run.json is not a valid run file of format 1: missing field")
         );
         let rec = Recorder::new(Settings::new(&Limits::default(), StartSettings::default()));
-        let mut file = RunFile {
+        let file = RunFile {
             format: FORMAT,
             ptc_version: "0".into(),
             program: "(+ 1 2)".into(),
@@ -929,32 +918,63 @@ mod tests {
             calls: vec![answered("get-trace", "a", "{}")],
             prints: String::new(),
             answer: Answer::Error {
-                reason: "fail".into(),
+                reason: ptc_lisp::Reason::Fail,
                 message: "fail: 1".into(),
             },
         };
-        file.calls[0].approval = Some("maybe".into());
-        let text = file.to_json().unwrap();
-        assert_eq!(
-            RunFile::parse(&text, "run.json").unwrap_err(),
-            "run.json: calls[0] (observatory/get-trace): unknown approval `maybe` (approved, \
-             declined or unavailable)"
-        );
-        file.calls[0].approval = None;
-        file.calls[0].outcome = Outcome::Error {
-            reason: "gone_fishing".into(),
-            message: String::new(),
+        // A run file written by hand, or by a ptc with other names: each unknown name is an
+        // error naming the field it is in.
+        let good: Json = serde_json::from_slice(&file.to_json().unwrap()).unwrap();
+        let parsed = |edit: &dyn Fn(&mut Json)| {
+            let mut text = good.clone();
+            edit(&mut text);
+            RunFile::parse(&serde_json::to_vec(&text).unwrap(), "run.json")
+        };
+        assert_eq!(parsed(&|_| {}), Ok(file));
+        let approval = |name: &'static str| {
+            parsed(&move |f: &mut Json| f["calls"][0]["approval"] = json!(name))
         };
         assert_eq!(
-            RunFile::parse(&file.to_json().unwrap(), "run.json").unwrap_err(),
-            "run.json: calls[0] (observatory/get-trace): unknown reason `gone_fishing`"
+            approval("declined").unwrap().calls[0].approval,
+            Some(ApprovalOutcome::Declined)
         );
-        file.calls.clear();
-        file.settings.response_check = "sometimes".into();
         assert_eq!(
-            RunFile::parse(&file.to_json().unwrap(), "run.json").unwrap_err(),
-            "run.json: settings.response_check: response check `sometimes`: use off, sampled \
-             or full"
+            approval("maybe").unwrap_err(),
+            "run.json is not a valid run file of format 1: calls[0].approval: unknown approval \
+             `maybe` (approved, declined or unavailable)"
+        );
+        let outcome = |kind: &'static str, reason: &'static str| {
+            parsed(&move |f: &mut Json| {
+                f["calls"][0]["outcome"] = json!({"kind": kind, "reason": reason, "message": ""})
+            })
+        };
+        assert_eq!(
+            outcome("not_sent", "forbidden").unwrap().calls[0].outcome,
+            Outcome::NotSent {
+                reason: Reason::Forbidden,
+                message: String::new()
+            }
+        );
+        assert_eq!(
+            outcome("error", "gone_fishing").unwrap_err(),
+            "run.json is not a valid run file of format 1: calls[0].outcome: unknown reason \
+             `gone_fishing`"
+        );
+        assert_eq!(
+            outcome("not_sent", "Forbidden").unwrap_err(),
+            "run.json is not a valid run file of format 1: calls[0].outcome: unknown reason \
+             `Forbidden`",
+            "spelled exactly"
+        );
+        assert_eq!(
+            parsed(&|f| f["settings"]["response_check"] = json!("sometimes")).unwrap_err(),
+            "run.json is not a valid run file of format 1: settings.response_check: response \
+             check `sometimes`: use off, sampled or full"
+        );
+        assert_eq!(
+            parsed(&|f| f["answer"]["reason"] = json!("gone_fishing")).unwrap_err(),
+            "run.json is not a valid run file of format 1: answer: unknown reason \
+             `gone_fishing` of a program's error"
         );
     }
 
@@ -987,7 +1007,7 @@ mod tests {
             Some("the answer differs: the recording has the value 3, the replay gave the value 4")
         );
         let failed = Answer::Error {
-            reason: "fail".into(),
+            reason: ptc_lisp::Reason::Fail,
             message: "fail: 3".into(),
         };
         assert_eq!(

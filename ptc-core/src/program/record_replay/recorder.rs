@@ -87,7 +87,7 @@ impl Recorder {
                 server: s.server.clone(),
                 tool: s.tool.clone(),
                 args: s.args.clone(),
-                approval: s.approval.map(|a| a.as_str().to_string()),
+                approval: s.approval,
                 outcome: s.outcome.clone().unwrap_or(Outcome::Unfinished),
                 duration_ms: if s.outcome.is_some() {
                     s.duration_ms

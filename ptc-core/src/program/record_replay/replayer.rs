@@ -6,8 +6,7 @@ use std::time::Instant;
 use serde_json::{Map, Value as Json};
 
 use super::{
-    MAX_RECORDED_RESULT_BYTES, Outcome, RecordedCall, call_text, differing_keys, reason_of,
-    same_args,
+    MAX_RECORDED_RESULT_BYTES, Outcome, RecordedCall, call_text, differing_keys, same_args,
 };
 use crate::call::contract::{Reason, ToolError, ToolOutput};
 use crate::call::upstreams::Executed;
@@ -58,7 +57,7 @@ impl Replayed {
             Outcome::Text { text, bytes } => ok(ToolOutput::Text(text.clone()), *bytes),
             Outcome::Empty { bytes } => ok(ToolOutput::Empty, *bytes),
             Outcome::Error { reason, message } => Err(ToolError {
-                reason: reason_of(reason).unwrap_or(Reason::UpstreamError),
+                reason: *reason,
                 message: message.clone(),
             }),
             Outcome::NotSent { reason, message } => Err(self.diverged(&format!(

@@ -8,13 +8,15 @@ use ptc_lisp::{Limits, LispError, Value};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value as Json};
 
+use crate::call::contract::Reason;
 use crate::call::response_check::ResponseCheck;
 use crate::call::upstreams::{CatalogLoad, StartOptions, StartSettings};
 use crate::call::writes::WriteGate;
 use crate::credentials::redact::Redactor;
 use crate::program::limits::Budgets;
+use crate::program::run_report::ApprovalOutcome;
 
-use super::{approval_of, bounded, reason_of, redact, redact_json};
+use super::{bounded, redact, redact_json};
 
 /// The run file format this build writes and reads.
 pub const FORMAT: u32 = 1;
@@ -60,7 +62,7 @@ pub struct Settings {
     /// Whether allow-listed writes could run (the process's write gate).
     pub allow_writes: bool,
     /// How answers were checked against their output schemas (`off`, `sampled`, `full`).
-    pub response_check: String,
+    pub response_check: ResponseCheck,
     /// Whether a drifted answer failed its call.
     pub strict_responses: bool,
 }
@@ -76,7 +78,7 @@ impl Settings {
             max_discovery: 0,
             max_upstream_bytes: 0,
             allow_writes: start.writes == WriteGate::Open,
-            response_check: start.response_check.as_str().to_string(),
+            response_check: start.response_check,
             strict_responses: start.strict_responses,
         }
     }
@@ -103,21 +105,20 @@ impl Settings {
 
     /// Start options for a replay: the recording's write gate and response checking, and no
     /// upstream contacted at start.
-    pub fn start_options(&self) -> Result<StartOptions, String> {
+    pub fn start_options(&self) -> StartOptions {
         let start = StartSettings {
             writes: if self.allow_writes {
                 WriteGate::Open
             } else {
                 WriteGate::Closed
             },
-            response_check: ResponseCheck::parse(&self.response_check)
-                .map_err(|e| format!("settings.response_check: {e}"))?,
+            response_check: self.response_check,
             strict_responses: self.strict_responses,
         };
-        Ok(StartOptions {
+        StartOptions {
             catalog: CatalogLoad::OnFirstUse,
             ..start.options()
-        })
+        }
     }
 }
 
@@ -133,7 +134,7 @@ pub struct RecordedCall {
     /// The person's decision, for a call that needed one: `approved`, `declined` or
     /// `unavailable`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub approval: Option<String>,
+    pub approval: Option<ApprovalOutcome>,
     /// What came of it.
     pub outcome: Outcome,
     /// How long it took, in milliseconds.
@@ -166,14 +167,14 @@ pub enum Outcome {
     /// The call was sent and failed.
     Error {
         /// The reason (`not_found`, `timeout`, ...).
-        reason: String,
+        reason: Reason,
         /// The message the program got.
         message: String,
     },
     /// The call was refused before anything was sent (the policy, a budget, an approval).
     NotSent {
         /// The reason.
-        reason: String,
+        reason: Reason,
         /// The message the program got.
         message: String,
     },
@@ -202,7 +203,8 @@ pub enum Answer {
     /// The program failed.
     Error {
         /// The reason (`timeout`, `fail`, ...).
-        reason: String,
+        #[serde(with = "lisp_reason")]
+        reason: ptc_lisp::Reason,
         /// The error as `eval` prints it.
         message: String,
     },
@@ -220,7 +222,7 @@ impl Answer {
                     .and_then(|s| serde_json::from_str(&redactor.redact(&s)).ok()),
             },
             Err(e) => Answer::Error {
-                reason: e.reason().to_string(),
+                reason: e.reason(),
                 message: redactor.redact(&e.to_string()).into_owned(),
             },
         }
@@ -312,31 +314,9 @@ impl RunFile {
                 ));
             }
         }
-        let file: RunFile = serde_json::from_value(json)
-            .map_err(|e| format!("{origin} is not a valid run file of format {FORMAT}: {e}"))?;
-        file.check().map_err(|e| format!("{origin}: {e}"))?;
-        Ok(file)
-    }
-
-    /// Every reason and approval named is one this build knows.
-    pub(super) fn check(&self) -> Result<(), String> {
-        self.settings.start_options()?;
-        for (i, c) in self.calls.iter().enumerate() {
-            let at = format!("calls[{i}] ({}/{})", c.server, c.tool);
-            if let Some(a) = &c.approval
-                && approval_of(a).is_none()
-            {
-                return Err(format!(
-                    "{at}: unknown approval `{a}` (approved, declined or unavailable)"
-                ));
-            }
-            if let Outcome::Error { reason, .. } | Outcome::NotSent { reason, .. } = &c.outcome
-                && reason_of(reason).is_none()
-            {
-                return Err(format!("{at}: unknown reason `{reason}`"));
-            }
-        }
-        Ok(())
+        // The path names the field a bad value is in (`calls[2].approval: unknown approval`).
+        serde_path_to_error::deserialize(json)
+            .map_err(|e| format!("{origin} is not a valid run file of format {FORMAT}: {e}"))
     }
 
     /// The file as pretty JSON.
@@ -356,5 +336,22 @@ impl RunFile {
                     .map_err(|e| format!("the recorded context cannot be decoded: {e}"))
             })
             .transpose()
+    }
+}
+
+/// A program's reason as its documented name (`timeout`, `fail`, ...), in a run file's answer.
+mod lisp_reason {
+    use ptc_lisp::Reason;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(reason: &Reason, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(reason.as_str())
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Reason, D::Error> {
+        let name = String::deserialize(d)?;
+        Reason::from_name(&name).ok_or_else(|| {
+            serde::de::Error::custom(format!("unknown reason `{name}` of a program's error"))
+        })
     }
 }

@@ -5,10 +5,7 @@ use std::time::Instant;
 
 use serde_json::{Map, Value as Json};
 
-use super::{
-    MAX_RECORDED_RESULT_BYTES, Outcome, Recorder, Replayed, Replayer, approval_of, reason_of,
-    redact_map,
-};
+use super::{MAX_RECORDED_RESULT_BYTES, Outcome, Recorder, Replayed, Replayer, redact_map};
 use crate::call::contract::{Reason, ToolError, ToolOutput};
 use crate::call::upstreams::{Executed, Upstreams};
 use crate::credentials::redact::Redactor;
@@ -63,7 +60,7 @@ impl Tape {
         let entry = upstreams.catalog().server(server).ok()?;
         let validation = e.reason.is_programmer_fault()
             || matches!(e.reason, Reason::WriteDisabled | Reason::ToolChanged);
-        if entry.transport == "openapi" || validation {
+        if entry.transport == ptc_plan::TransportKind::Openapi || validation {
             return None;
         }
         Some(r.diverge(format!(
@@ -89,12 +86,13 @@ impl TapeCall {
             return None;
         };
         match &r.call.outcome {
-            Outcome::NotSent { reason, message } if reason == Reason::Forbidden.as_str() => {
-                Some(ToolError {
-                    reason: Reason::Forbidden,
-                    message: message.clone(),
-                })
-            }
+            Outcome::NotSent {
+                reason: Reason::Forbidden,
+                message,
+            } => Some(ToolError {
+                reason: Reason::Forbidden,
+                message: message.clone(),
+            }),
             _ => None,
         }
     }
@@ -109,7 +107,7 @@ impl TapeCall {
         let refusal = |outcome| match &call.outcome {
             Outcome::NotSent { reason, message } => (
                 ToolError {
-                    reason: reason_of(reason).unwrap_or(Reason::ApprovalDeclined),
+                    reason: *reason,
                     message: message.clone(),
                 },
                 outcome,
@@ -119,7 +117,7 @@ impl TapeCall {
                 outcome,
             ),
         };
-        Some(match call.approval.as_deref().and_then(approval_of) {
+        Some(match call.approval {
             Some(ApprovalOutcome::Approved) => Ok(()),
             Some(o @ (ApprovalOutcome::Declined | ApprovalOutcome::Unavailable)) => Err(refusal(o)),
             None => Err((
@@ -163,7 +161,7 @@ impl TapeCall {
                     Outcome::Unfinished
                 }
                 Err(e) => Outcome::Error {
-                    reason: e.reason.as_str().to_string(),
+                    reason: e.reason,
                     message: e.message.clone(),
                 },
             };
@@ -178,7 +176,7 @@ impl TapeCall {
             r.update(*i, |s| {
                 if s.outcome.is_none() {
                     s.finish(Outcome::NotSent {
-                        reason: e.reason.as_str().to_string(),
+                        reason: e.reason,
                         message: e.message.clone(),
                     });
                 }

@@ -9,11 +9,11 @@ use std::time::Duration;
 use futures_util::stream::BoxStream;
 use ptc_plan::{AuthEmitter, CredentialBinding, McpHttpPlan, Secrets};
 use reqwest::header::{HeaderName, HeaderValue};
-use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::model::{ClientJsonRpcMessage, ErrorData, ServerJsonRpcMessage};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::{
-    SseError, StreamableHttpClient, StreamableHttpClientTransportConfig, StreamableHttpError,
-    StreamableHttpPostResponse, StreamableHttpResponseLimits,
+    HttpStatusError, SseError, StreamableHttpClient, StreamableHttpClientTransportConfig,
+    StreamableHttpError, StreamableHttpPostResponse, StreamableHttpResponseLimits,
 };
 use sse_stream::Sse;
 
@@ -147,6 +147,7 @@ impl StreamableHttpClient for AuthedClient {
             .client
             .post_message_with_response_limits(uri, message, session_id, None, headers, limits)
             .await
+            .map_err(typed_refusal)
             .inspect_err(|e| {
                 // The call is tried once more after a 401: an exec credential runs its command
                 // again for it.
@@ -161,7 +162,7 @@ impl StreamableHttpClient for AuthedClient {
         if renewable
             && let StreamableHttpPostResponse::Json(ServerJsonRpcMessage::Error(e), _) = &response
             && e.id.is_none()
-            && e.error.message.to_ascii_lowercase().contains("session")
+            && names_unknown_session(&e.error)
         {
             return Err(StreamableHttpError::SessionExpired);
         }
@@ -216,6 +217,37 @@ impl StreamableHttpClient for AuthedClient {
             )
             .await
     }
+}
+
+/// `error`, with an unchallenged 401 or 403 as the typed `HttpStatus` error rmcp lets a client
+/// backend return. rmcp's reqwest client reports a 401/403 that carries no `WWW-Authenticate`
+/// challenge only as the text of `StreamableHttpError::UnexpectedServerResponse`, which it
+/// writes as `HTTP {status}: {body prefix}`; this is the one place that reads the status from
+/// that text, so every decision after it is on the number. Other statuses keep their text: it
+/// carries the body, the diagnosis an operator needs.
+fn typed_refusal(
+    error: StreamableHttpError<reqwest::Error>,
+) -> StreamableHttpError<reqwest::Error> {
+    let StreamableHttpError::UnexpectedServerResponse(text) = &error else {
+        return error;
+    };
+    let status = text
+        .strip_prefix("HTTP ")
+        .filter(|rest| rest.get(3..4) == Some(" "))
+        .and_then(|rest| rest.get(..3))
+        .and_then(|code| code.parse::<u16>().ok());
+    match status {
+        Some(status @ (401 | 403)) => HttpStatusError::new(status, None).into(),
+        _ => error,
+    }
+}
+
+/// Whether an error without an id is a server saying it does not know the session. The
+/// TypeScript SDK's servers say so in prose only (`Bad Request: No valid session ID provided`,
+/// with the code -32000 they give every refusal of their transport), so this is the one place
+/// that reads a server's error message to decide.
+fn names_unknown_session(error: &ErrorData) -> bool {
+    error.message.to_ascii_lowercase().contains("session")
 }
 
 /// What one connection needs; built once per client, a transport per (re)connection.
@@ -306,10 +338,8 @@ mod tests {
         format!("http://{addr}/mcp").into()
     }
 
-    #[tokio::test]
-    async fn an_id_less_session_error_expires_only_a_request_in_a_session() {
-        let uri = forgetful_server().await;
-        let client = AuthedClient {
+    fn client() -> AuthedClient {
+        AuthedClient {
             client: crate::wire::http_client::builder()
                 .build()
                 .expect("an HTTP client"),
@@ -319,13 +349,85 @@ mod tests {
                 secrets: Secrets::default(),
                 redactor: Redactor::new(),
             }),
+        }
+    }
+
+    fn ping() -> ClientJsonRpcMessage {
+        ClientJsonRpcMessage::request(
+            ClientRequest::PingRequest(PingRequest::default()),
+            RequestId::Number(1),
+        )
+    }
+
+    /// A server that answers every POST with `status`, no challenge, and a body that claims
+    /// another status.
+    async fn refusing_server(status: u16) -> Arc<str> {
+        let app = axum::Router::new().route(
+            "/mcp",
+            axum::routing::post(move || async move {
+                (
+                    axum::http::StatusCode::from_u16(status).unwrap(),
+                    [("content-type", "text/plain")],
+                    "HTTP 403 says the body, HTTP 401 too",
+                )
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        format!("http://{addr}/mcp").into()
+    }
+
+    /// An unchallenged 401 or 403 comes back as its status, whatever the body says; another
+    /// refusal keeps rmcp's text, body and all, for the operator to read.
+    #[tokio::test]
+    async fn an_unchallenged_refusal_is_typed_by_its_status() {
+        let client = client();
+        for code in [401, 403, 400] {
+            let uri = refusing_server(code).await;
+            let got = client
+                .post_message(uri, ping(), Some("s-1".into()), None, HashMap::new())
+                .await;
+            match (code, got) {
+                (401 | 403, Err(StreamableHttpError::HttpStatus(s))) => {
+                    assert_eq!((s.status, s.retry_after), (code, None));
+                }
+                (400, Err(StreamableHttpError::UnexpectedServerResponse(text))) => assert_eq!(
+                    text,
+                    "HTTP 400 Bad Request: HTTP 403 says the body, HTTP 401 too"
+                ),
+                (code, other) => panic!("{code}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn only_rmcp_s_text_of_a_401_or_403_is_read_for_its_status() {
+        let typed = |text: &'static str| match typed_refusal(
+            StreamableHttpError::UnexpectedServerResponse(text.into()),
+        ) {
+            StreamableHttpError::HttpStatus(s) => Some(s.status),
+            StreamableHttpError::UnexpectedServerResponse(kept) => {
+                assert_eq!(kept, text);
+                None
+            }
+            other => panic!("{other:?}"),
         };
-        let ping = || {
-            ClientJsonRpcMessage::request(
-                ClientRequest::PingRequest(PingRequest::default()),
-                RequestId::Number(1),
-            )
-        };
+        assert_eq!(typed("HTTP 401 Unauthorized: "), Some(401));
+        assert_eq!(typed("HTTP 403 Forbidden: no"), Some(403));
+        assert_eq!(typed("HTTP 404 Not Found: HTTP 401"), None);
+        assert_eq!(typed("HTTP 4011"), None);
+        assert_eq!(
+            typed("could not parse JSON response: HTTP 401 Unauthorized"),
+            None
+        );
+        assert_eq!(typed("HTTP 40"), None);
+    }
+
+    #[tokio::test]
+    async fn an_id_less_session_error_expires_only_a_request_in_a_session() {
+        let uri = forgetful_server().await;
+        let client = client();
         let initialized = || {
             ClientJsonRpcMessage::notification(ClientNotification::InitializedNotification(
                 InitializedNotification {

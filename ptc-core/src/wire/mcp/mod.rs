@@ -255,6 +255,7 @@ impl McpClient {
             upstream,
             tool: None,
             redactor: &redactor,
+            step: None,
         };
         let setup = http::HttpSetup::new(plan, credentials, secrets, redactor.clone())
             .map_err(|e| subject.error(Reason::UpstreamUnavailable, e))?;
@@ -520,6 +521,7 @@ impl McpClient {
                 }
                 Ok(Err(e)) => {
                     let unsent = result::never_sent(&e);
+                    let refused = result::refused_credentials_of(&e);
                     let error = self.failed(&subject, e, &ticket).await;
                     if unsent && may_retry(retries, &error) {
                         self.drop_session().await;
@@ -531,10 +533,7 @@ impl McpClient {
                     }
                     // A 401 gets one more try: the credentials are read afresh per request (an
                     // exec credential's cache was dropped when the 401 came back).
-                    if error.reason == Reason::AuthFailed
-                        && error.message.contains("HTTP 401")
-                        && !retried
-                    {
+                    if refused && !retried {
                         retried = true;
                         continue;
                     }
@@ -559,6 +558,7 @@ impl McpClient {
             upstream: &self.inner.upstream,
             tool,
             redactor: &self.inner.redactor,
+            step: None,
         }
     }
 
@@ -912,20 +912,15 @@ fn with_stderr(mut error: ToolError, tail: &stdio::StderrTail, redactor: &Redact
 
 fn init_error(subject: &Subject, error: rmcp::service::ClientInitializeError) -> ToolError {
     use rmcp::service::ClientInitializeError as E;
+    let handshake = Subject {
+        step: Some("the handshake failed"),
+        ..*subject
+    };
     match &error {
-        E::TransportError { error: e, .. } => {
-            let mapped = result::transport_error(subject, e.error.as_ref());
-            ToolError {
-                message: mapped.message.replacen(": ", ": the handshake failed: ", 1),
-                ..mapped
-            }
-        }
-        _ => subject.error(
+        E::TransportError { error: e, .. } => result::transport_error(&handshake, e.error.as_ref()),
+        _ => handshake.error(
             Reason::UpstreamUnavailable,
-            format!(
-                "the handshake failed: {}",
-                result::bounded(&error.to_string())
-            ),
+            result::bounded(&error.to_string()),
         ),
     }
 }

@@ -11,16 +11,23 @@ use crate::credentials::redact::Redactor;
 /// Longest upstream-provided text kept in an error message.
 pub(crate) const MAX_DETAIL: usize = 500;
 
-/// Who a message is about: `upstream `x` tool `t``.
+/// Who a message is about: `upstream `x` tool `t``, and in which step when it says
+/// (`the handshake failed: ...`).
+#[derive(Clone, Copy)]
 pub(crate) struct Subject<'a> {
     pub upstream: &'a str,
     pub tool: Option<&'a str>,
     pub redactor: &'a Redactor,
+    pub step: Option<&'static str>,
 }
 
 impl Subject<'_> {
-    /// A redacted error naming the upstream (and tool).
+    /// A redacted error naming the upstream (and tool, and step).
     pub(crate) fn error(&self, reason: Reason, what: impl std::fmt::Display) -> ToolError {
+        let what = match self.step {
+            Some(step) => format!("{step}: {what}"),
+            None => what.to_string(),
+        };
         let message = match self.tool {
             Some(tool) => format!("upstream `{}` tool `{tool}`: {what}", self.upstream),
             None => format!("upstream `{}`: {what}", self.upstream),
@@ -132,27 +139,40 @@ pub(crate) fn service_error(subject: &Subject, error: ServiceError) -> ToolError
     }
 }
 
+/// A failed request's transport error and the errors it was caused by, outermost first.
+fn transport_chain(
+    error: &ServiceError,
+) -> impl Iterator<Item = &(dyn std::error::Error + 'static)> {
+    let first = match error {
+        ServiceError::TransportSend(e) => {
+            Some(e.error.as_ref() as &(dyn std::error::Error + 'static))
+        }
+        _ => None,
+    };
+    std::iter::successors(first, |e| e.source())
+}
+
 /// Whether `error` means the request never reached the server: sending it failed to open its
 /// connection. Only such a call is safe to send again, whatever the tool does.
 pub(crate) fn never_sent(error: &ServiceError) -> bool {
-    let ServiceError::TransportSend(e) = error else {
-        return false;
-    };
-    let mut current: Option<&(dyn std::error::Error + 'static)> = Some(e.error.as_ref());
-    while let Some(e) = current {
-        if let Some(r) = e.downcast_ref::<reqwest::Error>() {
-            return r.is_connect();
-        }
-        if let Some(rmcp::transport::streamable_http_client::StreamableHttpError::Client(r)) =
-            e.downcast_ref::<rmcp::transport::streamable_http_client::StreamableHttpError<
-                reqwest::Error,
-            >>()
-        {
-            return r.is_connect();
-        }
-        current = e.source();
-    }
-    false
+    use rmcp::transport::streamable_http_client::StreamableHttpError as E;
+    transport_chain(error)
+        .find_map(|e| match e.downcast_ref::<E<reqwest::Error>>() {
+            Some(E::Client(r)) => Some(r.is_connect()),
+            _ => e
+                .downcast_ref::<reqwest::Error>()
+                .map(reqwest::Error::is_connect),
+        })
+        .unwrap_or(false)
+}
+
+/// Whether a failed request is the server refusing the credentials (HTTP 401): the one failure
+/// a call is sent again for, with its credentials read afresh.
+pub(crate) fn refused_credentials_of(error: &ServiceError) -> bool {
+    use rmcp::transport::streamable_http_client::StreamableHttpError as E;
+    transport_chain(error)
+        .find_map(|e| e.downcast_ref::<E<reqwest::Error>>())
+        .is_some_and(refused_credentials)
 }
 
 /// Maps a transport failure by what is in its error chain.
@@ -177,16 +197,27 @@ pub(crate) fn transport_error(
     subject.error(Reason::UpstreamUnavailable, bounded(&error.to_string()))
 }
 
-/// The server answered 401: with a challenge (rmcp's `AuthRequired`) or without one.
+/// The server answered 401: with a challenge (rmcp's `AuthRequired`) or without one (the
+/// `HttpStatus` the client types it as, see `http::typed_refusal`).
 pub(crate) fn refused_credentials<C: std::error::Error + Send + Sync + 'static>(
     error: &rmcp::transport::streamable_http_client::StreamableHttpError<C>,
 ) -> bool {
     use rmcp::transport::streamable_http_client::StreamableHttpError as E;
     match error {
         E::AuthRequired(_) => true,
-        E::UnexpectedServerResponse(body) => body.starts_with("HTTP 401"),
+        E::HttpStatus(s) => s.status == 401,
         _ => false,
     }
+}
+
+/// Whether an SSE failure is rmcp refusing an event larger than `max_sse_event_size`. rmcp's
+/// `BoundedSseStreamError::EventTooLarge` is private to it and reaches us boxed in
+/// `sse_stream::Error::Body`, so only its text (`SSE event exceeded the maximum size of N
+/// bytes`) says so; this is the one place that reads it.
+fn sse_event_too_large(error: &rmcp::transport::streamable_http_client::SseError) -> bool {
+    use rmcp::transport::streamable_http_client::SseError;
+    matches!(error, SseError::Body(inner)
+        if inner.to_string().starts_with("SSE event exceeded the maximum size"))
 }
 
 fn http_error(
@@ -208,10 +239,21 @@ fn http_error(
             Reason::ResponseTooLarge,
             format!("the response exceeds max_response_bytes ({max_size} bytes)"),
         ),
-        E::Sse(_) if text.contains("exceeded the maximum size") => subject.error(
+        E::Sse(sse) if sse_event_too_large(sse) => subject.error(
             Reason::ResponseTooLarge,
             "a response event exceeds max_response_bytes",
         ),
+        e if refused_credentials(e) => subject.error(
+            Reason::AuthFailed,
+            "the server refused the credentials (HTTP 401)",
+        ),
+        E::InsufficientScope(_) => subject.error(
+            Reason::Forbidden,
+            "the credentials lack the scope this needs (HTTP 403)",
+        ),
+        E::HttpStatus(s) if s.status == 403 => {
+            subject.error(Reason::Forbidden, "the server refused access (HTTP 403)")
+        }
         E::HttpStatus(s) if s.status == 429 => subject.error(
             Reason::RateLimited,
             format!(
@@ -223,17 +265,6 @@ fn http_error(
             Reason::UpstreamUnavailable,
             format!("the server answered HTTP {}", s.status),
         ),
-        e if refused_credentials(e) => subject.error(
-            Reason::AuthFailed,
-            "the server refused the credentials (HTTP 401)",
-        ),
-        E::InsufficientScope(_) => subject.error(
-            Reason::Forbidden,
-            "the credentials lack the scope this needs (HTTP 403)",
-        ),
-        E::UnexpectedServerResponse(body) if body.starts_with("HTTP 403") => {
-            subject.error(Reason::Forbidden, "the server refused access (HTTP 403)")
-        }
         E::SessionExpired | E::SessionRecoveryTimeout | E::ReinitializationFailed(_) => subject
             .error(
                 Reason::UpstreamUnavailable,
@@ -267,7 +298,8 @@ mod tests {
     #[test]
     fn http_transport_errors_map_to_their_reasons() {
         use rmcp::transport::streamable_http_client::{
-            AuthRequiredError, InsufficientScopeError, SseError, StreamableHttpError as E,
+            AuthRequiredError, HttpStatusError, InsufficientScopeError, SseError,
+            StreamableHttpError as E,
         };
         let r = Redactor::new();
         let map = |e: E<reqwest::Error>| {
@@ -284,6 +316,12 @@ mod tests {
                 "upstream `up` tool `t`: a response event exceeds max_response_bytes".into()
             )
         );
+        // The size refusal is rmcp's own error, boxed as the body's: a body error that only
+        // mentions a size is not it.
+        let mentions = SseError::Body(Box::new(std::io::Error::other(
+            "the upstream said: exceeded the maximum size",
+        )));
+        assert_eq!(map(E::Sse(mentions)).0, Reason::UpstreamError);
         assert_eq!(
             map(E::Sse(SseError::InvalidLine)),
             (
@@ -308,19 +346,30 @@ mod tests {
                     .into()
             )
         );
-        let unexpected = |body: &'static str| map(E::UnexpectedServerResponse(body.into()));
+        // A refusal without a challenge, by its status (`http::typed_refusal` types rmcp's
+        // text), whatever its body said.
+        let status = |code| map(E::HttpStatus(HttpStatusError::new(code, None)));
         assert_eq!(
-            unexpected("HTTP 401 Unauthorized"),
+            status(401),
             (
                 Reason::AuthFailed,
                 "upstream `up` tool `t`: the server refused the credentials (HTTP 401)".into()
             )
         );
         assert_eq!(
-            unexpected("HTTP 403 Forbidden"),
+            status(403),
             (
                 Reason::Forbidden,
                 "upstream `up` tool `t`: the server refused access (HTTP 403)".into()
+            )
+        );
+        // Text is never read for a status here: what it says is the diagnosis.
+        let unexpected = |body: &'static str| map(E::UnexpectedServerResponse(body.into()));
+        assert_eq!(
+            unexpected("HTTP 401 Unauthorized"),
+            (
+                Reason::UpstreamError,
+                "upstream `up` tool `t`: unexpected server response: HTTP 401 Unauthorized".into()
             )
         );
         assert_eq!(
@@ -352,6 +401,7 @@ mod tests {
             upstream: "up",
             tool: Some("t"),
             redactor: r,
+            step: None,
         }
     }
 
@@ -436,6 +486,44 @@ mod tests {
         let straddling = format!("a{exact}");
         let cut = format!("a{}…", "é".repeat(MAX_DETAIL / 2 - 1));
         assert_eq!(bounded(&straddling), cut);
+    }
+
+    /// The one failure a call is sent again for is a typed 401; a credential that cannot be
+    /// read is not one, whatever its message says.
+    #[test]
+    fn only_a_refusal_of_the_credentials_is_a_401() {
+        use rmcp::transport::streamable_http_client::{
+            AuthRequiredError, HttpStatusError, StreamableHttpError as E,
+        };
+        let sent = |e: E<reqwest::Error>| {
+            ServiceError::TransportSend(rmcp::transport::DynamicTransportError::from_parts(
+                "test",
+                std::any::TypeId::of::<()>(),
+                Box::new(e),
+            ))
+        };
+        let status = |code| sent(E::HttpStatus(HttpStatusError::new(code, None)));
+        assert!(refused_credentials_of(&status(401)));
+        assert!(refused_credentials_of(&sent(E::AuthRequired(
+            AuthRequiredError::new("Bearer".into())
+        ))));
+        assert!(!refused_credentials_of(&status(403)));
+        assert!(!refused_credentials_of(&status(503)));
+        let unreadable = || {
+            sent(E::Io(std::io::Error::other(
+                crate::credentials::binding::CredentialError(
+                    "credential `t`: the token endpoint answered HTTP 401".into(),
+                ),
+            )))
+        };
+        assert!(!refused_credentials_of(&unreadable()));
+        let r = Redactor::new();
+        assert_eq!(
+            service_error(&subject(&r), unreadable()).reason,
+            Reason::AuthFailed,
+            "still an auth failure, just not one to send again"
+        );
+        assert!(!refused_credentials_of(&ServiceError::TransportClosed));
     }
 
     #[test]
