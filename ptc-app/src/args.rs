@@ -621,6 +621,85 @@ mod tests {
         assert_eq!((budgets.max_calls, budgets.max_bytes), (1009, 1010));
     }
 
+    #[derive(Parser)]
+    struct Http {
+        #[command(flatten)]
+        http: HttpArgs,
+    }
+
+    #[derive(Parser)]
+    struct Eval {
+        #[command(flatten)]
+        limits: EvalLimitArgs,
+    }
+
+    /// Each HTTP flag reaches the option it names; with none, the options are the host's
+    /// defaults (the limits table's).
+    #[test]
+    fn each_http_flag_reaches_its_option() {
+        let dir = std::env::temp_dir().join(format!("ptc-args-http-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (client, admin) = (dir.join("client.token"), dir.join("admin.token"));
+        std::fs::write(&client, "client-token\n").unwrap();
+        std::fs::write(&admin, "admin-token").unwrap();
+        let path = |p: &std::path::Path| p.display().to_string();
+        let args = Http::parse_from([
+            "serve".to_string(),
+            format!("--token-file={}", path(&client)),
+            "--allowed-origin=https://app.example:8443".into(),
+            "--allowed-host=ptc.example".into(),
+            "--max-body-bytes=77".into(),
+            "--request-timeout-ms=88".into(),
+            "--stateless".into(),
+            "--replica-id=r1".into(),
+            format!("--admin-token-file={}", path(&admin)),
+            "--oauth-issuer=https://issuer.example".into(),
+            "--oauth-audience=https://ptc.example/mcp".into(),
+        ]);
+        let at: SocketAddr = "127.0.0.9:9".parse().unwrap();
+        let o = args.http.options(at).unwrap();
+        assert_eq!(o.addr, at);
+        assert_eq!(o.token.as_deref(), Some("client-token"));
+        assert_eq!(o.allowed_origins, ["https://app.example:8443"]);
+        assert_eq!(o.allowed_hosts, ["ptc.example"]);
+        assert_eq!(o.max_body_bytes, 77);
+        assert_eq!(o.request_timeout, Duration::from_millis(88));
+        assert!(o.stateless);
+        assert_eq!(o.replica_id.as_deref(), Some("r1"));
+        assert_eq!(o.admin_token.as_deref(), Some("admin-token"));
+        assert!(o.oauth.is_some());
+        let none = Http::parse_from(["serve"]).http.options(at).unwrap();
+        let d = HttpOptions::default();
+        assert_eq!(
+            (none.max_body_bytes, none.request_timeout, none.stateless),
+            (d.max_body_bytes, d.request_timeout, d.stateless)
+        );
+        assert!(none.oauth.is_none() && none.replica_id.is_none());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn each_eval_limit_flag_reaches_its_limit_and_defaults_to_the_table() {
+        let set = Eval::parse_from([
+            "eval",
+            "--timeout-ms=1001",
+            "--memory-bytes=1002",
+            "--max-calls=1003",
+        ])
+        .limits;
+        let lisp = set.lisp_limits();
+        assert_eq!(lisp.timeout, Some(Duration::from_millis(1001)));
+        assert_eq!(lisp.max_memory_bytes, 1002);
+        assert_eq!(set.budgets().max_calls, 1003);
+        let none = Eval::parse_from(["eval"]).limits;
+        assert_eq!(none.lisp_limits().timeout, Some(limits::PROGRAM_TIMEOUT));
+        assert_eq!(
+            none.lisp_limits().max_memory_bytes,
+            ptc_lisp::Limits::default().max_memory_bytes
+        );
+        assert_eq!(none.budgets(), ptc_core::Budgets::default());
+    }
+
     #[test]
     fn the_queue_wait_follows_the_program_timeout_unless_set() {
         let l = Serve::parse_from(["serve", "--timeout-ms=2500"])
