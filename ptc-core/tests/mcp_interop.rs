@@ -773,7 +773,7 @@ async fn an_oversized_response_is_response_too_large_over_stdio_and_http() {
         (e.reason, e.message.as_str()),
         (
             Reason::ResponseTooLarge,
-            "upstream `py` tool `big`: the response exceeds max_response_bytes (4096 bytes)"
+            "upstream `py` tool `big`: the response is larger than the 4096-byte cap (max_response_bytes); ask for less (filters, a smaller limit, a summary mode)"
         )
     );
     // Only that call failed: the connection goes on.
@@ -799,7 +799,7 @@ async fn an_oversized_response_is_response_too_large_over_stdio_and_http() {
         (e.reason, e.message.as_str()),
         (
             Reason::ResponseTooLarge,
-            "upstream `py` tool `big`: the response exceeds max_response_bytes (4096 bytes)"
+            "upstream `py` tool `big`: the response is larger than the 4096-byte cap (max_response_bytes); ask for less (filters, a smaller limit, a summary mode)"
         )
     );
     assert_eq!(

@@ -158,6 +158,56 @@ impl fmt::Display for ToolError {
 
 impl std::error::Error for ToolError {}
 
+/// The most bytes one answer may hold: its tool's `max_response_bytes`, narrowed to what a
+/// program's byte budget has left when that is less. The one rule an answer is read under,
+/// whichever transport reads it, and the one message of an answer past it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ResponseCap {
+    /// The bytes an answer may hold.
+    pub bytes: u64,
+    /// The program's budget, not the tool's own cap, is the smaller limit: an answer past it is
+    /// the budget spent, not a tool answering too much.
+    pub budget_binds: bool,
+}
+
+impl ResponseCap {
+    /// The cap of a tool with `max_response_bytes`, in a program with `budget_left` bytes left
+    /// (`None`: no budget, as for a typed call).
+    pub fn of(max_response_bytes: u64, budget_left: Option<u64>) -> Self {
+        match budget_left {
+            Some(left) if left < max_response_bytes => ResponseCap {
+                bytes: left,
+                budget_binds: true,
+            },
+            _ => ResponseCap {
+                bytes: max_response_bytes,
+                budget_binds: false,
+            },
+        }
+    }
+
+    /// Why an answer past this cap was refused.
+    pub fn exceeded(&self) -> String {
+        if self.budget_binds {
+            format!(
+                "the response is larger than the {} bytes the program's budget has left",
+                self.bytes
+            )
+        } else {
+            response_too_large(self.bytes)
+        }
+    }
+}
+
+/// Why an answer larger than a `max_response_bytes` of `limit` bytes was refused: the one
+/// message every transport gives.
+pub fn response_too_large(limit: u64) -> String {
+    format!(
+        "the response is larger than the {limit}-byte cap (max_response_bytes); ask for less \
+         (filters, a smaller limit, a summary mode)"
+    )
+}
+
 /// What a successful call produced, before anyone decodes it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ToolOutput {
@@ -168,4 +218,31 @@ pub enum ToolOutput {
     Text(String),
     /// No content (204, empty body, MCP result without content).
     Empty,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_answer_is_capped_by_its_tool_or_by_the_smaller_budget() {
+        let tool = ResponseCap::of(1000, None);
+        assert_eq!((tool.bytes, tool.budget_binds), (1000, false));
+        // A budget with exactly the tool's cap left does not bind: the tool's cap is reached first.
+        let even = ResponseCap::of(1000, Some(1000));
+        assert_eq!((even.bytes, even.budget_binds), (1000, false));
+        let below = ResponseCap::of(1000, Some(999));
+        assert_eq!((below.bytes, below.budget_binds), (999, true));
+        assert_eq!(ResponseCap::of(1000, Some(1001)), even);
+        assert_eq!(tool.exceeded(), response_too_large(1000));
+        assert_eq!(
+            below.exceeded(),
+            "the response is larger than the 999 bytes the program's budget has left"
+        );
+        assert_eq!(
+            response_too_large(4096),
+            "the response is larger than the 4096-byte cap (max_response_bytes); ask for less \
+             (filters, a smaller limit, a summary mode)"
+        );
+    }
 }

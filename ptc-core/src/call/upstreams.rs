@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 use tokio::sync::Mutex;
 
 use crate::call::approval::{ApprovalRequest, Decision};
-use crate::call::contract::{Reason, ToolError, ToolOutput};
+use crate::call::contract::{Reason, ResponseCap, ToolError, ToolOutput};
 use crate::call::response_check::ResponseCheck;
 use crate::call::validate::{Patterns, check_args};
 use crate::call::writes::{IdempotencyKey, WriteGate};
@@ -416,31 +416,31 @@ impl Upstreams {
         })
     }
 
-    /// Runs a prepared call. `byte_cap` narrows the tool's response cap (a program's remaining
-    /// byte budget).
+    /// Runs a prepared call within its [`ResponseCap`]: the tool's, narrowed to `budget_left`
+    /// (a program's remaining byte budget).
     pub(crate) async fn execute(
         &self,
         call: Prepared<'_>,
         options: CallOptions,
-        byte_cap: Option<u64>,
+        budget_left: Option<u64>,
     ) -> Result<Executed, ToolError> {
+        let cap = ResponseCap::of(call.tool.max_response_bytes, budget_left);
         let env = self.call_env_for(options.caller.as_deref());
         let result = match &self.links[call.server] {
-            Link::OpenApi(api) => {
-                api.call(
+            Link::OpenApi(api) => api
+                .call(
                     &env,
                     call.tool.index,
                     call.args,
                     options.deadline,
                     options.idempotency_key,
-                    byte_cap,
+                    cap,
                 )
-                    .await
-                    .map(|f| Executed {
-                        output: f.output,
-                        bytes: f.bytes,
-                    })
-            }
+                .await
+                .map(|f| Executed {
+                    output: f.output,
+                    bytes: f.bytes,
+                }),
             Link::Mcp(link) => link
                 .call(&env, call.tool, call.args, options.deadline)
                 .await
@@ -452,15 +452,13 @@ impl Upstreams {
                     };
                     // The client caps a result at the upstream's limit; the program's byte
                     // budget is checked here, once the size is known.
-                    match byte_cap {
-                        Some(cap) if bytes > cap => Err(ToolError {
+                    if bytes > cap.bytes {
+                        Err(ToolError {
                             reason: Reason::ResponseTooLarge,
-                            message: format!(
-                                "{}: the result ({bytes} bytes) is larger than the {cap} bytes left",
-                                call.tool.qualified()
-                            ),
-                        }),
-                        _ => Ok(Executed { output, bytes }),
+                            message: format!("{}: {}", call.tool.qualified(), cap.exceeded()),
+                        })
+                    } else {
+                        Ok(Executed { output, bytes })
                     }
                 }),
         };

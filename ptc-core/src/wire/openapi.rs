@@ -10,7 +10,7 @@ use ptc_plan::{BODY_ARG, Effect, OpenApiPlan, ParamLocation, ToolPlan};
 use reqwest::StatusCode;
 use serde_json::{Map, Value};
 
-use crate::call::contract::{Reason, ToolError, ToolOutput};
+use crate::call::contract::{Reason, ResponseCap, ToolError, ToolOutput};
 use crate::call::writes::IdempotencyKey;
 use crate::credentials::binding::auth_headers_with;
 use crate::credentials::per_caller::CallEnv;
@@ -106,7 +106,7 @@ impl OpenApiUpstream {
         args: Map<String, Value>,
         deadline: Option<Instant>,
         idempotency_key: Option<IdempotencyKey>,
-        byte_cap: Option<u64>,
+        cap: ResponseCap,
     ) -> Result<Fetched, ToolError> {
         let tool = &self.plan.tools[index];
         let write = tool.classified.effect == Effect::Write;
@@ -140,10 +140,6 @@ impl OpenApiUpstream {
         .map_err(|m| fail(Reason::InvalidArgs, m))?;
         let url = reqwest::Url::parse(&url)
             .map_err(|e| fail(Reason::InvalidArgs, format!("cannot build the URL: {e}")))?;
-        let cap = match byte_cap {
-            Some(b) => b.min(tool.ptc.max_response_bytes),
-            None => tool.ptc.max_response_bytes,
-        };
         let http = &self.plan.http;
         let request_timeout = Duration::from_millis(tool.ptc.request_timeout_ms.max(1));
         let mut retries = 0u32;
@@ -247,7 +243,7 @@ impl OpenApiUpstream {
     async fn success(
         &self,
         resp: reqwest::Response,
-        cap: u64,
+        cap: ResponseCap,
         call: &str,
         timeout: Duration,
         deadline: Option<Instant>,
@@ -268,16 +264,10 @@ impl OpenApiUpstream {
             .get(reqwest::header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .map(str::to_ascii_lowercase);
-        let body = match read_capped(resp, cap).await {
+        let body = match read_capped(resp, cap.bytes).await {
             Ok(b) => b,
             Err(ReadError::TooLarge) => {
-                return Err(fail(
-                    Reason::ResponseTooLarge,
-                    format!(
-                        "the response is larger than the {cap}-byte cap; ask for less (filters, a \
-                         smaller limit, a summary mode)"
-                    ),
-                ));
+                return Err(fail(Reason::ResponseTooLarge, cap.exceeded()));
             }
             Err(ReadError::Failed(e)) if e.is_timeout() => {
                 return Err(fail(Reason::Timeout, timed_out(timeout, deadline)));

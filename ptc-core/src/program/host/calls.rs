@@ -8,7 +8,7 @@ use std::time::Instant;
 use ptc_lisp::{CallContext, HostError, Value};
 
 use super::{ProgramHost, RunState, ValueKind, err_map, form_fault, ok_map, raised};
-use crate::call::contract::{Reason, ToolError, ToolOutput};
+use crate::call::contract::{Reason, ResponseCap, ToolError, ToolOutput};
 use crate::call::form;
 use crate::call::upstreams::CallOptions;
 use crate::call::writes::{IdempotencyKey, MutationState};
@@ -407,7 +407,8 @@ impl RunState {
         }
         // A too-large answer is the program's budget's fault only when the budget, not the
         // tool's own cap, was the smaller limit.
-        let budget_binds = left < prepared.tool.max_response_bytes;
+        let budget_binds =
+            ResponseCap::of(prepared.tool.max_response_bytes, Some(left)).budget_binds;
         let result = match taped.replayed() {
             Some(recorded) => recorded.answer(deadline).await,
             None => up.execute(prepared, options, Some(left)).await,

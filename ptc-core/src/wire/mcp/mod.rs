@@ -780,7 +780,7 @@ impl McpClient {
         if let Some(limit) = ticket.refused() {
             return subject.error(
                 Reason::ResponseTooLarge,
-                format!("the response exceeds max_response_bytes ({limit} bytes)"),
+                crate::call::contract::response_too_large(limit as u64),
             );
         }
         let error = result::service_error(subject, error);

@@ -237,7 +237,7 @@ fn http_error(
         E::Client(r) => reqwest_error(subject, r),
         E::ResponseBodyTooLarge { max_size } => subject.error(
             Reason::ResponseTooLarge,
-            format!("the response exceeds max_response_bytes ({max_size} bytes)"),
+            crate::call::contract::response_too_large(*max_size as u64),
         ),
         E::Sse(sse) if sse_event_too_large(sse) => subject.error(
             Reason::ResponseTooLarge,

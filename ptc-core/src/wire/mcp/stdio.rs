@@ -309,7 +309,7 @@ fn refused(id: RequestId, max: usize) -> ServerJsonRpcMessage {
     ServerJsonRpcMessage::error(
         ErrorData::new(
             ErrorCode::INTERNAL_ERROR,
-            format!("the response exceeds max_response_bytes ({max} bytes)"),
+            crate::call::contract::response_too_large(max as u64),
             None,
         ),
         Some(id),
