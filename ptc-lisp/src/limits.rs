@@ -34,7 +34,7 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Self {
         Limits {
-            timeout: Some(Duration::from_secs(10)),
+            timeout: Some(Limits::DEFAULT_TIMEOUT),
             max_steps: Some(200_000_000),
             max_memory_bytes: 1 << 30,
             max_loop_iterations: 1_000_000,
@@ -57,13 +57,17 @@ impl Default for Limits {
 }
 
 impl Limits {
-    /// The stack size actually used for evaluation threads.
+    /// Wall-clock time a program may run unless its host says otherwise (the MCP host and
+    /// `ptc eval` default to it too).
+    pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+
     /// Why a program stopped early, in the words every place that stops one uses: a deadline
     /// that passed (while it computed or while it waited on its host) or the host's cancel.
     pub(crate) fn stop_message(&self, reason: crate::error::Reason) -> String {
         stop_message(reason, self.timeout)
     }
 
+    /// The stack size actually used for evaluation threads.
     pub(crate) fn thread_stack(&self) -> usize {
         self.stack_bytes.max(8 << 20)
     }

@@ -5,8 +5,8 @@
 
 use std::time::Duration;
 
-/// Wall-clock time one program may run.
-pub const PROGRAM_TIMEOUT: Duration = Duration::from_secs(10);
+/// Wall-clock time one program may run: the interpreter's own default.
+pub const PROGRAM_TIMEOUT: Duration = ptc_lisp::Limits::DEFAULT_TIMEOUT;
 /// Memory one program may allocate in a host shared with other programs.
 pub const MEMORY_BYTES: u64 = 64 << 20;
 /// Programs in flight at once across every client of a host.
