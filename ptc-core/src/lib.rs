@@ -6,8 +6,9 @@
 //! [`call`] runs one call through the [`Upstreams`] executor (validating arguments against the
 //! tool's schema and mapping the outcome onto the result contract, [`Reason`]), [`program`] plugs
 //! it into PTC-Lisp (`tool/call`, discovery, budgets, per-run records), [`telemetry`] traces it,
-//! and [`server`], the MCP host, serves programs to clients. Each room imports only the rooms
-//! before it, and nothing imports [`server`].
+//! and [`server`], the MCP host, serves programs to clients. Nothing imports [`server`], no two
+//! files import each other through others, and the result contract (`call::contract`) imports
+//! nothing of the crate (`tests/layers.rs`).
 
 pub mod call;
 pub mod catalog;

@@ -1,6 +1,6 @@
 //! One tool call, whichever way it is made (a program's `tool/call`, a typed operation): the
 //! [`Upstreams`](upstreams::Upstreams) executor every call goes through, what a call form asks
-//! for ([`form`]), argument validation ([`validate`]), the result contract ([`contract`]), what a
+//! for (`form`), argument validation ([`validate`]), the result contract ([`contract`]), what a
 //! tool's result path selects ([`projection`]), typed pages and serde, writes and their
 //! approval, and the check of an answer against its tool's output schema ([`response_check`]).
 

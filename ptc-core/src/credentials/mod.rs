@@ -1,5 +1,5 @@
 //! Secrets and who they belong to: reading a credential binding's secret and turning it into
-//! request headers ([`binding`]), the `exec` source ([`exec`]), credentials that depend on the
+//! request headers ([`binding`]), the `exec` source (`exec`), credentials that depend on the
 //! caller ([`per_caller`]), the caller's own identity as the HTTP host learns it ([`identity`]),
 //! and the [`redact`]or every resolved secret is registered with before any text leaves.
 

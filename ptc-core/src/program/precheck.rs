@@ -1,5 +1,5 @@
 //! The static pre-check: before a program runs, its literal `tool/call` and `tool/pages` forms
-//! (and `(server/tool {...})`, the same call) are read the way the call reads them ([`crate::call::form`]) and checked against the catalog
+//! (and `(server/tool {...})`, the same call) are read the way the call reads them (`call::form`) and checked against the catalog
 //! (a malformed form, unknown upstream or tool, missing required arguments, literal arguments of
 //! the wrong type or outside an enum, pages of a tool that does not page). Every problem is
 //! reported at once with its position, and no upstream is touched: upstreams whose tools are not

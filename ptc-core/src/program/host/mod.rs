@@ -7,9 +7,9 @@
 //! waiting on an upstream is suspended and holds no thread. `pmap` branches suspend together,
 //! so their calls overlap.
 //!
-//! Split by concern: [`calls`] (one upstream call: budgets, the tape, the answer and its
-//! records), [`pages`] (`tool/pages`), [`discovery`] (`tool/servers`, `dir`, `doc`, `meta`,
-//! `apropos`, `tool/search`) and [`approvals`] (asking a person).
+//! Split by concern: `calls` (one upstream call: budgets, the tape, the answer and its
+//! records), `pages` (`tool/pages`), `discovery` (`tool/servers`, `dir`, `doc`, `meta`,
+//! `apropos`, `tool/search`) and `approvals` (asking a person).
 
 mod approvals;
 mod calls;

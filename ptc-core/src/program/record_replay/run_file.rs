@@ -69,7 +69,7 @@ pub struct Settings {
 
 impl Settings {
     /// The settings of a run under `limits` in a process started with `start` (the budgets are
-    /// the host's to note, see [`Recorder::note_budgets`]).
+    /// the host's to note, see [`Recorder::note_budgets`](super::Recorder::note_budgets)).
     pub fn new(limits: &Limits, start: StartSettings) -> Self {
         Settings {
             timeout_ms: limits.timeout.map(|t| t.as_millis() as u64),
