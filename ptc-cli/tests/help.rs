@@ -114,3 +114,87 @@ fn shell_words(line: &str) -> Vec<String> {
     }
     words
 }
+
+/// `ptc --help` and each listed command's help, with the command line that printed it.
+fn all_helps() -> Vec<(String, String)> {
+    let top = help(&["--help"]);
+    let mut helps: Vec<(String, String)> = listed_commands(&top)
+        .into_iter()
+        .map(|c| (format!("ptc {c} --help"), help(&[&c, "--help"])))
+        .collect();
+    helps.push(("ptc --help".into(), top));
+    helps
+}
+
+/// Every flag some `ptc` command takes, read from the options part of each help text
+/// (`      --timeout-ms <MS>`, `  -h, --help`).
+fn flags_taken(helps: &[(String, String)]) -> std::collections::BTreeSet<String> {
+    helps
+        .iter()
+        .flat_map(|(_, h)| h.lines())
+        .filter(|l| l.trim_start().starts_with('-'))
+        .flat_map(|l| {
+            let spec = l.trim_start().split("  ").next().unwrap_or_default();
+            flags_in(spec)
+        })
+        .collect()
+}
+
+/// The `--flag` words of `text`.
+fn flags_in(text: &str) -> Vec<String> {
+    text.match_indices("--")
+        .filter(|(at, _)| !text[..*at].ends_with(|c: char| c.is_alphanumeric() || c == '-'))
+        .map(|(at, _)| {
+            let rest = &text[at + 2..];
+            let end = rest
+                .find(|c: char| !(c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'))
+                .unwrap_or(rest.len());
+            &rest[..end]
+        })
+        .filter(|name| name.starts_with(|c: char| c.is_ascii_lowercase()))
+        .map(|name| format!("--{name}"))
+        .collect()
+}
+
+/// A help text or a doc that names a flag no command takes sends its reader to an error (one
+/// once cited `--max-context-bytes` before the flag existed). The docs' flag tables are checked
+/// too; `docs/observatory.md` documents the test bed's own server, not `ptc`.
+#[test]
+fn help_texts_and_the_docs_flag_tables_name_only_flags_that_exist() {
+    let helps = all_helps();
+    let taken = flags_taken(&helps);
+    assert!(
+        taken.contains("--timeout-ms") && taken.contains("--help"),
+        "{taken:?}"
+    );
+    let mut cited = Vec::new();
+    for (name, text) in &helps {
+        cited.extend(flags_in(text).into_iter().map(|f| (name.clone(), f)));
+    }
+    let docs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs");
+    for entry in std::fs::read_dir(&docs).expect("docs/") {
+        let path = entry.expect("an entry").path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if name == "observatory.md" || path.extension().is_none_or(|x| x != "md") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).expect("a doc");
+        for line in text.lines().filter(|l| l.starts_with("| `--")) {
+            let first = line.split('|').nth(1).unwrap_or_default();
+            cited.extend(flags_in(first).into_iter().map(|f| (name.clone(), f)));
+        }
+    }
+    let unknown: Vec<_> = cited.iter().filter(|(_, f)| !taken.contains(f)).collect();
+    assert!(
+        unknown.is_empty(),
+        "flags no ptc command takes: {unknown:?}"
+    );
+}
+
+#[test]
+fn flag_words_are_read_whole() {
+    assert_eq!(
+        flags_in("use --max-calls N (or --timeout-ms=5); a-- b ---x"),
+        ["--max-calls", "--timeout-ms"]
+    );
+}
