@@ -1,6 +1,6 @@
 //! What a call returns when its tool has a result path, and how its pages follow one another:
 //! the selection over PTC-Lisp values (for `tool/call` and `tool/pages`) and over serde (for
-//! typed calls and typed pages), and the one [`Pager`] both page loops step with.
+//! typed calls and typed pages), and the one `Pager` both page loops step with.
 //!
 //! The selection runs over the decoded answer, so it costs no second pass over the bytes: a
 //! program pays the decode it paid before (the bench's "projection" row holds it to that), and

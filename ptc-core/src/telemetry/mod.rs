@@ -18,8 +18,8 @@
 //! one of ptc's inherits its decision, which is what every sampler the SDK offers decides there.
 //!
 //! A span is current the way OpenTelemetry makes it so: a context holding it is attached while
-//! the future it covers is polled ([`traced`]), which is where an upstream request reads what it
-//! propagates ([`outgoing`]) and the call's status is noted.
+//! the future it covers is polled (`traced`), which is where an upstream request reads what it
+//! propagates (`outgoing`) and the call's status is noted.
 
 mod export;
 mod parent;
