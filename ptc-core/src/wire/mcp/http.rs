@@ -424,6 +424,15 @@ mod tests {
         assert_eq!(typed("HTTP 40"), None);
     }
 
+    #[test]
+    fn only_an_error_about_the_session_names_an_unknown_session() {
+        let error = |m: &str| ErrorData::new(rmcp::model::ErrorCode(-32_000), m.to_string(), None);
+        assert!(names_unknown_session(&error(
+            "Bad Request: No valid session ID provided"
+        )));
+        assert!(!names_unknown_session(&error("Bad Request: Parse error")));
+    }
+
     #[tokio::test]
     async fn an_id_less_session_error_expires_only_a_request_in_a_session() {
         let uri = forgetful_server().await;
