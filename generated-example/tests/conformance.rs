@@ -164,6 +164,29 @@ fn failing_checks(out: &Path) -> Vec<String> {
     found
 }
 
+/// The scenarios under `out` whose run recorded no check at all (or no `checks.json`): a
+/// scenario that checked nothing proved nothing, so it counts as failed whatever its verdict.
+fn scenarios_without_checks(out: &Path) -> Vec<String> {
+    let mut empty: Vec<String> = std::fs::read_dir(out)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|dir| dir.path().is_dir())
+        .filter(|dir| {
+            let checks = std::fs::read_to_string(dir.path().join("checks.json"))
+                .ok()
+                .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
+            checks
+                .as_ref()
+                .and_then(serde_json::Value::as_array)
+                .is_none_or(Vec::is_empty)
+        })
+        .map(|dir| dir.file_name().to_string_lossy().into_owned())
+        .collect();
+    empty.sort();
+    empty
+}
+
 /// `generated-example serve --http 127.0.0.1:0` pointed at the Observatory test bed (nothing
 /// the suite does should reach an upstream, and nothing may leave the machine), killed when
 /// dropped; its stderr is read on a thread so it never blocks on a full pipe.
@@ -281,6 +304,22 @@ fn the_required_server_scenarios_of_both_revisions_pass_but_the_expected_failure
             "{revision}: no scenario ran\n{}",
             run.stdout
         );
+        let recorded = std::fs::read_dir(&out)
+            .map(|d| d.flatten().filter(|e| e.path().is_dir()).count())
+            .unwrap_or(0);
+        assert_eq!(
+            recorded,
+            run.scenarios(),
+            "{revision}: every scenario run leaves its checks under {}",
+            out.display()
+        );
+        let unchecked = scenarios_without_checks(&out);
+        if !unchecked.is_empty() {
+            failed.push(format!(
+                "{revision}: scenarios that recorded no check (a pass with 0 checks proves \
+                 nothing): {unchecked:?}"
+            ));
+        }
         if !run.passed {
             failed.push(format!(
                 "{revision}: unexpected failures {:?}, listed checks that pass (remove them from \
@@ -304,6 +343,23 @@ fn the_required_server_scenarios_of_both_revisions_pass_but_the_expected_failure
     for out in outs {
         let _ = std::fs::remove_dir_all(out);
     }
+}
+
+#[test]
+fn a_scenario_with_no_check_is_found() {
+    let out = ptc_tests::fresh_dir("conformance-unchecked");
+    for (scenario, checks) in [
+        ("checked", Some(r#"[{"id":"a","status":"SUCCESS"}]"#)),
+        ("empty", Some("[]")),
+        ("missing", None),
+    ] {
+        std::fs::create_dir_all(out.join(scenario)).unwrap();
+        if let Some(c) = checks {
+            std::fs::write(out.join(scenario).join("checks.json"), c).unwrap();
+        }
+    }
+    assert_eq!(scenarios_without_checks(&out), ["empty", "missing"]);
+    let _ = std::fs::remove_dir_all(out);
 }
 
 /// What the test above relies on: a run fails on a failure the file does not list and on a
