@@ -22,8 +22,12 @@ pub use record_dir::RecordDir;
 pub use recorder::Recorder;
 use replayer::Replayed;
 pub use replayer::Replayer;
-pub use run_file::*;
-pub use tape::*;
+pub use run_file::{
+    Answer, FORMAT, MAX_RECORDED_RESULT_BYTES, Outcome, RecordedCall, RunFile, Settings,
+    answer_difference,
+};
+pub use tape::Tape;
+pub(crate) use tape::TapeCall;
 
 /// Characters of a call's arguments shown in a divergence message.
 const SHOWN_ARGS_CHARS: usize = 300;
@@ -118,6 +122,7 @@ mod tests {
     use ptc_lisp::{Limits, Value};
 
     use super::record_dir::write_new;
+    use super::tape::recorded_output;
     use super::*;
     use crate::call::contract::{Reason, ToolError, ToolOutput};
     use crate::call::response_check::ResponseCheck;
