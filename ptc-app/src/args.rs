@@ -135,6 +135,18 @@ impl OverrideArgs {
             writes: ptc_core::WriteGate::from_flag_and_env(self.allow_writes)?,
             response_check: self.response_check,
             strict_responses: self.strict_responses,
+            consent: Default::default(),
+        })
+    }
+
+    /// [`OverrideArgs::start_settings`] of a command run at a terminal (`eval`, `repl`,
+    /// `catalog`): an upstream that needs a person's OAuth consent asks the person there.
+    pub fn terminal_start_settings(
+        &self,
+    ) -> Result<ptc_core::call::upstreams::StartSettings, String> {
+        Ok(ptc_core::call::upstreams::StartSettings {
+            consent: ptc_core::call::upstreams::ConsentAt::Terminal,
+            ..self.start_settings()?
         })
     }
 }

@@ -173,7 +173,7 @@ pub fn catalog(name: &str, source: PlanSource, args: CatalogArgs) -> ExitCode {
     };
     let started = args
         .overrides
-        .start_settings()
+        .terminal_start_settings()
         .and_then(|start| rt.block_on(start::upstreams(&source, &args.overrides, start)));
     let upstreams = match started {
         Ok(u) => u,
@@ -240,7 +240,7 @@ pub fn eval(name: &str, source: PlanSource, args: EvalArgs) -> ExitCode {
         Some(Ok(c)) => Some(c),
         Some(Err(e)) => return startup_error(&name, &e),
     };
-    let start = match args.overrides.start_settings() {
+    let start = match args.overrides.terminal_start_settings() {
         Ok(s) => s,
         Err(e) => return startup_error(&name, &e),
     };
@@ -529,7 +529,7 @@ pub fn repl(name: &str, source: PlanSource, args: ReplArgs) -> ExitCode {
     };
     let started = args
         .overrides
-        .start_settings()
+        .terminal_start_settings()
         .and_then(|start| rt.block_on(start::upstreams(&source, &args.overrides, start)));
     let upstreams = match started {
         Ok(u) => u,

@@ -127,11 +127,24 @@ fn list_live(loaded: &Loaded, upstreams: &[String]) -> Vec<(String, Result<ToolL
         }
     };
     let redactor = ptc_core::credentials::redact::Redactor::default();
+    // Vendoring an upstream behind OAuth asks the person at the terminal, as `eval` does.
+    let consent = ptc_core::call::upstreams::StartSettings {
+        consent: ptc_core::call::upstreams::ConsentAt::Terminal,
+        ..Default::default()
+    }
+    .options()
+    .consent;
     runtime.block_on(async {
         let mut out = Vec::new();
         for name in upstreams {
-            let listed =
-                ptc_core::list_live_tools(&loaded.plan, &loaded.secrets, name, &redactor).await;
+            let listed = ptc_core::list_live_tools(
+                &loaded.plan,
+                &loaded.secrets,
+                name,
+                &redactor,
+                consent.as_ref(),
+            )
+            .await;
             out.push((
                 name.clone(),
                 listed

@@ -99,6 +99,7 @@ fn http_plan(url: &str) -> McpHttpPlan {
             },
         },
         tools: Default::default(),
+        oauth: None,
     }
 }
 
@@ -1411,7 +1412,7 @@ async fn vendoring_over_http_lists_every_tool_with_the_configured_credentials() 
         .unwrap_or_else(|d| panic!("{d}"));
         async move {
             let redactor = Redactor::default();
-            ptc_core::list_live_tools(&loaded.plan, &loaded.secrets, "py", &redactor).await
+            ptc_core::list_live_tools(&loaded.plan, &loaded.secrets, "py", &redactor, None).await
         }
     };
     let tools = list("right-token-1234").await.expect("listed");

@@ -71,6 +71,7 @@ impl Deployment {
                 &loaded.secrets,
                 "peer",
                 &Redactor::default(),
+                None,
             ))
             .expect("the peer lists its tools");
         let list = ToolList::new("peer", tools.iter().map(|t| t.pin()).collect());

@@ -388,6 +388,72 @@ pub struct McpHttpPlan {
     /// Which of its tools are exposed, and their pins.
     #[serde(default)]
     pub tools: McpTools,
+    /// `oauth`: access tokens obtained with OAuth 2.1 as the MCP authorization spec says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oauth: Option<McpOAuthPlan>,
+}
+
+/// How an `mcp_http` upstream's access tokens are obtained: the MCP authorization spec (OAuth
+/// 2.1). The authorization server is discovered from the upstream's `401` (protected resource
+/// metadata, then the server's own metadata); nothing here names it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct McpOAuthPlan {
+    /// The grant tokens come from.
+    pub grant: OAuthGrant,
+    /// Who ptc is at the authorization server.
+    pub client: OAuthClient,
+    /// The scopes asked for (empty: the challenge's, else the resource's `scopes_supported`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scopes: Vec<String>,
+    /// Where the authorization server sends the person back (`authorization_code` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redirect_uri: Option<String>,
+}
+
+impl McpOAuthPlan {
+    /// How many times one call may ask for more scopes after a `403 insufficient_scope` before
+    /// it fails.
+    pub const MAX_STEP_UPS: u32 = 2;
+    /// The client name sent with a dynamic registration when the config gives none.
+    pub const DEFAULT_CLIENT_NAME: &'static str = "ptc";
+}
+
+/// An OAuth grant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OAuthGrant {
+    /// A person consents in a browser; ptc receives the code on its redirect URI (PKCE, S256).
+    AuthorizationCode,
+    /// The deployment's own identity: a confidential client's id and secret.
+    ClientCredentials,
+}
+
+/// Who ptc is at an authorization server.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum OAuthClient {
+    /// A client registered beforehand: its id and, for a confidential client, the binding that
+    /// holds its secret.
+    Registered {
+        /// The client id.
+        client_id: String,
+        /// The credential binding of the client secret (`None`: a public client).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        client_secret: Option<String>,
+    },
+    /// A Client ID Metadata Document: its https URL is the client id (used where the server
+    /// says it supports them, else dynamic registration).
+    MetadataDocument {
+        /// The document's URL.
+        url: String,
+        /// The name a dynamic registration gives when the server does not take the document.
+        client_name: String,
+    },
+    /// Dynamic Client Registration (RFC 7591) at the server's registration endpoint.
+    Dynamic {
+        /// The name registered.
+        client_name: String,
+    },
 }
 
 /// Which tools of an MCP upstream are exposed, and what they were pinned to.

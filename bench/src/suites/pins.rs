@@ -99,6 +99,7 @@ async fn pinned(mut plan: Plan) -> Result<Plan, String> {
         &ptc_plan::Secrets::default(),
         "peer",
         &Redactor::default(),
+        None,
     )
     .await
     .map_err(|e| e.to_string())?;
@@ -155,6 +156,7 @@ fn measure(budget: Budget) -> Result<Row, String> {
                 &secrets,
                 "peer",
                 &Redactor::default(),
+                None,
             ));
             let took = start.elapsed();
             if listed.is_err() {

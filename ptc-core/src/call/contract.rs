@@ -20,6 +20,9 @@ pub enum Reason {
     ToolError,
     /// 401, after one fresh credential read and retry; or the credential could not be read.
     AuthFailed,
+    /// The upstream needs a person's OAuth consent and nobody could be asked (the message
+    /// holds the URL to open).
+    AuthRequired,
     /// 403.
     Forbidden,
     /// 404.
@@ -59,11 +62,12 @@ pub enum Reason {
 
 impl Reason {
     /// Every reason, in documentation order.
-    pub const ALL: [Reason; 19] = [
+    pub const ALL: [Reason; 20] = [
         Reason::UpstreamUnavailable,
         Reason::UpstreamError,
         Reason::ToolError,
         Reason::AuthFailed,
+        Reason::AuthRequired,
         Reason::Forbidden,
         Reason::NotFound,
         Reason::RateLimited,
@@ -88,6 +92,7 @@ impl Reason {
             Reason::UpstreamError => "upstream_error",
             Reason::ToolError => "tool_error",
             Reason::AuthFailed => "auth_failed",
+            Reason::AuthRequired => "auth_required",
             Reason::Forbidden => "forbidden",
             Reason::NotFound => "not_found",
             Reason::RateLimited => "rate_limited",

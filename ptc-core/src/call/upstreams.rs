@@ -7,6 +7,7 @@
 //! timeouts, retries and status mapping all live behind [`Upstreams::call`], never in callers.
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -23,6 +24,7 @@ use crate::catalog::mcp_link::McpLink;
 use crate::catalog::{self, Catalog, ServerEntry, ToolEntry};
 use crate::credentials::per_caller::CallEnv;
 use crate::credentials::redact::Redactor;
+use crate::credentials::upstream_oauth::{Consent, LoopbackConsent};
 use crate::wire::openapi::OpenApiUpstream;
 use crate::wire::webhook::Webhook;
 
@@ -139,6 +141,9 @@ pub struct StartOptions {
     pub response_check: ResponseCheck,
     /// A drifted answer fails its call with `response_drift` (else it is counted and noted).
     pub strict_responses: bool,
+    /// Who is asked when an upstream needs a person's OAuth consent (none: such a call answers
+    /// `auth_required` with the URL to open).
+    pub consent: Option<Arc<dyn Consent>>,
 }
 
 /// How a process starts its upstreams, as its flags say (read once, with the environment, by
@@ -151,15 +156,41 @@ pub struct StartSettings {
     pub response_check: ResponseCheck,
     /// A drifted answer fails its call.
     pub strict_responses: bool,
+    /// Who is asked when an upstream needs a person's OAuth consent.
+    pub consent: ConsentAt,
+}
+
+/// Who a process asks when an upstream needs a person's OAuth consent.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ConsentAt {
+    /// Nobody: the call answers `auth_required` with the URL to open.
+    #[default]
+    Nobody,
+    /// The person at the terminal (`ptc eval`, `repl`, `login`): the URL is printed on stderr
+    /// and ptc receives the redirect on the upstream's loopback `redirect_uri`.
+    Terminal,
 }
 
 impl StartSettings {
     /// The start options these settings make, everything else at its default.
     pub fn options(self) -> StartOptions {
+        let consent: Option<Arc<dyn Consent>> = match self.consent {
+            ConsentAt::Nobody => None,
+            ConsentAt::Terminal => Some(Arc::new(LoopbackConsent::new(
+                |upstream, url| {
+                    eprintln!(
+                        "upstream `{upstream}` needs your consent: open this URL in a browser \
+                         (ptc waits for it to come back)\n  {url}"
+                    );
+                },
+                crate::program::limits::CONSENT_WAIT,
+            ))),
+        };
         StartOptions {
             writes: self.writes,
             response_check: self.response_check,
             strict_responses: self.strict_responses,
+            consent,
             ..StartOptions::default()
         }
     }
@@ -223,6 +254,8 @@ pub struct Upstreams {
     drift: crate::call::response_check::DriftWatch,
     /// Tokens exchanged for callers (per-caller credentials).
     exchanges: crate::credentials::per_caller::Exchanges,
+    /// Who is asked when an upstream needs a person's OAuth consent.
+    consent: Option<Arc<dyn Consent>>,
 }
 
 impl Upstreams {
@@ -298,6 +331,7 @@ impl Upstreams {
                 options.strict_responses,
             ),
             exchanges: Default::default(),
+            consent: options.consent.clone(),
             loading: links.iter().map(|_| Mutex::new(())).collect(),
             plan,
             secrets,
@@ -533,6 +567,7 @@ impl Upstreams {
             redactor: &self.redactor,
             caller,
             exchanges: &self.exchanges,
+            consent: self.consent.as_ref(),
         }
     }
 

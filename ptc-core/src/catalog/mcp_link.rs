@@ -197,6 +197,7 @@ impl McpLink {
                             env.credentials,
                             env.secrets,
                             env.redactor.clone(),
+                            env.consent.cloned(),
                         )
                         .await
                     }
@@ -264,6 +265,7 @@ pub async fn list_live_tools(
     secrets: &ptc_plan::Secrets,
     upstream: &str,
     redactor: &crate::credentials::redact::Redactor,
+    consent: Option<&Arc<dyn crate::credentials::upstream_oauth::Consent>>,
 ) -> Result<Vec<McpTool>, ToolError> {
     let unknown = || ToolError {
         reason: crate::call::contract::Reason::UnknownServer,
@@ -279,6 +281,7 @@ pub async fn list_live_tools(
         redactor,
         caller: None,
         exchanges: &exchanges,
+        consent,
     };
     let listed = match link.client(&env).await {
         Ok(client) => client.list_tools().await,

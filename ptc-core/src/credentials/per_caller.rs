@@ -36,6 +36,8 @@ pub(crate) struct CallEnv<'a> {
     pub redactor: &'a crate::credentials::redact::Redactor,
     pub caller: Option<&'a Caller>,
     pub exchanges: &'a Exchanges,
+    /// Who is asked when an upstream needs a person's OAuth consent (none: nobody can be).
+    pub consent: Option<&'a std::sync::Arc<dyn crate::credentials::upstream_oauth::Consent>>,
 }
 
 /// The per-caller secrets the bindings of `emitters` need, for the caller in `env`.
@@ -401,6 +403,7 @@ mod tests {
             redactor: &Redactor::new(),
             caller: Some(&alice),
             exchanges: &exchanges,
+            consent: None,
         };
         let emitters = [AuthEmitter::Bearer {
             binding: "p".into(),

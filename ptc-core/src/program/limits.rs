@@ -24,6 +24,9 @@ pub const MAX_DISCOVERY: u64 = 25;
 pub const MAX_UPSTREAM_BYTES: u64 = 64 << 20;
 /// How long a person has to approve one call (the program's own timeout bounds it too).
 pub const APPROVAL_WAIT: Duration = Duration::from_secs(120);
+/// How long a person at the terminal has to give an upstream their OAuth consent (open the URL,
+/// consent, and be sent back).
+pub const CONSENT_WAIT: Duration = Duration::from_secs(300);
 /// Bytes of program text a client may send.
 pub const MAX_PROGRAM_BYTES: usize = 64 << 10;
 /// Bytes of rendered result text in a reply (beyond it, a truncation marker).

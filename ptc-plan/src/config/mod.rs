@@ -6,6 +6,7 @@
 pub(crate) mod credentials;
 mod fields;
 mod http;
+mod oauth;
 mod upstreams;
 mod writes;
 

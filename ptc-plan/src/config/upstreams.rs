@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use super::fields::{Cx, Fields};
 use super::http::{self, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_REQUEST_TIMEOUT_MS};
+use super::oauth;
 use super::{OpenApiConfig, OperationOverride, UpstreamConfig, UpstreamKind};
 use crate::diagnostic::pointer_join;
 use crate::plan::{
@@ -392,16 +393,24 @@ fn parse_mcp_http(
     );
     let handshake_timeout_ms = f.positive(cx, "handshake_timeout_ms", DEFAULT_HANDSHAKE_TIMEOUT_MS);
     let tools = parse_mcp_tools(cx, f);
+    let oauth_at = f.at("oauth");
+    let oauth = f
+        .get("oauth")
+        .and_then(|v| oauth::parse(cx, v, &oauth_at, credentials, (&http.auth, &f.at("auth"))));
     let url = f.required_string(
         cx,
         "url",
         "set \"url\" to the MCP endpoint, e.g. https://host/mcp",
     )?;
-    http::check_url(cx, &f.at("url"), "url", url, &http).then(|| McpHttpPlan {
+    let mut opt_ins = http::UrlOptIns::of(&http);
+    opt_ins.sends_credentials |= oauth.is_some();
+    let problems = http::check_upstream_url("url", url, opt_ins);
+    http::report_url(cx, &f.at("url"), problems).then(|| McpHttpPlan {
         url: url.to_string(),
         handshake_timeout_ms,
         http,
         tools,
+        oauth,
     })
 }
 

@@ -114,6 +114,8 @@ impl Settings {
             },
             response_check: self.response_check,
             strict_responses: self.strict_responses,
+            // A replay contacts no upstream.
+            consent: Default::default(),
         };
         StartOptions {
             catalog: CatalogLoad::OnFirstUse,

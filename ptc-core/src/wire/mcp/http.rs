@@ -19,6 +19,7 @@ use sse_stream::Sse;
 
 use crate::credentials::binding::{self, CredentialError};
 use crate::credentials::redact::Redactor;
+use crate::credentials::upstream_oauth::UpstreamOAuth;
 
 /// Room for SSE framing (`event:`/`id:` lines, `data: ` prefixes) on top of the message cap.
 const SSE_FRAMING_ALLOWANCE: usize = 512;
@@ -29,6 +30,8 @@ pub(crate) struct AuthSource {
     credentials: Vec<CredentialBinding>,
     secrets: Secrets,
     redactor: Redactor,
+    /// The OAuth client whose access token goes in `Authorization`, when the upstream has one.
+    oauth: Option<Arc<UpstreamOAuth>>,
 }
 
 impl AuthSource {
@@ -75,7 +78,7 @@ pub(crate) struct AuthedClient {
 }
 
 impl AuthedClient {
-    fn with_auth(
+    async fn with_auth(
         &self,
         mut headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<HashMap<HeaderName, HeaderValue>, StreamableHttpError<reqwest::Error>> {
@@ -84,6 +87,24 @@ impl AuthedClient {
             .headers()
             .map_err(|e| StreamableHttpError::Io(std::io::Error::other(e)))?;
         headers.extend(auth);
+        if let Some(oauth) = &self.auth.oauth {
+            // No token yet (or one that could not be refreshed): the request goes out without
+            // one, and the server's challenge says how to get one.
+            let token = oauth.token().await.unwrap_or_else(|e| {
+                tracing::warn!(message = %e.message, "the OAuth token could not be read");
+                None
+            });
+            if let Some(token) = token {
+                let mut value =
+                    HeaderValue::from_str(&format!("Bearer {token}")).map_err(|_| {
+                        StreamableHttpError::Io(std::io::Error::other(
+                            "the OAuth access token is not a valid header value",
+                        ))
+                    })?;
+                value.set_sensitive(true);
+                headers.insert(reqwest::header::AUTHORIZATION, value);
+            }
+        }
         Ok(headers)
     }
 }
@@ -141,7 +162,7 @@ impl StreamableHttpClient for AuthedClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         limits: StreamableHttpResponseLimits,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
-        let headers = self.with_auth(custom_headers)?;
+        let headers = self.with_auth(custom_headers).await?;
         let renewable = session_id.is_some() && matches!(message, ClientJsonRpcMessage::Request(_));
         let response = self
             .client
@@ -176,7 +197,7 @@ impl StreamableHttpClient for AuthedClient {
         _auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<(), StreamableHttpError<Self::Error>> {
-        let headers = self.with_auth(custom_headers)?;
+        let headers = self.with_auth(custom_headers).await?;
         self.client
             .delete_session(uri, session_id, None, headers)
             .await
@@ -190,7 +211,7 @@ impl StreamableHttpClient for AuthedClient {
         _auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<BoxStream<'static, Result<Sse, SseError>>, StreamableHttpError<Self::Error>> {
-        let headers = self.with_auth(custom_headers)?;
+        let headers = self.with_auth(custom_headers).await?;
         self.client
             .get_stream(uri, session_id, last_event_id, None, headers)
             .await
@@ -205,7 +226,7 @@ impl StreamableHttpClient for AuthedClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> Result<BoxStream<'static, Result<Sse, SseError>>, StreamableHttpError<Self::Error>> {
-        let headers = self.with_auth(custom_headers)?;
+        let headers = self.with_auth(custom_headers).await?;
         self.client
             .get_stream_with_max_sse_event_size(
                 uri,
@@ -259,12 +280,14 @@ pub(crate) struct HttpSetup {
 }
 
 impl HttpSetup {
-    /// Checks `plan`'s headers and builds the pooled HTTP client.
+    /// Checks `plan`'s headers and builds the pooled HTTP client; `oauth` is the upstream's
+    /// OAuth client, when it has one.
     pub(crate) fn new(
         plan: &McpHttpPlan,
         credentials: &[CredentialBinding],
         secrets: &Secrets,
         redactor: Redactor,
+        oauth: Option<Arc<UpstreamOAuth>>,
     ) -> Result<HttpSetup, String> {
         let http = &plan.http;
         let mut static_headers = HashMap::new();
@@ -293,12 +316,23 @@ impl HttpSetup {
                     credentials: credentials.to_vec(),
                     secrets: secrets.clone(),
                     redactor,
+                    oauth,
                 }),
             },
             url: plan.url.clone(),
             static_headers,
             max: usize::try_from(http.max_response_bytes).unwrap_or(usize::MAX),
         })
+    }
+
+    /// The MCP endpoint.
+    pub(crate) fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The upstream's OAuth client, when it has one.
+    pub(crate) fn oauth(&self) -> Option<&Arc<UpstreamOAuth>> {
+        self.client.auth.oauth.as_ref()
     }
 
     /// A fresh transport (a new session once initialised).
@@ -348,6 +382,7 @@ mod tests {
                 credentials: vec![],
                 secrets: Secrets::default(),
                 redactor: Redactor::new(),
+                oauth: None,
             }),
         }
     }

@@ -32,6 +32,7 @@ use serde_json::{Map, Value};
 
 use crate::call::contract::{Reason, ToolError, ToolOutput};
 use crate::credentials::redact::Redactor;
+use crate::credentials::upstream_oauth::{Challenge, Consent, UpstreamOAuth};
 use result::Subject;
 pub use stdio::INHERITED_ENV;
 
@@ -126,6 +127,9 @@ struct Inner {
     tickets: std::sync::atomic::AtomicU64,
     /// The tool listing's generation and its wake-up (see [`Listing`]).
     listing: Arc<Listing>,
+    /// The server answered the newer era's probe with something else: it is spoken to with the
+    /// `initialize` handshake only.
+    legacy_only: std::sync::atomic::AtomicBool,
 }
 
 impl Drop for Inner {
@@ -244,12 +248,16 @@ impl McpClient {
     /// Opens a Streamable HTTP session with `plan.url` within `handshake_timeout_ms`. Auth headers
     /// are built from `credentials` (read per request, so rotation needs no restart) and every
     /// secret is registered with `redactor` before it is sent.
+    ///
+    /// An upstream with `oauth` gets its access tokens as the MCP authorization spec says; a
+    /// person's consent is asked through `consent` (none: the call answers `auth_required`).
     pub async fn connect_http(
         upstream: &str,
         plan: &McpHttpPlan,
         credentials: &[CredentialBinding],
         secrets: &Secrets,
         redactor: Redactor,
+        consent: Option<Arc<dyn Consent>>,
     ) -> Result<McpClient, ToolError> {
         let subject = Subject {
             upstream,
@@ -257,7 +265,18 @@ impl McpClient {
             redactor: &redactor,
             step: None,
         };
-        let setup = http::HttpSetup::new(plan, credentials, secrets, redactor.clone())
+        let oauth = plan.oauth.as_ref().map(|o| {
+            Arc::new(UpstreamOAuth::new(
+                upstream,
+                &plan.url,
+                o,
+                credentials,
+                secrets,
+                redactor.clone(),
+                consent,
+            ))
+        });
+        let setup = http::HttpSetup::new(plan, credentials, secrets, redactor.clone(), oauth)
             .map_err(|e| subject.error(Reason::UpstreamUnavailable, e))?;
         let client = McpClient::new(
             upstream,
@@ -293,6 +312,7 @@ impl McpClient {
                 refusals: stdio::Refusals::default(),
                 tickets: std::sync::atomic::AtomicU64::new(0),
                 listing: Arc::new(Listing::default()),
+                legacy_only: std::sync::atomic::AtomicBool::new(false),
             }),
         }
     }
@@ -488,6 +508,7 @@ impl McpClient {
         params.meta = Some(meta);
         let mut retried = false;
         let mut retries = 0u32;
+        let mut authorizations = 0u32;
         // Only a call that never reached the server is retried (the connection could not be
         // made, or the request's own connection was refused): a tool may act, so one that may
         // have run is never sent twice. The wait between tries is the reconnect backoff.
@@ -522,7 +543,17 @@ impl McpClient {
                 Ok(Err(e)) => {
                     let unsent = result::never_sent(&e);
                     let refused = result::refused_credentials_of(&e);
+                    let challenge = self.challenge_of(&e);
                     let error = self.failed(&subject, e, &ticket).await;
+                    // A refusal with an OAuth challenge is sent again once answered: the server
+                    // did not run the call.
+                    if let Some(challenge) = challenge {
+                        match self.answer(&subject, &challenge, &mut authorizations).await {
+                            Ok(()) => continue,
+                            Err(Some(e)) => return Ok(Err(with_retries(e, retries))),
+                            Err(None) => {}
+                        }
+                    }
                     if unsent && may_retry(retries, &error) {
                         self.drop_session().await;
                         if self.can_reconnect_by(deadline).await {
@@ -704,16 +735,95 @@ impl McpClient {
         }
     }
 
-    /// One connection attempt: spawn or open, then the handshake.
+    /// One connection: [`McpClient::attempt`] with the newer era's probe, then, when the server
+    /// answered the probe with something that is not a discover answer (some servers answer a
+    /// method they do not know with an empty result instead of an error), once more with the
+    /// `initialize` handshake on a fresh connection; such a server is then spoken to in the older
+    /// era on every reconnection. A handshake the server refused with an OAuth challenge is
+    /// tried again once the upstream's OAuth client has answered it.
     async fn connect(
         &self,
         subject: &Subject<'_>,
         deadline: Instant,
         timed_out: ToolError,
     ) -> Result<Live, ToolError> {
-        let lifecycle = ClientLifecycleMode::Auto {
-            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-            legacy_version: None,
+        let mut authorizations = 0;
+        loop {
+            let legacy = self.inner.legacy_only.load(Ordering::Acquire);
+            match self.attempt(subject, deadline, &timed_out, legacy).await {
+                Ok(live) => return Ok(live),
+                Err(Attempt::NotADiscoverAnswer) if !legacy => {
+                    self.inner.legacy_only.store(true, Ordering::Release);
+                }
+                Err(Attempt::NotADiscoverAnswer) => {
+                    return Err(subject.error(
+                        Reason::UpstreamUnavailable,
+                        "the handshake failed: the server answered `initialize` with something \
+                         that is not an initialize result",
+                    ));
+                }
+                Err(Attempt::Challenged(challenge, refused)) => {
+                    self.answer(subject, &challenge, &mut authorizations)
+                        .await
+                        .map_err(|e| e.unwrap_or(refused))?;
+                }
+                Err(Attempt::Failed(error)) => return Err(error),
+            }
+        }
+    }
+
+    /// The OAuth challenge a failed request carries, when the upstream is reached over HTTP.
+    fn challenge_of(&self, error: &rmcp::ServiceError) -> Option<Challenge> {
+        let Connector::Http(setup) = &self.inner.connector else {
+            return None;
+        };
+        error
+            .auth_challenge()
+            .map(|c| Challenge::of(c, setup.url()))
+    }
+
+    /// Answers an upstream's OAuth challenge with its OAuth client, at most
+    /// `1 +` [`McpOAuthPlan::MAX_STEP_UPS`] times per connection or call (`authorizations`
+    /// counts them). `Err(None)`: the upstream has no OAuth client, or the count is spent; the
+    /// refusal itself is the error.
+    async fn answer(
+        &self,
+        subject: &Subject<'_>,
+        challenge: &Challenge,
+        authorizations: &mut u32,
+    ) -> Result<(), Option<ToolError>> {
+        let Connector::Http(setup) = &self.inner.connector else {
+            return Err(None);
+        };
+        let Some(oauth) = setup.oauth() else {
+            return Err(None);
+        };
+        if *authorizations > ptc_plan::McpOAuthPlan::MAX_STEP_UPS {
+            return Err(None);
+        }
+        *authorizations += 1;
+        oauth
+            .authorize(challenge)
+            .await
+            .map_err(|e| Some(subject.error(e.reason, e.message)))
+    }
+
+    /// One connection attempt: spawn or open, then the handshake (`legacy`: the `initialize`
+    /// handshake only).
+    async fn attempt(
+        &self,
+        subject: &Subject<'_>,
+        deadline: Instant,
+        timed_out: &ToolError,
+        legacy: bool,
+    ) -> Result<Live, Attempt> {
+        let lifecycle = if legacy {
+            ClientLifecycleMode::Initialize
+        } else {
+            ClientLifecycleMode::Auto {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                legacy_version: None,
+            }
         };
         match &self.inner.connector {
             Connector::Stdio { plan, env } => {
@@ -725,22 +835,27 @@ impl McpClient {
                     self.inner.refusals.clone(),
                 )
                 .map_err(|e| {
-                    subject.error(
+                    Attempt::Failed(subject.error(
                         Reason::UpstreamUnavailable,
                         format!("cannot start `{}`: {e}", plan.command),
-                    )
+                    ))
                 })?;
                 let serve = self.handler().serve_with_lifecycle(transport, lifecycle);
                 match tokio::time::timeout_at(deadline.into(), serve).await {
-                    Err(_) => Err(with_stderr(timed_out, &tail, &self.inner.redactor)),
-                    Ok(Err(e)) => Err(with_stderr(
+                    Err(_) => Err(Attempt::Failed(with_stderr(
+                        timed_out.clone(),
+                        &tail,
+                        &self.inner.redactor,
+                    ))),
+                    Ok(Err(e)) if not_a_discover_answer(&e) => Err(Attempt::NotADiscoverAnswer),
+                    Ok(Err(e)) => Err(Attempt::Failed(with_stderr(
                         subject.error(
                             Reason::UpstreamUnavailable,
                             format!("the handshake failed: {}", result::bounded(&e.to_string())),
                         ),
                         &tail,
                         &self.inner.redactor,
-                    )),
+                    ))),
                     Ok(Ok(service)) => Ok(Live {
                         service,
                         stderr: Some(tail),
@@ -752,8 +867,14 @@ impl McpClient {
                     .handler()
                     .serve_with_lifecycle(setup.transport(), lifecycle);
                 match tokio::time::timeout_at(deadline.into(), serve).await {
-                    Err(_) => Err(timed_out),
-                    Ok(Err(e)) => Err(init_error(subject, e)),
+                    Err(_) => Err(Attempt::Failed(timed_out.clone())),
+                    Ok(Err(e)) if not_a_discover_answer(&e) => Err(Attempt::NotADiscoverAnswer),
+                    Ok(Err(e)) => match e.auth_challenge().map(|c| Challenge::of(c, setup.url())) {
+                        Some(challenge) => {
+                            Err(Attempt::Challenged(challenge, init_error(subject, e)))
+                        }
+                        None => Err(Attempt::Failed(init_error(subject, e))),
+                    },
                     Ok(Ok(service)) => Ok(Live {
                         service,
                         stderr: None,
@@ -908,6 +1029,25 @@ fn with_stderr(mut error: ToolError, tail: &stdio::StderrTail, redactor: &Redact
             .into_owned();
     }
     error
+}
+
+/// How a connection attempt failed.
+enum Attempt {
+    /// The server answered the `server/discover` probe (or `initialize`) with a result of
+    /// another kind: it does not speak the era asked for.
+    NotADiscoverAnswer,
+    /// The server refused the handshake with an OAuth challenge (and this refusal).
+    Challenged(Challenge, ToolError),
+    Failed(ToolError),
+}
+
+/// Whether the handshake got an answer of the wrong kind (a `{}` for `server/discover`), which
+/// is how some older servers answer a method they do not know.
+fn not_a_discover_answer(error: &rmcp::service::ClientInitializeError) -> bool {
+    matches!(
+        error,
+        rmcp::service::ClientInitializeError::ExpectedInitResult(Some(_))
+    )
 }
 
 fn init_error(subject: &Subject, error: rmcp::service::ClientInitializeError) -> ToolError {

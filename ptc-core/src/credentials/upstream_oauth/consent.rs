@@ -1,0 +1,205 @@
+//! Asking a person for consent: they open the authorization URL, and the authorization server
+//! sends their browser back to ptc's redirect URI with a code.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// What the authorization server sent the person back with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConsentCallback {
+    /// The authorization code.
+    pub code: String,
+    /// The `state` ptc sent (checked against the one it keeps).
+    pub state: String,
+    /// The issuer the server named (`iss`, RFC 9207), when it did.
+    pub issuer: Option<String>,
+}
+
+/// A future that is `Send`, boxed so [`Consent`] can be a trait object.
+pub type ConsentFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<ConsentCallback, String>> + Send + 'a>>;
+
+/// Someone who can be asked to consent: shown `url`, their browser comes back to `redirect_uri`.
+/// The error says why no consent came (declined, timed out, nobody to ask).
+pub trait Consent: Send + Sync + std::fmt::Debug {
+    /// Asks for consent to upstream `upstream`.
+    fn consent<'a>(
+        &'a self,
+        upstream: &'a str,
+        url: &'a str,
+        redirect_uri: &'a str,
+    ) -> ConsentFuture<'a>;
+}
+
+/// The command line's consent: the URL is shown (by `show`), and ptc receives the redirect
+/// itself on the redirect URI, which must be `http://` on a loopback address.
+pub struct LoopbackConsent {
+    show: Box<dyn Fn(&str, &str) + Send + Sync>,
+    wait: Duration,
+}
+
+impl std::fmt::Debug for LoopbackConsent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoopbackConsent")
+            .field("wait", &self.wait)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LoopbackConsent {
+    /// Shows each authorization URL with `show(upstream, url)` and waits at most `wait` for the
+    /// person's browser to come back.
+    pub fn new(show: impl Fn(&str, &str) + Send + Sync + 'static, wait: Duration) -> Self {
+        LoopbackConsent {
+            show: Box::new(show),
+            wait,
+        }
+    }
+}
+
+impl Consent for LoopbackConsent {
+    fn consent<'a>(
+        &'a self,
+        upstream: &'a str,
+        url: &'a str,
+        redirect_uri: &'a str,
+    ) -> ConsentFuture<'a> {
+        Box::pin(async move {
+            let (addr, path) = loopback_target(redirect_uri)?;
+            let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| {
+                format!("cannot listen on {addr} for the redirect to {redirect_uri}: {e}")
+            })?;
+            (self.show)(upstream, url);
+            let (tx, rx) = tokio::sync::oneshot::channel::<Result<ConsentCallback, String>>();
+            let tx = Arc::new(Mutex::new(Some(tx)));
+            let app = axum::Router::new().route(
+                &path,
+                axum::routing::get(
+                    move |axum::extract::Query(query): axum::extract::Query<
+                        std::collections::HashMap<String, String>,
+                    >| async move {
+                        let outcome = callback_of(&query);
+                        let page = match &outcome {
+                            Ok(_) => "ptc received the authorization. You can close this page.",
+                            Err(_) => "ptc did not receive an authorization. See the terminal.",
+                        };
+                        if let Some(tx) = tx.lock().unwrap_or_else(|e| e.into_inner()).take() {
+                            let _ = tx.send(outcome);
+                        }
+                        page
+                    },
+                ),
+            );
+            let server = tokio::spawn(async move { axum::serve(listener, app).await });
+            let outcome = tokio::time::timeout(self.wait, rx).await;
+            server.abort();
+            match outcome {
+                Err(_) => Err(format!(
+                    "the browser did not come back to {redirect_uri} within {} s",
+                    self.wait.as_secs()
+                )),
+                Ok(Err(_)) => Err("the redirect listener stopped".into()),
+                Ok(Ok(outcome)) => outcome,
+            }
+        })
+    }
+}
+
+/// The code, state and issuer of a redirect, or the error the server sent instead.
+fn callback_of(
+    query: &std::collections::HashMap<String, String>,
+) -> Result<ConsentCallback, String> {
+    if let Some(error) = query.get("error") {
+        let description = query
+            .get("error_description")
+            .map(|d| format!(": {d}"))
+            .unwrap_or_default();
+        return Err(format!(
+            "the authorization server answered `{error}`{description}"
+        ));
+    }
+    match (query.get("code"), query.get("state")) {
+        (Some(code), Some(state)) => Ok(ConsentCallback {
+            code: code.clone(),
+            state: state.clone(),
+            issuer: query.get("iss").cloned(),
+        }),
+        _ => Err("the redirect carried no `code` and `state`".into()),
+    }
+}
+
+/// Where to listen for `redirect_uri`: its loopback address and port, and its path.
+fn loopback_target(redirect_uri: &str) -> Result<(SocketAddr, String), String> {
+    let url = url::Url::parse(redirect_uri)
+        .map_err(|e| format!("the redirect URI `{redirect_uri}` is not a URL: {e}"))?;
+    let ip = match url.host() {
+        Some(url::Host::Ipv4(ip)) if ip.is_loopback() => std::net::IpAddr::V4(ip),
+        Some(url::Host::Ipv6(ip)) if ip.is_loopback() => std::net::IpAddr::V6(ip),
+        Some(url::Host::Domain("localhost")) => std::net::IpAddr::from([127, 0, 0, 1]),
+        _ => {
+            return Err(format!(
+                "the redirect URI `{redirect_uri}` is not on a loopback address, so this \
+                 command cannot receive it: use an upstream whose redirect_uri is \
+                 http://127.0.0.1:PORT/PATH here, or consent through ptc's HTTP host"
+            ));
+        }
+    };
+    if url.scheme() != "http" {
+        return Err(format!(
+            "the redirect URI `{redirect_uri}` must be http:// to be received on loopback"
+        ));
+    }
+    let port = url.port().unwrap_or(80);
+    Ok((SocketAddr::new(ip, port), url.path().to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_an_http_loopback_redirect_is_received_here() {
+        assert_eq!(
+            loopback_target("http://127.0.0.1:8765/oauth/callback"),
+            Ok(("127.0.0.1:8765".parse().unwrap(), "/oauth/callback".into()))
+        );
+        assert_eq!(
+            loopback_target("http://localhost:3000/cb").map(|(a, _)| a),
+            Ok("127.0.0.1:3000".parse().unwrap())
+        );
+        assert!(loopback_target("https://ptc.example.com/oauth/callback").is_err());
+        assert!(loopback_target("https://127.0.0.1:8765/cb").is_err());
+        assert!(loopback_target("http://10.0.0.1:8765/cb").is_err());
+    }
+
+    #[test]
+    fn a_redirect_without_a_code_or_with_an_error_gives_no_consent() {
+        let q = |pairs: &[(&str, &str)]| {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect::<std::collections::HashMap<_, _>>()
+        };
+        assert_eq!(
+            callback_of(&q(&[("code", "c"), ("state", "s"), ("iss", "https://as")])),
+            Ok(ConsentCallback {
+                code: "c".into(),
+                state: "s".into(),
+                issuer: Some("https://as".into())
+            })
+        );
+        assert!(callback_of(&q(&[("code", "c")])).is_err());
+        let declined = callback_of(&q(&[
+            ("error", "access_denied"),
+            ("error_description", "the user said no"),
+        ]))
+        .unwrap_err();
+        assert!(
+            declined.contains("access_denied: the user said no"),
+            "{declined}"
+        );
+    }
+}

@@ -1,0 +1,343 @@
+//! OAuth 2.1 for `mcp_http` upstreams, as the MCP authorization spec asks of a client: the access
+//! token a hosted MCP server wants, obtained and kept fresh.
+//!
+//! The flows themselves are rmcp's (its `auth` feature, on the `oauth2` crate): discovery from
+//! the upstream's `401` challenge (RFC 9728 protected resource metadata, then RFC 8414 or OpenID
+//! configuration), the `resource` parameter (RFC 8707), PKCE S256, the `iss` check (RFC 9207)
+//! and the metadata issuer check, Client ID Metadata Documents, Dynamic Client Registration
+//! (RFC 7591), refresh with rotation. This module decides *when*: a request goes out with the
+//! token held (refreshed first when it says it expired); a `401` with a challenge gets one
+//! refresh, then a new grant; a `403 insufficient_scope` a new grant with the scopes it names
+//! added, at most [`McpOAuthPlan::MAX_STEP_UPS`] times per call. A person's consent is asked
+//! through a [`Consent`].
+
+mod consent;
+
+pub use consent::{Consent, ConsentCallback, LoopbackConsent};
+
+use std::sync::Arc;
+
+use ptc_plan::{CredentialBinding, McpOAuthPlan, OAuthClient, OAuthGrant, Secrets};
+use rmcp::transport::AuthorizationManager;
+use rmcp::transport::auth::{
+    AuthError, AuthorizationRequest, AuthorizationSession, ClientCredentialsConfig,
+    InMemoryCredentialStore, WWWAuthenticateParams,
+};
+
+use crate::call::contract::Reason;
+use crate::credentials::binding;
+use crate::credentials::redact::Redactor;
+
+/// What an upstream answered that asks for (more) authorization: its `WWW-Authenticate`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Challenge {
+    /// `401`: no token, or one the server no longer takes.
+    Unauthorized(String),
+    /// `403` with `error="insufficient_scope"`: a token without the scopes the call needs.
+    InsufficientScope(String),
+}
+
+impl Challenge {
+    /// The challenge in `header`, a `WWW-Authenticate` of the upstream at `resource`.
+    pub(crate) fn of(header: &str, resource: &str) -> Challenge {
+        let insufficient = url::Url::parse(resource)
+            .is_ok_and(|base| WWWAuthenticateParams::parse(header, &base).is_insufficient_scope());
+        match insufficient {
+            true => Challenge::InsufficientScope(header.to_string()),
+            false => Challenge::Unauthorized(header.to_string()),
+        }
+    }
+}
+
+/// Why a token could not be had: `auth_failed` (a refusal, a lying or broken authorization
+/// server) or `auth_required` (a person must consent and none can be asked here). The message
+/// names the rule and has passed the redactor.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct OAuthError {
+    pub reason: Reason,
+    pub message: String,
+}
+
+/// One upstream's OAuth client and the grant it holds.
+pub(crate) struct UpstreamOAuth {
+    upstream: String,
+    /// The MCP endpoint: the protected resource.
+    url: String,
+    plan: McpOAuthPlan,
+    client_secret: Option<CredentialBinding>,
+    secrets: Secrets,
+    redactor: Redactor,
+    consent: Option<Arc<dyn Consent>>,
+    /// Where the grant is kept (shared by every manager of this upstream, so a new
+    /// authorization replaces the grant in one place).
+    store: InMemoryCredentialStore,
+    /// The manager of the grant held, once there is one.
+    manager: tokio::sync::Mutex<Option<AuthorizationManager>>,
+}
+
+impl UpstreamOAuth {
+    /// The OAuth client of upstream `upstream` at `url`. `credentials` and `secrets` resolve the
+    /// client secret's binding; `consent` asks a person (none: the authorization_code grant
+    /// answers `auth_required` with the URL to open).
+    pub(crate) fn new(
+        upstream: &str,
+        url: &str,
+        plan: &McpOAuthPlan,
+        credentials: &[CredentialBinding],
+        secrets: &Secrets,
+        redactor: Redactor,
+        consent: Option<Arc<dyn Consent>>,
+    ) -> Self {
+        let client_secret = match &plan.client {
+            OAuthClient::Registered {
+                client_secret: Some(name),
+                ..
+            } => credentials.iter().find(|c| &c.name == name).cloned(),
+            _ => None,
+        };
+        UpstreamOAuth {
+            upstream: upstream.to_string(),
+            url: url.to_string(),
+            plan: plan.clone(),
+            client_secret,
+            secrets: secrets.clone(),
+            redactor,
+            consent,
+            store: InMemoryCredentialStore::new(),
+            manager: tokio::sync::Mutex::new(None),
+        }
+    }
+
+    /// The access token to send now (refreshed first when it says it has expired), registered
+    /// with the redactor; `None` when no grant is held yet, so the request goes out without one
+    /// and the server's challenge says how to get one.
+    pub(crate) async fn token(&self) -> Result<Option<String>, OAuthError> {
+        let manager = self.manager.lock().await;
+        let Some(manager) = manager.as_ref() else {
+            return Ok(None);
+        };
+        match manager.get_access_token().await {
+            Ok(token) => {
+                self.redactor.register(&token);
+                Ok(Some(token))
+            }
+            // An expired grant without a refresh token (client credentials), or a refresh the
+            // server refused: the request goes out bare and its challenge starts a new grant.
+            Err(AuthError::AuthorizationRequired) => Ok(None),
+            Err(e) => Err(self.failed("the token could not be refreshed", &e)),
+        }
+    }
+
+    /// Obtains a grant that answers `challenge`: after a `401`, a refresh of the grant held if
+    /// it has a refresh token, else a new grant; after a `403 insufficient_scope`, a new grant
+    /// with the scopes the challenge names added to those held.
+    pub(crate) async fn authorize(&self, challenge: &Challenge) -> Result<(), OAuthError> {
+        let mut held = self.manager.lock().await;
+        let (header, more_scopes) = match challenge {
+            Challenge::Unauthorized(header) => {
+                if let Some(manager) = held.as_ref()
+                    && let Ok(response) = manager.refresh_token().await
+                {
+                    use oauth2::TokenResponse;
+                    self.redactor.register(response.access_token().secret());
+                    return Ok(());
+                }
+                (header, false)
+            }
+            Challenge::InsufficientScope(header) => (header, true),
+        };
+        let mut manager = self.manager_for(header).await?;
+        let mut scopes = self.plan.scopes.clone();
+        if more_scopes {
+            if let Some(old) = held.as_ref() {
+                scopes.extend(old.get_current_scopes().await);
+            }
+            scopes.extend(challenge_scopes(header, &self.url));
+            scopes.sort();
+            scopes.dedup();
+        }
+        match self.plan.grant {
+            OAuthGrant::ClientCredentials => {
+                self.client_credentials(&mut manager, scopes).await?;
+            }
+            OAuthGrant::AuthorizationCode => {
+                manager = self.authorization_code(manager, header, scopes).await?;
+            }
+        }
+        *held = Some(manager);
+        Ok(())
+    }
+
+    /// A new manager whose authorization server was discovered from `challenge`, its endpoints
+    /// checked.
+    async fn manager_for(&self, challenge: &str) -> Result<AuthorizationManager, OAuthError> {
+        let mut manager = AuthorizationManager::new(self.url.as_str())
+            .await
+            .map_err(|e| self.failed("the OAuth client could not be set up", &e))?;
+        manager.set_credential_store(self.store.clone());
+        let resolution = manager
+            .resolve_metadata_from_challenge(Some(challenge))
+            .await
+            .map_err(|e| self.failed("discovering the authorization server failed", &e))?;
+        let metadata = resolution.metadata;
+        for (what, endpoint) in [
+            (
+                "authorization_endpoint",
+                Some(&metadata.authorization_endpoint),
+            ),
+            ("token_endpoint", Some(&metadata.token_endpoint)),
+            (
+                "registration_endpoint",
+                metadata.registration_endpoint.as_ref(),
+            ),
+        ] {
+            if let Some(endpoint) = endpoint.filter(|e| !e.is_empty())
+                && !url::Url::parse(endpoint).is_ok_and(|u| ptc_plan::https_or_loopback(&u))
+            {
+                return Err(self.refused(format!(
+                    "the authorization server's {what} `{endpoint}` is not https (http is \
+                     allowed on a loopback address only): no secret is sent there"
+                )));
+            }
+        }
+        manager.set_metadata(metadata);
+        Ok(manager)
+    }
+
+    /// The client credentials grant: the deployment's own id and secret for a token.
+    async fn client_credentials(
+        &self,
+        manager: &mut AuthorizationManager,
+        scopes: Vec<String>,
+    ) -> Result<(), OAuthError> {
+        let OAuthClient::Registered { client_id, .. } = &self.plan.client else {
+            return Err(self.refused(
+                "the client_credentials grant needs a registered client id and secret".into(),
+            ));
+        };
+        let secret = self.secret()?.unwrap_or_default();
+        let config = ClientCredentialsConfig::ClientSecret {
+            client_id: client_id.clone(),
+            client_secret: secret,
+            scopes,
+            resource: Some(self.url.clone()),
+        };
+        manager
+            .validate_client_credentials_metadata(&config)
+            .and_then(|()| manager.configure_client_credentials(&config))
+            .map_err(|e| self.failed("the client credentials grant cannot be used", &e))?;
+        let response = manager
+            .exchange_client_credentials(&config)
+            .await
+            .map_err(|e| self.failed("the client credentials grant was refused", &e))?;
+        use oauth2::TokenResponse;
+        self.redactor.register(response.access_token().secret());
+        Ok(())
+    }
+
+    /// The authorization code grant: the person at `consent` opens the authorization URL and
+    /// is sent back with a code, exchanged for the token (state, PKCE and issuer checked).
+    async fn authorization_code(
+        &self,
+        manager: AuthorizationManager,
+        challenge: &str,
+        scopes: Vec<String>,
+    ) -> Result<AuthorizationManager, OAuthError> {
+        let redirect_uri = self.plan.redirect_uri.clone().unwrap_or_default();
+        let mut request = AuthorizationRequest::new(redirect_uri.clone()).with_challenge(challenge);
+        if !scopes.is_empty() {
+            request = request.with_scopes(scopes);
+        }
+        request = match &self.plan.client {
+            OAuthClient::Registered { client_id, .. } => {
+                let request = request.with_preregistered_client(client_id.clone());
+                match self.secret()? {
+                    Some(secret) => request.with_client_secret(secret),
+                    None => request,
+                }
+            }
+            OAuthClient::MetadataDocument { url, client_name } => request
+                .with_client_metadata_url(url.clone())
+                .with_client_name(client_name.clone()),
+            OAuthClient::Dynamic { client_name } => request.with_client_name(client_name.clone()),
+        };
+        let session = AuthorizationSession::new(manager, request)
+            .await
+            .map_err(|(_, e)| self.failed("the authorization could not start", &e))?;
+        let url = session.get_authorization_url().to_string();
+        let Some(consent) = &self.consent else {
+            return Err(OAuthError {
+                reason: Reason::AuthRequired,
+                message: self.redact(&format!(
+                    "upstream `{}` needs a person's consent: open {url} (nobody can be asked \
+                     from here; `ptc login {}` asks at the command line)",
+                    self.upstream, self.upstream
+                )),
+            });
+        };
+        let callback = consent
+            .consent(&self.upstream, &url, &redirect_uri)
+            .await
+            .map_err(|message| OAuthError {
+                reason: Reason::AuthRequired,
+                message: self.redact(&format!(
+                    "upstream `{}`: no consent was given: {message}",
+                    self.upstream
+                )),
+            })?;
+        self.redactor.register(&callback.code);
+        let response = session
+            .handle_callback_with_issuer(
+                &callback.code,
+                &callback.state,
+                callback.issuer.as_deref(),
+            )
+            .await
+            .map_err(|e| self.failed("the authorization code could not be exchanged", &e))?;
+        use oauth2::TokenResponse;
+        self.redactor.register(response.access_token().secret());
+        if let Some(refresh) = response.refresh_token() {
+            self.redactor.register(refresh.secret());
+        }
+        Ok(session.auth_manager)
+    }
+
+    /// The client secret, registered with the redactor (`None`: a public client).
+    fn secret(&self) -> Result<Option<String>, OAuthError> {
+        let Some(b) = &self.client_secret else {
+            return Ok(None);
+        };
+        let secret = binding::resolve(b, &self.secrets)
+            .map_err(|e| self.refused(format!("the client secret cannot be read: {}", e.0)))?;
+        binding::register(&self.redactor, &secret);
+        Ok(Some(secret.expose().to_string()))
+    }
+
+    fn failed(&self, step: &str, error: &AuthError) -> OAuthError {
+        self.refused(format!("{step}: {error}"))
+    }
+
+    fn refused(&self, message: String) -> OAuthError {
+        OAuthError {
+            reason: Reason::AuthFailed,
+            message: self.redact(&format!("upstream `{}`: {message}", self.upstream)),
+        }
+    }
+
+    fn redact(&self, text: &str) -> String {
+        self.redactor.redact(text).into_owned()
+    }
+}
+
+/// The scopes a challenge names (`scope="a b"`).
+fn challenge_scopes(header: &str, resource: &str) -> Vec<String> {
+    let Ok(base) = url::Url::parse(resource) else {
+        return Vec::new();
+    };
+    WWWAuthenticateParams::parse(header, &base)
+        .scope
+        .unwrap_or_default()
+        .split_whitespace()
+        .map(str::to_string)
+        .collect()
+}
