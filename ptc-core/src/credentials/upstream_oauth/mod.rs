@@ -129,13 +129,19 @@ impl UpstreamOAuth {
     }
 
     /// Obtains a grant that answers `challenge`: after a `401`, a refresh of the grant held if
-    /// it has a refresh token, else a new grant; after a `403 insufficient_scope`, a new grant
-    /// with the scopes the challenge names added to those held.
-    pub(crate) async fn authorize(&self, challenge: &Challenge) -> Result<(), OAuthError> {
+    /// it has a refresh token (and `may_refresh`), else a new grant; after a
+    /// `403 insufficient_scope`, a new grant with the scopes the challenge names added to those
+    /// held.
+    pub(crate) async fn authorize(
+        &self,
+        challenge: &Challenge,
+        may_refresh: bool,
+    ) -> Result<(), OAuthError> {
         let mut held = self.manager.lock().await;
         let (header, more_scopes) = match challenge {
             Challenge::Unauthorized(header) => {
-                if let Some(manager) = held.as_ref()
+                if may_refresh
+                    && let Some(manager) = held.as_ref()
                     && let Ok(response) = manager.refresh_token().await
                 {
                     use oauth2::TokenResponse;

@@ -13,6 +13,7 @@
 
 mod framing;
 mod http;
+mod input;
 mod result;
 mod stdio;
 
@@ -416,6 +417,7 @@ impl McpClient {
         let mut tools = Vec::new();
         let mut cursor: Option<String> = None;
         let mut seen = std::collections::HashSet::new();
+        let mut authorizations = 0u32;
         for _ in 0..MAX_TOOL_PAGES {
             let ticket = self.ticket();
             let mut params = PaginatedRequestParams::default().with_cursor(cursor.clone());
@@ -432,7 +434,20 @@ impl McpClient {
                         ),
                     ));
                 }
-                Ok(Err(e)) => return Err(self.failed(&subject, e, &ticket).await),
+                Ok(Err(e)) => {
+                    let challenge = self.challenge_of(&e);
+                    let error = self.failed(&subject, e, &ticket).await;
+                    match challenge {
+                        Some(challenge) => {
+                            match self.answer(&subject, &challenge, &mut authorizations).await {
+                                // The same page again, with the new token.
+                                Ok(()) => continue,
+                                Err(e) => return Err(e.unwrap_or(error)),
+                            }
+                        }
+                        None => return Err(error),
+                    }
+                }
                 Ok(Ok(page)) => page,
             };
             tools.extend(page.tools.into_iter().map(|t| self.tool(t)));
@@ -529,18 +544,22 @@ impl McpClient {
                 return Err(ListingMoved);
             }
             let outcome =
-                tokio::time::timeout_at(deadline.into(), peer.call_tool(params.clone())).await;
+                tokio::time::timeout_at(deadline.into(), input::call(&peer, params.clone())).await;
             return Ok(match outcome {
                 Err(_) => Err(subject.error(
                     Reason::Timeout,
                     "no answer before the call's deadline (the request timeout or the program's \
                      remaining time)",
                 )),
-                Ok(Ok(result)) => {
+                Ok(input::Rounds::Done(result)) => {
                     self.succeeded().await;
                     result::unwrap(&subject, result)
                 }
-                Ok(Err(e)) => {
+                Ok(input::Rounds::Unanswered(why)) => Err(with_retries(
+                    subject.error(Reason::UpstreamError, why),
+                    retries,
+                )),
+                Ok(input::Rounds::Failed(e)) => {
                     let unsent = result::never_sent(&e);
                     let refused = result::refused_credentials_of(&e);
                     let challenge = self.challenge_of(&e);
@@ -801,9 +820,12 @@ impl McpClient {
         if *authorizations > ptc_plan::McpOAuthPlan::MAX_STEP_UPS {
             return Err(None);
         }
+        // A refresh is tried first only once: a refreshed token refused again needs a new grant
+        // (the server may have moved to another authorization server).
+        let may_refresh = *authorizations == 0;
         *authorizations += 1;
         oauth
-            .authorize(challenge)
+            .authorize(challenge, may_refresh)
             .await
             .map_err(|e| Some(subject.error(e.reason, e.message)))
     }

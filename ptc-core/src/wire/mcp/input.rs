@@ -1,0 +1,86 @@
+//! A tool call an upstream answers with `input_required` (multi-round-trip requests, SEP-2322,
+//! protocol 2026-07-28): what the server asks is answered and the call is sent again, as a new
+//! request, with the answers and the server's `requestState` echoed unchanged, at most
+//! [`MAX_INPUT_ROUNDS`] times.
+//!
+//! ptc offers its upstreams no client capabilities (no elicitation, sampling or roots), so
+//! nobody is asked: an elicitation is answered `cancel` (the person was never shown it), a
+//! roots request with no roots, and a sampling request cannot be answered, which fails the call
+//! with the reason.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult, InputRequest};
+use rmcp::{Peer, RoleClient, ServiceError};
+use serde_json::{Value, json};
+
+/// How many `input_required` answers one call may get before it fails.
+pub(crate) const MAX_INPUT_ROUNDS: usize = 8;
+
+/// The first wait before sending again a call whose server asked nothing but to be asked
+/// again (state only); it doubles each such round.
+const STATE_ONLY_WAIT: Duration = Duration::from_millis(50);
+
+/// How a call ended.
+pub(crate) enum Rounds {
+    /// The server's final result.
+    Done(CallToolResult),
+    /// A request failed.
+    Failed(ServiceError),
+    /// The server asked something ptc cannot answer, or never stopped asking.
+    Unanswered(String),
+}
+
+/// Calls the tool, answering the server's `input_required` rounds.
+pub(crate) async fn call(peer: &Peer<RoleClient>, mut params: CallToolRequestParams) -> Rounds {
+    let mut waits = 0u32;
+    for _ in 0..=MAX_INPUT_ROUNDS {
+        let asked = match peer.call_tool_once(params.clone()).await {
+            Err(e) => return Rounds::Failed(e),
+            Ok(CallToolResponse::Complete(result)) => return Rounds::Done(result),
+            Ok(CallToolResponse::InputRequired(asked)) => asked,
+            Ok(_) => {
+                return Rounds::Unanswered(
+                    "the server answered with a task, which ptc does not poll".into(),
+                );
+            }
+        };
+        let requests = asked.input_requests.unwrap_or_default();
+        if requests.is_empty() && asked.request_state.is_none() {
+            return Rounds::Unanswered(
+                "the server asked for input but named nothing to answer".into(),
+            );
+        }
+        if requests.is_empty() {
+            tokio::time::sleep(STATE_ONLY_WAIT * 2u32.saturating_pow(waits.min(6))).await;
+            waits += 1;
+        }
+        let mut answers = BTreeMap::new();
+        for (key, request) in requests {
+            match answer(&request) {
+                Ok(value) => answers.insert(key, value),
+                Err(why) => return Rounds::Unanswered(why),
+            };
+        }
+        params.input_responses = (!answers.is_empty()).then_some(answers);
+        params.request_state = asked.request_state;
+    }
+    Rounds::Unanswered(format!(
+        "the server still asked for input after {MAX_INPUT_ROUNDS} answers"
+    ))
+}
+
+/// ptc's answer to one request, with nobody to ask.
+fn answer(request: &InputRequest) -> Result<Value, String> {
+    match request {
+        InputRequest::Elicitation(_) => Ok(json!({ "action": "cancel" })),
+        InputRequest::ListRoots(_) => Ok(json!({ "roots": [] })),
+        InputRequest::CreateMessage(_) => Err(
+            "the server asked ptc to sample a model (`sampling/createMessage`), which ptc does \
+             not offer its upstreams"
+                .into(),
+        ),
+        _ => Err("the server asked for input of a kind ptc does not know".into()),
+    }
+}
