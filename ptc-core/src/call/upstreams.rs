@@ -38,6 +38,9 @@ pub struct CallOptions {
     pub idempotency_key: Option<IdempotencyKey>,
     /// Who the call is made for: per-caller credentials read its secret.
     pub caller: Option<std::sync::Arc<crate::credentials::identity::Caller>>,
+    /// Who is asked should an upstream need a person's OAuth consent for this call (none: the
+    /// process's, from [`StartOptions::consent`]).
+    pub consent: Option<Arc<dyn Consent>>,
 }
 
 /// Decodes a typed call's output: the typed path's half of the executor interface.
@@ -342,10 +345,29 @@ impl Upstreams {
         };
         if options.catalog == CatalogLoad::AtStart {
             for i in 0..upstreams.links.len() {
-                upstreams.load(i).await.map_err(|e| StartError {
-                    upstream: Some(upstreams.catalog.servers[i].name.clone()),
-                    message: e.message,
-                })?;
+                match upstreams.load(i).await {
+                    Ok(_) => {}
+                    // A person's consent cannot be had at start-up: the upstream is listed on
+                    // the first call made for someone who can give it.
+                    Err(e) if e.reason == Reason::AuthRequired => tracing::warn!(
+                        upstream = %upstreams.catalog.servers[i].name,
+                        "not listed at start: it needs a person's OAuth consent; listed on \
+                         first use"
+                    ),
+                    Err(e) => {
+                        let name = &upstreams.catalog.servers[i].name;
+                        // The error names the upstream already; the start error says it once.
+                        let message = match e.message.strip_prefix(&format!("upstream `{name}`: "))
+                        {
+                            Some(rest) => rest.to_string(),
+                            None => e.message,
+                        };
+                        return Err(StartError {
+                            upstream: Some(name.clone()),
+                            message,
+                        });
+                    }
+                }
             }
         }
         Ok(upstreams)
@@ -459,7 +481,10 @@ impl Upstreams {
         budget_left: Option<u64>,
     ) -> Result<Executed, ToolError> {
         let cap = ResponseCap::of(call.tool.max_response_bytes, budget_left);
-        let env = self.call_env_for(options.caller.as_deref());
+        let mut env = self.call_env_for(options.caller.as_deref());
+        if options.consent.is_some() {
+            env.consent = options.consent.as_ref();
+        }
         let result = match &self.links[call.server] {
             Link::OpenApi(api) => api
                 .call(

@@ -22,6 +22,7 @@ use crate::call::writes::WriteGate;
 use crate::catalog::pin_check::{PinBoard, PinCell};
 use crate::catalog::{Binding, ServerEntry, ToolEntry};
 use crate::credentials::per_caller::CallEnv;
+use crate::credentials::upstream_oauth::asking;
 use crate::wire::mcp::{McpClient, McpTool};
 
 /// How the upstream is reached.
@@ -150,27 +151,30 @@ impl McpLink {
         entry: &ServerEntry,
         env: &CallEnv<'_>,
     ) -> Result<(), ToolError> {
-        let client = self.client(env).await?;
-        match &self.pins {
-            None => {
-                let tools = client
-                    .list_tools()
-                    .await?
-                    .into_iter()
-                    .filter(|t| self.include.as_ref().is_none_or(|i| i.contains(&t.name)))
-                    .enumerate()
-                    .map(|(index, t)| self.entry(index, t, None))
-                    .collect();
-                entry.set_tools(tools);
+        asking(env.consent.cloned(), async {
+            let client = self.client(env).await?;
+            match &self.pins {
+                None => {
+                    let tools = client
+                        .list_tools()
+                        .await?
+                        .into_iter()
+                        .filter(|t| self.include.as_ref().is_none_or(|i| i.contains(&t.name)))
+                        .enumerate()
+                        .map(|(index, t)| self.entry(index, t, None))
+                        .collect();
+                    entry.set_tools(tools);
+                }
+                Some(board) => {
+                    compare(client, board).await?;
+                }
             }
-            Some(board) => {
-                compare(client, board).await?;
+            if let Some(summary) = client.server_summary() {
+                entry.set_server_description(summary);
             }
-        }
-        if let Some(summary) = client.server_summary() {
-            entry.set_server_description(summary);
-        }
-        Ok(())
+            Ok(())
+        })
+        .await
     }
 
     /// The pin events counted so far (`None` when nothing is pinned).
@@ -197,7 +201,6 @@ impl McpLink {
                             env.credentials,
                             env.secrets,
                             env.redactor.clone(),
-                            env.consent.cloned(),
                         )
                         .await
                     }
@@ -220,33 +223,36 @@ impl McpLink {
         args: Map<String, Value>,
         deadline: Option<Instant>,
     ) -> Result<ToolOutput, ToolError> {
-        let name = tool.name.as_str();
-        let client = self.client(env).await?;
-        let (Some(board), Some(pin)) = (&self.pins, &tool.pin) else {
-            return client.call_tool(name, args, deadline).await;
-        };
-        // Twice at most: a listing that moves again between the comparison and the send
-        // (a notification storm, a flapping server) is reported rather than chased.
-        for _ in 0..2 {
-            let generation = compare(client, board).await?;
-            if let Some(refused) = pin.refusal(&tool.qualified()) {
-                return Err(refused);
+        asking(env.consent.cloned(), async {
+            let name = tool.name.as_str();
+            let client = self.client(env).await?;
+            let (Some(board), Some(pin)) = (&self.pins, &tool.pin) else {
+                return client.call_tool(name, args, deadline).await;
+            };
+            // Twice at most: a listing that moves again between the comparison and the send
+            // (a notification storm, a flapping server) is reported rather than chased.
+            for _ in 0..2 {
+                let generation = compare(client, board).await?;
+                if let Some(refused) = pin.refusal(&tool.qualified()) {
+                    return Err(refused);
+                }
+                if let Ok(done) = client
+                    .call_tool_listed(name, args.clone(), deadline, generation)
+                    .await
+                {
+                    return done;
+                }
             }
-            if let Ok(done) = client
-                .call_tool_listed(name, args.clone(), deadline, generation)
-                .await
-            {
-                return done;
-            }
-        }
-        Err(ToolError {
-            reason: crate::call::contract::Reason::UpstreamUnavailable,
-            message: format!(
-                "{}/{name}: the server's tool list changed twice while the call was being sent; \
-                 it was not sent",
-                self.name
-            ),
+            Err(ToolError {
+                reason: crate::call::contract::Reason::UpstreamUnavailable,
+                message: format!(
+                    "{}/{name}: the server's tool list changed twice while the call was being sent; \
+                     it was not sent",
+                    self.name
+                ),
+            })
         })
+        .await
     }
 
     /// Stops the upstream (closes the session, kills a child process).
@@ -283,10 +289,10 @@ pub async fn list_live_tools(
         exchanges: &exchanges,
         consent,
     };
-    let listed = match link.client(&env).await {
-        Ok(client) => client.list_tools().await,
-        Err(e) => Err(e),
-    };
+    let listed = asking(env.consent.cloned(), async {
+        link.client(&env).await?.list_tools().await
+    })
+    .await;
     link.shutdown().await;
     listed
 }

@@ -527,6 +527,7 @@ mod tests {
                 redactor: &self.redactor,
                 caller: Some(who),
                 exchanges: &self.exchanges,
+                consent: None,
             };
             let emitters = [AuthEmitter::Bearer {
                 binding: "x".into(),
@@ -682,6 +683,7 @@ mod tests {
             redactor: &env.redactor,
             caller: None,
             exchanges: &env.exchanges,
+            consent: None,
         };
         let per_caller = [AuthEmitter::Bearer {
             binding: "x".into(),

@@ -34,10 +34,31 @@ pub trait Consent: Send + Sync + std::fmt::Debug {
     ) -> ConsentFuture<'a>;
 }
 
+tokio::task_local! {
+    /// Who is asked for consent during the call this task is making (see [`asking`]).
+    static ASKER: Option<Arc<dyn Consent>>;
+}
+
+/// Runs `call` (an upstream call, a listing) with `consent` as who is asked should the upstream
+/// need a person's consent on the way. Who to ask belongs to the call (its caller's session,
+/// the terminal), not to the connection that happens to serve it, so it travels with the call
+/// as its trace context does.
+pub async fn asking<F: Future>(consent: Option<Arc<dyn Consent>>, call: F) -> F::Output {
+    ASKER.scope(consent, call).await
+}
+
+/// Who the current call asks for consent (none outside [`asking`]).
+pub(crate) fn asker() -> Option<Arc<dyn Consent>> {
+    ASKER.try_with(Clone::clone).ok().flatten()
+}
+
+/// Shows a person an authorization URL: `(upstream, url)`.
+type Show = dyn Fn(&str, &str) + Send + Sync;
+
 /// The command line's consent: the URL is shown (by `show`), and ptc receives the redirect
 /// itself on the redirect URI, which must be `http://` on a loopback address.
 pub struct LoopbackConsent {
-    show: Box<dyn Fn(&str, &str) + Send + Sync>,
+    show: Box<Show>,
     wait: Duration,
 }
 

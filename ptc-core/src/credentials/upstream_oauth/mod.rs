@@ -9,13 +9,11 @@
 //! token held (refreshed first when it says it expired); a `401` with a challenge gets one
 //! refresh, then a new grant; a `403 insufficient_scope` a new grant with the scopes it names
 //! added, at most [`McpOAuthPlan::MAX_STEP_UPS`] times per call. A person's consent is asked
-//! through a [`Consent`].
+//! through the [`Consent`] of the call being made ([`asking`]).
 
 mod consent;
 
-pub use consent::{Consent, ConsentCallback, LoopbackConsent};
-
-use std::sync::Arc;
+pub use consent::{Consent, ConsentCallback, ConsentFuture, LoopbackConsent, asking};
 
 use ptc_plan::{CredentialBinding, McpOAuthPlan, OAuthClient, OAuthGrant, Secrets};
 use rmcp::transport::AuthorizationManager;
@@ -51,7 +49,7 @@ impl Challenge {
 
 /// Why a token could not be had: `auth_failed` (a refusal, a lying or broken authorization
 /// server) or `auth_required` (a person must consent and none can be asked here). The message
-/// names the rule and has passed the redactor.
+/// names the rule (not the upstream: whoever reports it does) and has passed the redactor.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct OAuthError {
     pub reason: Reason,
@@ -67,7 +65,6 @@ pub(crate) struct UpstreamOAuth {
     client_secret: Option<CredentialBinding>,
     secrets: Secrets,
     redactor: Redactor,
-    consent: Option<Arc<dyn Consent>>,
     /// Where the grant is kept (shared by every manager of this upstream, so a new
     /// authorization replaces the grant in one place).
     store: InMemoryCredentialStore,
@@ -77,8 +74,7 @@ pub(crate) struct UpstreamOAuth {
 
 impl UpstreamOAuth {
     /// The OAuth client of upstream `upstream` at `url`. `credentials` and `secrets` resolve the
-    /// client secret's binding; `consent` asks a person (none: the authorization_code grant
-    /// answers `auth_required` with the URL to open).
+    /// client secret's binding.
     pub(crate) fn new(
         upstream: &str,
         url: &str,
@@ -86,7 +82,6 @@ impl UpstreamOAuth {
         credentials: &[CredentialBinding],
         secrets: &Secrets,
         redactor: Redactor,
-        consent: Option<Arc<dyn Consent>>,
     ) -> Self {
         let client_secret = match &plan.client {
             OAuthClient::Registered {
@@ -102,7 +97,6 @@ impl UpstreamOAuth {
             client_secret,
             secrets: secrets.clone(),
             redactor,
-            consent,
             store: InMemoryCredentialStore::new(),
             manager: tokio::sync::Mutex::new(None),
         }
@@ -271,13 +265,12 @@ impl UpstreamOAuth {
             .await
             .map_err(|(_, e)| self.failed("the authorization could not start", &e))?;
         let url = session.get_authorization_url().to_string();
-        let Some(consent) = &self.consent else {
+        let Some(consent) = consent::asker() else {
             return Err(OAuthError {
                 reason: Reason::AuthRequired,
                 message: self.redact(&format!(
-                    "upstream `{}` needs a person's consent: open {url} (nobody can be asked \
-                     from here; `ptc login {}` asks at the command line)",
-                    self.upstream, self.upstream
+                    "a person's OAuth consent is needed: open {url} (nobody can be asked from \
+                     here; `ptc eval` asks at the terminal)"
                 )),
             });
         };
@@ -286,10 +279,7 @@ impl UpstreamOAuth {
             .await
             .map_err(|message| OAuthError {
                 reason: Reason::AuthRequired,
-                message: self.redact(&format!(
-                    "upstream `{}`: no consent was given: {message}",
-                    self.upstream
-                )),
+                message: self.redact(&format!("no OAuth consent was given: {message}")),
             })?;
         self.redactor.register(&callback.code);
         let response = session
@@ -319,14 +309,22 @@ impl UpstreamOAuth {
         Ok(Some(secret.expose().to_string()))
     }
 
+    /// `step` failed with `error`, whose causes are named too (rmcp's discovery error says
+    /// where, its cause what).
     fn failed(&self, step: &str, error: &AuthError) -> OAuthError {
-        self.refused(format!("{step}: {error}"))
+        let mut message = format!("{step}: {error}");
+        let mut cause = std::error::Error::source(error);
+        while let Some(c) = cause {
+            message.push_str(&format!(": {c}"));
+            cause = c.source();
+        }
+        self.refused(message)
     }
 
     fn refused(&self, message: String) -> OAuthError {
         OAuthError {
             reason: Reason::AuthFailed,
-            message: self.redact(&format!("upstream `{}`: {message}", self.upstream)),
+            message: self.redact(&message),
         }
     }
 

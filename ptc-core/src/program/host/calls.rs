@@ -359,6 +359,8 @@ impl RunState {
             caller: Some(self.caller.clone()),
             deadline,
             idempotency_key: None,
+            // The process's (the terminal, for `eval`); a host's sessions do not relay consent yet.
+            consent: None,
         };
         let mut write = None;
         if !classified.effect.is_read() {

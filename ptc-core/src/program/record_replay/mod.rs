@@ -467,6 +467,7 @@ mod tests {
             writes: WriteGate::Open,
             response_check: ResponseCheck::Full,
             strict_responses: true,
+            consent: Default::default(),
         };
         let settings = Settings::new(&limits, start);
         let again = settings.limits();

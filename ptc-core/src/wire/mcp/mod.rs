@@ -33,7 +33,7 @@ use serde_json::{Map, Value};
 
 use crate::call::contract::{Reason, ToolError, ToolOutput};
 use crate::credentials::redact::Redactor;
-use crate::credentials::upstream_oauth::{Challenge, Consent, UpstreamOAuth};
+use crate::credentials::upstream_oauth::{Challenge, UpstreamOAuth};
 use result::Subject;
 pub use stdio::INHERITED_ENV;
 
@@ -251,14 +251,14 @@ impl McpClient {
     /// secret is registered with `redactor` before it is sent.
     ///
     /// An upstream with `oauth` gets its access tokens as the MCP authorization spec says; a
-    /// person's consent is asked through `consent` (none: the call answers `auth_required`).
+    /// person's consent is asked through the consent the call runs with
+    /// ([`crate::credentials::upstream_oauth::asking`]; none: it answers `auth_required`).
     pub async fn connect_http(
         upstream: &str,
         plan: &McpHttpPlan,
         credentials: &[CredentialBinding],
         secrets: &Secrets,
         redactor: Redactor,
-        consent: Option<Arc<dyn Consent>>,
     ) -> Result<McpClient, ToolError> {
         let subject = Subject {
             upstream,
@@ -274,7 +274,6 @@ impl McpClient {
                 credentials,
                 secrets,
                 redactor.clone(),
-                consent,
             ))
         });
         let setup = http::HttpSetup::new(plan, credentials, secrets, redactor.clone(), oauth)
