@@ -1,6 +1,7 @@
 //! The test OAuth 2.1 authorization server (`fixtures/auth-issuer/issuer.py`): a launcher that
 //! starts it on a free port and helpers for its test-control endpoints (mint a token, rotate the
-//! keys, read what it counted). See `fixtures/auth-issuer/README.md` for what it serves.
+//! keys, choose who consents at `/authorize`, revoke a user's refresh tokens, read what it
+//! counted). See `fixtures/auth-issuer/README.md` for what it serves.
 
 use crate::python_server::{self, PythonServer};
 
@@ -101,8 +102,72 @@ impl Issuer {
             .await
     }
 
+    /// Its authorization endpoint (`{url}/authorize`).
+    pub fn authorization_endpoint(&self) -> String {
+        format!("{}/authorize", self.url)
+    }
+
+    /// Its dynamic client registration endpoint (`{url}/register`).
+    pub fn registration_endpoint(&self) -> String {
+        format!("{}/register", self.url)
+    }
+
+    /// Chooses who consents at `/authorize` from now on (`POST /test/user`): `subject` becomes
+    /// the `sub` of the tokens the code flow issues (`alice` until changed), and with `deny` the
+    /// user refuses, so `/authorize` redirects with `error=access_denied`.
+    pub async fn set_user(&self, subject: &str, deny: bool) {
+        self.control(
+            "/test/user",
+            &serde_json::json!({ "subject": subject, "deny": deny }),
+        )
+        .await;
+    }
+
+    /// Revokes every refresh token issued to `subject` (`POST /test/revoke`): their next
+    /// refresh is 400 `invalid_grant`. Access tokens already issued stay valid (they are JWTs).
+    /// Returns how many refresh token families were revoked.
+    pub async fn revoke(&self, subject: &str) -> u64 {
+        let answer = self
+            .control("/test/revoke", &serde_json::json!({ "subject": subject }))
+            .await;
+        answer["revoked_families"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("/test/revoke answered {answer}"))
+    }
+
+    /// The consents `/authorize` gave since the last reset (the `authorizations` of
+    /// [`Issuer::stats`]): `[{"client_id", "subject", "scope", "resource", "redirect_uri"}]`.
+    pub async fn authorizations(&self) -> Vec<serde_json::Value> {
+        let stats = self.stats().await;
+        stats["authorizations"]
+            .as_array()
+            .cloned()
+            .unwrap_or_else(|| panic!("/test/stats answered {stats}"))
+    }
+
+    /// How many refresh grants succeeded since the last reset (`refreshes` of [`Issuer::stats`]).
+    pub async fn refreshes(&self) -> u64 {
+        self.counter("refreshes").await
+    }
+
+    /// How many clients registered at `/register` since the last reset (`registrations` of
+    /// [`Issuer::stats`]).
+    pub async fn registrations(&self) -> u64 {
+        self.counter("registrations").await
+    }
+
+    /// One number from [`Issuer::stats`].
+    async fn counter(&self, name: &str) -> u64 {
+        let stats = self.stats().await;
+        stats[name]
+            .as_u64()
+            .unwrap_or_else(|| panic!("/test/stats has no number {name}: {stats}"))
+    }
+
     /// `GET /test/stats`: `{"jwks_requests": n, "token_requests": n, "exchanges": [{"subject",
-    /// "audience", "resource", "aud", "scope", "client_id", "jti", "expires_in", ..}]}`.
+    /// "audience", "resource", "aud", "scope", "client_id", "jti", "expires_in", ..}],
+    /// "authorizations": [{"client_id", "subject", "scope", "resource", "redirect_uri"}],
+    /// "refreshes": n, "registrations": n}`.
     pub async fn stats(&self) -> serde_json::Value {
         let response = self
             .http
@@ -113,7 +178,9 @@ impl Issuer {
         ok_json(response, "/test/stats").await
     }
 
-    /// Zeroes the counters and forgets the recorded exchanges (`POST /test/reset-stats`).
+    /// Zeroes the counters and forgets the recorded exchanges and authorizations (`POST
+    /// /test/reset-stats`); registered clients, live codes, refresh tokens and the current user
+    /// stay.
     pub async fn reset_stats(&self) {
         self.control("/test/reset-stats", &serde_json::json!({}))
             .await;

@@ -5,6 +5,7 @@
 pub mod bed;
 pub mod host_clients;
 pub mod issuer;
+pub mod oauth_mcp;
 pub mod otlp;
 pub mod python_server;
 pub mod redis;

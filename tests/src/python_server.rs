@@ -1,6 +1,6 @@
-//! The Python fixture servers the tests start (`fixtures/auth-issuer`, `fixtures/otlp-receiver`):
-//! each runs from its folder's venv on a free loopback port, prints `listening URL` as its first
-//! line and ends when its stdin closes.
+//! The Python fixture servers the tests start (`fixtures/auth-issuer`, `fixtures/otlp-receiver`,
+//! `fixtures/mcp/oauth_server.py`): each runs from its folder's venv on a free loopback port,
+//! prints `listening URL` as its first line and ends when its stdin closes.
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::PathBuf;
