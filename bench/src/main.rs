@@ -84,6 +84,9 @@ fn main() -> ExitCode {
     if enabled("identity") {
         rows.extend(suites::identity::run(budget));
     }
+    if enabled("upstream_oauth") {
+        rows.extend(suites::upstream_oauth::run(budget));
+    }
     // In processes of its own, each starting its own trace exporter.
     if enabled("traces") {
         rows.extend(suites::traces::run(quick));

@@ -373,12 +373,18 @@ fn a_run_fails_on_an_unlisted_failure_and_on_a_listed_check_that_passes() {
     let passing = "ping:ping";
     let text = std::fs::read_to_string(baseline()).expect("the expected-failures file");
     assert!(text.contains(&format!("  - {dropped} #")));
+    // The stale entry goes first in the `server:` list (the file's `client:` list follows it).
+    let stale = format!("  - {passing} # passes: the run must call this entry stale");
     let edited: String = text
         .lines()
         .filter(|l| !l.contains(dropped))
-        .chain([format!("  - {passing} # passes: the run must call this entry stale").as_str()])
+        .flat_map(|l| match l == "server:" {
+            true => vec![l, stale.as_str()],
+            false => vec![l],
+        })
         .map(|l| format!("{l}\n"))
         .collect();
+    assert!(edited.contains(&format!("server:\n{stale}\n")));
     let dir = ptc_tests::fresh_dir("conformance-judged");
     let edited_baseline = dir.join("expected-failures.yml");
     std::fs::write(&edited_baseline, edited).unwrap();

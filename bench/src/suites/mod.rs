@@ -10,3 +10,4 @@ pub mod pins;
 pub mod plan_compile;
 pub mod tool_call;
 pub mod traces;
+pub mod upstream_oauth;

@@ -425,6 +425,21 @@ impl Upstreams {
             .collect()
     }
 
+    /// The sessions of every MCP upstream called as the caller, by upstream name.
+    pub fn caller_sessions(
+        &self,
+    ) -> Vec<(&str, &crate::catalog::caller_sessions::SessionCounts)> {
+        self.catalog
+            .servers
+            .iter()
+            .zip(&self.links)
+            .filter_map(|(s, l)| match l {
+                Link::Mcp(m) => m.caller_session_counts().map(|c| (s.name.as_str(), c)),
+                Link::OpenApi(_) => None,
+            })
+            .collect()
+    }
+
     /// Response checking, and the drift seen so far.
     pub fn drift(&self) -> &crate::call::response_check::DriftWatch {
         &self.drift

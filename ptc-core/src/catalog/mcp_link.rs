@@ -19,6 +19,9 @@ use serde_json::{Map, Value};
 
 use crate::call::contract::{ToolError, ToolOutput};
 use crate::call::writes::WriteGate;
+use crate::catalog::caller_sessions::{
+    CALLER_SESSION_IDLE, CallerSessions, MAX_CALLER_SESSIONS, Session,
+};
 use crate::catalog::pin_check::{PinBoard, PinCell};
 use crate::catalog::{Binding, ServerEntry, ToolEntry};
 use crate::credentials::per_caller::CallEnv;
@@ -31,6 +34,14 @@ enum Connect {
     Http(ptc_plan::McpHttpPlan),
 }
 
+/// Which sessions an upstream's calls go through.
+enum Sessions {
+    /// One session serves every caller: the deployment's own credentials.
+    Shared(tokio::sync::OnceCell<Session>),
+    /// A session per caller, with the caller's own grant (a person's OAuth consent).
+    PerCaller(CallerSessions),
+}
+
 /// A configured MCP upstream; connected on first need.
 pub(crate) struct McpLink {
     name: String,
@@ -38,7 +49,7 @@ pub(crate) struct McpLink {
     /// The upstream's `max_response_bytes`, which its client enforces on every answer.
     max_response_bytes: u64,
     connect: Connect,
-    client: tokio::sync::OnceCell<McpClient>,
+    sessions: Sessions,
     /// Which tools are exposed when nothing is pinned (`None`: all).
     include: Option<Vec<String>>,
     /// The pins, when a tool list was vendored (shared with the task that compares them when
@@ -68,12 +79,23 @@ impl McpLink {
             ),
             ptc_plan::Transport::Openapi(_) => return None,
         };
+        let per_caller = matches!(
+            transport,
+            ptc_plan::Transport::McpHttp(p)
+                if p.oauth.as_ref().is_some_and(|o| o.grant == ptc_plan::OAuthGrant::AuthorizationCode)
+        );
         Some(McpLink {
             name: name.to_string(),
             transport: transport.kind(),
             max_response_bytes,
             connect,
-            client: tokio::sync::OnceCell::new(),
+            sessions: match per_caller {
+                true => Sessions::PerCaller(CallerSessions::new(
+                    MAX_CALLER_SESSIONS,
+                    CALLER_SESSION_IDLE,
+                )),
+                false => Sessions::Shared(tokio::sync::OnceCell::new()),
+            },
             include: tools.include.clone(),
             pins: tools
                 .pinned
@@ -134,12 +156,15 @@ impl McpLink {
     }
 
     /// Whether the catalog entry is up to date: listed (unpinned), or the pins compared with the
-    /// listing of the current session and tool-list generation.
+    /// listing of the current session and tool-list generation. Per caller, the pins are the
+    /// catalog (each caller's session is compared with them before its calls).
     pub(crate) fn is_current(&self, entry: &ServerEntry) -> bool {
-        match (&self.pins, self.client.get()) {
+        match (&self.pins, &self.sessions) {
             (None, _) => entry.tools().is_some(),
-            (Some(board), Some(client)) => board.is_current(client.tools_generation()),
-            (Some(_), None) => false,
+            (Some(_), Sessions::PerCaller(_)) => true,
+            (Some(_), Sessions::Shared(shared)) => shared
+                .get()
+                .is_some_and(|s| s.compared.is_current(s.client.tools_generation())),
         }
     }
 
@@ -152,7 +177,8 @@ impl McpLink {
         env: &CallEnv<'_>,
     ) -> Result<(), ToolError> {
         asking(env.consent.cloned(), async {
-            let client = self.client(env).await?;
+            let session = self.session(env).await?;
+            let client = &session.client;
             match &self.pins {
                 None => {
                     let tools = client
@@ -166,7 +192,7 @@ impl McpLink {
                     entry.set_tools(tools);
                 }
                 Some(board) => {
-                    compare(client, board).await?;
+                    compare(&session, board).await?;
                 }
             }
             if let Some(summary) = client.server_summary() {
@@ -182,35 +208,43 @@ impl McpLink {
         self.pins.as_ref().map(|b| &b.counts)
     }
 
-    /// The connected client, connecting now if this is the first use. A pinned upstream's
-    /// first connection also starts the task that compares the listing with the pins as soon as
-    /// it changes (a new session, a `tools/list_changed`), so a change is logged and counted when
-    /// it happens; a call checks the generation itself before it is sent.
-    async fn client(&self, env: &CallEnv<'_>) -> Result<&McpClient, ToolError> {
-        self.client
-            .get_or_try_init(|| async {
-                let client = match &self.connect {
-                    Connect::Stdio(plan) => {
-                        McpClient::connect_stdio(&self.name, plan, Vec::new(), env.redactor.clone())
-                            .await
-                    }
-                    Connect::Http(plan) => {
-                        McpClient::connect_http(
-                            &self.name,
-                            plan,
-                            env.credentials,
-                            env.secrets,
-                            env.redactor.clone(),
-                        )
+    /// The session this call goes through, connecting now if this is its first use: the shared
+    /// one, or the caller's own (per caller, a call made for nobody is the process's own, as at
+    /// a terminal). A pinned upstream's new session also starts the task that compares its
+    /// listing with the pins as soon as it changes (a new connection, a `tools/list_changed`),
+    /// so a change is logged and counted when it happens; a call checks the generation itself
+    /// before it is sent.
+    async fn session(&self, env: &CallEnv<'_>) -> Result<Session, ToolError> {
+        let open = || async {
+            let client = match &self.connect {
+                Connect::Stdio(plan) => {
+                    McpClient::connect_stdio(&self.name, plan, Vec::new(), env.redactor.clone())
                         .await
-                    }
-                }?;
-                if let Some(board) = &self.pins {
-                    watch(&client, board.clone());
                 }
-                Ok(client)
-            })
-            .await
+                Connect::Http(plan) => {
+                    McpClient::connect_http(
+                        &self.name,
+                        plan,
+                        env.credentials,
+                        env.secrets,
+                        env.redactor.clone(),
+                    )
+                    .await
+                }
+            }?;
+            let session = Session::new(client);
+            if let Some(board) = &self.pins {
+                watch(&session, board.clone());
+            }
+            Ok(session)
+        };
+        match &self.sessions {
+            Sessions::Shared(shared) => shared.get_or_try_init(open).await.cloned(),
+            Sessions::PerCaller(pool) => {
+                let caller = env.caller.map_or("", |c| c.subject.as_str());
+                pool.get(caller, open).await
+            }
+        }
     }
 
     /// Calls tool `name` with validated arguments. A pinned tool is sent only while the listing
@@ -225,14 +259,15 @@ impl McpLink {
     ) -> Result<ToolOutput, ToolError> {
         asking(env.consent.cloned(), async {
             let name = tool.name.as_str();
-            let client = self.client(env).await?;
+            let session = self.session(env).await?;
+            let client = &session.client;
             let (Some(board), Some(pin)) = (&self.pins, &tool.pin) else {
                 return client.call_tool(name, args, deadline).await;
             };
             // Twice at most: a listing that moves again between the comparison and the send
             // (a notification storm, a flapping server) is reported rather than chased.
             for _ in 0..2 {
-                let generation = compare(client, board).await?;
+                let generation = compare(&session, board).await?;
                 if let Some(refused) = pin.refusal(&tool.qualified()) {
                     return Err(refused);
                 }
@@ -255,10 +290,24 @@ impl McpLink {
         .await
     }
 
-    /// Stops the upstream (closes the session, kills a child process).
+    /// The per-caller sessions' counts (`None` when one session serves every caller).
+    pub(crate) fn caller_session_counts(
+        &self,
+    ) -> Option<&crate::catalog::caller_sessions::SessionCounts> {
+        match &self.sessions {
+            Sessions::PerCaller(pool) => Some(&pool.counts),
+            Sessions::Shared(_) => None,
+        }
+    }
+
+    /// Stops the upstream (closes its sessions, kills a child process).
     pub(crate) async fn shutdown(&self) {
-        if let Some(c) = self.client.get() {
-            c.shutdown().await;
+        let sessions = match &self.sessions {
+            Sessions::Shared(shared) => shared.get().cloned().into_iter().collect(),
+            Sessions::PerCaller(pool) => pool.sessions(),
+        };
+        for s in sessions {
+            s.client.shutdown().await;
         }
     }
 }
@@ -290,7 +339,7 @@ pub async fn list_live_tools(
         consent,
     };
     let listed = asking(env.consent.cloned(), async {
-        link.client(&env).await?.list_tools().await
+        link.session(&env).await?.client.list_tools().await
     })
     .await;
     link.shutdown().await;
@@ -299,29 +348,35 @@ pub async fn list_live_tools(
 
 /// Compares the live listing with the pins unless the current session's listing already
 /// was; the generation compared.
-async fn compare(client: &McpClient, board: &PinBoard) -> Result<u64, ToolError> {
+async fn compare(session: &Session, board: &PinBoard) -> Result<u64, ToolError> {
+    let client = &session.client;
     // The common case takes no lock: a session that closed since is reconnected inside the
     // call, which then finds the generation moved and is not sent (`ListingMoved`).
     let generation = client.tools_generation();
-    if board.is_current(generation) {
+    if session.compared.is_current(generation) {
         return Ok(generation);
     }
     let _one_at_a_time = board.comparing.lock().await;
     let generation = client.connected_generation().await?;
-    if !board.is_current(generation) {
+    if !session.compared.is_current(generation) {
         let live = client.list_tools().await?;
-        board.compare(generation, &live);
+        board.compare(&session.compared, generation, &live);
     }
     Ok(generation)
 }
 
-/// Compares `client`'s listing with `board`'s pins each time it changes, until the client is
+/// Compares `session`'s listing with `board`'s pins each time it changes, until its client is
 /// gone (the task holds no strong reference to it while it waits).
-fn watch(client: &McpClient, board: Arc<PinBoard>) {
-    let watch = client.watch_listing();
+fn watch(session: &Session, board: Arc<PinBoard>) {
+    let watch = session.client.watch_listing();
+    let compared = session.compared.clone();
     tokio::spawn(async move {
         while let Some(client) = watch.changed().await {
-            if let Err(e) = compare(&client, &board).await {
+            let session = Session {
+                client,
+                compared: compared.clone(),
+            };
+            if let Err(e) = compare(&session, &board).await {
                 tracing::debug!(error = %e, "the changed tool listing is compared at the next call");
             }
         }

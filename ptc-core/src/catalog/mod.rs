@@ -2,10 +2,12 @@
 //! (with "did you mean"), validation and discovery. OpenAPI tools come from the plan; MCP tools
 //! from the server's `tools/list`, at start-up or on first use.
 //!
-//! The room around it: MCP upstreams' live tool lists (`mcp_link`) and their comparison with
-//! the reviewed pins (`pin_check`), what each caller may reach ([`policy`]), ranking tools for
+//! The room around it: MCP upstreams' live tool lists (`mcp_link`), the sessions of an upstream
+//! called as the caller ([`caller_sessions`]), their comparison with the reviewed pins
+//! (`pin_check`), what each caller may reach ([`policy`]), ranking tools for
 //! a search ([`search`]) and the discovery text and data programs read ([`discovery`]).
 
+pub mod caller_sessions;
 pub mod discovery;
 pub(crate) mod mcp_link;
 pub(crate) mod pin_check;

@@ -115,8 +115,6 @@ pub(crate) struct PinBoard {
     left_out: Vec<String>,
     /// Unpinned tools already reported.
     unpinned: Mutex<BTreeSet<String>>,
-    /// One past the client generation last compared (0: never compared).
-    compared: AtomicU64,
     /// Serialises comparisons.
     pub(crate) comparing: tokio::sync::Mutex<()>,
     pub(crate) counts: PinCounts,
@@ -143,7 +141,6 @@ impl PinBoard {
                 })
                 .collect(),
             unpinned: Mutex::new(BTreeSet::new()),
-            compared: AtomicU64::new(0),
             comparing: tokio::sync::Mutex::new(()),
             counts: PinCounts::default(),
         }
@@ -154,14 +151,10 @@ impl PinBoard {
         self.pins.iter().map(|(p, c)| (p, c))
     }
 
-    /// Whether the listing of client generation `generation` has been compared.
-    pub(crate) fn is_current(&self, generation: u64) -> bool {
-        self.compared.load(Ordering::Acquire) == generation + 1
-    }
-
-    /// Compares the live listing of client generation `generation` with the pins, updating each
-    /// pinned tool's verdict; a verdict that changed is logged and counted once.
-    pub(crate) fn compare(&self, generation: u64, live: &[McpTool]) {
+    /// Compares the live listing of a session's client generation `generation` with the pins,
+    /// updating each pinned tool's verdict (a verdict that changed is logged and counted once),
+    /// and notes in the session's `compared` that its listing was compared.
+    pub(crate) fn compare(&self, compared: &Compared, generation: u64, live: &[McpTool]) {
         for (pin, cell) in &self.pins {
             let now = match live.iter().find(|t| t.name == pin.name) {
                 None => Verdict::Removed,
@@ -221,7 +214,19 @@ impl PinBoard {
                 );
             }
         }
-        self.compared.store(generation + 1, Ordering::Release);
+        compared.0.store(generation + 1, Ordering::Release);
+    }
+}
+
+/// Which listing of one session (one MCP client) was last compared with the pins: every session
+/// is compared, a caller's as much as the shared one.
+#[derive(Debug, Default)]
+pub(crate) struct Compared(AtomicU64);
+
+impl Compared {
+    /// Whether the listing of client generation `generation` has been compared.
+    pub(crate) fn is_current(&self, generation: u64) -> bool {
+        self.0.load(Ordering::Acquire) == generation + 1
     }
 }
 
@@ -255,15 +260,16 @@ mod tests {
     #[test]
     fn a_changed_tool_is_refused_a_missing_one_is_not_found_and_new_ones_are_counted_once() {
         let b = board(PinPolicy::Refuse);
-        assert!(!b.is_current(0));
+        let seen = Compared::default();
+        assert!(!seen.is_current(0));
         assert!(cell(&b, "echo").refusal("peer/echo").is_none(), "unchecked");
         let listing = [
             live("echo", "rewritten"),
             live("extra", "new"),
             live("left-out", "x"),
         ];
-        b.compare(0, &listing);
-        assert!(b.is_current(0) && !b.is_current(1));
+        b.compare(&seen, 0, &listing);
+        assert!(seen.is_current(0) && !seen.is_current(1));
         let refused = cell(&b, "echo").refusal("peer/echo").unwrap();
         assert_eq!(refused.reason, Reason::ToolChanged);
         assert!(
@@ -280,7 +286,7 @@ mod tests {
             cell(&b, "add").refusal("peer/add").unwrap().reason,
             Reason::NotFound
         );
-        b.compare(1, &listing);
+        b.compare(&seen, 1, &listing);
         let count = |c: &AtomicU64| c.load(Ordering::Relaxed);
         assert_eq!(
             (
@@ -291,7 +297,7 @@ mod tests {
             (1, 1, 1),
             "a change seen twice is counted once"
         );
-        b.compare(2, &[live("echo", "reviewed"), live("add", "reviewed")]);
+        b.compare(&seen, 2, &[live("echo", "reviewed"), live("add", "reviewed")]);
         assert_eq!(cell(&b, "echo").verdict(), Verdict::Matches);
         assert!(cell(&b, "add").refusal("peer/add").is_none());
         assert_eq!(cell(&b, "add").note(), None);
@@ -326,7 +332,7 @@ mod tests {
             lines
         });
         for (generation, live) in listings.iter().enumerate() {
-            b.compare(generation as u64, live);
+            b.compare(&Compared::default(), generation as u64, live);
         }
         let text = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
         text.lines()
@@ -368,7 +374,7 @@ mod tests {
     #[test]
     fn under_warn_a_changed_tool_stays_callable_and_discovery_says_why() {
         let b = board(PinPolicy::Warn);
-        b.compare(0, &[live("echo", "rewritten"), live("add", "reviewed")]);
+        b.compare(&Compared::default(), 0, &[live("echo", "rewritten"), live("add", "reviewed")]);
         assert!(cell(&b, "echo").refusal("peer/echo").is_none());
         assert_eq!(
             cell(&b, "echo").note().unwrap(),

@@ -27,6 +27,11 @@ pub const APPROVAL_WAIT: Duration = Duration::from_secs(120);
 /// How long a person at the terminal has to give an upstream their OAuth consent (open the URL,
 /// consent, and be sent back).
 pub const CONSENT_WAIT: Duration = Duration::from_secs(300);
+/// Sessions one MCP upstream called as the caller holds at once (one per caller); the least
+/// recently used is closed to make room.
+pub const MAX_CALLER_SESSIONS: usize = 256;
+/// How long such a session is kept unused before it is closed.
+pub const CALLER_SESSION_IDLE: Duration = Duration::from_secs(600);
 /// Bytes of program text a client may send.
 pub const MAX_PROGRAM_BYTES: usize = 64 << 10;
 /// Bytes of rendered result text in a reply (beyond it, a truncation marker).

@@ -233,7 +233,8 @@ impl Evaluator {
     }
 
     /// What a `/metrics` scrape reads now rather than counts: programs in flight, requests
-    /// waiting, and the pin events of pinned MCP upstreams.
+    /// waiting, the pin events of pinned MCP upstreams and the sessions of those called as
+    /// the caller.
     pub fn metrics_now(&self) -> crate::server::metrics::Now {
         let n = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
         crate::server::metrics::Now {
@@ -248,6 +249,18 @@ impl Evaluator {
                     changed: n(&c.changed),
                     removed: n(&c.removed),
                     unpinned: n(&c.unpinned),
+                })
+                .collect(),
+            caller_sessions: self
+                .upstreams()
+                .caller_sessions()
+                .into_iter()
+                .map(|(upstream, c)| crate::server::metrics::CallerSessionCounts {
+                    upstream: upstream.to_string(),
+                    open: n(&c.open),
+                    opened: n(&c.opened),
+                    closed_idle: n(&c.closed_idle),
+                    evicted: n(&c.evicted),
                 })
                 .collect(),
         }

@@ -141,6 +141,11 @@ struct PinLabels {
     event: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct UpstreamLabel {
+    upstream: String,
+}
+
 type Histograms<L> = Family<L, Histogram, fn() -> Histogram>;
 
 /// The counters and histograms of one host process, counted as evaluations end.
@@ -402,6 +407,23 @@ pub struct Now {
     pub queue_depth: usize,
     /// Every pinned MCP upstream's pin events since its catalog was loaded.
     pub pins: Vec<PinEvents>,
+    /// Every MCP upstream called as the caller: its per-caller sessions.
+    pub caller_sessions: Vec<CallerSessionCounts>,
+}
+
+/// The per-caller sessions of one MCP upstream called as the caller.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CallerSessionCounts {
+    /// The upstream's name.
+    pub upstream: String,
+    /// Sessions open now.
+    pub open: u64,
+    /// Sessions opened.
+    pub opened: u64,
+    /// Sessions closed after they went unused for the idle time.
+    pub closed_idle: u64,
+    /// Sessions closed to make room for another caller's.
+    pub evicted: u64,
 }
 
 impl Collector for Now {
@@ -422,6 +444,7 @@ impl Collector for Now {
             let gauge = ConstGauge::new(i64::try_from(value).unwrap_or(i64::MAX));
             gauge.encode(encoder.encode_descriptor(name, help, None, gauge.metric_type())?)?;
         }
+        self.encode_caller_sessions(&mut encoder)?;
         if self.pins.is_empty() {
             return Ok(());
         }
@@ -443,6 +466,50 @@ impl Collector for Now {
                     event,
                 };
                 ConstCounter::new(n).encode(family.encode_family(&labels)?)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Now {
+    /// `mcp_caller_sessions` (a gauge) and `mcp_caller_sessions_closed` (counters by why), per
+    /// upstream called as the caller; nothing when there is none.
+    fn encode_caller_sessions(&self, encoder: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        if self.caller_sessions.is_empty() {
+            return Ok(());
+        }
+        let mut open = encoder.encode_descriptor(
+            "mcp_caller_sessions",
+            "Sessions open now to MCP upstreams called as the caller (one per caller).",
+            None,
+            MetricType::Gauge,
+        )?;
+        for c in &self.caller_sessions {
+            let labels = UpstreamLabel {
+                upstream: c.upstream.clone(),
+            };
+            let gauge = ConstGauge::new(i64::try_from(c.open).unwrap_or(i64::MAX));
+            gauge.encode(open.encode_family(&labels)?)?;
+        }
+        let mut events = encoder.encode_descriptor(
+            "mcp_caller_session_events",
+            "Sessions of MCP upstreams called as the caller: opened, closed when idle, closed to \
+             make room for another caller's.",
+            None,
+            MetricType::Counter,
+        )?;
+        for c in &self.caller_sessions {
+            for (event, n) in [
+                ("opened", c.opened),
+                ("closed_idle", c.closed_idle),
+                ("evicted", c.evicted),
+            ] {
+                let labels = PinLabels {
+                    upstream: c.upstream.clone(),
+                    event,
+                };
+                ConstCounter::new(n).encode(events.encode_family(&labels)?)?;
             }
         }
         Ok(())
@@ -733,6 +800,10 @@ mod tests {
             !quiet.contains("ptc_pin_events_total"),
             "no pinned upstream, no family: {quiet}"
         );
+        assert!(
+            !quiet.contains("ptc_mcp_caller_session"),
+            "no upstream called as the caller, no family: {quiet}"
+        );
         let now = Now {
             in_flight: 3,
             queue_depth: 2,
@@ -741,6 +812,13 @@ mod tests {
                 changed: 1,
                 removed: 0,
                 unpinned: 4,
+            }],
+            caller_sessions: vec![CallerSessionCounts {
+                upstream: "linear".into(),
+                open: 2,
+                opened: 5,
+                closed_idle: 2,
+                evicted: 1,
             }],
         };
         let body = m.render(now).unwrap();
@@ -758,6 +836,19 @@ mod tests {
             (
                 r#"ptc_pin_events_total{upstream="fs",event="unpinned"}"#,
                 4.0,
+            ),
+            (r#"ptc_mcp_caller_sessions{upstream="linear"}"#, 2.0),
+            (
+                r#"ptc_mcp_caller_session_events_total{upstream="linear",event="opened"}"#,
+                5.0,
+            ),
+            (
+                r#"ptc_mcp_caller_session_events_total{upstream="linear",event="closed_idle"}"#,
+                2.0,
+            ),
+            (
+                r#"ptc_mcp_caller_session_events_total{upstream="linear",event="evicted"}"#,
+                1.0,
             ),
         ] {
             assert_eq!(sample(&body, series), Some(value), "{series} in\n{body}");

@@ -17,6 +17,7 @@ pub use consent::{Consent, ConsentCallback, ConsentFuture, LoopbackConsent, aski
 
 use ptc_plan::{CredentialBinding, McpOAuthPlan, OAuthClient, OAuthGrant, Secrets};
 use rmcp::transport::AuthorizationManager;
+use rmcp::transport::auth::AuthorizationMetadata;
 use rmcp::transport::auth::{
     AuthError, AuthorizationRequest, AuthorizationSession, ClientCredentialsConfig,
     InMemoryCredentialStore, WWWAuthenticateParams,
@@ -70,6 +71,17 @@ pub(crate) struct UpstreamOAuth {
     store: InMemoryCredentialStore,
     /// The manager of the grant held, once there is one.
     manager: tokio::sync::Mutex<Option<AuthorizationManager>>,
+    /// The client a dynamic registration made, and the authorization server (its issuer) it
+    /// belongs to: used again for that server's next grants, never presented to another.
+    registered: std::sync::Mutex<Option<Registration>>,
+}
+
+/// A client registered dynamically (RFC 7591) at one authorization server.
+#[derive(Clone)]
+struct Registration {
+    issuer: String,
+    client_id: String,
+    client_secret: Option<String>,
 }
 
 impl UpstreamOAuth {
@@ -99,6 +111,7 @@ impl UpstreamOAuth {
             redactor,
             store: InMemoryCredentialStore::new(),
             manager: tokio::sync::Mutex::new(None),
+            registered: std::sync::Mutex::new(None),
         }
     }
 
@@ -146,7 +159,7 @@ impl UpstreamOAuth {
             }
             Challenge::InsufficientScope(header) => (header, true),
         };
-        let mut manager = self.manager_for(header).await?;
+        let (mut manager, metadata) = self.manager_for(header).await?;
         let mut scopes = self.plan.scopes.clone();
         if more_scopes {
             if let Some(old) = held.as_ref() {
@@ -161,7 +174,9 @@ impl UpstreamOAuth {
                 self.client_credentials(&mut manager, scopes).await?;
             }
             OAuthGrant::AuthorizationCode => {
-                manager = self.authorization_code(manager, header, scopes).await?;
+                manager = self
+                    .authorization_code(manager, &metadata, header, scopes)
+                    .await?;
             }
         }
         *held = Some(manager);
@@ -169,8 +184,11 @@ impl UpstreamOAuth {
     }
 
     /// A new manager whose authorization server was discovered from `challenge`, its endpoints
-    /// checked.
-    async fn manager_for(&self, challenge: &str) -> Result<AuthorizationManager, OAuthError> {
+    /// checked; and that server's metadata.
+    async fn manager_for(
+        &self,
+        challenge: &str,
+    ) -> Result<(AuthorizationManager, AuthorizationMetadata), OAuthError> {
         let mut manager = AuthorizationManager::new(self.url.as_str())
             .await
             .map_err(|e| self.failed("the OAuth client could not be set up", &e))?;
@@ -200,8 +218,8 @@ impl UpstreamOAuth {
                 )));
             }
         }
-        manager.set_metadata(metadata);
-        Ok(manager)
+        manager.set_metadata(metadata.clone());
+        Ok((manager, metadata))
     }
 
     /// The client credentials grant: the deployment's own id and secret for a token.
@@ -216,6 +234,17 @@ impl UpstreamOAuth {
             ));
         };
         let secret = self.secret()?.unwrap_or_default();
+        // None configured: those the challenge or the resource's metadata name (never every
+        // scope the server supports; `offline_access` means nothing without a person).
+        let scopes = match scopes.is_empty() {
+            true => manager
+                .select_initial_scopes(&[])
+                .await
+                .into_iter()
+                .filter(|s| s != "offline_access")
+                .collect(),
+            false => scopes,
+        };
         let config = ClientCredentialsConfig::ClientSecret {
             client_id: client_id.clone(),
             client_secret: secret,
@@ -239,7 +268,8 @@ impl UpstreamOAuth {
     /// is sent back with a code, exchanged for the token (state, PKCE and issuer checked).
     async fn authorization_code(
         &self,
-        manager: AuthorizationManager,
+        mut manager: AuthorizationManager,
+        metadata: &AuthorizationMetadata,
         challenge: &str,
         scopes: Vec<String>,
     ) -> Result<AuthorizationManager, OAuthError> {
@@ -256,10 +286,20 @@ impl UpstreamOAuth {
                     None => request,
                 }
             }
-            OAuthClient::MetadataDocument { url, client_name } => request
-                .with_client_metadata_url(url.clone())
-                .with_client_name(client_name.clone()),
-            OAuthClient::Dynamic { client_name } => request.with_client_name(client_name.clone()),
+            OAuthClient::MetadataDocument { url, .. } if takes_metadata_documents(metadata) => {
+                request.with_client_metadata_url(url.clone())
+            }
+            OAuthClient::MetadataDocument { client_name, .. }
+            | OAuthClient::Dynamic { client_name } => {
+                let r = self
+                    .registration(&mut manager, metadata, client_name, &redirect_uri)
+                    .await?;
+                let request = request.with_preregistered_client(r.client_id);
+                match r.client_secret {
+                    Some(secret) => request.with_client_secret(secret),
+                    None => request,
+                }
+            }
         };
         let session = AuthorizationSession::new(manager, request)
             .await
@@ -298,6 +338,46 @@ impl UpstreamOAuth {
         Ok(session.auth_manager)
     }
 
+    /// The client registered at `manager`'s authorization server: the one registered before
+    /// if it belongs to that server, else a new registration (RFC 7591).
+    async fn registration(
+        &self,
+        manager: &mut AuthorizationManager,
+        metadata: &AuthorizationMetadata,
+        client_name: &str,
+        redirect_uri: &str,
+    ) -> Result<Registration, OAuthError> {
+        // The issuer was checked against the server asked; without one, the token endpoint
+        // names the server.
+        let issuer = metadata
+            .issuer
+            .clone()
+            .unwrap_or_else(|| metadata.token_endpoint.clone());
+        let known = self
+            .registered
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+            .filter(|r| r.issuer == issuer);
+        if let Some(r) = known {
+            return Ok(r);
+        }
+        let config = manager
+            .register_client(client_name, redirect_uri, &[])
+            .await
+            .map_err(|e| self.failed("the client could not register", &e))?;
+        if let Some(secret) = &config.client_secret {
+            self.redactor.register(secret);
+        }
+        let r = Registration {
+            issuer,
+            client_id: config.client_id,
+            client_secret: config.client_secret,
+        };
+        *self.registered.lock().unwrap_or_else(|e| e.into_inner()) = Some(r.clone());
+        Ok(r)
+    }
+
     /// The client secret, registered with the redactor (`None`: a public client).
     fn secret(&self) -> Result<Option<String>, OAuthError> {
         let Some(b) = &self.client_secret else {
@@ -331,6 +411,15 @@ impl UpstreamOAuth {
     fn redact(&self, text: &str) -> String {
         self.redactor.redact(text).into_owned()
     }
+}
+
+/// Whether the authorization server takes Client ID Metadata Documents (its metadata says so).
+fn takes_metadata_documents(metadata: &AuthorizationMetadata) -> bool {
+    metadata
+        .additional_fields
+        .get("client_id_metadata_document_supported")
+        .and_then(serde_json::Value::as_bool)
+        .unwrap_or(false)
 }
 
 /// The scopes a challenge names (`scope="a b"`).

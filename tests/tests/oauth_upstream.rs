@@ -1,0 +1,202 @@
+//! An MCP upstream behind OAuth 2.1, end to end: the test issuer (`fixtures/auth-issuer`, on
+//! joserfc) and an MCP server built on the Python SDK that accepts only its tokens
+//! (`fixtures/mcp/oauth_server.py`), reached by ptc's MCP client as the config says. The person
+//! who consents is played by an HTTP client that opens the authorization URL and follows the
+//! issuer's redirect back to ptc's own loopback listener, as a browser would.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use ptc_core::call::upstreams::{CallOptions, StartOptions, Upstreams};
+use ptc_core::credentials::upstream_oauth::LoopbackConsent;
+use ptc_core::{Reason, ToolOutput};
+use ptc_tests::issuer::{self, Issuer};
+use ptc_tests::oauth_mcp::OAuthMcp;
+use serde_json::{Map, Value, json};
+
+/// The issuer and the server behind it; `None` when their venvs are missing (after saying so).
+fn peers(issuer_args: &[&str]) -> Option<(Issuer, OAuthMcp)> {
+    let issuer = issuer::start(issuer_args)?;
+    let server = OAuthMcp::start(&issuer.url, &[])?;
+    Some((issuer, server))
+}
+
+/// A free loopback port for ptc's redirect listener.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The person: opens each authorization URL shown and follows the redirects (to the issuer's
+/// consent, then back to ptc). Counts the URLs it was shown.
+fn browser() -> (Arc<LoopbackConsent>, Arc<AtomicUsize>) {
+    let shown = Arc::new(AtomicUsize::new(0));
+    let count = shown.clone();
+    let consent = LoopbackConsent::new(
+        move |_upstream, url| {
+            count.fetch_add(1, Ordering::SeqCst);
+            let url = url.to_string();
+            tokio::spawn(async move {
+                let _ = issuer::http_client().get(url).send().await;
+            });
+        },
+        Duration::from_secs(30),
+    );
+    (Arc::new(consent), shown)
+}
+
+/// Upstreams with one `mcp_http` upstream `hosted` at `server`, its `oauth` as given.
+async fn start(
+    server: &OAuthMcp,
+    oauth: Value,
+    credentials: Value,
+    consent: Option<Arc<LoopbackConsent>>,
+) -> Result<Upstreams, String> {
+    let config = json!({
+        "credentials": credentials,
+        "upstreams": {"hosted": {
+            "transport": "mcp_http", "url": server.url,
+            "allow_insecure_http": true, "allow_insecure_auth": true,
+            "oauth": oauth,
+        }},
+    });
+    let loaded = ptc_plan::load_str(
+        &config.to_string(),
+        std::path::Path::new("upstreams.json"),
+        &ptc_plan::FileSource,
+    )
+    .unwrap_or_else(|d| panic!("{d}"));
+    let options = StartOptions {
+        consent: consent.map(|c| c as Arc<dyn ptc_core::credentials::upstream_oauth::Consent>),
+        ..StartOptions::default()
+    };
+    Upstreams::start(loaded.plan, loaded.secrets, options)
+        .await
+        .map_err(|e| e.to_string())
+}
+
+/// Calls `tool` and reads its JSON text answer.
+async fn call(upstreams: &Upstreams, tool: &str) -> Result<Value, ptc_core::ToolError> {
+    let out = upstreams
+        .call("hosted", tool, Map::new(), CallOptions::default())
+        .await?;
+    Ok(match out {
+        ToolOutput::Text(t) => serde_json::from_str(&t).unwrap_or(Value::String(t)),
+        ToolOutput::Json(bytes) => serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        ToolOutput::Empty => Value::Null,
+    })
+}
+
+fn code_grant(redirect: u16) -> Value {
+    json!({"grant": "authorization_code",
+           "redirect_uri": format!("http://127.0.0.1:{redirect}/oauth/callback")})
+}
+
+#[tokio::test]
+async fn the_deployment_calls_as_itself_with_the_client_credentials_grant() {
+    let Some((_issuer, server)) = peers(&[]) else {
+        return;
+    };
+    let (id, secret) = issuer::client();
+    let upstreams = start(
+        &server,
+        json!({"grant": "client_credentials", "client_id": id, "client_secret": "client"}),
+        json!({"client": {"source": "literal", "value": secret}}),
+        None,
+    )
+    .await
+    .unwrap();
+    let me = call(&upstreams, "whoami").await.unwrap();
+    assert_eq!(me["sub"], id, "{me}");
+    assert_eq!(server.calls().await[0]["sub"], id);
+}
+
+/// A person consents once (the client registered itself, RFC 7591); their grant serves the
+/// calls that follow, and a call that needs more scope asks them again for it (step-up).
+#[tokio::test]
+async fn a_person_consents_once_and_again_only_for_more_scope() {
+    let Some((issuer, server)) = peers(&[]) else {
+        return;
+    };
+    let (consent, shown) = browser();
+    let upstreams = start(&server, code_grant(free_port()), json!({}), Some(consent))
+        .await
+        .unwrap();
+    assert_eq!(shown.load(Ordering::SeqCst), 1, "consent at the first listing");
+    assert_eq!(issuer.registrations().await, 1);
+    let me = call(&upstreams, "whoami").await.unwrap();
+    assert_eq!(me["sub"], "alice", "{me}");
+    call(&upstreams, "whoami").await.unwrap();
+    assert_eq!(shown.load(Ordering::SeqCst), 1, "the grant is kept");
+
+    let note = call(&upstreams, "admin_note").await.unwrap();
+    assert!(!note.is_null(), "{note}");
+    assert_eq!(shown.load(Ordering::SeqCst), 2, "asked again, for admin");
+    let scopes: Vec<String> = issuer
+        .authorizations()
+        .await
+        .iter()
+        .map(|a| a["scope"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert!(scopes[1].split(' ').any(|s| s == "admin"), "{scopes:?}");
+    assert_eq!(issuer.registrations().await, 1, "registered once");
+}
+
+/// A token that expired is refreshed without asking anyone; a grant the person revoked is asked
+/// for again.
+#[tokio::test]
+async fn an_expired_token_is_refreshed_and_a_revoked_grant_asked_again() {
+    let Some((issuer, server)) = peers(&["--token-ttl", "2"]) else {
+        return;
+    };
+    let (consent, shown) = browser();
+    let upstreams = start(&server, code_grant(free_port()), json!({}), Some(consent))
+        .await
+        .unwrap();
+    call(&upstreams, "whoami").await.unwrap();
+    // Expiry is the behaviour under test: the token lives 2 s, and ptc refreshes it once less
+    // than 1 s is left.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    call(&upstreams, "whoami").await.unwrap();
+    assert_eq!(issuer.refreshes().await, 1);
+    assert_eq!(shown.load(Ordering::SeqCst), 1);
+
+    assert_eq!(issuer.revoke("alice").await, 1);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let me = call(&upstreams, "whoami").await.unwrap();
+    assert_eq!(me["sub"], "alice");
+    assert_eq!(shown.load(Ordering::SeqCst), 2, "the revoked grant is asked for again");
+}
+
+/// A person who says no, and a process with nobody to ask: both are `auth_required`, and the
+/// second names the URL to open.
+#[tokio::test]
+async fn no_consent_is_auth_required() {
+    let Some((issuer, server)) = peers(&[]) else {
+        return;
+    };
+    issuer.set_user("alice", true).await;
+    let (consent, _) = browser();
+    let upstreams = start(&server, code_grant(free_port()), json!({}), Some(consent))
+        .await
+        .unwrap();
+    let e = call(&upstreams, "whoami").await.unwrap_err();
+    assert_eq!(e.reason, Reason::AuthRequired, "{}", e.message);
+    assert!(e.message.contains("access_denied"), "{}", e.message);
+
+    let nobody = start(&server, code_grant(free_port()), json!({}), None)
+        .await
+        .unwrap();
+    let e = call(&nobody, "whoami").await.unwrap_err();
+    assert_eq!(e.reason, Reason::AuthRequired, "{}", e.message);
+    assert!(
+        e.message.contains(&format!("open {}", issuer.authorization_endpoint())),
+        "{}",
+        e.message
+    );
+    assert!(server.calls().await.as_array().unwrap().is_empty());
+}
