@@ -552,9 +552,13 @@ fn oauth_over_http_needs_allow_insecure_auth() {
         ),
         [
             (at("grant"), "unknown grant `implicit`".to_string()),
-            insecure
+            insecure.clone()
         ]
     );
+    // Beside an emitter of its own (which alone needs the opt-in too).
+    let tenant = r#", "allow_insecure_http": true,
+        "auth": [{"scheme": "custom_header", "binding": "client", "header": "X-Tenant"}]"#;
+    assert_eq!(problems(CREDENTIALS, &upstream(&cc, tenant)), [insecure]);
     // Without oauth (and auth), http:// needs only allow_insecure_http.
     let plain = r#"{"linear": {"transport": "mcp_http", "url": "http://127.0.0.1:3333/mcp",
         "allow_insecure_http": true}}"#;
