@@ -543,7 +543,7 @@ fn oauth_over_http_needs_allow_insecure_auth() {
     let http_only = r#", "allow_insecure_http": true"#;
     assert_eq!(
         problems(CREDENTIALS, &upstream(&cc, http_only)),
-        [insecure.clone()]
+        std::slice::from_ref(&insecure)
     );
     assert_eq!(
         problems(
