@@ -224,7 +224,7 @@ fn metadata_url_problem(raw: &str) -> Option<String> {
         // (An https URL's path is never empty: `/` is the root.)
         Ok(url) if url.scheme() != "https" || url.path() == "/" => Some(format!(
             "`client_metadata_url` `{raw}` must be an https URL with a path, e.g. \
-                 https://ptc.example.com/oauth/client.json: it is the client id"
+             https://ptc.example.com/oauth/client.json: it is the client id"
         )),
         Ok(url)
             if url.fragment().is_some()
