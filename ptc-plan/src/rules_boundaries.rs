@@ -7,6 +7,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use crate::{HttpSettings, ToolPlan, Transport};
 use serde_json::json;
 
+mod oauth;
+
 /// A fresh folder for one test.
 fn temp_dir() -> PathBuf {
     static N: AtomicU32 = AtomicU32::new(0);

@@ -2,6 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
+use ptc_plan::plan::{McpOAuthPlan, OAuthClient, OAuthGrant};
 use ptc_plan::{CredentialSource, Loaded, OpenApiPlan, ParamLocation, ToolPlan, Transport};
 use serde_json::json;
 
@@ -446,6 +447,80 @@ fn mcp_upstreams_and_credentials_are_carried_without_secrets() {
     // The plan round-trips through JSON (the run-time path loads it that way).
     let back: ptc_plan::Plan = serde_json::from_str(&json).unwrap();
     assert_eq!(&back, plan);
+}
+
+/// Each way of being an OAuth client, compiled into the plan; the plan reads back from the JSON a
+/// compiled deployment embeds (`PLAN_JSON`), so `ptc_upstreams!` and the runtime carry the same
+/// grants.
+#[test]
+fn mcp_oauth_grants_and_clients_are_compiled() {
+    let loaded = load("configs/valid/mcp_oauth.json");
+    let plan = &loaded.plan;
+    let oauth = |name: &str| match &plan.upstream(name).expect("upstream").transport {
+        Transport::McpHttp(mcp) => mcp.oauth.clone().expect("oauth"),
+        other => panic!("{name} is {}", other.tag()),
+    };
+    let consent = |client, scopes: &[&str], redirect: &str| McpOAuthPlan {
+        grant: OAuthGrant::AuthorizationCode,
+        client,
+        scopes: scopes.iter().map(|s| s.to_string()).collect(),
+        redirect_uri: Some(redirect.into()),
+    };
+    let loopback = "http://127.0.0.1:8765/oauth/callback";
+    assert_eq!(
+        oauth("linear"),
+        consent(
+            OAuthClient::Dynamic {
+                client_name: "Acme agents".into()
+            },
+            &["read", "issues:write"],
+            loopback
+        )
+    );
+    assert_eq!(
+        oauth("notion"),
+        consent(
+            OAuthClient::MetadataDocument {
+                url: "https://agents.acme.example/oauth/client.json".into(),
+                client_name: McpOAuthPlan::DEFAULT_CLIENT_NAME.into()
+            },
+            &[],
+            "http://localhost:8765/oauth/callback"
+        )
+    );
+    assert_eq!(
+        oauth("github"),
+        consent(
+            OAuthClient::Registered {
+                client_id: "Iv1.acme-agents".into(),
+                client_secret: None
+            },
+            &[],
+            loopback
+        )
+    );
+    assert_eq!(
+        oauth("tickets"),
+        McpOAuthPlan {
+            grant: OAuthGrant::ClientCredentials,
+            client: OAuthClient::Registered {
+                client_id: "ptc-prod".into(),
+                client_secret: Some("tickets-client".into())
+            },
+            scopes: vec!["tickets:read".into()],
+            redirect_uri: None,
+        }
+    );
+    // A custom header beside `oauth` stays.
+    let Transport::McpHttp(tickets) = &plan.upstream("tickets").unwrap().transport else {
+        panic!()
+    };
+    assert_eq!(tickets.http.auth.len(), 1);
+    let text = serde_json::to_string(plan).expect("serialises");
+    assert_eq!(
+        &serde_json::from_str::<ptc_plan::Plan>(&text).expect("reads back"),
+        plan
+    );
 }
 
 #[test]

@@ -42,17 +42,20 @@ pub(super) fn parse(
         }
         None => None,
     };
-    let client_id = f.string(cx, "client_id");
+    let client_id = non_empty(cx, &mut f, "client_id");
     let client_secret = f.string(cx, "client_secret");
     let metadata_url = f.string(cx, "client_metadata_url");
-    let client_name = f.string(cx, "client_name");
+    let client_name = non_empty(cx, &mut f, "client_name");
     let redirect_uri = f.string(cx, "redirect_uri");
     let scopes = f.string_list(cx, "scopes").unwrap_or_default();
     for (i, scope) in scopes.iter().enumerate() {
-        if scope.is_empty() || scope.contains(char::is_whitespace) {
+        if !is_scope_token(scope) {
             cx.error(
                 &format!("{}/{i}", f.at("scopes")),
-                format!("scope `{scope}` is empty or holds whitespace"),
+                format!(
+                    "scope `{scope}` is not one scope token: printable ASCII, without spaces, \
+                     `\"` or `\\`"
+                ),
                 Some("give each scope as its own string, e.g. [\"repo\", \"read:org\"]".into()),
             );
         }
@@ -68,6 +71,14 @@ pub(super) fn parse(
                 Some("add the client id the authorization server registered".into()),
             );
         }
+    }
+    if client_id.is_some() && client_name.is_some() {
+        cx.error(
+            &format!("{pointer}/client_name"),
+            "`client_name` is what ptc registers itself as; the client `client_id` names is \
+             registered already",
+            Some("remove client_name, or client_id to have ptc register itself".into()),
+        );
     }
     if client_id.is_some() && metadata_url.is_some() {
         cx.error(
@@ -87,7 +98,8 @@ pub(super) fn parse(
     }
     match grant {
         Some(OAuthGrant::ClientCredentials) => {
-            if client_id.is_none() || client_secret.is_none() {
+            // A secret without an id is reported above, at the secret.
+            if client_secret.is_none() {
                 cx.error(
                     pointer,
                     "the client_credentials grant needs `client_id` and `client_secret`: the \
@@ -114,9 +126,8 @@ pub(super) fn parse(
                 "the authorization_code grant needs `redirect_uri`: where the authorization \
                  server sends the person back to ptc",
                 Some(
-                    "use ptc's HTTP host's callback, e.g. \"https://ptc.example.com/oauth/callback\", \
-                     or a loopback one for `ptc login` and `ptc eval`, e.g. \
-                     \"http://127.0.0.1:8765/oauth/callback\""
+                    "use a loopback URI, which `ptc eval`, `repl`, `catalog` and `vendor` listen \
+                     on themselves, e.g. \"http://127.0.0.1:8765/oauth/callback\""
                         .into(),
                 ),
             ),
@@ -164,6 +175,24 @@ pub(super) fn parse(
     })
 }
 
+/// An optional string field that, when given, must not be blank.
+fn non_empty<'v>(cx: &mut Cx, f: &mut Fields<'v>, key: &'static str) -> Option<&'v str> {
+    let value = f.string(cx, key)?;
+    if value.trim().is_empty() {
+        cx.error(&f.at(key), format!("`{key}` must not be empty"), None);
+    }
+    Some(value)
+}
+
+/// RFC 6749's `scope-token`: one or more printable ASCII characters other than space, `"` and
+/// `\`.
+fn is_scope_token(scope: &str) -> bool {
+    !scope.is_empty()
+        && scope
+            .chars()
+            .all(|c| matches!(c, '\x21' | '\x23'..='\x5b' | '\x5d'..='\x7e'))
+}
+
 /// The client secret is the deployment's own: a binding read the usual way.
 fn check_secret(cx: &mut Cx, at: &str, secret: &str, credentials: &[CredentialBinding]) {
     match credentials.iter().find(|c| c.name == secret) {
@@ -192,15 +221,20 @@ fn check_secret(cx: &mut Cx, at: &str, secret: &str, credentials: &[CredentialBi
 fn metadata_url_problem(raw: &str) -> Option<String> {
     match url::Url::parse(raw) {
         Err(_) => Some(format!("`client_metadata_url` `{raw}` is not a URL")),
-        Ok(url) if url.scheme() != "https" || url.path() == "/" || url.path().is_empty() => {
+        // (An https URL's path is never empty: `/` is the root.)
+        Ok(url) if url.scheme() != "https" || url.path() == "/" => Some(format!(
+            "`client_metadata_url` `{raw}` must be an https URL with a path, e.g. \
+             https://ptc.example.com/oauth/client.json: it is the client id"
+        )),
+        Ok(url)
+            if url.fragment().is_some()
+                || !url.username().is_empty()
+                || url.password().is_some() =>
+        {
             Some(format!(
-                "`client_metadata_url` `{raw}` must be an https URL with a path, e.g. \
-                 https://ptc.example.com/oauth/client.json: it is the client id"
+                "`client_metadata_url` `{raw}` must not hold a fragment or credentials"
             ))
         }
-        Ok(url) if url.fragment().is_some() || !url.username().is_empty() => Some(format!(
-            "`client_metadata_url` `{raw}` must not hold a fragment or credentials"
-        )),
         Ok(_) => None,
     }
 }

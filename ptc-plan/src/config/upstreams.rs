@@ -394,8 +394,8 @@ fn parse_mcp_http(
     let handshake_timeout_ms = f.positive(cx, "handshake_timeout_ms", DEFAULT_HANDSHAKE_TIMEOUT_MS);
     let tools = parse_mcp_tools(cx, f);
     let oauth_at = f.at("oauth");
-    let oauth = f
-        .get("oauth")
+    let oauth_value = f.get("oauth");
+    let oauth = oauth_value
         .and_then(|v| oauth::parse(cx, v, &oauth_at, credentials, (&http.auth, &f.at("auth"))));
     let url = f.required_string(
         cx,
@@ -403,7 +403,8 @@ fn parse_mcp_http(
         "set \"url\" to the MCP endpoint, e.g. https://host/mcp",
     )?;
     let mut opt_ins = http::UrlOptIns::of(&http);
-    opt_ins.sends_credentials |= oauth.is_some();
+    // Tokens travel to the upstream even when the `oauth` object itself has a problem.
+    opt_ins.sends_credentials |= oauth_value.is_some();
     let problems = http::check_upstream_url("url", url, opt_ins);
     http::report_url(cx, &f.at("url"), problems).then(|| McpHttpPlan {
         url: url.to_string(),
