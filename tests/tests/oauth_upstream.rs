@@ -79,11 +79,34 @@ async fn start(
         .map_err(|e| e.to_string())
 }
 
-/// Calls `tool` and reads its JSON text answer.
+/// Calls `tool` for nobody in particular (the process) and reads its JSON answer.
 async fn call(upstreams: &Upstreams, tool: &str) -> Result<Value, ptc_core::ToolError> {
-    let out = upstreams
-        .call("hosted", tool, Map::new(), CallOptions::default())
-        .await?;
+    call_with(upstreams, CallOptions::default(), tool).await
+}
+
+/// Calls `tool` for caller `subject`.
+async fn call_as(
+    upstreams: &Upstreams,
+    subject: &str,
+    tool: &str,
+) -> Result<Value, ptc_core::ToolError> {
+    let caller = ptc_core::credentials::identity::Caller {
+        subject: subject.to_string(),
+        ..ptc_core::credentials::identity::Caller::local()
+    };
+    let options = CallOptions {
+        caller: Some(Arc::new(caller)),
+        ..CallOptions::default()
+    };
+    call_with(upstreams, options, tool).await
+}
+
+async fn call_with(
+    upstreams: &Upstreams,
+    options: CallOptions,
+    tool: &str,
+) -> Result<Value, ptc_core::ToolError> {
+    let out = upstreams.call("hosted", tool, Map::new(), options).await?;
     Ok(match out {
         ToolOutput::Text(t) => serde_json::from_str(&t).unwrap_or(Value::String(t)),
         ToolOutput::Json(bytes) => serde_json::from_slice(&bytes).unwrap_or(Value::Null),
@@ -126,7 +149,11 @@ async fn a_person_consents_once_and_again_only_for_more_scope() {
     let upstreams = start(&server, code_grant(free_port()), json!({}), Some(consent))
         .await
         .unwrap();
-    assert_eq!(shown.load(Ordering::SeqCst), 1, "consent at the first listing");
+    assert_eq!(
+        shown.load(Ordering::SeqCst),
+        1,
+        "consent at the first listing"
+    );
     assert_eq!(issuer.registrations().await, 1);
     let me = call(&upstreams, "whoami").await.unwrap();
     assert_eq!(me["sub"], "alice", "{me}");
@@ -158,18 +185,23 @@ async fn an_expired_token_is_refreshed_and_a_revoked_grant_asked_again() {
         .await
         .unwrap();
     call(&upstreams, "whoami").await.unwrap();
-    // Expiry is the behaviour under test: the token lives 2 s, and ptc refreshes it once less
-    // than 1 s is left.
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // Expiry is the behaviour under test, in real time: each token lives 2 s (the issuer's
+    // clock counts whole seconds), and revoking a grant leaves its access token valid until then.
+    let expiry = Duration::from_millis(2200);
+    tokio::time::sleep(expiry).await;
     call(&upstreams, "whoami").await.unwrap();
     assert_eq!(issuer.refreshes().await, 1);
     assert_eq!(shown.load(Ordering::SeqCst), 1);
 
     assert_eq!(issuer.revoke("alice").await, 1);
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    tokio::time::sleep(expiry).await;
     let me = call(&upstreams, "whoami").await.unwrap();
     assert_eq!(me["sub"], "alice");
-    assert_eq!(shown.load(Ordering::SeqCst), 2, "the revoked grant is asked for again");
+    assert_eq!(
+        shown.load(Ordering::SeqCst),
+        2,
+        "the revoked grant is asked for again"
+    );
 }
 
 /// A person who says no, and a process with nobody to ask: both are `auth_required`, and the
@@ -194,9 +226,55 @@ async fn no_consent_is_auth_required() {
     let e = call(&nobody, "whoami").await.unwrap_err();
     assert_eq!(e.reason, Reason::AuthRequired, "{}", e.message);
     assert!(
-        e.message.contains(&format!("open {}", issuer.authorization_endpoint())),
+        e.message
+            .contains(&format!("open {}", issuer.authorization_endpoint())),
         "{}",
         e.message
     );
     assert!(server.calls().await.as_array().unwrap().is_empty());
+}
+
+/// Two people, each with their own grant: each call is served by its caller's token, never the
+/// other's, and each person is asked once.
+#[tokio::test]
+async fn each_caller_is_served_by_their_own_grant() {
+    let Some((issuer, server)) = peers(&[]) else {
+        return;
+    };
+    let (consent, shown) = browser();
+    let upstreams = start(&server, code_grant(free_port()), json!({}), Some(consent))
+        .await
+        .unwrap();
+    // Start-up listed the tools with the process's own grant (the terminal's person, alice).
+    let asked_at_start = shown.load(Ordering::SeqCst);
+    issuer.set_user("bob", false).await;
+    assert_eq!(
+        call_as(&upstreams, "bob", "whoami").await.unwrap()["sub"],
+        "bob"
+    );
+    issuer.set_user("alice", false).await;
+    assert_eq!(
+        call_as(&upstreams, "alice", "whoami").await.unwrap()["sub"],
+        "alice"
+    );
+    // Whoever the issuer would ask now, each caller keeps their own grant.
+    issuer.set_user("mallory", false).await;
+    assert_eq!(
+        call_as(&upstreams, "bob", "whoami").await.unwrap()["sub"],
+        "bob"
+    );
+    assert_eq!(
+        call_as(&upstreams, "alice", "whoami").await.unwrap()["sub"],
+        "alice"
+    );
+    assert_eq!(shown.load(Ordering::SeqCst), asked_at_start + 2);
+    let served: Vec<String> = server
+        .calls()
+        .await
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["sub"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(served, ["bob", "alice", "bob", "alice"]);
 }

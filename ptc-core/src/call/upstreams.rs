@@ -169,7 +169,7 @@ pub enum ConsentAt {
     /// Nobody: the call answers `auth_required` with the URL to open.
     #[default]
     Nobody,
-    /// The person at the terminal (`ptc eval`, `repl`, `login`): the URL is printed on stderr
+    /// The person at the terminal (`ptc eval`, `repl`, `catalog`, `vendor`): the URL is printed on stderr
     /// and ptc receives the redirect on the upstream's loopback `redirect_uri`.
     Terminal,
 }
@@ -426,9 +426,7 @@ impl Upstreams {
     }
 
     /// The sessions of every MCP upstream called as the caller, by upstream name.
-    pub fn caller_sessions(
-        &self,
-    ) -> Vec<(&str, &crate::catalog::caller_sessions::SessionCounts)> {
+    pub fn caller_sessions(&self) -> Vec<(&str, &crate::catalog::caller_sessions::SessionCounts)> {
         self.catalog
             .servers
             .iter()

@@ -161,7 +161,10 @@ impl<S: Clone> CallerSessions<S> {
     /// Every open session (to close them).
     pub(crate) fn sessions(&self) -> Vec<S> {
         let slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
-        slots.values().filter_map(|s| s.session.get().cloned()).collect()
+        slots
+            .values()
+            .filter_map(|s| s.session.get().cloned())
+            .collect()
     }
 }
 

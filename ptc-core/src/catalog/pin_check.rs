@@ -297,7 +297,11 @@ mod tests {
             (1, 1, 1),
             "a change seen twice is counted once"
         );
-        b.compare(&seen, 2, &[live("echo", "reviewed"), live("add", "reviewed")]);
+        b.compare(
+            &seen,
+            2,
+            &[live("echo", "reviewed"), live("add", "reviewed")],
+        );
         assert_eq!(cell(&b, "echo").verdict(), Verdict::Matches);
         assert!(cell(&b, "add").refusal("peer/add").is_none());
         assert_eq!(cell(&b, "add").note(), None);
@@ -374,7 +378,11 @@ mod tests {
     #[test]
     fn under_warn_a_changed_tool_stays_callable_and_discovery_says_why() {
         let b = board(PinPolicy::Warn);
-        b.compare(&Compared::default(), 0, &[live("echo", "rewritten"), live("add", "reviewed")]);
+        b.compare(
+            &Compared::default(),
+            0,
+            &[live("echo", "rewritten"), live("add", "reviewed")],
+        );
         assert!(cell(&b, "echo").refusal("peer/echo").is_none());
         assert_eq!(
             cell(&b, "echo").note().unwrap(),

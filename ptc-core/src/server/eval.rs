@@ -255,13 +255,15 @@ impl Evaluator {
                 .upstreams()
                 .caller_sessions()
                 .into_iter()
-                .map(|(upstream, c)| crate::server::metrics::CallerSessionCounts {
-                    upstream: upstream.to_string(),
-                    open: n(&c.open),
-                    opened: n(&c.opened),
-                    closed_idle: n(&c.closed_idle),
-                    evicted: n(&c.evicted),
-                })
+                .map(
+                    |(upstream, c)| crate::server::metrics::CallerSessionCounts {
+                        upstream: upstream.to_string(),
+                        open: n(&c.open),
+                        opened: n(&c.opened),
+                        closed_idle: n(&c.closed_idle),
+                        evicted: n(&c.evicted),
+                    },
+                )
                 .collect(),
         }
     }

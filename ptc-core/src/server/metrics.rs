@@ -475,7 +475,10 @@ impl Collector for Now {
 impl Now {
     /// `mcp_caller_sessions` (a gauge) and `mcp_caller_sessions_closed` (counters by why), per
     /// upstream called as the caller; nothing when there is none.
-    fn encode_caller_sessions(&self, encoder: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
+    fn encode_caller_sessions(
+        &self,
+        encoder: &mut DescriptorEncoder,
+    ) -> Result<(), std::fmt::Error> {
         if self.caller_sessions.is_empty() {
             return Ok(());
         }
