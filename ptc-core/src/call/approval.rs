@@ -67,6 +67,16 @@ pub type DecisionFuture = Pin<Box<dyn Future<Output = Decision> + Send + 'static
 pub trait Approver: Send + Sync {
     /// Asks about `request`.
     fn approve(&self, request: ApprovalRequest, wait: Duration) -> DecisionFuture;
+
+    /// Shows the person `url` to open, with `message` saying why (an upstream's OAuth consent):
+    /// [`Decision::Approved`] when they went to it, [`Decision::Declined`] when they would not,
+    /// [`Decision::Unavailable`] when no URL can be shown this way (the default).
+    fn open_url(&self, message: String, url: String, wait: Duration) -> DecisionFuture {
+        let _ = (message, url, wait);
+        Box::pin(std::future::ready(Decision::Unavailable(
+            "this way of asking cannot show a URL".into(),
+        )))
+    }
 }
 
 /// The approver of a host that has no way to ask anyone.

@@ -396,6 +396,16 @@ impl Upstreams {
     /// Makes sure upstream `i`'s catalog entry is up to date: an MCP upstream's tools listed,
     /// or its pins compared with the current listing.
     pub(crate) async fn load(&self, i: usize) -> Result<&ServerEntry, ToolError> {
+        self.load_for(i, &CallOptions::default()).await
+    }
+
+    /// [`Upstreams::load`] for the caller (and who consents) of `options`: an upstream called
+    /// as the caller is listed through the caller's own session.
+    pub(crate) async fn load_for(
+        &self,
+        i: usize,
+        options: &CallOptions,
+    ) -> Result<&ServerEntry, ToolError> {
         let entry = &self.catalog.servers[i];
         let Link::Mcp(link) = &self.links[i] else {
             return Ok(entry);
@@ -405,7 +415,7 @@ impl Upstreams {
         }
         let _guard = self.loading[i].lock().await;
         if !link.is_current(entry) {
-            link.load(entry, &self.call_env())
+            link.load(entry, &self.env_of(options))
                 .await
                 .map_err(|e| self.redact_error(e))?;
         }
@@ -443,10 +453,14 @@ impl Upstreams {
         &self.drift
     }
 
-    /// Upstream `server`, its tools loaded.
-    pub(crate) async fn server(&self, server: &str) -> Result<(usize, &ServerEntry), ToolError> {
+    /// Upstream `server`, its tools loaded (for the caller of `options`).
+    pub(crate) async fn server(
+        &self,
+        server: &str,
+        options: &CallOptions,
+    ) -> Result<(usize, &ServerEntry), ToolError> {
         let i = self.catalog.index_of(server)?;
-        Ok((i, self.load(i).await?))
+        Ok((i, self.load_for(i, options).await?))
     }
 
     /// Resolves the tool and validates/coerces `args`: every programmer fault is found here,
@@ -456,8 +470,9 @@ impl Upstreams {
         server: &str,
         tool: &str,
         args: Map<String, Value>,
+        options: &CallOptions,
     ) -> Result<Prepared<'_>, ToolError> {
-        let (i, entry) = self.server(server).await?;
+        let (i, entry) = self.server(server, options).await?;
         let t = entry.tool(tool)?;
         if let Some(refused) = t.pin.as_ref().and_then(|p| p.refusal(&t.qualified())) {
             return Err(refused);
@@ -494,10 +509,7 @@ impl Upstreams {
         budget_left: Option<u64>,
     ) -> Result<Executed, ToolError> {
         let cap = ResponseCap::of(call.tool.max_response_bytes, budget_left);
-        let mut env = self.call_env_for(options.caller.as_deref());
-        if options.consent.is_some() {
-            env.consent = options.consent.as_ref();
-        }
+        let env = self.env_of(&options);
         let result = match &self.links[call.server] {
             Link::OpenApi(api) => api
                 .call(
@@ -589,6 +601,15 @@ impl Upstreams {
         }
     }
 
+    /// [`Self::call_env_for`] the caller of `options`, asking its consent (else the process's).
+    fn env_of<'a>(&'a self, options: &'a CallOptions) -> CallEnv<'a> {
+        let mut env = self.call_env_for(options.caller.as_deref());
+        if options.consent.is_some() {
+            env.consent = options.consent.as_ref();
+        }
+        env
+    }
+
     /// Where calls read credentials from, and the redactor they register them with.
     fn call_env(&self) -> CallEnv<'_> {
         self.call_env_for(None)
@@ -644,7 +665,7 @@ impl Upstreams {
         args: Map<String, Value>,
         options: CallOptions,
     ) -> Result<ToolOutput, ToolError> {
-        let prepared = self.prepare(server, tool, args).await?;
+        let prepared = self.prepare(server, tool, args, &options).await?;
         self.execute(prepared, options, None)
             .await
             .map(|done| done.output)

@@ -209,8 +209,7 @@ impl McpLink {
     }
 
     /// The session this call goes through, connecting now if this is its first use: the shared
-    /// one, or the caller's own (per caller, a call made for nobody is the process's own, as at
-    /// a terminal). A pinned upstream's new session also starts the task that compares its
+    /// one, or the caller's own. A pinned upstream's new session also starts the task that compares its
     /// listing with the pins as soon as it changes (a new connection, a `tools/list_changed`),
     /// so a change is logged and counted when it happens; a call checks the generation itself
     /// before it is sent.
@@ -241,7 +240,12 @@ impl McpLink {
         match &self.sessions {
             Sessions::Shared(shared) => shared.get_or_try_init(open).await.cloned(),
             Sessions::PerCaller(pool) => {
-                let caller = env.caller.map_or("", |c| c.subject.as_str());
+                // A call made for nobody in particular (start-up, `catalog`) is the process's
+                // own, whose caller is whoever started it, as its programs' is.
+                let local = crate::credentials::identity::Caller::local();
+                let caller = env
+                    .caller
+                    .map_or(local.subject.as_str(), |c| c.subject.as_str());
                 pool.get(caller, open).await
             }
         }

@@ -66,6 +66,10 @@ struct Elicitation {
 }
 
 impl Approver for Elicitation {
+    fn open_url(&self, message: String, url: String, wait: Duration) -> DecisionFuture {
+        self.show(message, url, wait)
+    }
+
     fn approve(&self, request: ApprovalRequest, wait: Duration) -> DecisionFuture {
         let peer = self.peer.clone();
         Box::pin(async move {
@@ -94,6 +98,51 @@ impl Approver for Elicitation {
                 Err(e) => Decision::Unavailable(format!("the MCP client could not be asked ({e})")),
             }
         })
+    }
+}
+
+impl Elicitation {
+    /// Shows `url` through the client's URL elicitation.
+    fn show(&self, message: String, url: String, wait: Duration) -> DecisionFuture {
+        let peer = self.peer.clone();
+        Box::pin(async move {
+            if !peer
+                .supported_elicitation_modes()
+                .contains(&ElicitationMode::Url)
+            {
+                return Decision::Unavailable(
+                    "the MCP client cannot show a URL (it declared form elicitation only)".into(),
+                );
+            }
+            let params = ElicitRequestParams::UrlElicitationParams {
+                meta: None,
+                message,
+                url,
+                elicitation_id: crate::call::writes::random_id()
+                    .iter()
+                    .map(|b| format!("{b:02x}"))
+                    .collect(),
+            };
+            match peer
+                .create_elicitation_with_timeout(params, Some(wait))
+                .await
+            {
+                Ok(answer) => opened(answer.action),
+                Err(ServiceError::Timeout { .. }) => {
+                    Decision::Declined(format!("nobody answered within {} s", wait.as_secs()))
+                }
+                Err(e) => Decision::Unavailable(format!("the MCP client could not be asked ({e})")),
+            }
+        })
+    }
+}
+
+/// Whether the person went to a URL shown them: only `accept` says so.
+pub(crate) fn opened(action: ElicitationAction) -> Decision {
+    match action {
+        ElicitationAction::Accept => Decision::Approved,
+        ElicitationAction::Decline => Decision::Declined("the person declined to open it".into()),
+        _ => Decision::Declined("the person dismissed the request".into()),
     }
 }
 

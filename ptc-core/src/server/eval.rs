@@ -502,6 +502,14 @@ impl Evaluator {
         // One snapshot for the whole run: a refresh meanwhile does not change its catalog.
         let upstreams = self.upstreams();
         // The program's calls are children of the span current when its host is made.
+        // The client's person, when there is one, is also who consents to an upstream calling
+        // as them (whether or not a webhook approves writes).
+        let consent = approver.clone().map(|person| {
+            Arc::new(crate::credentials::upstream_oauth::PersonConsent::new(
+                person,
+                crate::program::limits::CONSENT_WAIT,
+            )) as Arc<dyn crate::credentials::upstream_oauth::Consent>
+        });
         let host = Arc::new(span.in_scope(|| {
             ProgramHost::for_caller(
                 upstreams.clone(),
@@ -512,6 +520,9 @@ impl Evaluator {
                 grant,
             )
         }));
+        if let Some(consent) = consent {
+            host.set_consent(consent);
+        }
         let recorder = self
             .record_dir
             .get()

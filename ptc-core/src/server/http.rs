@@ -431,6 +431,7 @@ pub fn router(
         (None, None) => Auth::Open,
     };
     let metrics = options.metrics.then(|| metrics_router(evaluator.clone()));
+    let evaluator_plan = evaluator.upstreams().plan().clone();
     let state = AppState {
         evaluator,
         auth,
@@ -454,6 +455,9 @@ pub fn router(
                 .with_state(admin),
         );
     }
+    for path in consent_paths(&evaluator_plan) {
+        app = app.route(&path, get(consent_callback));
+    }
     if let Some(oauth) = &options.oauth {
         // At the path RFC 9728 derives from the resource, and at the root for clients that
         // look there first.
@@ -468,6 +472,36 @@ pub fn router(
         app = app.merge(metadata.with_state(Arc::new(oauth.clone())));
     }
     Ok(app)
+}
+
+/// The paths of the redirect URIs of the upstreams a person consents to (authorization code
+/// grants): the host receives the person's browser there, unauthenticated (the browser carries
+/// no token; the authorization's unguessable `state` is what matches it).
+fn consent_paths(plan: &ptc_plan::Plan) -> std::collections::BTreeSet<String> {
+    plan.upstreams
+        .iter()
+        .filter_map(|u| match &u.transport {
+            ptc_plan::Transport::McpHttp(p) => p.oauth.as_ref(),
+            _ => None,
+        })
+        .filter(|o| o.grant == ptc_plan::OAuthGrant::AuthorizationCode)
+        .filter_map(|o| o.redirect_uri.as_deref())
+        .filter_map(|u| url::Url::parse(u).ok())
+        .map(|u| u.path().to_string())
+        // The host's own routes stay its own.
+        .filter(|p| !matches!(p.as_str(), "/mcp" | "/health" | "/ready" | "/metrics"))
+        .collect()
+}
+
+/// A person's browser back from an authorization server: handed to the authorization that waits
+/// for it.
+async fn consent_callback(
+    axum::extract::Query(query): axum::extract::Query<std::collections::HashMap<String, String>>,
+) -> Response {
+    match crate::credentials::upstream_oauth::deliver(&query) {
+        Ok(page) => (StatusCode::OK, page).into_response(),
+        Err(page) => (StatusCode::BAD_REQUEST, page).into_response(),
+    }
 }
 
 /// A listening server: its address, and the task to await for it to end.

@@ -27,9 +27,17 @@ const APPROVAL_KEY: &str = "approval";
 /// What an evaluation tells the request rounds.
 pub(crate) enum Event {
     /// A call waits for a person: ask, and send the answer.
-    Ask(ApprovalRequest, oneshot::Sender<Decision>),
+    Ask(Question, oneshot::Sender<Decision>),
     /// The program ended.
     Done(Box<EvalOutcome>),
+}
+
+/// What a person is asked in a round.
+pub(crate) enum Question {
+    /// To approve a call (a form with one yes/no field).
+    Approval(ApprovalRequest),
+    /// To open a URL (an upstream's OAuth consent), saying why.
+    OpenUrl { message: String, url: String },
 }
 
 /// One evaluation's events, and the answer it waits for, between request rounds.
@@ -38,7 +46,8 @@ pub(crate) struct Conversation {
     /// the same.
     fingerprint: [u8; 32],
     events: mpsc::UnboundedReceiver<Event>,
-    answer: Option<oneshot::Sender<Decision>>,
+    /// Who waits for the person's answer, and whether they were shown a URL (else a form).
+    answer: Option<(oneshot::Sender<Decision>, bool)>,
 }
 
 /// The approver of an evaluation driven in rounds: it hands each approval to the rounds and
@@ -49,8 +58,23 @@ struct Rounds {
 
 impl Approver for Rounds {
     fn approve(&self, request: ApprovalRequest, wait: Duration) -> DecisionFuture {
+        self.ask(Question::Approval(request), "the approval request", wait)
+    }
+
+    fn open_url(&self, message: String, url: String, wait: Duration) -> DecisionFuture {
+        self.ask(
+            Question::OpenUrl { message, url },
+            "the request to open a link",
+            wait,
+        )
+    }
+}
+
+impl Rounds {
+    /// Hands `question` (`what`, in a message) to the rounds and waits for the answer.
+    fn ask(&self, question: Question, what: &'static str, wait: Duration) -> DecisionFuture {
         let (answer, answered) = oneshot::channel();
-        let asked = self.events.send(Event::Ask(request, answer)).is_ok();
+        let asked = self.events.send(Event::Ask(question, answer)).is_ok();
         Box::pin(async move {
             if !asked {
                 return Decision::Unavailable("the client's request is gone".into());
@@ -61,7 +85,7 @@ impl Approver for Rounds {
                     "the client did not come back with the person's answer".into(),
                 ),
                 Err(_) => Decision::Declined(format!(
-                    "nobody answered the approval request within {} s",
+                    "nobody answered {what} within {} s",
                     wait.as_secs()
                 )),
             }
@@ -107,11 +131,11 @@ pub(crate) enum Round {
 }
 
 impl Conversation {
-    /// Hands the person's answer to the waiting call.
-    fn answer(&mut self, decision: Decision) {
-        if let Some(waiting) = self.answer.take() {
+    /// Hands the person's answer in a retry's `inputResponses` to the waiting call.
+    fn answer(&mut self, responses: Option<&InputResponses>) {
+        if let Some((waiting, url)) = self.answer.take() {
             // The call may have stopped waiting (its time ran out): then the answer is too late.
-            let _ = waiting.send(decision);
+            let _ = waiting.send(decision(responses, url));
         }
     }
 }
@@ -155,8 +179,24 @@ impl Parked {
     pub(crate) async fn next(&self, mut conversation: Conversation, keep: Duration) -> Round {
         match conversation.events.recv().await {
             Some(Event::Done(outcome)) => Round::Done(outcome),
-            Some(Event::Ask(request, answer)) => {
-                conversation.answer = Some(answer);
+            Some(Event::Ask(question, answer)) => {
+                let params = match question {
+                    Question::Approval(request) => ElicitRequestParams::FormElicitationParams {
+                        meta: None,
+                        message: request.message(),
+                        requested_schema: crate::server::elicit::form(),
+                    },
+                    Question::OpenUrl { message, url } => {
+                        ElicitRequestParams::UrlElicitationParams {
+                            meta: None,
+                            message,
+                            url,
+                            elicitation_id: handle(),
+                        }
+                    }
+                };
+                let url = matches!(params, ElicitRequestParams::UrlElicitationParams { .. });
+                conversation.answer = Some((answer, url));
                 let state = handle();
                 self.waiting
                     .lock()
@@ -166,13 +206,7 @@ impl Parked {
                 let mut requests = InputRequests::new();
                 requests.insert(
                     APPROVAL_KEY.to_string(),
-                    InputRequest::Elicitation(ElicitRequest::new(
-                        ElicitRequestParams::FormElicitationParams {
-                            meta: None,
-                            message: request.message(),
-                            requested_schema: crate::server::elicit::form(),
-                        },
-                    )),
+                    InputRequest::Elicitation(ElicitRequest::new(params)),
                 );
                 Round::InputRequired(InputRequiredResult::new(Some(requests), Some(state)))
             }
@@ -222,7 +256,7 @@ impl Parked {
         }
         let mut conversation = waiting.remove(state).ok_or(Stale::Unknown)?;
         drop(waiting);
-        conversation.answer(decision(responses));
+        conversation.answer(responses);
         Ok(conversation)
     }
 
@@ -234,18 +268,19 @@ impl Parked {
 }
 
 /// The person's answer in a retry's `inputResponses`: only an accepted form that says
-/// `approve: true` is a yes.
-fn decision(responses: Option<&InputResponses>) -> Decision {
+/// `approve: true` is a yes; a URL shown (`url`) was opened only when accepted.
+fn decision(responses: Option<&InputResponses>, url: bool) -> Decision {
     let Some(answer) = responses.and_then(|r| r.get(APPROVAL_KEY)) else {
-        return Decision::Declined("the client sent no answer to the approval request".into());
+        return Decision::Declined("the client sent no answer to the request".into());
     };
     let action = answer
         .get("action")
         .cloned()
         .and_then(|a| serde_json::from_value::<ElicitationAction>(a).ok());
-    match action {
-        Some(action) => crate::server::elicit::decide(action, answer.get("content")),
-        None => Decision::Declined("the client's answer was not an elicitation result".into()),
+    match (action, url) {
+        (Some(action), true) => crate::server::elicit::opened(action),
+        (Some(action), false) => crate::server::elicit::decide(action, answer.get("content")),
+        (None, _) => Decision::Declined("the client's answer was not an elicitation result".into()),
     }
 }
 
@@ -278,6 +313,36 @@ mod tests {
 
     fn responses(answer: serde_json::Value) -> InputResponses {
         InputResponses::from([(APPROVAL_KEY.to_string(), answer)])
+    }
+
+    /// A link to open (an upstream's OAuth consent) is asked in a round as a URL elicitation,
+    /// and the retry's `accept` says the person went to it.
+    #[tokio::test]
+    async fn a_link_to_open_is_a_url_elicitation_answered_in_the_retry() {
+        let parked = Parked::default();
+        let (approver, _done, conversation) = start("alice", &args("(w)"));
+        let url = "https://auth.example.com/authorize?state=s1";
+        let waiting = tokio::spawn(approver.open_url(
+            "consent to linear".into(),
+            url.into(),
+            Duration::from_secs(30),
+        ));
+        let Round::InputRequired(asked) = parked.next(conversation, Duration::from_secs(60)).await
+        else {
+            panic!("a round asking to open the link")
+        };
+        let wire = serde_json::to_value(&asked).unwrap();
+        let params = &wire["inputRequests"][APPROVAL_KEY]["params"];
+        assert_eq!(params["mode"], "url", "{wire}");
+        assert_eq!(params["url"], url);
+        assert_eq!(params["message"], "consent to linear");
+        assert!(!params["elicitationId"].as_str().unwrap().is_empty());
+        let state = asked.request_state.unwrap();
+        let opened = responses(json!({"action": "accept"}));
+        parked
+            .resume(&state, "alice", &args("(w)"), Some(&opened))
+            .unwrap();
+        assert_eq!(waiting.await.unwrap(), Decision::Approved);
     }
 
     #[tokio::test]
@@ -418,7 +483,7 @@ mod tests {
 
     #[test]
     fn the_answer_in_the_retry() {
-        let d = |v| decision(Some(&responses(v)));
+        let d = |v| decision(Some(&responses(v)), false);
         assert_eq!(
             d(json!({"action": "accept", "content": {"approve": true}})),
             Decision::Approved
@@ -435,13 +500,30 @@ mod tests {
             d(json!({"action": "shrug"})),
             Decision::Declined("the client's answer was not an elicitation result".into())
         );
+        for url in [false, true] {
+            assert_eq!(
+                decision(None, url),
+                Decision::Declined("the client sent no answer to the request".into())
+            );
+            assert_eq!(
+                decision(Some(&InputResponses::new()), url),
+                Decision::Declined("the client sent no answer to the request".into())
+            );
+        }
+    }
+
+    /// A URL shown is opened only when the answer accepts it; no form content is looked for.
+    #[test]
+    fn the_answer_to_a_url_shown() {
+        let d = |v| decision(Some(&responses(v)), true);
+        assert_eq!(d(json!({"action": "accept"})), Decision::Approved);
         assert_eq!(
-            decision(None),
-            Decision::Declined("the client sent no answer to the approval request".into())
+            d(json!({"action": "decline"})),
+            Decision::Declined("the person declined to open it".into())
         );
         assert_eq!(
-            decision(Some(&InputResponses::new())),
-            Decision::Declined("the client sent no answer to the approval request".into())
+            d(json!({"action": "cancel"})),
+            Decision::Declined("the person dismissed the request".into())
         );
     }
 }

@@ -1,10 +1,11 @@
 //! Asking a person for consent: they open the authorization URL, and the authorization server
 //! sends their browser back to ptc's redirect URI with a code.
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 /// What the authorization server sent the person back with.
@@ -89,50 +90,217 @@ impl Consent for LoopbackConsent {
         redirect_uri: &'a str,
     ) -> ConsentFuture<'a> {
         Box::pin(async move {
-            let (addr, path) = loopback_target(redirect_uri)?;
-            let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| {
-                format!("cannot listen on {addr} for the redirect to {redirect_uri}: {e}")
-            })?;
+            let back = Redirect::loopback(redirect_uri).await?;
             (self.show)(upstream, url);
-            let (tx, rx) = tokio::sync::oneshot::channel::<Result<ConsentCallback, String>>();
-            let tx = Arc::new(Mutex::new(Some(tx)));
-            let app = axum::Router::new().route(
-                &path,
-                axum::routing::get(
-                    move |axum::extract::Query(query): axum::extract::Query<
-                        std::collections::HashMap<String, String>,
-                    >| async move {
-                        let outcome = callback_of(&query);
-                        let page = match &outcome {
-                            Ok(_) => "ptc received the authorization. You can close this page.",
-                            Err(_) => "ptc did not receive an authorization. See the terminal.",
-                        };
-                        if let Some(tx) = tx.lock().unwrap_or_else(|e| e.into_inner()).take() {
-                            let _ = tx.send(outcome);
-                        }
-                        page
-                    },
-                ),
+            back.wait(redirect_uri, self.wait).await
+        })
+    }
+}
+
+/// A person reached through a host's client (its elicitation, or its request rounds): shown
+/// the URL with a message, their browser comes back to ptc's own listener when the redirect URI
+/// is on loopback (a host on the person's machine), else to the host's callback route
+/// ([`deliver`]).
+pub struct PersonConsent {
+    person: Arc<dyn crate::call::approval::Approver>,
+    wait: Duration,
+}
+
+impl std::fmt::Debug for PersonConsent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PersonConsent")
+            .field("wait", &self.wait)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PersonConsent {
+    /// Asks through `person`, who has `wait` to consent and come back.
+    pub fn new(person: Arc<dyn crate::call::approval::Approver>, wait: Duration) -> Self {
+        PersonConsent { person, wait }
+    }
+}
+
+impl Consent for PersonConsent {
+    fn consent<'a>(
+        &'a self,
+        upstream: &'a str,
+        url: &'a str,
+        redirect_uri: &'a str,
+    ) -> ConsentFuture<'a> {
+        use crate::call::approval::Decision;
+        Box::pin(async move {
+            // A loopback redirect URI the host itself listens on (its own port) is its route.
+            let back = match Redirect::loopback(redirect_uri).await {
+                Ok(back) => back,
+                Err(_) => Redirect::to_host(url)?,
+            };
+            let message = format!(
+                "The upstream `{upstream}` needs your consent before ptc can call it as you. \
+                 Open the link, sign in and allow access; the program continues once you are \
+                 sent back."
             );
-            let server = tokio::spawn(async move { axum::serve(listener, app).await });
-            let outcome = tokio::time::timeout(self.wait, rx).await;
-            server.abort();
-            match outcome {
-                Err(_) => Err(format!(
-                    "the browser did not come back to {redirect_uri} within {} s",
-                    self.wait.as_secs()
-                )),
-                Ok(Err(_)) => Err("the redirect listener stopped".into()),
-                Ok(Ok(outcome)) => outcome,
+            match self
+                .person
+                .open_url(message, url.to_string(), self.wait)
+                .await
+            {
+                Decision::Approved => back.wait(redirect_uri, self.wait).await,
+                Decision::Declined(why) | Decision::Unavailable(why) => Err(why),
             }
         })
     }
 }
 
+/// Where the person's browser comes back with the code.
+enum Redirect {
+    /// To ptc's own listener on the loopback redirect URI.
+    Loopback {
+        server: tokio::task::JoinHandle<Result<(), std::io::Error>>,
+        rx: tokio::sync::oneshot::Receiver<Result<ConsentCallback, String>>,
+    },
+    /// To the HTTP host's callback route, which hands it over by `state`.
+    Host(Pending),
+}
+
+impl Redirect {
+    /// Listens on `redirect_uri`, which must be `http://` on a loopback address.
+    async fn loopback(redirect_uri: &str) -> Result<Redirect, String> {
+        let (addr, path) = loopback_target(redirect_uri)?;
+        let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| {
+            format!("cannot listen on {addr} for the redirect to {redirect_uri}: {e}")
+        })?;
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let tx = Arc::new(Mutex::new(Some(tx)));
+        let app = axum::Router::new().route(
+            &path,
+            axum::routing::get(
+                move |axum::extract::Query(query): axum::extract::Query<
+                    std::collections::HashMap<String, String>,
+                >| async move {
+                    let outcome = callback_of(&query);
+                    let page = page(&outcome);
+                    if let Some(tx) = tx.lock().unwrap_or_else(|e| e.into_inner()).take() {
+                        let _ = tx.send(outcome);
+                    }
+                    page
+                },
+            ),
+        );
+        let server = tokio::spawn(async move { axum::serve(listener, app).await });
+        Ok(Redirect::Loopback { server, rx })
+    }
+
+    /// Waits at the host's callback route for the redirect of the authorization at `url`
+    /// (matched by its `state`).
+    fn to_host(url: &str) -> Result<Redirect, String> {
+        let state = url::Url::parse(url)
+            .ok()
+            .and_then(|u| {
+                u.query_pairs()
+                    .find(|(k, _)| k == "state")
+                    .map(|(_, v)| v.into_owned())
+            })
+            .ok_or("the authorization URL carries no state")?;
+        Ok(Redirect::Host(Pending::new(state)))
+    }
+
+    /// The redirect's code, at most `wait` from now.
+    async fn wait(self, redirect_uri: &str, wait: Duration) -> Result<ConsentCallback, String> {
+        let late = || {
+            format!(
+                "the browser did not come back to {redirect_uri} within {} s",
+                wait.as_secs()
+            )
+        };
+        match self {
+            Redirect::Loopback { server, rx } => {
+                let outcome = tokio::time::timeout(wait, rx).await;
+                server.abort();
+                match outcome {
+                    Err(_) => Err(late()),
+                    Ok(Err(_)) => Err("the redirect listener stopped".into()),
+                    Ok(Ok(outcome)) => outcome,
+                }
+            }
+            Redirect::Host(mut pending) => {
+                match tokio::time::timeout(wait, &mut pending.rx).await {
+                    Err(_) => Err(late()),
+                    Ok(Err(_)) => Err("the host stopped waiting for the redirect".into()),
+                    Ok(Ok(outcome)) => outcome,
+                }
+            }
+        }
+    }
+}
+
+/// The page the person's browser shows after the redirect.
+fn page(outcome: &Result<ConsentCallback, String>) -> &'static str {
+    match outcome {
+        Ok(_) => "ptc received the authorization. You can close this page.",
+        Err(_) => "ptc did not receive an authorization. See where you ran ptc.",
+    }
+}
+
+type Waiting = HashMap<String, tokio::sync::oneshot::Sender<Result<ConsentCallback, String>>>;
+
+/// Authorizations whose redirect the HTTP host's callback route waits for, by `state`: one
+/// table per process, as the route is.
+fn waiting() -> &'static Mutex<Waiting> {
+    static WAITING: OnceLock<Mutex<Waiting>> = OnceLock::new();
+    WAITING.get_or_init(Mutex::default)
+}
+
+/// One authorization waiting at the host's callback route; forgotten when dropped.
+struct Pending {
+    state: String,
+    rx: tokio::sync::oneshot::Receiver<Result<ConsentCallback, String>>,
+}
+
+impl Pending {
+    fn new(state: String) -> Self {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        waiting()
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(state.clone(), tx);
+        Pending { state, rx }
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        waiting()
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&self.state);
+    }
+}
+
+/// What the HTTP host's callback route does with a redirect (its query): hands it to the
+/// authorization waiting for its `state`, and answers the page the browser shows. A redirect
+/// whose `state` nobody waits for is refused (it expired, or was made up).
+pub fn deliver(query: &HashMap<String, String>) -> Result<&'static str, &'static str> {
+    let sender = query.get("state").and_then(|state| {
+        waiting()
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(state)
+    });
+    let Some(sender) = sender else {
+        return Err(
+            "No authorization of ptc is waiting for this (it may have expired). \
+                    Start again from your agent.",
+        );
+    };
+    let outcome = callback_of(query);
+    let shown = page(&outcome);
+    let _ = sender.send(outcome);
+    Ok(shown)
+}
+
 /// The code, state and issuer of a redirect, or the error the server sent instead.
-fn callback_of(
-    query: &std::collections::HashMap<String, String>,
-) -> Result<ConsentCallback, String> {
+fn callback_of(query: &HashMap<String, String>) -> Result<ConsentCallback, String> {
     if let Some(error) = query.get("error") {
         let description = query
             .get("error_description")
@@ -219,7 +387,7 @@ mod tests {
         ]))
         .unwrap_err();
         assert!(
-            declined.contains("access_denied: the user said no"),
+            declined.contains("`access_denied`: the user said no"),
             "{declined}"
         );
     }

@@ -13,7 +13,9 @@
 
 mod consent;
 
-pub use consent::{Consent, ConsentCallback, ConsentFuture, LoopbackConsent, asking};
+pub use consent::{
+    Consent, ConsentCallback, ConsentFuture, LoopbackConsent, PersonConsent, asking, deliver,
+};
 
 use ptc_plan::{CredentialBinding, McpOAuthPlan, OAuthClient, OAuthGrant, Secrets};
 use rmcp::transport::AuthorizationManager;

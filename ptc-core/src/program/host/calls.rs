@@ -284,7 +284,7 @@ impl RunState {
         deadline: Option<Instant>,
     ) -> CallOutcome {
         let up = &self.upstreams;
-        let prepared = match up.prepare(server, tool, req_args).await {
+        let prepared = match up.prepare(server, tool, req_args, &self.on_behalf()).await {
             Ok(p) => p,
             Err(e) => {
                 if let Some(unlisted) = self.tape().unlisted(up, server, &e) {
@@ -356,11 +356,8 @@ impl RunState {
             return CallOutcome::failed(e, Some(names), None);
         }
         let mut options = CallOptions {
-            caller: Some(self.caller.clone()),
             deadline,
-            idempotency_key: None,
-            // The process's (the terminal, for `eval`); a host's sessions do not relay consent yet.
-            consent: None,
+            ..self.on_behalf()
         };
         let mut write = None;
         if !classified.effect.is_read() {

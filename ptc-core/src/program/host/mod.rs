@@ -137,6 +137,20 @@ struct RunState {
     grant: Grant,
     /// Records the run's calls, or answers them from a recording (off when unset).
     tape: std::sync::OnceLock<Tape>,
+    /// Who is asked when an upstream needs the caller's OAuth consent (unset: the process's).
+    consent: std::sync::OnceLock<Arc<dyn crate::credentials::upstream_oauth::Consent>>,
+}
+
+impl RunState {
+    /// Call options for this run's caller: their credentials, and who is asked for their
+    /// consent.
+    fn on_behalf(&self) -> crate::call::upstreams::CallOptions {
+        crate::call::upstreams::CallOptions {
+            caller: Some(self.caller.clone()),
+            consent: self.consent.get().cloned(),
+            ..Default::default()
+        }
+    }
 }
 
 /// A task on the I/O runtime that a program waits on; aborted when the program stops waiting
@@ -224,8 +238,16 @@ impl ProgramHost {
                 caller,
                 grant,
                 tape: std::sync::OnceLock::new(),
+                consent: std::sync::OnceLock::new(),
             }),
         }
+    }
+
+    /// Asks `consent` when an upstream needs the caller's OAuth consent during this run (once,
+    /// before the program runs; later calls are ignored). Unset, the process's consent is asked
+    /// (the terminal's, for `eval`).
+    pub fn set_consent(&self, consent: Arc<dyn crate::credentials::upstream_oauth::Consent>) {
+        let _ = self.run.consent.set(consent);
     }
 
     /// Records this run's upstream calls, or answers them from a recording (once, before the
@@ -309,7 +331,8 @@ impl ProgramHost {
         };
         // Loading an MCP upstream's tools is I/O, the first time: the program waits for it.
         let up = self.upstreams().clone();
-        let loaded = self.wait_io(cx, async move { up.load(i).await.map(|_| ()) })?;
+        let who = self.run.on_behalf();
+        let loaded = self.wait_io(cx, async move { up.load_for(i, &who).await.map(|_| ()) })?;
         Ok(Some(
             loaded.map(|()| &self.upstreams().catalog().servers()[i]),
         ))
