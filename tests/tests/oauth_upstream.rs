@@ -4,6 +4,8 @@
 //! who consents is played by an HTTP client that opens the authorization URL and follows the
 //! issuer's redirect back to ptc's own loopback listener, as a browser would.
 
+mod support;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -114,9 +116,10 @@ async fn call_with(
     })
 }
 
-fn code_grant(redirect: u16) -> Value {
+/// The authorization code grant, its redirect URI on loopback port `port`.
+fn code_grant(port: u16) -> Value {
     json!({"grant": "authorization_code",
-           "redirect_uri": format!("http://127.0.0.1:{redirect}/oauth/callback")})
+           "redirect_uri": format!("http://127.0.0.1:{port}/oauth/callback")})
 }
 
 #[tokio::test]
@@ -277,4 +280,77 @@ async fn each_caller_is_served_by_their_own_grant() {
         .map(|c| c["sub"].as_str().unwrap().to_string())
         .collect();
     assert_eq!(served, ["bob", "alice", "bob", "alice"]);
+}
+
+/// A host's caller consents through their own MCP client (the Python SDK's): asked to open the
+/// link (URL elicitation on 2025-11-25, an `input_required` round on 2026-07-28), their browser
+/// goes to the issuer and comes back to the host's own callback route, and the program goes on;
+/// the grant then serves their next programs without asking. One who declines gets
+/// `auth_required`, and nothing reaches the upstream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_s_caller_consents_through_their_mcp_client() {
+    let Some((_issuer, server)) = peers(&[]) else {
+        return;
+    };
+    let Some(python) = ptc_tests::host_clients::python() else {
+        return;
+    };
+    let mut served = 0;
+    for mode in ["legacy", "2026-07-28"] {
+        // The host's port is known before it starts: the redirect URI names it.
+        let port = free_port();
+        let upstreams = start(&server, code_grant(port), json!({}), None)
+            .await
+            .unwrap();
+        let evaluator = ptc_core::server::Evaluator::new(
+            Arc::new(upstreams),
+            tokio::runtime::Handle::current(),
+            ptc_core::server::EvalLimits::default(),
+        )
+        .unwrap();
+        let options = ptc_core::server::HttpOptions {
+            addr: format!("127.0.0.1:{port}").parse().unwrap(),
+            ..ptc_core::server::HttpOptions::default()
+        };
+        let host = support::serve_at(evaluator, options).await;
+        let program = json!({"program": "(tool/call 'hosted/whoami {})"});
+        // (the person's answer, whether the call went through, links shown)
+        for (answer, through, asked) in [
+            ("decline", false, 1),
+            ("approve", true, 1),
+            ("approve", true, 0),
+        ] {
+            let spec = json!({"transport": "http", "url": host.url, "mode": mode,
+                              "elicitation": answer, "programs": [program]});
+            let python = python.clone();
+            let out =
+                tokio::task::spawn_blocking(move || ptc_tests::host_clients::run(&python, &spec))
+                    .await
+                    .unwrap();
+            let text = out["calls"][0]["text"].as_str().unwrap_or("").to_string();
+            let seen = out["elicitations"].as_array().cloned().unwrap_or_default();
+            assert_eq!(seen.len(), asked, "{mode} {answer}: {out}");
+            for e in &seen {
+                let url = e["url"].as_str().unwrap_or("");
+                assert!(
+                    url.contains("/authorize?") && url.contains("state="),
+                    "{out}"
+                );
+                assert!(e["message"].as_str().unwrap().contains("`hosted`"), "{out}");
+            }
+            match through {
+                true => {
+                    served += 1;
+                    assert!(text.contains("alice"), "{mode} {answer}: {text}");
+                }
+                false => assert!(text.contains("auth_required"), "{mode} {answer}: {text}"),
+            }
+            let calls = server.calls().await.as_array().unwrap().len();
+            assert_eq!(
+                calls, served,
+                "{mode} {answer}: only consented calls reach it"
+            );
+        }
+        drop(host);
+    }
 }
