@@ -446,9 +446,47 @@ pub struct SessionArgs {
         requires = "sessions"
     )]
     pub session_max_bytes: usize,
+    /// Keep the OAuth grants of MCP upstreams called as the caller in the session store (a
+    /// Redis that replicas share, so a person consents once for all of them), each sealed with
+    /// AES-256-GCM under the 32-byte key in FILE (`openssl rand 32 > FILE`). Without it grants
+    /// stay in each process's memory.
+    #[arg(
+        long,
+        value_name = "FILE",
+        env = "PTC_GRANT_KEY_FILE",
+        requires = "sessions"
+    )]
+    pub grant_key_file: Option<PathBuf>,
 }
 
 impl SessionArgs {
+    /// Where OAuth grants are kept: sealed in `sessions`' store when a key file is given (and
+    /// the store is shared), else in memory.
+    pub fn grants(
+        &self,
+        sessions: Option<&ptc_core::server::session_run::SessionOptions>,
+    ) -> Result<std::sync::Arc<ptc_core::credentials::upstream_oauth::Grants>, String> {
+        use ptc_core::credentials::upstream_oauth::Grants;
+        let Some(path) = &self.grant_key_file else {
+            return Ok(std::sync::Arc::new(Grants::in_memory()));
+        };
+        let Some(sessions) = sessions.filter(|s| s.store.describe() != "memory") else {
+            return Err(
+                "--grant-key-file seals grants kept in a shared session store: give \
+                        --session-store redis://... too (in memory, grants need no key)"
+                    .into(),
+            );
+        };
+        let key = std::fs::read(path)
+            .map_err(|e| format!("--grant-key-file: cannot read {}: {e}", path.display()))?;
+        let store = std::sync::Arc::new(ptc_core::server::state::grants::StoredGrants(
+            sessions.store.clone(),
+        ));
+        Grants::sealed(store, &key)
+            .map(std::sync::Arc::new)
+            .map_err(|e| format!("--grant-key-file {}: {e}", path.display()))
+    }
+
     /// The session options, or `None` when sessions are off.
     pub fn options(&self) -> Result<Option<ptc_core::server::session_run::SessionOptions>, String> {
         if !self.sessions {

@@ -74,18 +74,28 @@ pub fn serve(name: &str, source: PlanSource, args: ServeArgs) -> ExitCode {
             None => None,
         };
         let sessions = args.sessions.options().map_err(|e| (2, e))?;
+        let grants = args
+            .sessions
+            .grants(sessions.as_ref())
+            .map_err(|e| (2, e))?;
         let start = args.overrides.start_settings().map_err(|e| (2, e))?;
         let record_dir = args.record.record_dir(start).map_err(|e| (2, e))?;
-        let upstreams = start::upstreams(&source, &args.overrides, start)
-            .await
-            .map_err(|e| (2, e))?;
+        let upstreams =
+            start::upstreams_with_grants(&source, &args.overrides, start, grants.clone())
+                .await
+                .map_err(|e| (2, e))?;
         let evaluator = Evaluator::new(
             upstreams.clone(),
             tokio::runtime::Handle::current(),
             args.limits.limits(),
         )
         .map_err(|e| (2, e))?;
-        evaluator.set_reload(start::reload(source.clone(), args.overrides.clone(), start));
+        evaluator.set_reload(start::reload(
+            source.clone(),
+            args.overrides.clone(),
+            start,
+            grants,
+        ));
         if let Some(p) = policy {
             evaluator.set_policy(p);
         }

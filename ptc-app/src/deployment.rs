@@ -403,6 +403,7 @@ mod tests {
         }
         // A session setting without --sessions is a usage error, not silently ignored.
         assert!(serve_args(&["--session-store", "memory"]).is_err());
+        assert!(serve_args(&["--grant-key-file", "/k"]).is_err());
         let bad = serve_args(&["--sessions", "--session-store", "mongodb://x"]).unwrap();
         assert!(
             bad.sessions
@@ -410,6 +411,48 @@ mod tests {
                 .unwrap_err()
                 .starts_with("--session-store: ")
         );
+    }
+
+    /// Grants stay in memory without a key; a key seals them in a shared store only, and must
+    /// be readable and 32 bytes.
+    #[test]
+    fn a_grant_key_seals_grants_in_a_shared_store_only() {
+        let plain = serve_args(&["--sessions"]).unwrap();
+        let sessions = plain.sessions.options().unwrap();
+        assert!(plain.sessions.grants(sessions.as_ref()).is_ok());
+        let dir = std::env::temp_dir().join(format!("ptc-grant-key-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let key = dir.join("grant.key");
+        std::fs::write(&key, [7u8; 32]).unwrap();
+        let key = key.to_str().unwrap();
+        let in_memory = serve_args(&["--sessions", "--grant-key-file", key]).unwrap();
+        let sessions = in_memory.sessions.options().unwrap();
+        let refused = in_memory.sessions.grants(sessions.as_ref()).unwrap_err();
+        assert!(refused.contains("--session-store redis://"), "{refused}");
+        let redis = ["--sessions", "--session-store", "redis://127.0.0.1:1/0"];
+        let shared = serve_args(&[&redis[..], &["--grant-key-file", key]].concat()).unwrap();
+        let sessions = shared.sessions.options().unwrap();
+        assert!(shared.sessions.grants(sessions.as_ref()).is_ok());
+        let short = dir.join("short.key");
+        std::fs::write(&short, [7u8; 31]).unwrap();
+        let short =
+            serve_args(&[&redis[..], &["--grant-key-file", short.to_str().unwrap()]].concat())
+                .unwrap();
+        let sessions = short.sessions.options().unwrap();
+        let e = short.sessions.grants(sessions.as_ref()).unwrap_err();
+        assert!(
+            e.contains("32 bytes") && e.contains("this one is 31"),
+            "{e}"
+        );
+        let missing =
+            serve_args(&[&redis[..], &["--grant-key-file", "/no/such/key"]].concat()).unwrap();
+        let sessions = missing.sessions.options().unwrap();
+        let e = missing.sessions.grants(sessions.as_ref()).unwrap_err();
+        assert!(
+            e.starts_with("--grant-key-file: cannot read /no/such/key"),
+            "{e}"
+        );
+        let _ = std::fs::remove_dir_all(dir);
     }
 
     #[test]

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use ptc_core::Upstreams;
 use ptc_core::call::upstreams::StartSettings;
+use ptc_core::credentials::upstream_oauth::Grants;
 use ptc_plan::{Plan, Secrets};
 
 use crate::args::OverrideArgs;
@@ -50,16 +51,17 @@ pub fn reload(
     source: Arc<PlanSource>,
     overrides: OverrideArgs,
     start: StartSettings,
+    grants: Arc<Grants>,
 ) -> ptc_core::server::Reload {
     Arc::new(move || {
-        let (source, overrides) = (source.clone(), overrides.clone());
+        let (source, overrides, grants) = (source.clone(), overrides.clone(), grants.clone());
         Box::pin(async move {
             if matches!(*source, PlanSource::Compiled(_)) {
                 return Err("this deployment's catalog is compiled into its binary \
                             (ptc_upstreams!): change the config and rebuild to change it"
                     .to_string());
             }
-            started(&source, &overrides, start).await
+            started(&source, &overrides, start, grants).await
         })
     })
 }
@@ -80,16 +82,35 @@ pub async fn upstreams(
     overrides: &OverrideArgs,
     start: StartSettings,
 ) -> Result<Arc<Upstreams>, String> {
-    started(source, overrides, start).await.map(Arc::new)
+    started(source, overrides, start, Arc::default())
+        .await
+        .map(Arc::new)
+}
+
+/// [`upstreams`] whose OAuth grants are kept in `grants` (a host's, shared with its refreshes).
+pub async fn upstreams_with_grants(
+    source: &PlanSource,
+    overrides: &OverrideArgs,
+    start: StartSettings,
+    grants: Arc<Grants>,
+) -> Result<Arc<Upstreams>, String> {
+    started(source, overrides, start, grants)
+        .await
+        .map(Arc::new)
 }
 
 async fn started(
     source: &PlanSource,
     overrides: &OverrideArgs,
     start: StartSettings,
+    grants: Arc<Grants>,
 ) -> Result<Upstreams, String> {
     let (plan, secrets) = source.load(overrides)?;
-    Upstreams::start(plan, secrets, start.options())
+    let options = ptc_core::StartOptions {
+        grants,
+        ..start.options()
+    };
+    Upstreams::start(plan, secrets, options)
         .await
         .map_err(|e| format!("cannot start the upstreams: {e}"))
 }

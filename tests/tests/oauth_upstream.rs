@@ -58,6 +58,17 @@ async fn start(
     credentials: Value,
     consent: Option<Arc<LoopbackConsent>>,
 ) -> Result<Upstreams, String> {
+    start_with(server, oauth, credentials, consent, Arc::default()).await
+}
+
+/// [`start`] with its grants kept in `grants`.
+async fn start_with(
+    server: &OAuthMcp,
+    oauth: Value,
+    credentials: Value,
+    consent: Option<Arc<LoopbackConsent>>,
+    grants: Arc<ptc_core::credentials::upstream_oauth::Grants>,
+) -> Result<Upstreams, String> {
     let config = json!({
         "credentials": credentials,
         "upstreams": {"hosted": {
@@ -74,6 +85,7 @@ async fn start(
     .unwrap_or_else(|d| panic!("{d}"));
     let options = StartOptions {
         consent: consent.map(|c| c as Arc<dyn ptc_core::credentials::upstream_oauth::Consent>),
+        grants,
         ..StartOptions::default()
     };
     Upstreams::start(loaded.plan, loaded.secrets, options)
@@ -353,4 +365,97 @@ async fn a_host_s_caller_consents_through_their_mcp_client() {
         }
         drop(host);
     }
+}
+
+/// Two replicas sharing a Redis: a person who consented through one is served through the other
+/// without being asked again; the grant is sealed at rest (no token in Redis's memory), and a
+/// replica with another key cannot use it (it asks again).
+#[tokio::test]
+async fn a_replica_continues_a_grant_kept_sealed_in_redis() {
+    use ptc_core::credentials::upstream_oauth::Grants;
+    use ptc_core::server::state::{RedisStore, grants::StoredGrants};
+    let Some((_issuer, server)) = peers(&[]) else {
+        return;
+    };
+    let Some(redis) = ptc_tests::redis::start() else {
+        return;
+    };
+    let store = Arc::new(RedisStore::open(&redis.url).unwrap());
+    let sealed = |key: u8| {
+        Arc::new(Grants::sealed(Arc::new(StoredGrants(store.clone())), &[key; 32]).unwrap())
+    };
+    let (consent, shown) = browser();
+    let one = start_with(
+        &server,
+        code_grant(free_port()),
+        json!({}),
+        Some(consent.clone()),
+        sealed(1),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        call_as(&one, "alice", "whoami").await.unwrap()["sub"],
+        "alice"
+    );
+    let asked = shown.load(Ordering::SeqCst);
+
+    let two = start_with(
+        &server,
+        code_grant(free_port()),
+        json!({}),
+        Some(consent.clone()),
+        sealed(1),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        call_as(&two, "alice", "whoami").await.unwrap()["sub"],
+        "alice"
+    );
+    // Nobody was asked through replica two: its start-up listing (the process's own grant) and
+    // alice's call both found their grants in Redis.
+    assert_eq!(shown.load(Ordering::SeqCst), asked);
+
+    // Nothing readable at rest: Redis's append-only file, every write it took, holds the
+    // grant records and no token.
+    let written = files_under(&redis.dir);
+    assert!(written.contains("ptc:state:v1:"), "the grants were written");
+    assert!(
+        !written.contains("access_token") && !written.contains("eyJ"),
+        "a token in Redis's files"
+    );
+
+    let stranger = start_with(
+        &server,
+        code_grant(free_port()),
+        json!({}),
+        Some(consent),
+        sealed(2),
+    )
+    .await
+    .unwrap();
+    let before = shown.load(Ordering::SeqCst);
+    assert_eq!(
+        call_as(&stranger, "alice", "whoami").await.unwrap()["sub"],
+        "alice"
+    );
+    assert!(
+        shown.load(Ordering::SeqCst) > before,
+        "another key opens nothing: alice is asked"
+    );
+}
+
+/// Everything in the files under `dir`, as text.
+fn files_under(dir: &std::path::Path) -> String {
+    let mut out = String::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.push_str(&files_under(&path));
+        } else if let Ok(bytes) = std::fs::read(&path) {
+            out.push_str(&String::from_utf8_lossy(&bytes));
+        }
+    }
+    out
 }

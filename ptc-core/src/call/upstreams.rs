@@ -147,6 +147,8 @@ pub struct StartOptions {
     /// Who is asked when an upstream needs a person's OAuth consent (none: such a call answers
     /// `auth_required` with the URL to open).
     pub consent: Option<Arc<dyn Consent>>,
+    /// Where MCP upstreams' OAuth grants are kept (in memory by default).
+    pub grants: Arc<crate::credentials::upstream_oauth::Grants>,
 }
 
 /// How a process starts its upstreams, as its flags say (read once, with the environment, by
@@ -303,7 +305,9 @@ impl Upstreams {
                     links.push(Link::OpenApi(Box::new(link)));
                 }
                 other => {
-                    let Some(link) = McpLink::new(&up.name, other, options.writes) else {
+                    let Some(link) =
+                        McpLink::new(&up.name, other, options.writes, options.grants.clone())
+                    else {
                         return Err(fail(format!("unsupported transport {}", other.tag())));
                     };
                     let entry = ServerEntry::new(

@@ -25,8 +25,8 @@ use crate::catalog::caller_sessions::{
 use crate::catalog::pin_check::{PinBoard, PinCell};
 use crate::catalog::{Binding, ServerEntry, ToolEntry};
 use crate::credentials::per_caller::CallEnv;
-use crate::credentials::upstream_oauth::asking;
-use crate::wire::mcp::{McpClient, McpTool};
+use crate::credentials::upstream_oauth::{Grants, asking};
+use crate::wire::mcp::{GrantOf, McpClient, McpTool};
 
 /// How the upstream is reached.
 enum Connect {
@@ -59,6 +59,8 @@ pub(crate) struct McpLink {
     writes: BTreeMap<String, WriteGrant>,
     /// Whether this process runs writes.
     gate: WriteGate,
+    /// Where its OAuth grants are kept.
+    grants: Arc<Grants>,
 }
 
 impl McpLink {
@@ -67,6 +69,7 @@ impl McpLink {
         name: &str,
         transport: &ptc_plan::Transport,
         gate: WriteGate,
+        grants: Arc<Grants>,
     ) -> Option<Self> {
         let (connect, max_response_bytes, tools) = match transport {
             ptc_plan::Transport::McpStdio(p) => {
@@ -103,6 +106,7 @@ impl McpLink {
                 .map(|pins| Arc::new(PinBoard::new(name, tools.policy, pins, &tools.left_out))),
             writes: tools.writes.clone(),
             gate,
+            grants,
         })
     }
 
@@ -214,6 +218,16 @@ impl McpLink {
     /// so a change is logged and counted when it happens; a call checks the generation itself
     /// before it is sent.
     async fn session(&self, env: &CallEnv<'_>) -> Result<Session, ToolError> {
+        // Whose grant the session holds: the caller's, or (shared) the deployment's. A call
+        // made for nobody in particular (start-up, `catalog`) is the process's own, whose caller
+        // is whoever started it, as its programs' is.
+        let local = crate::credentials::identity::Caller::local();
+        let holder = match &self.sessions {
+            Sessions::Shared(_) => "",
+            Sessions::PerCaller(_) => env
+                .caller
+                .map_or(local.subject.as_str(), |c| c.subject.as_str()),
+        };
         let open = || async {
             let client = match &self.connect {
                 Connect::Stdio(plan) => {
@@ -221,12 +235,17 @@ impl McpLink {
                         .await
                 }
                 Connect::Http(plan) => {
-                    McpClient::connect_http(
+                    let grant = GrantOf {
+                        grants: self.grants.clone(),
+                        holder,
+                    };
+                    McpClient::connect_http_holding(
                         &self.name,
                         plan,
                         env.credentials,
                         env.secrets,
                         env.redactor.clone(),
+                        grant,
                     )
                     .await
                 }
@@ -239,15 +258,7 @@ impl McpLink {
         };
         match &self.sessions {
             Sessions::Shared(shared) => shared.get_or_try_init(open).await.cloned(),
-            Sessions::PerCaller(pool) => {
-                // A call made for nobody in particular (start-up, `catalog`) is the process's
-                // own, whose caller is whoever started it, as its programs' is.
-                let local = crate::credentials::identity::Caller::local();
-                let caller = env
-                    .caller
-                    .map_or(local.subject.as_str(), |c| c.subject.as_str());
-                pool.get(caller, open).await
-            }
+            Sessions::PerCaller(pool) => pool.get(holder, open).await,
         }
     }
 
@@ -332,7 +343,8 @@ pub async fn list_live_tools(
     };
     let up = plan.upstream(upstream).ok_or_else(unknown)?;
     // Listing for `ptc vendor` calls nothing: the gate does not matter.
-    let link = McpLink::new(upstream, &up.transport, WriteGate::Closed).ok_or_else(unknown)?;
+    let link = McpLink::new(upstream, &up.transport, WriteGate::Closed, Arc::default())
+        .ok_or_else(unknown)?;
     let exchanges = crate::credentials::per_caller::Exchanges::default();
     let env = CallEnv {
         credentials: &plan.credentials,

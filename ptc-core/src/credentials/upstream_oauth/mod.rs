@@ -12,17 +12,21 @@
 //! through the [`Consent`] of the call being made ([`asking`]).
 
 mod consent;
+mod grants;
 
 pub use consent::{
     Consent, ConsentCallback, ConsentFuture, LoopbackConsent, PersonConsent, asking, deliver,
 };
+pub use grants::{GrantStore, Grants, KEY_BYTES, MemoryGrants, StoreFuture};
+
+use std::sync::Arc;
 
 use ptc_plan::{CredentialBinding, McpOAuthPlan, OAuthClient, OAuthGrant, Secrets};
 use rmcp::transport::AuthorizationManager;
 use rmcp::transport::auth::AuthorizationMetadata;
 use rmcp::transport::auth::{
     AuthError, AuthorizationRequest, AuthorizationSession, ClientCredentialsConfig,
-    InMemoryCredentialStore, WWWAuthenticateParams,
+    WWWAuthenticateParams,
 };
 
 use crate::call::contract::Reason;
@@ -68,9 +72,10 @@ pub(crate) struct UpstreamOAuth {
     client_secret: Option<CredentialBinding>,
     secrets: Secrets,
     redactor: Redactor,
-    /// Where the grant is kept (shared by every manager of this upstream, so a new
-    /// authorization replaces the grant in one place).
-    store: InMemoryCredentialStore,
+    /// Where the grant is kept, and whose it is (shared by every manager of this client, so a
+    /// new authorization replaces the grant in one place).
+    grants: Arc<Grants>,
+    holder: String,
     /// The manager of the grant held, once there is one.
     manager: tokio::sync::Mutex<Option<AuthorizationManager>>,
     /// The client a dynamic registration made, and the authorization server (its issuer) it
@@ -87,8 +92,10 @@ struct Registration {
 }
 
 impl UpstreamOAuth {
-    /// The OAuth client of upstream `upstream` at `url`. `credentials` and `secrets` resolve the
-    /// client secret's binding.
+    /// The OAuth client of upstream `upstream` at `url`, for `holder` (a caller's subject, or
+    /// empty for the deployment), whose grant is kept in `grants`. `credentials` and `secrets`
+    /// resolve the client secret's binding.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         upstream: &str,
         url: &str,
@@ -96,6 +103,8 @@ impl UpstreamOAuth {
         credentials: &[CredentialBinding],
         secrets: &Secrets,
         redactor: Redactor,
+        grants: Arc<Grants>,
+        holder: &str,
     ) -> Self {
         let client_secret = match &plan.client {
             OAuthClient::Registered {
@@ -111,7 +120,8 @@ impl UpstreamOAuth {
             client_secret,
             secrets: secrets.clone(),
             redactor,
-            store: InMemoryCredentialStore::new(),
+            grants,
+            holder: holder.to_string(),
             manager: tokio::sync::Mutex::new(None),
             registered: std::sync::Mutex::new(None),
         }
@@ -162,6 +172,17 @@ impl UpstreamOAuth {
             Challenge::InsufficientScope(header) => (header, true),
         };
         let (mut manager, metadata) = self.manager_for(header).await?;
+        // A grant kept from before (another session of this holder, another replica) is used
+        // if it still gives a token; only once per call, and never for more scopes.
+        if held.is_none()
+            && may_refresh
+            && !more_scopes
+            && let Some(token) = self.kept(&mut manager).await
+        {
+            self.redactor.register(&token);
+            *held = Some(manager);
+            return Ok(());
+        }
         let mut scopes = self.plan.scopes.clone();
         if more_scopes {
             if let Some(old) = held.as_ref() {
@@ -194,7 +215,7 @@ impl UpstreamOAuth {
         let mut manager = AuthorizationManager::new(self.url.as_str())
             .await
             .map_err(|e| self.failed("the OAuth client could not be set up", &e))?;
-        manager.set_credential_store(self.store.clone());
+        manager.set_credential_store(self.grants.holder(&self.upstream, &self.holder));
         let resolution = manager
             .resolve_metadata_from_challenge(Some(challenge))
             .await
@@ -222,6 +243,23 @@ impl UpstreamOAuth {
         }
         manager.set_metadata(metadata.clone());
         Ok((manager, metadata))
+    }
+
+    /// The access token of the grant kept for this holder, if there is one that gives one (its
+    /// refresh token used if it expired).
+    async fn kept(&self, manager: &mut AuthorizationManager) -> Option<String> {
+        if !manager.initialize_from_store().await.ok()? {
+            return None;
+        }
+        if let OAuthClient::Registered { client_id, .. } = &self.plan.client
+            && let Some(secret) = self.secret().ok()?
+        {
+            let redirect = self.plan.redirect_uri.clone().unwrap_or_default();
+            let config = rmcp::transport::auth::OAuthClientConfig::new(client_id.clone(), redirect)
+                .with_client_secret(secret);
+            manager.configure_client(config).ok()?;
+        }
+        manager.get_access_token().await.ok()
     }
 
     /// The client credentials grant: the deployment's own id and secret for a token.

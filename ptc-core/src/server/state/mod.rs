@@ -8,6 +8,7 @@
 //! continues on whichever replica the load balancer picks. [`open`] makes either from its
 //! configuration string.
 
+pub mod grants;
 pub mod memory;
 pub mod redis;
 
@@ -42,6 +43,8 @@ pub struct StateKey {
     pub caller: String,
     /// The session's name, as the caller gave it or the transport assigned it.
     pub session: String,
+    /// An OAuth grant's record rather than a session's: no caller and session name reach it.
+    grant: bool,
 }
 
 impl StateKey {
@@ -50,14 +53,28 @@ impl StateKey {
         StateKey {
             caller: caller.to_string(),
             session: session.to_string(),
+            grant: false,
+        }
+    }
+
+    /// The key of the OAuth grant record `name`, apart from every session's.
+    pub fn grant(name: &str) -> Self {
+        StateKey {
+            caller: String::new(),
+            session: name.to_string(),
+            grant: true,
         }
     }
 
     /// Hex SHA-256 over both names, each prefixed with its length so that no two pairs give the
-    /// same input (`("ab", "c")` and `("a", "bc")` differ). Stores key by it, never by the raw
+    /// same input (`("ab", "c")` and `("a", "bc")` differ); a grant's input starts with a tag no
+    /// session's can (a session's starts with a length). Stores key by it, never by the raw
     /// names, which may be personal (an e-mail address as subject) and of any length.
     pub fn id(&self) -> String {
         let mut digest = Sha256::new();
+        if self.grant {
+            digest.update(b"oauth-grant\0");
+        }
         for part in [&self.caller, &self.session] {
             digest.update((part.len() as u64).to_be_bytes());
             digest.update(part.as_bytes());
@@ -146,6 +163,16 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn a_grant_s_id_is_no_session_s() {
+        let grant = StateKey::grant("grant:abc");
+        for caller in ["", "oauth-grant", "oauth-grant\0"] {
+            assert_ne!(grant.id(), StateKey::new(caller, "grant:abc").id());
+        }
+        assert_eq!(grant.id(), StateKey::grant("grant:abc").id());
+        assert_ne!(grant.id(), StateKey::grant("grant:abd").id());
+    }
 
     #[test]
     fn ids_of_pairs_with_the_same_concatenation_differ() {
