@@ -455,8 +455,16 @@ pub fn router(
                 .with_state(admin),
         );
     }
-    for path in consent_paths(&evaluator_plan) {
+    let hosted = crate::credentials::upstream_oauth::hosted_routes(
+        &evaluator_plan,
+        &["/mcp", "/health", "/ready", "/metrics", "/admin/refresh"],
+    );
+    for path in hosted.redirects {
         app = app.route(&path, get(consent_callback));
+    }
+    for (path, document) in hosted.documents {
+        let document = axum::Json(document);
+        app = app.route(&path, get(move || std::future::ready(document.clone())));
     }
     if let Some(oauth) = &options.oauth {
         // At the path RFC 9728 derives from the resource, and at the root for clients that
@@ -474,27 +482,9 @@ pub fn router(
     Ok(app)
 }
 
-/// The paths of the redirect URIs of the upstreams a person consents to (authorization code
-/// grants): the host receives the person's browser there, unauthenticated (the browser carries
-/// no token; the authorization's unguessable `state` is what matches it).
-fn consent_paths(plan: &ptc_plan::Plan) -> std::collections::BTreeSet<String> {
-    plan.upstreams
-        .iter()
-        .filter_map(|u| match &u.transport {
-            ptc_plan::Transport::McpHttp(p) => p.oauth.as_ref(),
-            _ => None,
-        })
-        .filter(|o| o.grant == ptc_plan::OAuthGrant::AuthorizationCode)
-        .filter_map(|o| o.redirect_uri.as_deref())
-        .filter_map(|u| url::Url::parse(u).ok())
-        .map(|u| u.path().to_string())
-        // The host's own routes stay its own.
-        .filter(|p| !matches!(p.as_str(), "/mcp" | "/health" | "/ready" | "/metrics"))
-        .collect()
-}
-
 /// A person's browser back from an authorization server: handed to the authorization that waits
-/// for it.
+/// for it. Unauthenticated, as the Client ID Metadata Documents are: a browser carries no token,
+/// and the authorization's unguessable `state` is what matches it.
 async fn consent_callback(
     axum::extract::Query(query): axum::extract::Query<std::collections::HashMap<String, String>>,
 ) -> Response {

@@ -13,11 +13,13 @@
 
 mod consent;
 mod grants;
+mod hosted;
 
 pub use consent::{
     Consent, ConsentCallback, ConsentFuture, LoopbackConsent, PersonConsent, asking, deliver,
 };
 pub use grants::{GrantStore, Grants, KEY_BYTES, MemoryGrants, StoreFuture};
+pub use hosted::{HostedRoutes, hosted_routes};
 
 use std::sync::Arc;
 
