@@ -459,6 +459,33 @@ pub struct SessionArgs {
     pub grant_key_file: Option<PathBuf>,
 }
 
+/// Where OAuth grants are kept: sealed in `store` with the key in `key_file` when both are given
+/// (and the store is shared), in memory when neither is.
+fn grants_in(
+    store: Option<std::sync::Arc<dyn ptc_core::server::state::StateStore>>,
+    key_file: Option<&std::path::Path>,
+) -> Result<std::sync::Arc<ptc_core::credentials::upstream_oauth::Grants>, String> {
+    use ptc_core::credentials::upstream_oauth::Grants;
+    let shared = store.filter(|s| s.describe() != "memory");
+    let (store, path) = match (shared, key_file) {
+        (_, None) => return Ok(std::sync::Arc::new(Grants::in_memory())),
+        (None, Some(_)) => {
+            return Err(
+                "--grant-key-file seals grants kept in a shared session store: give \
+                        --session-store redis://... too (in memory, grants need no key)"
+                    .into(),
+            );
+        }
+        (Some(store), Some(path)) => (store, path),
+    };
+    let key = std::fs::read(path)
+        .map_err(|e| format!("--grant-key-file: cannot read {}: {e}", path.display()))?;
+    let store = std::sync::Arc::new(ptc_core::server::state::grants::StoredGrants(store));
+    Grants::sealed(store, &key)
+        .map(std::sync::Arc::new)
+        .map_err(|e| format!("--grant-key-file {}: {e}", path.display()))
+}
+
 impl SessionArgs {
     /// Where OAuth grants are kept: sealed in `sessions`' store when a key file is given (and
     /// the store is shared), else in memory.
@@ -466,25 +493,10 @@ impl SessionArgs {
         &self,
         sessions: Option<&ptc_core::server::session_run::SessionOptions>,
     ) -> Result<std::sync::Arc<ptc_core::credentials::upstream_oauth::Grants>, String> {
-        use ptc_core::credentials::upstream_oauth::Grants;
-        let Some(path) = &self.grant_key_file else {
-            return Ok(std::sync::Arc::new(Grants::in_memory()));
-        };
-        let Some(sessions) = sessions.filter(|s| s.store.describe() != "memory") else {
-            return Err(
-                "--grant-key-file seals grants kept in a shared session store: give \
-                        --session-store redis://... too (in memory, grants need no key)"
-                    .into(),
-            );
-        };
-        let key = std::fs::read(path)
-            .map_err(|e| format!("--grant-key-file: cannot read {}: {e}", path.display()))?;
-        let store = std::sync::Arc::new(ptc_core::server::state::grants::StoredGrants(
-            sessions.store.clone(),
-        ));
-        Grants::sealed(store, &key)
-            .map(std::sync::Arc::new)
-            .map_err(|e| format!("--grant-key-file {}: {e}", path.display()))
+        grants_in(
+            sessions.map(|s| s.store.clone()),
+            self.grant_key_file.as_deref(),
+        )
     }
 
     /// The session options, or `None` when sessions are off.
@@ -530,6 +542,61 @@ pub struct CatalogArgs {
     pub tool_description: bool,
     #[command(flatten)]
     pub overrides: OverrideArgs,
+}
+
+/// `login`: consent, at the terminal, to an upstream calling as you, and keep the grant where a
+/// host finds it.
+#[derive(clap::Args, Clone, Debug)]
+pub struct LoginArgs {
+    /// The upstream: an `mcp_http` upstream whose `oauth` grant is `authorization_code`.
+    pub upstream: String,
+    /// Whose grant it is: the subject a host knows the caller by (their token's `sub`).
+    #[arg(long, value_name = "SUBJECT", default_value = "local")]
+    pub caller: String,
+    /// Where to keep the grant: the shared session store of the hosts that will use it
+    /// (`redis://host:6379/0`), or `memory` (this process only: a trial of the consent).
+    #[arg(
+        long,
+        value_name = "STORE",
+        env = "PTC_SESSION_STORE",
+        default_value = "memory"
+    )]
+    pub session_store: String,
+    /// The hosts' grant key (`serve --grant-key-file`), which seals the grant in the store.
+    #[arg(long, value_name = "FILE", env = "PTC_GRANT_KEY_FILE")]
+    pub grant_key_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub overrides: OverrideArgs,
+}
+
+impl LoginArgs {
+    /// Where the grant goes, and how that reads in a message.
+    pub fn grants(
+        &self,
+    ) -> Result<
+        (
+            std::sync::Arc<ptc_core::credentials::upstream_oauth::Grants>,
+            String,
+        ),
+        String,
+    > {
+        let store = ptc_core::server::state::open(&self.session_store)
+            .map_err(|e| format!("--session-store: {e}"))?;
+        let shown = store.describe();
+        if shown != "memory" && self.grant_key_file.is_none() {
+            return Err(format!(
+                "--grant-key-file is needed to keep a grant in {shown}: the hosts' key seals it"
+            ));
+        }
+        let grants = grants_in(Some(store), self.grant_key_file.as_deref())?;
+        let kept = match shown.as_str() {
+            "memory" => "this process's memory only (give --session-store and --grant-key-file \
+                         to keep it for the hosts)"
+                .to_string(),
+            _ => format!("{shown}, sealed with the grant key"),
+        };
+        Ok((grants, kept))
+    }
 }
 
 /// `eval`: run one program against the upstreams, in this process and for this process only.

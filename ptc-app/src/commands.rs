@@ -13,7 +13,7 @@ use ptc_core::telemetry::{self, TraceParent, Traces};
 use ptc_lisp::Value;
 use tokio_util_free::shutdown_signal;
 
-use crate::args::{CatalogArgs, EvalArgs, ReplArgs, ReplayArgs, ServeArgs, TraceArgs};
+use crate::args::{CatalogArgs, EvalArgs, LoginArgs, ReplArgs, ReplayArgs, ServeArgs, TraceArgs};
 use crate::start::{self, PlanSource};
 
 /// Prints `error: …` and returns exit code 2 (start-up problems: config, flags, bind).
@@ -173,6 +173,52 @@ fn refresh_on_sighup(evaluator: Arc<Evaluator>, name: String) {
     });
     #[cfg(not(unix))]
     let _ = (evaluator, name);
+}
+
+/// `login`: the person at the terminal consents to `args.upstream` calling as `args.caller`;
+/// the grant is kept where `args` says. Exit 0 with the consent given, 1 without it, 2 on bad
+/// usage.
+pub fn login(name: &str, source: PlanSource, args: LoginArgs) -> ExitCode {
+    let what = format!("{name} login");
+    let rt = match start::runtime() {
+        Ok(rt) => rt,
+        Err(e) => return startup_error(&what, &e),
+    };
+    let prepared = args.grants().and_then(|(grants, kept)| {
+        let start = args.overrides.terminal_start_settings()?;
+        Ok((grants, kept, start))
+    });
+    let (grants, kept, start) = match prepared {
+        Ok(p) => p,
+        Err(e) => return startup_error(&what, &e),
+    };
+    let upstreams = match rt.block_on(start::upstreams_listed_later(
+        &source,
+        &args.overrides,
+        start,
+        grants,
+    )) {
+        Ok(u) => u,
+        Err(e) => return startup_error(&what, &e),
+    };
+    let caller = Arc::new(ptc_core::credentials::identity::Caller {
+        subject: args.caller.clone(),
+        ..ptc_core::credentials::identity::Caller::local()
+    });
+    match rt.block_on(upstreams.sign_in(&args.upstream, caller)) {
+        Ok(tools) => {
+            println!(
+                "upstream `{}`: consent given for `{}` ({tools} tools listed); the grant is kept \
+                 in {kept}",
+                args.upstream, args.caller
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("{what}: {}", e.message);
+            ExitCode::from(1)
+        }
+    }
 }
 
 /// `catalog`: the upstreams' tools, as text or JSON, or the `lisp_eval` description.

@@ -18,7 +18,7 @@ use std::process::ExitCode;
 use clap::{ArgMatches, Command, FromArgMatches, Subcommand};
 use ptc_plan::{Plan, Secrets};
 
-use crate::args::{CatalogArgs, EvalArgs, ReplArgs, ReplayArgs, ServeArgs};
+use crate::args::{CatalogArgs, EvalArgs, LoginArgs, ReplArgs, ReplayArgs, ServeArgs};
 use crate::start::PlanSource;
 
 /// The `plan()` function `ptc_upstreams!` generates.
@@ -38,6 +38,8 @@ pub enum HostCommand {
     Repl(ReplArgs),
     /// List the tools programs can call.
     Catalog(CatalogArgs),
+    /// Consent, at the terminal, to an upstream calling as you; keep the grant for the hosts.
+    Login(LoginArgs),
 }
 
 impl HostCommand {
@@ -49,6 +51,7 @@ impl HostCommand {
             HostCommand::Replay(a) => crate::replay(name, source, a),
             HostCommand::Repl(a) => crate::repl(name, source, a),
             HostCommand::Catalog(a) => crate::catalog(name, source, a),
+            HostCommand::Login(a) => crate::login(name, source, a),
         }
     }
 }
@@ -199,6 +202,11 @@ impl Deployment {
                     "Examples:\n  {name} catalog\n  {name} catalog --json"
                 ))
             })
+            .mut_subcommand("login", |c| {
+                c.after_help(format!(
+                    "Examples:\n  {name} login <UPSTREAM>\n  {name} login <UPSTREAM> --caller alice@example.com --session-store redis://redis.internal:6379/0 --grant-key-file /etc/ptc/grant.key\n\nExit codes: 0 the consent was given; 1 it was not (declined, refused: the reason is on stderr); 2 bad usage"
+                ))
+            })
     }
 }
 
@@ -269,12 +277,12 @@ mod tests {
         assert_eq!(
             subcommands(&d.command::<Own>()),
             [
-                "demo", "greet", "serve", "eval", "replay", "repl", "catalog"
+                "demo", "greet", "serve", "eval", "replay", "repl", "catalog", "login"
             ]
         );
         assert_eq!(
             subcommands(&d.command::<NoCommands>()),
-            ["serve", "eval", "replay", "repl", "catalog"]
+            ["serve", "eval", "replay", "repl", "catalog", "login"]
         );
     }
 
@@ -483,7 +491,7 @@ mod tests {
             .collect();
         assert_eq!(examples.first(), Some(&"  obs demo"), "{help}");
         assert!(examples.iter().all(|l| l.starts_with("  obs ")), "{help}");
-        for sub in ["serve", "eval", "replay", "repl", "catalog"] {
+        for sub in ["serve", "eval", "replay", "repl", "catalog", "login"] {
             let mut sub_command = command.find_subcommand_mut(sub).unwrap().clone();
             let text = sub_command.render_long_help().to_string();
             assert!(text.contains(&format!("  obs {sub}")), "{sub}: {text}");

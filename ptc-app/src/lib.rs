@@ -1,5 +1,5 @@
 //! The command-line host shared by `ptc` (config loaded at run time) and `generated-example`
-//! (plan compiled in): the `serve`, `repl`, `catalog`, `eval` and `replay` subcommands, their
+//! (plan compiled in): the `serve`, `repl`, `catalog`, `eval`, `replay` and `login` subcommands, their
 //! flags, and start-up with operator overrides.
 //!
 //! A separate crate so that the CLI-only dependencies (clap, rustyline) stay out of `ptc-core`,
@@ -13,7 +13,7 @@ pub mod deployment;
 pub mod overrides;
 pub mod start;
 
-pub use args::{CatalogArgs, EvalArgs, ReplArgs, ReplayArgs, ServeArgs};
-pub use commands::{catalog, eval, repl, replay, serve};
+pub use args::{CatalogArgs, EvalArgs, LoginArgs, ReplArgs, ReplayArgs, ServeArgs};
+pub use commands::{catalog, eval, login, repl, replay, serve};
 pub use deployment::{Deployment, HostCommand};
 pub use start::PlanSource;

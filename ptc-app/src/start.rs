@@ -99,6 +99,26 @@ pub async fn upstreams_with_grants(
         .map(Arc::new)
 }
 
+/// [`upstreams_with_grants`] that lists no MCP upstream at start (`login` connects the one it
+/// names, as its caller).
+pub async fn upstreams_listed_later(
+    source: &PlanSource,
+    overrides: &OverrideArgs,
+    start: StartSettings,
+    grants: Arc<Grants>,
+) -> Result<Arc<Upstreams>, String> {
+    let (plan, secrets) = source.load(overrides)?;
+    let options = ptc_core::StartOptions {
+        grants,
+        catalog: ptc_core::CatalogLoad::OnFirstUse,
+        ..start.options()
+    };
+    Upstreams::start(plan, secrets, options)
+        .await
+        .map(Arc::new)
+        .map_err(|e| format!("cannot start the upstreams: {e}"))
+}
+
 async fn started(
     source: &PlanSource,
     overrides: &OverrideArgs,

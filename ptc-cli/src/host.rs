@@ -70,6 +70,33 @@ pub struct CatalogCmd {
     args: ptc_app::CatalogArgs,
 }
 
+/// `ptc login`: consent to an upstream calling as you.
+#[derive(clap::Args)]
+#[command(after_help = "\
+Examples:
+  ptc login linear --config upstreams.json
+  ptc login linear --config upstreams.json --caller alice@example.com --session-store redis://redis.internal:6379/0 --grant-key-file /etc/ptc/grant.key
+
+Prints the authorization URL on stderr and waits (5 minutes at most) for the browser to come back
+to the upstream's loopback redirect_uri.
+
+Exit codes:
+  0  the consent was given; where the grant is kept is printed
+  1  it was not (declined, refused by the authorization server, timed out): the reason is printed
+  2  bad usage, an invalid config, a store without the grant key")]
+pub struct LoginCmd {
+    /// The upstreams.json naming the upstream.
+    #[arg(long, value_name = "FILE")]
+    config: PathBuf,
+    #[command(flatten)]
+    args: ptc_app::LoginArgs,
+}
+
+/// Runs `ptc login`.
+pub fn login(cmd: LoginCmd) -> ExitCode {
+    ptc_app::login("ptc", PlanSource::Config(cmd.config), cmd.args)
+}
+
 /// Runs `ptc serve`.
 pub fn serve(cmd: ServeCmd) -> ExitCode {
     ptc_app::serve("ptc", PlanSource::Config(cmd.config), cmd.args)

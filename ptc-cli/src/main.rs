@@ -32,14 +32,15 @@ Examples:
   ptc serve --config fixtures/observatory/upstreams.json --http 127.0.0.1:7332
   ptc repl --config fixtures/observatory/upstreams.json
   ptc catalog --config fixtures/observatory/upstreams.json
+  ptc login linear --config upstreams.json --caller alice@example.com --session-store redis://redis.internal:6379/0 --grant-key-file /etc/ptc/grant.key
   ptc new my-deployment --config upstreams.json
 
 Exit codes:
   0  success
   1  the config has problems (check, expand, vendor), the program failed (eval), a replay
-     diverged from its recording (replay) or a vendored document drifted (vendor --check); the
-     reason is printed
-  2  bad usage: unknown option, missing or unreadable input; for serve, repl and catalog an
+     diverged from its recording (replay), a vendored document drifted (vendor --check) or no
+     consent was given (login); the reason is printed
+  2  bad usage: unknown option, missing or unreadable input; for serve, repl, catalog and login an
      invalid config or an upstream that cannot start"
 )]
 struct Cli {
@@ -65,6 +66,8 @@ enum Command {
     Repl(host::ReplCmd),
     /// List the upstreams and tools programs can call.
     Catalog(host::CatalogCmd),
+    /// Consent, at the terminal, to an upstream calling as you (OAuth); keep the grant for the hosts.
+    Login(host::LoginCmd),
     /// Scaffold a deployment crate (one `ptc` dependency) that compiles the config in.
     New(new::NewArgs),
 }
@@ -80,6 +83,7 @@ fn main() -> ExitCode {
         Command::Serve(cmd) => host::serve(*cmd),
         Command::Repl(cmd) => host::repl(cmd),
         Command::Catalog(cmd) => host::catalog(cmd),
+        Command::Login(cmd) => host::login(cmd),
         Command::New(args) => new::run(args),
     }
 }

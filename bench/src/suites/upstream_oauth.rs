@@ -47,7 +47,9 @@ fn rows(budget: Budget) -> Result<Vec<Row>, String> {
     let server = ptc_tests::oauth_mcp::OAuthMcp::start(&issuer.url, &[])
         .ok_or("the OAuth MCP server did not start")?;
     let (id, secret) = ptc_tests::issuer::client();
-    let token = rt.block_on(issuer.client_credentials(&[("resource", &server.url)]));
+    // The scope the server requires, as ptc asks for it (the resource's `scopes_supported`).
+    let token =
+        rt.block_on(issuer.client_credentials(&[("resource", &server.url), ("scope", "read")]));
     let upstream = |auth: serde_json::Value| {
         let mut u = json!({"transport": "mcp_http", "url": server.url,
                            "allow_insecure_http": true, "allow_insecure_auth": true});

@@ -439,6 +439,30 @@ impl Upstreams {
             .collect()
     }
 
+    /// Opens `caller`'s session with MCP upstream `server` (asking for their consent if it
+    /// needs one, through the process's consent) and lists its tools: what `ptc login` does.
+    /// The number of tools listed.
+    pub async fn sign_in(
+        &self,
+        server: &str,
+        caller: Arc<crate::credentials::identity::Caller>,
+    ) -> Result<usize, ToolError> {
+        let i = self.catalog.index_of(server)?;
+        let Link::Mcp(link) = &self.links[i] else {
+            return Err(ToolError {
+                reason: Reason::InvalidArgs,
+                message: format!("upstream `{server}` is not an MCP upstream"),
+            });
+        };
+        let options = CallOptions {
+            caller: Some(caller),
+            ..CallOptions::default()
+        };
+        link.sign_in(&self.env_of(&options))
+            .await
+            .map_err(|e| self.redact_error(e))
+    }
+
     /// The sessions of every MCP upstream called as the caller, by upstream name.
     pub fn caller_sessions(&self) -> Vec<(&str, &crate::catalog::caller_sessions::SessionCounts)> {
         self.catalog

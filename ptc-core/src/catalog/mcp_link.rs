@@ -305,6 +305,15 @@ impl McpLink {
         .await
     }
 
+    /// Opens the session of `env`'s caller and lists the server's tools (their number).
+    pub(crate) async fn sign_in(&self, env: &CallEnv<'_>) -> Result<usize, ToolError> {
+        asking(env.consent.cloned(), async {
+            let session = self.session(env).await?;
+            Ok(session.client.list_tools().await?.len())
+        })
+        .await
+    }
+
     /// The per-caller sessions' counts (`None` when one session serves every caller).
     pub(crate) fn caller_session_counts(
         &self,
