@@ -459,3 +459,85 @@ fn files_under(dir: &std::path::Path) -> String {
     }
     out
 }
+
+/// An MCP upstream called with each caller's own token exchanged for one meant for it (RFC 8693,
+/// `caller_token_exchange`): each caller's calls carry a token with their subject and ptc as the
+/// actor, over a session of their own; the caller's own token never reaches the upstream.
+#[tokio::test]
+async fn each_caller_s_token_is_exchanged_for_the_upstream() {
+    let Some((issuer, server)) = peers(&[]) else {
+        return;
+    };
+    let (id, secret) = issuer::client();
+    let config = json!({
+        "credentials": {
+            "host-client": {"source": "literal", "value": secret},
+            "as-caller": {"source": "caller_token_exchange",
+                          "token_endpoint": issuer.token_endpoint(),
+                          "resource": server.url, "scope": "read",
+                          "client_id": id, "client_secret": "host-client"},
+        },
+        "upstreams": {"hosted": {
+            "transport": "mcp_http", "url": server.url,
+            "allow_insecure_http": true, "allow_insecure_auth": true,
+            "auth": [{"scheme": "bearer", "binding": "as-caller"}],
+        }},
+    });
+    let loaded = ptc_plan::load_str(
+        &config.to_string(),
+        std::path::Path::new("upstreams.json"),
+        &ptc_plan::FileSource,
+    )
+    .unwrap_or_else(|d| panic!("{d}"));
+    let options = StartOptions {
+        catalog: ptc_core::CatalogLoad::OnFirstUse,
+        ..StartOptions::default()
+    };
+    let upstreams = Upstreams::start(loaded.plan, loaded.secrets, options)
+        .await
+        .unwrap();
+    let mut callers = Vec::new();
+    for sub in ["alice", "bob"] {
+        // The caller's own token, as the host's identity check accepted it (meant for the host).
+        let own = issuer
+            .mint(
+                json!({"claims": {"sub": sub, "aud": "http://127.0.0.1/ptc-host",
+                                    "scope": "read"}}),
+            )
+            .await;
+        callers.push((sub, own));
+    }
+    for (sub, own) in callers.iter().chain(callers.iter()) {
+        let caller = ptc_core::credentials::identity::Caller {
+            subject: sub.to_string(),
+            token: Some(ptc_core::credentials::identity::CallerToken::new(own)),
+            ..ptc_core::credentials::identity::Caller::local()
+        };
+        let options = CallOptions {
+            caller: Some(Arc::new(caller)),
+            ..CallOptions::default()
+        };
+        let me = call_with(&upstreams, options, "whoami").await.unwrap();
+        assert_eq!(me["sub"], *sub, "{me}");
+    }
+    let served: Vec<String> = server
+        .calls()
+        .await
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["sub"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(served, ["alice", "bob", "alice", "bob"]);
+    // One exchange per caller: the second call of each used the token exchanged for it.
+    assert_eq!(upstreams.exchanges().made(), 2);
+    let sessions = upstreams.caller_sessions();
+    assert_eq!(sessions.len(), 1);
+    assert_eq!(
+        sessions[0]
+            .1
+            .opened
+            .load(std::sync::atomic::Ordering::Relaxed),
+        2
+    );
+}

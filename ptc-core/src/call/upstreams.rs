@@ -258,7 +258,7 @@ pub struct Upstreams {
     /// Response checking and what drifted.
     drift: crate::call::response_check::DriftWatch,
     /// Tokens exchanged for callers (per-caller credentials).
-    exchanges: crate::credentials::per_caller::Exchanges,
+    exchanges: Arc<crate::credentials::per_caller::Exchanges>,
     /// Who is asked when an upstream needs a person's OAuth consent.
     consent: Option<Arc<dyn Consent>>,
 }
@@ -280,6 +280,7 @@ impl Upstreams {
                 crate::credentials::binding::register(&redactor, &secret);
             }
         }
+        let exchanges = Arc::new(crate::credentials::per_caller::Exchanges::default());
         let mut servers = Vec::with_capacity(plan.upstreams.len());
         let mut links = Vec::with_capacity(plan.upstreams.len());
         for up in &plan.upstreams {
@@ -305,8 +306,12 @@ impl Upstreams {
                     links.push(Link::OpenApi(Box::new(link)));
                 }
                 other => {
+                    let shared = crate::catalog::mcp_link::Shared {
+                        grants: options.grants.clone(),
+                        exchanges: exchanges.clone(),
+                    };
                     let Some(link) =
-                        McpLink::new(&up.name, other, options.writes, options.grants.clone())
+                        McpLink::new(&up.name, other, options.writes, &plan.credentials, shared)
                     else {
                         return Err(fail(format!("unsupported transport {}", other.tag())));
                     };
@@ -337,7 +342,7 @@ impl Upstreams {
                 options.response_check,
                 options.strict_responses,
             ),
-            exchanges: Default::default(),
+            exchanges,
             consent: options.consent.clone(),
             loading: links.iter().map(|_| Mutex::new(())).collect(),
             plan,

@@ -26,7 +26,7 @@ use crate::catalog::pin_check::{PinBoard, PinCell};
 use crate::catalog::{Binding, ServerEntry, ToolEntry};
 use crate::credentials::per_caller::CallEnv;
 use crate::credentials::upstream_oauth::{Grants, asking};
-use crate::wire::mcp::{GrantOf, McpClient, McpTool};
+use crate::wire::mcp::{Holder, McpClient, McpTool};
 
 /// How the upstream is reached.
 enum Connect {
@@ -59,17 +59,28 @@ pub(crate) struct McpLink {
     writes: BTreeMap<String, WriteGrant>,
     /// Whether this process runs writes.
     gate: WriteGate,
-    /// Where its OAuth grants are kept.
-    grants: Arc<Grants>,
+    /// What its sessions share with the rest of the process.
+    shared: Shared,
+}
+
+/// What an MCP upstream's sessions share with the process: where OAuth grants are kept, and
+/// the tokens exchanged for callers.
+#[derive(Clone, Default)]
+pub(crate) struct Shared {
+    pub grants: Arc<Grants>,
+    pub exchanges: Arc<crate::credentials::per_caller::Exchanges>,
 }
 
 impl McpLink {
     /// The link for an `mcp_stdio` or `mcp_http` upstream (`None` for any other transport).
+    /// Called as the caller when its grant is a person's (`authorization_code`) or its `auth`
+    /// reads a credential that depends on the caller (one of `credentials`).
     pub(crate) fn new(
         name: &str,
         transport: &ptc_plan::Transport,
         gate: WriteGate,
-        grants: Arc<Grants>,
+        credentials: &[ptc_plan::CredentialBinding],
+        shared: Shared,
     ) -> Option<Self> {
         let (connect, max_response_bytes, tools) = match transport {
             ptc_plan::Transport::McpStdio(p) => {
@@ -82,11 +93,21 @@ impl McpLink {
             ),
             ptc_plan::Transport::Openapi(_) => return None,
         };
-        let per_caller = matches!(
-            transport,
-            ptc_plan::Transport::McpHttp(p)
-                if p.oauth.as_ref().is_some_and(|o| o.grant == ptc_plan::OAuthGrant::AuthorizationCode)
-        );
+        let per_caller = match transport {
+            ptc_plan::Transport::McpHttp(p) => {
+                let persons = p
+                    .oauth
+                    .as_ref()
+                    .is_some_and(|o| o.grant == ptc_plan::OAuthGrant::AuthorizationCode);
+                let callers_credentials = p.http.auth.iter().any(|e| {
+                    credentials
+                        .iter()
+                        .any(|c| c.name == e.binding() && c.source.is_per_caller())
+                });
+                persons || callers_credentials
+            }
+            _ => false,
+        };
         Some(McpLink {
             name: name.to_string(),
             transport: transport.kind(),
@@ -106,7 +127,7 @@ impl McpLink {
                 .map(|pins| Arc::new(PinBoard::new(name, tools.policy, pins, &tools.left_out))),
             writes: tools.writes.clone(),
             gate,
-            grants,
+            shared,
         })
     }
 
@@ -235,9 +256,11 @@ impl McpLink {
                         .await
                 }
                 Connect::Http(plan) => {
-                    let grant = GrantOf {
-                        grants: self.grants.clone(),
-                        holder,
+                    let grant = Holder {
+                        grants: self.shared.grants.clone(),
+                        exchanges: self.shared.exchanges.clone(),
+                        subject: holder,
+                        caller: env.caller.map(|c| Arc::new(c.clone())),
                     };
                     McpClient::connect_http_holding(
                         &self.name,
@@ -258,7 +281,15 @@ impl McpLink {
         };
         match &self.sessions {
             Sessions::Shared(shared) => shared.get_or_try_init(open).await.cloned(),
-            Sessions::PerCaller(pool) => pool.get(holder, open).await,
+            Sessions::PerCaller(pool) => {
+                let session = pool.get(holder, open).await?;
+                // The caller's credentials are read per request, from this call's caller (their
+                // token now, for an exchange).
+                session
+                    .client
+                    .act_for(env.caller.map(|c| Arc::new(c.clone())));
+                Ok(session)
+            }
         }
     }
 
@@ -352,8 +383,14 @@ pub async fn list_live_tools(
     };
     let up = plan.upstream(upstream).ok_or_else(unknown)?;
     // Listing for `ptc vendor` calls nothing: the gate does not matter.
-    let link = McpLink::new(upstream, &up.transport, WriteGate::Closed, Arc::default())
-        .ok_or_else(unknown)?;
+    let link = McpLink::new(
+        upstream,
+        &up.transport,
+        WriteGate::Closed,
+        &plan.credentials,
+        Shared::default(),
+    )
+    .ok_or_else(unknown)?;
     let exchanges = crate::credentials::per_caller::Exchanges::default();
     let env = CallEnv {
         credentials: &plan.credentials,

@@ -384,7 +384,11 @@ pub(super) fn refuse_per_caller(
                      one connection",
                     e.binding()
                 ),
-                Some("use it on an OpenAPI upstream, whose requests are made per caller".into()),
+                Some(
+                    "use it on an upstream (OpenAPI, or MCP over HTTP), whose requests are made \
+                     per caller"
+                        .into(),
+                ),
             );
         }
     }

@@ -383,14 +383,9 @@ fn parse_mcp_http(
     f: &mut Fields,
     credentials: &[CredentialBinding],
 ) -> Option<McpHttpPlan> {
+    // Credentials that depend on the caller are fine here: such an upstream is called over a
+    // session per caller.
     let http = http::parse_settings(cx, f, credentials);
-    http::refuse_per_caller(
-        cx,
-        &f.at("auth"),
-        &http.auth,
-        credentials,
-        "an MCP upstream",
-    );
     let handshake_timeout_ms = f.positive(cx, "handshake_timeout_ms", DEFAULT_HANDSHAKE_TIMEOUT_MS);
     let tools = parse_mcp_tools(cx, f);
     let oauth_at = f.at("oauth");

@@ -18,6 +18,8 @@ use rmcp::transport::streamable_http_client::{
 use sse_stream::Sse;
 
 use crate::credentials::binding::{self, CredentialError};
+use crate::credentials::identity::Caller;
+use crate::credentials::per_caller::{self, CallEnv, Exchanges};
 use crate::credentials::redact::Redactor;
 use crate::credentials::upstream_oauth::UpstreamOAuth;
 
@@ -32,21 +34,48 @@ pub(crate) struct AuthSource {
     redactor: Redactor,
     /// The OAuth client whose access token goes in `Authorization`, when the upstream has one.
     oauth: Option<Arc<UpstreamOAuth>>,
+    /// Tokens exchanged for callers, and the caller whose credentials this session reads.
+    exchanges: Arc<Exchanges>,
+    caller: std::sync::Mutex<Option<Arc<Caller>>>,
 }
 
 impl AuthSource {
-    /// After a 401: the next headers read every credential afresh.
+    /// After a 401: the next headers read every credential afresh (a caller's exchanged token
+    /// is exchanged again).
     fn forget(&self) {
         binding::refresh(&self.emitters, &self.credentials);
+        let caller = self.caller();
+        for e in &self.emitters {
+            self.exchanges.forget(e.binding(), caller.as_deref());
+        }
     }
 
-    /// The auth headers now, every secret in them registered with the redactor first.
-    pub(crate) fn headers(&self) -> Result<Vec<(HeaderName, HeaderValue)>, CredentialError> {
-        binding::auth_headers(
+    fn caller(&self) -> Option<Arc<Caller>> {
+        self.caller
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// The auth headers now, every secret in them registered with the redactor first; those
+    /// that depend on the caller read for this session's caller.
+    pub(crate) async fn headers(&self) -> Result<Vec<(HeaderName, HeaderValue)>, CredentialError> {
+        let caller = self.caller();
+        let env = CallEnv {
+            credentials: &self.credentials,
+            secrets: &self.secrets,
+            redactor: &self.redactor,
+            caller: caller.as_deref(),
+            exchanges: &self.exchanges,
+            consent: None,
+        };
+        let per_caller = per_caller::for_call(&self.emitters, &env).await?;
+        binding::auth_headers_with(
             &self.emitters,
             &self.credentials,
             &self.secrets,
             &self.redactor,
+            &per_caller,
         )?
         .into_iter()
         .map(|(name, value)| {
@@ -85,6 +114,7 @@ impl AuthedClient {
         let auth = self
             .auth
             .headers()
+            .await
             .map_err(|e| StreamableHttpError::Io(std::io::Error::other(e)))?;
         headers.extend(auth);
         if let Some(oauth) = &self.auth.oauth {
@@ -288,6 +318,7 @@ impl HttpSetup {
         secrets: &Secrets,
         redactor: Redactor,
         oauth: Option<Arc<UpstreamOAuth>>,
+        exchanges: Arc<Exchanges>,
     ) -> Result<HttpSetup, String> {
         let http = &plan.http;
         let mut static_headers = HashMap::new();
@@ -317,12 +348,24 @@ impl HttpSetup {
                     secrets: secrets.clone(),
                     redactor,
                     oauth,
+                    exchanges,
+                    caller: std::sync::Mutex::new(None),
                 }),
             },
             url: plan.url.clone(),
             static_headers,
             max: usize::try_from(http.max_response_bytes).unwrap_or(usize::MAX),
         })
+    }
+
+    /// Whose credentials the session reads from the next request on.
+    pub(crate) fn act_for(&self, caller: Option<Arc<Caller>>) {
+        *self
+            .client
+            .auth
+            .caller
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = caller;
     }
 
     /// The MCP endpoint.
@@ -383,6 +426,8 @@ mod tests {
                 secrets: Secrets::default(),
                 redactor: Redactor::new(),
                 oauth: None,
+                exchanges: Arc::default(),
+                caller: std::sync::Mutex::new(None),
             }),
         }
     }

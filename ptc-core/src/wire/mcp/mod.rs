@@ -102,12 +102,17 @@ impl From<&ptc_plan::PinnedTool> for McpTool {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ListingMoved;
 
-/// Whose OAuth grant a connection holds, and where it is kept.
-pub struct GrantOf<'a> {
+/// Whose session a connection is: where its OAuth grant is kept and its caller's tokens are
+/// exchanged, and the holder (a caller's subject, or empty for the deployment).
+pub struct Holder<'a> {
     /// Where grants are kept.
     pub grants: Arc<Grants>,
-    /// The holder: a caller's subject, or empty for the deployment.
-    pub holder: &'a str,
+    /// Tokens exchanged for callers (credentials that depend on the caller).
+    pub exchanges: Arc<crate::credentials::per_caller::Exchanges>,
+    /// A caller's subject, or empty for the deployment.
+    pub subject: &'a str,
+    /// The caller whose credentials the session reads first (see [`McpClient::act_for`]).
+    pub caller: Option<Arc<crate::credentials::identity::Caller>>,
 }
 
 /// A connection to one MCP upstream. `Send + Sync`; clones share the connection.
@@ -269,22 +274,23 @@ impl McpClient {
         secrets: &Secrets,
         redactor: Redactor,
     ) -> Result<McpClient, ToolError> {
-        let grant = GrantOf {
+        let holder = Holder {
             grants: Arc::default(),
-            holder: "",
+            exchanges: Arc::default(),
+            subject: "",
+            caller: None,
         };
-        Self::connect_http_holding(upstream, plan, credentials, secrets, redactor, grant).await
+        Self::connect_http_holding(upstream, plan, credentials, secrets, redactor, holder).await
     }
 
-    /// [`McpClient::connect_http`] whose OAuth grant is `grant`'s holder's (a caller's subject;
-    /// empty: the deployment's), kept where `grant` says.
+    /// [`McpClient::connect_http`] for `holder`: their OAuth grant, their credentials.
     pub async fn connect_http_holding(
         upstream: &str,
         plan: &McpHttpPlan,
         credentials: &[CredentialBinding],
         secrets: &Secrets,
         redactor: Redactor,
-        grant: GrantOf<'_>,
+        holder: Holder<'_>,
     ) -> Result<McpClient, ToolError> {
         let subject = Subject {
             upstream,
@@ -300,12 +306,20 @@ impl McpClient {
                 credentials,
                 secrets,
                 redactor.clone(),
-                grant.grants.clone(),
-                grant.holder,
+                holder.grants.clone(),
+                holder.subject,
             ))
         });
-        let setup = http::HttpSetup::new(plan, credentials, secrets, redactor.clone(), oauth)
-            .map_err(|e| subject.error(Reason::UpstreamUnavailable, e))?;
+        let setup = http::HttpSetup::new(
+            plan,
+            credentials,
+            secrets,
+            redactor.clone(),
+            oauth,
+            holder.exchanges.clone(),
+        )
+        .inspect(|setup| setup.act_for(holder.caller.clone()))
+        .map_err(|e| subject.error(Reason::UpstreamUnavailable, e))?;
         let client = McpClient::new(
             upstream,
             redactor,
@@ -342,6 +356,15 @@ impl McpClient {
                 listing: Arc::new(Listing::default()),
                 legacy_only: std::sync::atomic::AtomicBool::new(false),
             }),
+        }
+    }
+
+    /// Reads the credentials that depend on the caller, from the next request on, for
+    /// `caller` (the caller of the call being made over this caller's session: the same
+    /// subject, their token now).
+    pub fn act_for(&self, caller: Option<Arc<crate::credentials::identity::Caller>>) {
+        if let Connector::Http(setup) = &self.inner.connector {
+            setup.act_for(caller);
         }
     }
 
