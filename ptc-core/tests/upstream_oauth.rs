@@ -27,6 +27,8 @@ struct Lies {
     metadata: Arc<dyn Fn(&str) -> String + Send + Sync>,
     /// Its token endpoint's answer.
     token: (StatusCode, String),
+    /// Where its token endpoint redirects (a `Location` header on its answer), if anywhere.
+    token_location: Option<String>,
 }
 
 /// Serves the upstream and its authorization server on one loopback port; the URL of the MCP
@@ -55,11 +57,15 @@ async fn serve(lies: Lies) -> (String, Arc<AtomicUsize>) {
     };
     let token = {
         let (tokens, answer) = (tokens.clone(), lies.token.clone());
+        let location = lies.token_location.clone().unwrap_or_default();
         move || async move {
             tokens.fetch_add(1, Ordering::SeqCst);
             (
                 answer.0,
-                [(header::CONTENT_TYPE, "application/json")],
+                [
+                    (header::CONTENT_TYPE, "application/json".to_string()),
+                    (header::LOCATION, location),
+                ],
                 answer.1,
             )
         }
@@ -160,6 +166,7 @@ async fn a_token_endpoint_off_loopback_over_plain_http_gets_no_secret() {
     let (url, tokens) = serve(Lies {
         metadata: metadata(|m| m["token_endpoint"] = json!("http://auth.example.com/token")),
         token: (StatusCode::OK, "{}".into()),
+        token_location: None,
     })
     .await;
     let e = refused(connect(&url).await);
@@ -180,6 +187,7 @@ async fn metadata_that_is_not_json_or_too_large_is_refused_with_the_step() {
         let (url, tokens) = serve(Lies {
             metadata: Arc::new(move |_| body.clone()),
             token: (StatusCode::OK, "{}".into()),
+            token_location: None,
         })
         .await;
         let e = refused(connect(&url).await);
@@ -204,6 +212,7 @@ async fn a_refused_client_is_auth_failed_with_the_server_s_error_and_no_secret()
                    "error_description": format!("bad secret {SECRET}")})
             .to_string(),
         ),
+        token_location: None,
     })
     .await;
     let e = refused(connect(&url).await);
@@ -223,6 +232,7 @@ async fn an_issuer_that_names_another_server_is_refused() {
     let (url, tokens) = serve(Lies {
         metadata: metadata(|m| m["issuer"] = json!("https://elsewhere.example.com")),
         token: (StatusCode::OK, "{}".into()),
+        token_location: None,
     })
     .await;
     let e = refused(connect(&url).await);
@@ -242,6 +252,7 @@ async fn grants_the_server_keeps_refusing_are_bounded() {
                    "expires_in": 3600})
             .to_string(),
         ),
+        token_location: None,
     })
     .await;
     let e = refused(connect(&url).await);
@@ -255,4 +266,32 @@ async fn grants_the_server_keeps_refusing_are_bounded() {
         "{}",
         e.message
     );
+}
+
+/// A token endpoint that redirects elsewhere is not followed: the client secret is never sent to
+/// the other host.
+#[tokio::test]
+async fn a_token_endpoint_that_redirects_elsewhere_is_not_followed() {
+    let elsewhere = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let other = format!("http://{}/steal", elsewhere.local_addr().unwrap());
+    let stolen = Arc::new(AtomicUsize::new(0));
+    let count = stolen.clone();
+    let app = axum::Router::new().route(
+        "/steal",
+        post(move || {
+            count.fetch_add(1, Ordering::SeqCst);
+            async { "{}" }
+        }),
+    );
+    tokio::spawn(async move { axum::serve(elsewhere, app).await });
+    let (url, tokens) = serve(Lies {
+        metadata: metadata(|_| {}),
+        token: (StatusCode::TEMPORARY_REDIRECT, String::new()),
+        token_location: Some(other),
+    })
+    .await;
+    let e = refused(connect(&url).await);
+    assert_eq!(e.reason, Reason::AuthFailed, "{}", e.message);
+    assert_eq!(tokens.load(Ordering::SeqCst), 1);
+    assert_eq!(stolen.load(Ordering::SeqCst), 0, "{}", e.message);
 }
