@@ -13,6 +13,11 @@ pub mod typed_only {
     );
 }
 
+/// Hosted MCP servers behind OAuth: every grant and kind of client, compiled in.
+pub mod hosted_oauth {
+    ptc::upstreams!("../../fixtures/configs/oauth/upstreams.json");
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -173,6 +178,26 @@ mod tests {
             .replace("$WORKSPACE", &workspace.display().to_string());
         let plan = ptc::serde_json::from_str(&text).expect("the plan");
         (workspace, plan)
+    }
+
+    /// The OAuth of hosted MCP servers the macro compiled in is what the run-time loader reads
+    /// from the same config (so `serve --config` and a compiled deployment act alike).
+    #[test]
+    fn the_compiled_oauth_is_the_runtime_load_of_the_same_config() {
+        let (workspace, compiled) = located(super::hosted_oauth::plan().expect("the plan"));
+        let loaded = ptc::plan::load(&workspace.join("fixtures/configs/oauth/upstreams.json"))
+            .unwrap_or_else(|d| panic!("{d}"));
+        assert_eq!(compiled, loaded.plan);
+        let grants: Vec<_> = compiled
+            .upstreams
+            .iter()
+            .filter_map(|u| match &u.transport {
+                ptc::plan::Transport::McpHttp(p) => p.oauth.as_ref().map(|o| o.grant),
+                _ => None,
+            })
+            .collect();
+        assert!(grants.contains(&ptc::plan::OAuthGrant::AuthorizationCode));
+        assert!(grants.contains(&ptc::plan::OAuthGrant::ClientCredentials));
     }
 
     /// The MCP pins the macro compiled in are what the run-time loader reads from the same
