@@ -8,7 +8,9 @@ use std::path::Path;
 use std::process::Command;
 
 fn run(fixture: &str, test: &str) {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures").join(fixture);
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../fixtures")
+        .join(fixture);
     let python = dir.join(".venv/bin/python");
     if !python.exists() {
         ptc_tests::skip(&format!(

@@ -219,8 +219,8 @@ async fn an_expired_token_is_refreshed_and_a_revoked_grant_asked_again() {
     );
 }
 
-/// A person who says no, and a process with nobody to ask: both are `auth_required`, and the
-/// second names the URL to open.
+/// A person who says no, and a process with nobody to ask: both are `auth_required`, naming the
+/// URL to open.
 #[tokio::test]
 async fn no_consent_is_auth_required() {
     let Some((issuer, server)) = peers(&[]) else {
@@ -234,6 +234,12 @@ async fn no_consent_is_auth_required() {
     let e = call(&upstreams, "whoami").await.unwrap_err();
     assert_eq!(e.reason, Reason::AuthRequired, "{}", e.message);
     assert!(e.message.contains("access_denied"), "{}", e.message);
+    assert!(
+        e.message
+            .contains(&format!("open {}", issuer.authorization_endpoint())),
+        "{}",
+        e.message
+    );
 
     let nobody = start(&server, code_grant(free_port()), json!({}), None)
         .await
@@ -355,7 +361,10 @@ async fn a_host_s_caller_consents_through_their_mcp_client() {
                     served += 1;
                     assert!(text.contains("alice"), "{mode} {answer}: {text}");
                 }
-                false => assert!(text.contains("auth_required"), "{mode} {answer}: {text}"),
+                false => assert!(
+                    text.contains("auth_required") && text.contains("/authorize?"),
+                    "{mode} {answer}: {text}"
+                ),
             }
             let calls = server.calls().await.as_array().unwrap().len();
             assert_eq!(
@@ -489,11 +498,9 @@ async fn each_caller_s_token_is_exchanged_for_the_upstream() {
         &ptc_plan::FileSource,
     )
     .unwrap_or_else(|d| panic!("{d}"));
-    let options = StartOptions {
-        catalog: ptc_core::CatalogLoad::OnFirstUse,
-        ..StartOptions::default()
-    };
-    let upstreams = Upstreams::start(loaded.plan, loaded.secrets, options)
+    // Listed at start as everything is: for nobody there is no token to exchange, so it waits
+    // for its first caller rather than fail the start.
+    let upstreams = Upstreams::start(loaded.plan, loaded.secrets, StartOptions::default())
         .await
         .unwrap();
     let mut callers = Vec::new();

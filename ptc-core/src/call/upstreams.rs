@@ -356,12 +356,13 @@ impl Upstreams {
             for i in 0..upstreams.links.len() {
                 match upstreams.load(i).await {
                     Ok(_) => {}
-                    // A person's consent cannot be had at start-up: the upstream is listed on
-                    // the first call made for someone who can give it.
-                    Err(e) if e.reason == Reason::AuthRequired => tracing::warn!(
+                    // An upstream called as the caller may not be listable for nobody (no
+                    // person to consent, no caller's token to exchange): it is listed on the
+                    // first call made for someone it serves.
+                    Err(e) if upstreams.called_as_the_caller(i) => tracing::warn!(
                         upstream = %upstreams.catalog.servers[i].name,
-                        "not listed at start: it needs a person's OAuth consent; listed on \
-                         first use"
+                        error = %e.message,
+                        "not listed at start: it is called as the caller; listed on first use"
                     ),
                     Err(e) => {
                         let name = &upstreams.catalog.servers[i].name;
@@ -442,6 +443,11 @@ impl Upstreams {
                 Link::OpenApi(_) => None,
             })
             .collect()
+    }
+
+    /// Whether upstream `i` is called as the caller (a session per caller).
+    fn called_as_the_caller(&self, i: usize) -> bool {
+        matches!(&self.links[i], Link::Mcp(m) if m.caller_session_counts().is_some())
     }
 
     /// Opens `caller`'s session with MCP upstream `server` (asking for their consent if it

@@ -194,6 +194,10 @@ mod tests {
         assert_eq!(open(&p, "alice", 3).await, 1);
         assert_eq!(count(&p.counts.opened), 2);
         assert_eq!(count(&p.counts.open), 2);
+        // Every open session is there to be closed at shutdown.
+        let mut all = p.sessions();
+        all.sort();
+        assert_eq!(all, [1, 2]);
     }
 
     #[tokio::test]

@@ -349,6 +349,70 @@ fn loopback_target(redirect_uri: &str) -> Result<(SocketAddr, String), String> {
 mod tests {
     use super::*;
 
+    /// A redirect reaches the authorization waiting for its `state`, once; one nobody waits for
+    /// (made up, or after the wait ended) is refused.
+    #[tokio::test]
+    async fn the_host_s_route_hands_a_redirect_to_the_authorization_of_its_state() {
+        let query = |state: &str| {
+            HashMap::from([
+                ("code".to_string(), "c-1".to_string()),
+                ("state".to_string(), state.to_string()),
+            ])
+        };
+        let Redirect::Host(pending) =
+            Redirect::to_host("https://as.example/authorize?client_id=x&state=s-41").unwrap()
+        else {
+            panic!("a host redirect")
+        };
+        assert_eq!(
+            deliver(&query("s-other")),
+            Err(
+                "No authorization of ptc is waiting for this (it may have expired). Start again \
+                 from your agent."
+            )
+        );
+        assert_eq!(
+            deliver(&query("s-41")),
+            Ok("ptc received the authorization. You can close this page.")
+        );
+        let got = Redirect::Host(pending)
+            .wait("https://ptc.example/cb", Duration::from_secs(1))
+            .await
+            .unwrap();
+        assert_eq!((got.code.as_str(), got.state.as_str()), ("c-1", "s-41"));
+        assert!(deliver(&query("s-41")).is_err(), "delivered once");
+
+        // An authorization that stopped waiting leaves nothing behind.
+        let Redirect::Host(pending) =
+            Redirect::to_host("https://as.example/authorize?state=s-42").unwrap()
+        else {
+            panic!("a host redirect")
+        };
+        drop(pending);
+        assert!(deliver(&query("s-42")).is_err());
+        // A redirect carrying the server's error is handed over as that error.
+        let _waiting = Redirect::to_host("https://as.example/authorize?state=s-43").unwrap();
+        let denied = HashMap::from([
+            ("error".to_string(), "access_denied".to_string()),
+            ("state".to_string(), "s-43".to_string()),
+        ]);
+        assert_eq!(
+            deliver(&denied),
+            Ok("ptc did not receive an authorization. See where you ran ptc.")
+        );
+        assert!(Redirect::to_host("https://as.example/authorize?client_id=x").is_err());
+    }
+
+    #[tokio::test]
+    async fn who_is_asked_travels_with_the_call_and_only_with_it() {
+        let someone: Arc<dyn Consent> =
+            Arc::new(LoopbackConsent::new(|_, _| {}, Duration::from_secs(1)));
+        assert!(asker().is_none());
+        let inside = asking(Some(someone), async { asker().is_some() }).await;
+        assert!(inside);
+        assert!(asker().is_none());
+    }
+
     #[test]
     fn only_an_http_loopback_redirect_is_received_here() {
         assert_eq!(

@@ -361,7 +361,11 @@ impl UpstreamOAuth {
             .await
             .map_err(|message| OAuthError {
                 reason: Reason::AuthRequired,
-                message: self.redact(&format!("no OAuth consent was given: {message}")),
+                // The URL too: whoever reads this may consent another way (open it and run
+                // the program again).
+                message: self.redact(&format!(
+                    "no OAuth consent was given: {message}; to consent, open {url}"
+                )),
             })?;
         self.redactor.register(&callback.code);
         let response = session
