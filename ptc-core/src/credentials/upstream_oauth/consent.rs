@@ -423,6 +423,11 @@ mod tests {
             loopback_target("http://localhost:3000/cb").map(|(a, _)| a),
             Ok("127.0.0.1:3000".parse().unwrap())
         );
+        assert_eq!(
+            loopback_target("http://[::1]:8765/cb").map(|(a, _)| a),
+            Ok("[::1]:8765".parse().unwrap())
+        );
+        assert!(loopback_target("http://[2001:db8::1]:8765/cb").is_err());
         assert!(loopback_target("https://ptc.example.com/oauth/callback").is_err());
         assert!(loopback_target("https://127.0.0.1:8765/cb").is_err());
         assert!(loopback_target("http://10.0.0.1:8765/cb").is_err());

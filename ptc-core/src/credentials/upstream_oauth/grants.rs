@@ -292,6 +292,9 @@ mod tests {
                 .unwrap()
                 .is_none()
         );
+        // A record too short to hold a nonce is set aside, not read past its end.
+        store.save(&alice.name, vec![1, 2, 3, 4, 5]).await.unwrap();
+        assert!(alice.load().await.unwrap().is_none());
         // A key of the wrong length is refused at start.
         let short = Grants::sealed(store, &[1u8; 31]).unwrap_err();
         assert!(short.contains("32 bytes"), "{short}");
