@@ -548,3 +548,33 @@ async fn each_caller_s_token_is_exchanged_for_the_upstream() {
         2
     );
 }
+
+/// A careless upstream that answers with the very token it was called with: the program sees it
+/// masked, with a grant ptc obtained (client credentials) as with a person's.
+#[tokio::test]
+async fn a_token_an_upstream_echoes_is_masked() {
+    let Some((_issuer, server)) = peers(&[]) else {
+        return;
+    };
+    let (id, secret) = issuer::client();
+    let deployment = start(
+        &server,
+        json!({"grant": "client_credentials", "client_id": id, "client_secret": "client"}),
+        json!({"client": {"source": "literal", "value": secret}}),
+        None,
+    )
+    .await
+    .unwrap();
+    let (consent, _) = browser();
+    let person = start(&server, code_grant(free_port()), json!({}), Some(consent))
+        .await
+        .unwrap();
+    for upstreams in [&deployment, &person] {
+        let echoed = call(upstreams, "echo_token").await.unwrap();
+        let text = echoed.as_str().unwrap_or_default();
+        assert!(text.starts_with("your token is "), "{text}");
+        assert!(text.contains("[REDACTED]"), "{text}");
+        // A JWT's header starts `eyJ` (`{"` in base64url): none got through.
+        assert!(!text.contains("eyJ"), "{text}");
+    }
+}
