@@ -55,7 +55,9 @@ pub fn serve(name: &str, source: PlanSource, args: ServeArgs) -> ExitCode {
         Ok(t) => t,
         Err(e) => return startup_error(name, &e),
     };
-    server::init_logging(args.log.format());
+    // One redactor for the upstreams and the log: whatever a secret gets into, it is masked.
+    let redactor = ptc_core::credentials::redact::Redactor::new();
+    server::init_logging(args.log.format(), redactor.clone());
     let rt = match start::runtime() {
         Ok(rt) => rt,
         Err(e) => return startup_error(name, &e),
@@ -80,10 +82,10 @@ pub fn serve(name: &str, source: PlanSource, args: ServeArgs) -> ExitCode {
             .map_err(|e| (2, e))?;
         let start = args.overrides.start_settings().map_err(|e| (2, e))?;
         let record_dir = args.record.record_dir(start).map_err(|e| (2, e))?;
-        let upstreams =
-            start::upstreams_with_grants(&source, &args.overrides, start, grants.clone())
-                .await
-                .map_err(|e| (2, e))?;
+        let kept = start::Kept { grants, redactor };
+        let upstreams = start::upstreams_keeping(&source, &args.overrides, start, kept.clone())
+            .await
+            .map_err(|e| (2, e))?;
         let evaluator = Evaluator::new(
             upstreams.clone(),
             tokio::runtime::Handle::current(),
@@ -94,7 +96,7 @@ pub fn serve(name: &str, source: PlanSource, args: ServeArgs) -> ExitCode {
             source.clone(),
             args.overrides.clone(),
             start,
-            grants,
+            kept,
         ));
         if let Some(p) = policy {
             evaluator.set_policy(p);

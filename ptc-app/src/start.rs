@@ -51,17 +51,17 @@ pub fn reload(
     source: Arc<PlanSource>,
     overrides: OverrideArgs,
     start: StartSettings,
-    grants: Arc<Grants>,
+    kept: Kept,
 ) -> ptc_core::server::Reload {
     Arc::new(move || {
-        let (source, overrides, grants) = (source.clone(), overrides.clone(), grants.clone());
+        let (source, overrides, kept) = (source.clone(), overrides.clone(), kept.clone());
         Box::pin(async move {
             if matches!(*source, PlanSource::Compiled(_)) {
                 return Err("this deployment's catalog is compiled into its binary \
                             (ptc_upstreams!): change the config and rebuild to change it"
                     .to_string());
             }
-            started(&source, &overrides, start, grants).await
+            started(&source, &overrides, start, kept).await
         })
     })
 }
@@ -82,24 +82,32 @@ pub async fn upstreams(
     overrides: &OverrideArgs,
     start: StartSettings,
 ) -> Result<Arc<Upstreams>, String> {
-    started(source, overrides, start, Arc::default())
+    started(source, overrides, start, Kept::default())
         .await
         .map(Arc::new)
 }
 
-/// [`upstreams`] whose OAuth grants are kept in `grants` (a host's, shared with its refreshes).
-pub async fn upstreams_with_grants(
+/// What a host's upstreams keep across its catalog refreshes: where OAuth grants are kept, and
+/// the redactor (shared with the host's log).
+#[derive(Clone, Default)]
+pub struct Kept {
+    /// Where OAuth grants are kept.
+    pub grants: Arc<Grants>,
+    /// Every secret read or issued is registered here.
+    pub redactor: ptc_core::credentials::redact::Redactor,
+}
+
+/// [`upstreams`] that keep `kept` (a host's, shared with its refreshes).
+pub async fn upstreams_keeping(
     source: &PlanSource,
     overrides: &OverrideArgs,
     start: StartSettings,
-    grants: Arc<Grants>,
+    kept: Kept,
 ) -> Result<Arc<Upstreams>, String> {
-    started(source, overrides, start, grants)
-        .await
-        .map(Arc::new)
+    started(source, overrides, start, kept).await.map(Arc::new)
 }
 
-/// [`upstreams_with_grants`] that lists no MCP upstream at start (`login` connects the one it
+/// [`upstreams_keeping`] `grants`, listing no MCP upstream at start (`login` connects the one it
 /// names, as its caller).
 pub async fn upstreams_listed_later(
     source: &PlanSource,
@@ -123,11 +131,12 @@ async fn started(
     source: &PlanSource,
     overrides: &OverrideArgs,
     start: StartSettings,
-    grants: Arc<Grants>,
+    kept: Kept,
 ) -> Result<Upstreams, String> {
     let (plan, secrets) = source.load(overrides)?;
     let options = ptc_core::StartOptions {
-        grants,
+        grants: kept.grants,
+        redactor: Some(kept.redactor),
         ..start.options()
     };
     Upstreams::start(plan, secrets, options)

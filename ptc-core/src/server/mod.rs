@@ -36,6 +36,8 @@ pub use refresh::{CatalogDiff, Reload};
 
 use std::sync::Arc;
 
+use crate::credentials::redact::Redactor;
+
 /// Serves MCP over this process's stdin/stdout until the client closes stdin.
 ///
 /// Stdout carries only protocol messages; logs go to stderr.
@@ -67,16 +69,86 @@ pub enum LogFormat {
 }
 
 /// Sends logs to stderr (stdout belongs to the protocol on stdio), filtered by `RUST_LOG`
-/// (default `info`). Safe to call twice (the second call does nothing).
-pub fn init_logging(format: LogFormat) {
+/// (default `info`), every line through `redactor` (the upstreams' own, so a secret a library
+/// logs at debug level, an OAuth code say, is masked too). Safe to call twice (the second call
+/// does nothing).
+pub fn init_logging(format: LogFormat, redactor: Redactor) {
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(RedactedStderr(redactor))
         .with_ansi(false);
     let _ = match format {
         LogFormat::Text => builder.try_init(),
         LogFormat::Json => builder.json().flatten_event(true).try_init(),
     };
+}
+
+/// Standard error, each write passed through a redactor first.
+#[derive(Clone)]
+struct RedactedStderr(Redactor);
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for RedactedStderr {
+    type Writer = RedactedLine;
+
+    fn make_writer(&'a self) -> Self::Writer {
+        RedactedLine {
+            redactor: self.0.clone(),
+            line: Vec::new(),
+        }
+    }
+}
+
+/// One log event's text, written masked to stderr when the event is done with it.
+struct RedactedLine {
+    redactor: Redactor,
+    line: Vec<u8>,
+}
+
+impl std::io::Write for RedactedLine {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.line.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Drop for RedactedLine {
+    fn drop(&mut self) {
+        let masked = masked(&self.redactor, &self.line);
+        let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), masked.as_bytes());
+    }
+}
+
+/// A log event's bytes as text, every registered secret masked.
+fn masked(redactor: &Redactor, line: &[u8]) -> String {
+    redactor.redact(&String::from_utf8_lossy(line)).into_owned()
+}
+
+#[cfg(test)]
+mod log_tests {
+    use super::*;
+    use tracing_subscriber::fmt::MakeWriter;
+
+    /// A secret a library logs (rmcp logs an authorization code at debug level) is masked in
+    /// the line the host writes, whole events and pieces alike.
+    #[test]
+    fn a_log_line_is_written_masked() {
+        let redactor = Redactor::new();
+        redactor.register("code-7f3a9c1e5b");
+        let line = masked(
+            &redactor,
+            b"DEBUG rmcp::transport::auth: start exchange code for token: \"code-7f3a9c1e5b\"\n",
+        );
+        assert!(!line.contains("code-7f3a9c1e5b"), "{line}");
+        assert!(line.contains("[REDACTED]"), "{line}");
+        let mut writer = RedactedStderr(redactor).make_writer();
+        std::io::Write::write_all(&mut writer, b"pieces ").unwrap();
+        std::io::Write::write_all(&mut writer, b"code-7f3a9c1e5b").unwrap();
+        assert_eq!(masked(&writer.redactor, &writer.line), "pieces [REDACTED]");
+    }
 }
