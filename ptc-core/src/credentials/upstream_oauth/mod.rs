@@ -480,3 +480,66 @@ fn challenge_scopes(header: &str, resource: &str) -> Vec<String> {
         .map(str::to_string)
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RESOURCE: &str = "https://mcp.example.com/mcp";
+
+    #[test]
+    fn a_challenge_is_a_step_up_only_when_it_says_insufficient_scope() {
+        let step_up = r#"Bearer error="insufficient_scope", scope="read admin""#;
+        assert_eq!(
+            Challenge::of(step_up, RESOURCE),
+            Challenge::InsufficientScope(step_up.to_string())
+        );
+        for header in [
+            r#"Bearer resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource""#,
+            r#"Bearer error="invalid_token""#,
+            "Bearer",
+        ] {
+            assert_eq!(
+                Challenge::of(header, RESOURCE),
+                Challenge::Unauthorized(header.to_string())
+            );
+        }
+    }
+
+    #[test]
+    fn the_scopes_a_challenge_names_are_read_one_by_one() {
+        assert_eq!(
+            challenge_scopes(
+                r#"Bearer error="insufficient_scope", scope="read  admin""#,
+                RESOURCE
+            ),
+            ["read", "admin"]
+        );
+        assert!(challenge_scopes(r#"Bearer error="invalid_token""#, RESOURCE).is_empty());
+        assert!(challenge_scopes(r#"Bearer scope="read""#, "not a url").is_empty());
+    }
+
+    #[test]
+    fn metadata_documents_are_used_only_where_the_server_says_it_takes_them() {
+        let metadata = |extra: serde_json::Value| -> AuthorizationMetadata {
+            let mut m = serde_json::json!({
+                "authorization_endpoint": "https://as.example.com/authorize",
+                "token_endpoint": "https://as.example.com/token",
+            });
+            m.as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            serde_json::from_value(m).unwrap()
+        };
+        assert!(takes_metadata_documents(&metadata(
+            serde_json::json!({"client_id_metadata_document_supported": true})
+        )));
+        assert!(!takes_metadata_documents(&metadata(
+            serde_json::json!({"client_id_metadata_document_supported": false})
+        )));
+        assert!(!takes_metadata_documents(&metadata(serde_json::json!({}))));
+        assert!(!takes_metadata_documents(&metadata(
+            serde_json::json!({"client_id_metadata_document_supported": "yes"})
+        )));
+    }
+}
