@@ -19,14 +19,6 @@ use serde_json::{Value, json};
 
 const KEY: [u8; 32] = [42; 32];
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// A folder with the upstreams.json of `hosted` (the authorization code grant) and the key.
 fn setup(server: &OAuthMcp, name: &str) -> PathBuf {
     let dir = ptc_tests::fresh_dir(name);
@@ -34,7 +26,7 @@ fn setup(server: &OAuthMcp, name: &str) -> PathBuf {
         "transport": "mcp_http", "url": server.url,
         "allow_insecure_http": true, "allow_insecure_auth": true,
         "oauth": {"grant": "authorization_code",
-                  "redirect_uri": format!("http://127.0.0.1:{}/oauth/callback", free_port())},
+                  "redirect_uri": format!("http://127.0.0.1:{}/oauth/callback", ptc_tests::free_port())},
     }}});
     std::fs::write(dir.join("upstreams.json"), config.to_string()).unwrap();
     std::fs::write(dir.join("grant.key"), KEY).unwrap();

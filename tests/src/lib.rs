@@ -13,6 +13,15 @@ pub mod redis;
 use std::io::Write;
 use std::path::PathBuf;
 
+/// A port free on 127.0.0.1 now: the OS picks it and it is released, for a server a test
+/// starts there (or a redirect URI it names) to take.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0))
+        .and_then(|listener| listener.local_addr())
+        .map(|addr| addr.port())
+        .unwrap_or_else(|e| panic!("cannot pick a free port on 127.0.0.1: {e}"))
+}
+
 /// What a test does when a peer it needs is missing. Under `CI=true` (where `.ci/run` installs
 /// every peer, through `scripts/test`) it panics with `why`, so CI never passes a test that did not
 /// run. Elsewhere it writes `SKIPPED <test>: <why>` straight to the process's stderr and the test

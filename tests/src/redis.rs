@@ -4,7 +4,7 @@
 //! [`RedisServer::restart`] keeps what was written, as a Redis restart in production does.
 
 use std::io::{Read, Write};
-use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -43,14 +43,6 @@ fn binary() -> Option<PathBuf> {
         let debian = PathBuf::from("/usr/bin/redis-server");
         debian.is_file().then_some(debian)
     })
-}
-
-/// A port free on 127.0.0.1 now (the OS picks it; it is released for Redis to bind).
-fn free_port() -> u16 {
-    TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-        .and_then(|listener| listener.local_addr())
-        .map(|addr| addr.port())
-        .unwrap_or_else(|e| panic!("cannot pick a free port on 127.0.0.1: {e}"))
 }
 
 /// A new empty directory for one server.
@@ -115,7 +107,7 @@ pub fn start() -> Option<RedisServer> {
         child: None,
     };
     for attempt in 1..=PORT_ATTEMPTS {
-        server.port = free_port();
+        server.port = crate::free_port();
         server.url = format!("redis://127.0.0.1:{}/0", server.port);
         match server.launch() {
             Ok(()) => return Some(server),

@@ -24,15 +24,6 @@ fn peers(issuer_args: &[&str]) -> Option<(Issuer, OAuthMcp)> {
     Some((issuer, server))
 }
 
-/// A free loopback port for ptc's redirect listener.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// The person: opens each authorization URL shown and follows the redirects (to the issuer's
 /// consent, then back to ptc). Counts the URLs it was shown.
 fn browser() -> (Arc<LoopbackConsent>, Arc<AtomicUsize>) {
@@ -128,6 +119,20 @@ async fn call_with(
     })
 }
 
+/// Upstreams calling `server` as the deployment: the client credentials grant of the issuer's
+/// default client.
+async fn as_the_deployment(server: &OAuthMcp) -> Upstreams {
+    let (id, secret) = issuer::client();
+    start(
+        server,
+        json!({"grant": "client_credentials", "client_id": id, "client_secret": "client"}),
+        json!({"client": {"source": "literal", "value": secret}}),
+        None,
+    )
+    .await
+    .unwrap()
+}
+
 /// The authorization code grant, its redirect URI on loopback port `port`.
 fn code_grant(port: u16) -> Value {
     json!({"grant": "authorization_code",
@@ -139,18 +144,10 @@ async fn the_deployment_calls_as_itself_with_the_client_credentials_grant() {
     let Some((_issuer, server)) = peers(&[]) else {
         return;
     };
-    let (id, secret) = issuer::client();
-    let upstreams = start(
-        &server,
-        json!({"grant": "client_credentials", "client_id": id, "client_secret": "client"}),
-        json!({"client": {"source": "literal", "value": secret}}),
-        None,
-    )
-    .await
-    .unwrap();
+    let upstreams = as_the_deployment(&server).await;
     let me = call(&upstreams, "whoami").await.unwrap();
-    assert_eq!(me["sub"], id, "{me}");
-    assert_eq!(server.calls().await[0]["sub"], id);
+    assert_eq!(me["sub"], issuer::client().0, "{me}");
+    assert_eq!(server.calls().await[0]["sub"], issuer::client().0);
 }
 
 /// A person consents once (the client registered itself, RFC 7591); their grant serves the
@@ -161,9 +158,14 @@ async fn a_person_consents_once_and_again_only_for_more_scope() {
         return;
     };
     let (consent, shown) = browser();
-    let upstreams = start(&server, code_grant(free_port()), json!({}), Some(consent))
-        .await
-        .unwrap();
+    let upstreams = start(
+        &server,
+        code_grant(ptc_tests::free_port()),
+        json!({}),
+        Some(consent),
+    )
+    .await
+    .unwrap();
     assert_eq!(
         shown.load(Ordering::SeqCst),
         1,
@@ -196,9 +198,14 @@ async fn an_expired_token_is_refreshed_and_a_revoked_grant_asked_again() {
         return;
     };
     let (consent, shown) = browser();
-    let upstreams = start(&server, code_grant(free_port()), json!({}), Some(consent))
-        .await
-        .unwrap();
+    let upstreams = start(
+        &server,
+        code_grant(ptc_tests::free_port()),
+        json!({}),
+        Some(consent),
+    )
+    .await
+    .unwrap();
     call(&upstreams, "whoami").await.unwrap();
     // Expiry is the behaviour under test, in real time: each token lives 2 s (the issuer's
     // clock counts whole seconds), and revoking a grant leaves its access token valid until then.
@@ -228,9 +235,14 @@ async fn no_consent_is_auth_required() {
     };
     issuer.set_user("alice", true).await;
     let (consent, _) = browser();
-    let upstreams = start(&server, code_grant(free_port()), json!({}), Some(consent))
-        .await
-        .unwrap();
+    let upstreams = start(
+        &server,
+        code_grant(ptc_tests::free_port()),
+        json!({}),
+        Some(consent),
+    )
+    .await
+    .unwrap();
     let e = call(&upstreams, "whoami").await.unwrap_err();
     assert_eq!(e.reason, Reason::AuthRequired, "{}", e.message);
     assert!(e.message.contains("access_denied"), "{}", e.message);
@@ -241,7 +253,7 @@ async fn no_consent_is_auth_required() {
         e.message
     );
 
-    let nobody = start(&server, code_grant(free_port()), json!({}), None)
+    let nobody = start(&server, code_grant(ptc_tests::free_port()), json!({}), None)
         .await
         .unwrap();
     let e = call(&nobody, "whoami").await.unwrap_err();
@@ -263,9 +275,14 @@ async fn each_caller_is_served_by_their_own_grant() {
         return;
     };
     let (consent, shown) = browser();
-    let upstreams = start(&server, code_grant(free_port()), json!({}), Some(consent))
-        .await
-        .unwrap();
+    let upstreams = start(
+        &server,
+        code_grant(ptc_tests::free_port()),
+        json!({}),
+        Some(consent),
+    )
+    .await
+    .unwrap();
     // Start-up listed the tools with the process's own grant (the terminal's person, alice).
     let asked_at_start = shown.load(Ordering::SeqCst);
     issuer.set_user("bob", false).await;
@@ -316,7 +333,7 @@ async fn a_host_s_caller_consents_through_their_mcp_client() {
     let mut served = 0;
     for mode in ["legacy", "2026-07-28"] {
         // The host's port is known before it starts: the redirect URI names it.
-        let port = free_port();
+        let port = ptc_tests::free_port();
         let upstreams = start(&server, code_grant(port), json!({}), None)
             .await
             .unwrap();
@@ -396,7 +413,7 @@ async fn a_replica_continues_a_grant_kept_sealed_in_redis() {
     let (consent, shown) = browser();
     let one = start_with(
         &server,
-        code_grant(free_port()),
+        code_grant(ptc_tests::free_port()),
         json!({}),
         Some(consent.clone()),
         sealed(1),
@@ -411,7 +428,7 @@ async fn a_replica_continues_a_grant_kept_sealed_in_redis() {
 
     let two = start_with(
         &server,
-        code_grant(free_port()),
+        code_grant(ptc_tests::free_port()),
         json!({}),
         Some(consent.clone()),
         sealed(1),
@@ -437,7 +454,7 @@ async fn a_replica_continues_a_grant_kept_sealed_in_redis() {
 
     let stranger = start_with(
         &server,
-        code_grant(free_port()),
+        code_grant(ptc_tests::free_port()),
         json!({}),
         Some(consent),
         sealed(2),
@@ -556,19 +573,16 @@ async fn a_token_an_upstream_echoes_is_masked() {
     let Some((_issuer, server)) = peers(&[]) else {
         return;
     };
-    let (id, secret) = issuer::client();
-    let deployment = start(
+    let deployment = as_the_deployment(&server).await;
+    let (consent, _) = browser();
+    let person = start(
         &server,
-        json!({"grant": "client_credentials", "client_id": id, "client_secret": "client"}),
-        json!({"client": {"source": "literal", "value": secret}}),
-        None,
+        code_grant(ptc_tests::free_port()),
+        json!({}),
+        Some(consent),
     )
     .await
     .unwrap();
-    let (consent, _) = browser();
-    let person = start(&server, code_grant(free_port()), json!({}), Some(consent))
-        .await
-        .unwrap();
     for upstreams in [&deployment, &person] {
         let echoed = call(upstreams, "echo_token").await.unwrap();
         let text = echoed.as_str().unwrap_or_default();
