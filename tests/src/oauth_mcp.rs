@@ -48,6 +48,18 @@ impl OAuthMcp {
         )
     }
 
+    /// From now on refuses every token it has accepted so far (401, as if revoked, though they
+    /// have not expired); tokens issued later are taken (`POST /test/refuse-seen`).
+    pub async fn refuse_seen(&self) {
+        let response = self
+            .http
+            .post(format!("{}/test/refuse-seen", self.base_url()))
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("POST /test/refuse-seen to the OAuth MCP server: {e}"));
+        assert!(response.status().is_success(), "{}", response.status());
+    }
+
     /// The tool calls it served, oldest first (`GET /test/calls`): `[{"tool", "sub",
     /// "client_id"}]`, so a test can tell whose token served which call. Refused calls (401,
     /// 403) are not there. Panics unless it answers 200 with JSON.

@@ -211,7 +211,14 @@ async fn an_expired_token_is_refreshed_and_a_revoked_grant_asked_again() {
     // clock counts whole seconds), and revoking a grant leaves its access token valid until then.
     let expiry = Duration::from_millis(2200);
     tokio::time::sleep(expiry).await;
-    call(&upstreams, "whoami").await.unwrap();
+    // The refreshed token is masked too, should the upstream echo it.
+    let echoed = call(&upstreams, "echo_token").await.unwrap();
+    assert!(
+        echoed
+            .as_str()
+            .is_some_and(|t| t.contains("[REDACTED]") && !t.contains("eyJ")),
+        "{echoed}"
+    );
     assert_eq!(issuer.refreshes().await, 1);
     assert_eq!(shown.load(Ordering::SeqCst), 1);
 
@@ -591,4 +598,28 @@ async fn a_token_an_upstream_echoes_is_masked() {
         // A JWT's header starts `eyJ` (`{"` in base64url): none got through.
         assert!(!text.contains("eyJ"), "{text}");
     }
+}
+
+/// A token the upstream stops taking before it says it expires (revoked at the server) is
+/// refreshed on the 401, once, without asking anyone again.
+#[tokio::test]
+async fn a_token_refused_early_is_refreshed_without_asking_again() {
+    let Some((issuer, server)) = peers(&[]) else {
+        return;
+    };
+    let (consent, shown) = browser();
+    let upstreams = start(
+        &server,
+        code_grant(ptc_tests::free_port()),
+        json!({}),
+        Some(consent),
+    )
+    .await
+    .unwrap();
+    call(&upstreams, "whoami").await.unwrap();
+    server.refuse_seen().await;
+    let me = call(&upstreams, "whoami").await.unwrap();
+    assert_eq!(me["sub"], "alice");
+    assert_eq!(issuer.refreshes().await, 1);
+    assert_eq!(shown.load(Ordering::SeqCst), 1, "nobody asked again");
 }
