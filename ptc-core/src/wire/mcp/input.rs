@@ -84,3 +84,28 @@ fn answer(request: &InputRequest) -> Result<Value, String> {
         _ => Err("the server asked for input of a kind ptc does not know".into()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(wire: serde_json::Value) -> InputRequest {
+        serde_json::from_value(wire).expect("an input request")
+    }
+
+    /// Nobody is asked: an elicitation is dismissed (`cancel`: the person never saw it, so they
+    /// neither accepted nor declined), roots are none, a sampling request cannot be answered.
+    #[test]
+    fn what_ptc_answers_with_nobody_to_ask() {
+        let elicit = request(json!({"method": "elicitation/create", "params": {
+            "mode": "form", "message": "Confirm?",
+            "requestedSchema": {"type": "object", "properties": {}}}}));
+        assert_eq!(answer(&elicit), Ok(json!({"action": "cancel"})));
+        let roots = request(json!({"method": "roots/list"}));
+        assert_eq!(answer(&roots), Ok(json!({"roots": []})));
+        let sampling = request(json!({"method": "sampling/createMessage", "params": {
+            "messages": [], "maxTokens": 10}}));
+        let refused = answer(&sampling).unwrap_err();
+        assert!(refused.contains("sampling/createMessage"), "{refused}");
+    }
+}
