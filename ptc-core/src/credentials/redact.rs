@@ -34,8 +34,14 @@ impl Redactor {
         if secret.len() < MIN_SECRET_LEN {
             return;
         }
+        // Most registrations repeat one already made (a token is registered with every request
+        // it goes out on): a read lock settles those, leaving the write lock to new secrets.
+        let known = |secrets: &Vec<String>| secrets.iter().any(|s| s == secret);
+        if known(&self.secrets.read().unwrap_or_else(|e| e.into_inner())) {
+            return;
+        }
         let mut secrets = self.secrets.write().unwrap_or_else(|e| e.into_inner());
-        if !secrets.iter().any(|s| s == secret) {
+        if !known(&secrets) {
             secrets.push(secret.to_string());
             // Longest first, so a secret that contains another is masked whole.
             secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
