@@ -124,6 +124,7 @@ impl Grants {
         HolderGrant {
             grants: self.clone(),
             name: format!("grant:{name}"),
+            read: Mutex::new(None),
         }
     }
 
@@ -173,6 +174,38 @@ impl Grants {
 pub(crate) struct HolderGrant {
     grants: Arc<Grants>,
     name: String,
+    /// The grant as last read or written, used again while its access token is fresh: rmcp
+    /// reads the grant before every request, which in a shared store is a round trip and a
+    /// decryption. Once the token nears its end the store is read again, so a refresh (and
+    /// its rotated refresh token) another replica made is the one used.
+    read: Mutex<Option<StoredCredentials>>,
+}
+
+/// Whether `grant`'s access token is still short of where rmcp refreshes it (`min(30,
+/// lifetime / 2)` seconds before its end, at least 1) at `now`: until then a grant read once is
+/// good. A token that does not say when it ends is never kept.
+fn fresh(grant: &StoredCredentials, now: u64) -> bool {
+    use oauth2::TokenResponse;
+    let (Some(token), Some(received)) = (&grant.token_response, grant.token_received_at) else {
+        return false;
+    };
+    let Some(lifetime) = token.expires_in().map(|d| d.as_secs()) else {
+        return false;
+    };
+    let buffer = 30.min(lifetime / 2).max(1);
+    now < (received + lifetime).saturating_sub(buffer)
+}
+
+fn now_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+impl HolderGrant {
+    fn remember(&self, grant: Option<StoredCredentials>) {
+        *self.read.lock().unwrap_or_else(|e| e.into_inner()) = grant;
+    }
 }
 
 fn store_error(e: String) -> AuthError {
@@ -182,6 +215,10 @@ fn store_error(e: String) -> AuthError {
 #[async_trait::async_trait]
 impl CredentialStore for HolderGrant {
     async fn load(&self) -> Result<Option<StoredCredentials>, AuthError> {
+        let read = self.read.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        if let Some(grant) = read.filter(|g| fresh(g, now_secs())) {
+            return Ok(Some(grant));
+        }
         let Some(bytes) = self
             .grants
             .store
@@ -189,15 +226,18 @@ impl CredentialStore for HolderGrant {
             .await
             .map_err(store_error)?
         else {
+            self.remember(None);
             return Ok(None);
         };
         // A record that does not open or parse is no grant: the person is asked again.
-        let grant = self
-            .grants
-            .open(&self.name, bytes)
-            .and_then(|plain| serde_json::from_slice(&plain).map_err(|e| e.to_string()));
+        let grant = self.grants.open(&self.name, bytes).and_then(|plain| {
+            serde_json::from_slice::<StoredCredentials>(&plain).map_err(|e| e.to_string())
+        });
         match grant {
-            Ok(grant) => Ok(Some(grant)),
+            Ok(grant) => {
+                self.remember(Some(grant.clone()));
+                Ok(Some(grant))
+            }
             Err(why) => {
                 tracing::warn!(%why, "a stored OAuth grant was set aside");
                 Ok(None)
@@ -209,14 +249,18 @@ impl CredentialStore for HolderGrant {
         let plain = serde_json::to_vec(&credentials)
             .map_err(|e| store_error(format!("a grant could not be written: {e}")))?;
         let sealed = self.grants.seal(&self.name, plain).map_err(store_error)?;
+        self.remember(None);
         self.grants
             .store
             .save(&self.name, sealed)
             .await
-            .map_err(store_error)
+            .map_err(store_error)?;
+        self.remember(Some(credentials));
+        Ok(())
     }
 
     async fn clear(&self) -> Result<(), AuthError> {
+        self.remember(None);
         self.grants
             .store
             .forget(&self.name)
@@ -298,6 +342,69 @@ mod tests {
         // A key of the wrong length is refused at start.
         let short = Grants::sealed(store, &[1u8; 31]).unwrap_err();
         assert!(short.contains("32 bytes"), "{short}");
+    }
+
+    /// A store that counts its reads.
+    #[derive(Default)]
+    struct Counted(MemoryGrants, std::sync::atomic::AtomicUsize);
+
+    impl GrantStore for Counted {
+        fn load<'a>(&'a self, name: &'a str) -> StoreFuture<'a, Option<Vec<u8>>> {
+            self.1.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            self.0.load(name)
+        }
+        fn save<'a>(&'a self, name: &'a str, bytes: Vec<u8>) -> StoreFuture<'a, ()> {
+            self.0.save(name, bytes)
+        }
+        fn forget<'a>(&'a self, name: &'a str) -> StoreFuture<'a, ()> {
+            self.0.forget(name)
+        }
+    }
+
+    fn with_token(lifetime: u64, received: u64) -> StoredCredentials {
+        let token: rmcp::transport::auth::OAuthTokenResponse = serde_json::from_value(
+            serde_json::json!({"access_token": "at-1", "token_type": "bearer",
+                               "expires_in": lifetime}),
+        )
+        .unwrap();
+        StoredCredentials::new("c".into(), Some(token), vec![], Some(received))
+    }
+
+    /// A grant whose token is fresh is read from the store once; one near its end is read again
+    /// every time (another replica may have refreshed it).
+    #[tokio::test]
+    async fn a_fresh_grant_is_read_once_and_a_stale_one_every_time() {
+        let store = Arc::new(Counted::default());
+        let grants = Arc::new(Grants::sealed(store.clone(), &[3u8; 32]).unwrap());
+        let reads = || store.1.load(std::sync::atomic::Ordering::SeqCst);
+        let now = now_secs();
+        grants
+            .holder("linear", "alice")
+            .save(with_token(3600, now))
+            .await
+            .unwrap();
+        let alice = grants.holder("linear", "alice");
+        for _ in 0..3 {
+            assert!(alice.load().await.unwrap().is_some());
+        }
+        assert_eq!(reads(), 1, "read once, then kept");
+        let bob = grants.holder("linear", "bob");
+        bob.save(with_token(3600, now - 3600 + 10)).await.unwrap();
+        let before = reads();
+        for _ in 0..3 {
+            assert!(bob.load().await.unwrap().is_some());
+        }
+        assert_eq!(reads(), before + 3, "near its end: read every time");
+    }
+
+    #[test]
+    fn a_token_is_fresh_until_rmcp_would_refresh_it() {
+        // 3600 s: refreshed 30 s before its end; 40 s: 20 s before; no lifetime: never kept.
+        assert!(fresh(&with_token(3600, 1000), 1000 + 3569));
+        assert!(!fresh(&with_token(3600, 1000), 1000 + 3570));
+        assert!(fresh(&with_token(40, 1000), 1000 + 19));
+        assert!(!fresh(&with_token(40, 1000), 1000 + 20));
+        assert!(!fresh(&grant("c"), 1000));
     }
 
     #[tokio::test]
