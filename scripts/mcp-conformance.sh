@@ -70,7 +70,9 @@ listed = set(re.findall(r"^  - (\S+)", client, re.M))
 count = {"passed": 0, "failed": 0, "listed": 0, "scenarios": 0}
 empty = []
 for d in sorted(p for p in out.rglob("*") if p.is_dir() and p.name != "auth"):
-    name = str(d.relative_to(out)).rsplit("-20", 1)[0]
+    # The suite names each scenario's folder NAME-<ISO time with - for :>; the time's own
+    # minutes, seconds or milliseconds may read "-20", so the whole stamp is matched.
+    name = re.sub(r"-\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-\d{3}Z$", "", str(d.relative_to(out)))
     count["scenarios"] += 1
     checks = d / "checks.json"
     results = json.loads(checks.read_text() or "[]") if checks.exists() else []
