@@ -190,6 +190,32 @@ async fn a_person_consents_once_and_again_only_for_more_scope() {
     assert_eq!(issuer.registrations().await, 1, "registered once");
 }
 
+/// A client named by a metadata document registers itself instead (RFC 7591) where the
+/// authorization server does not take such documents (the test issuer's metadata does not say
+/// `client_id_metadata_document_supported`, and refuses the document's URL as a client id), and
+/// once: the person's second consent, for more scope, is given to the same registration.
+#[tokio::test]
+async fn a_metadata_document_client_registers_where_the_server_takes_none() {
+    let Some((issuer, server)) = peers(&[]) else {
+        return;
+    };
+    let (consent, _) = browser();
+    let document = "https://agents.acme.example/oauth/client.json";
+    let mut oauth = code_grant(ptc_tests::free_port());
+    oauth["client_metadata_url"] = json!(document);
+    let upstreams = start(&server, oauth, json!({}), Some(consent))
+        .await
+        .unwrap();
+    let me = call(&upstreams, "whoami").await.unwrap();
+    assert_eq!(me["sub"], "alice", "{me}");
+    call(&upstreams, "admin_note").await.unwrap();
+    assert_eq!(issuer.registrations().await, 1);
+    let authorized = issuer.authorizations().await;
+    assert_eq!(authorized.len(), 2, "{authorized:?}");
+    assert_ne!(authorized[0]["client_id"], document, "{authorized:?}");
+    assert_eq!(authorized[0]["client_id"], authorized[1]["client_id"]);
+}
+
 /// A token that expired is refreshed without asking anyone; a grant the person revoked is asked
 /// for again.
 #[tokio::test]
