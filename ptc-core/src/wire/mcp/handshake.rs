@@ -9,7 +9,7 @@ use rmcp::model::ProtocolVersion;
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
 
 use super::result::{self, Subject};
-use super::{Connector, Live, McpClient, stdio, with_stderr};
+use super::{Connector, Live, McpClient, listing, stdio, with_stderr};
 use crate::call::contract::{Reason, ToolError};
 use crate::credentials::upstream_oauth::Challenge;
 
@@ -122,7 +122,8 @@ impl McpClient {
                         format!("cannot start `{}`: {e}", plan.command),
                     ))
                 })?;
-                let serve = self.handler().serve_with_lifecycle(transport, lifecycle);
+                let watched = listing::watched(transport, self.inner.listing.clone());
+                let serve = self.handler().serve_with_lifecycle(watched, lifecycle);
                 match tokio::time::timeout_at(deadline.into(), serve).await {
                     Err(_) => Err(Attempt::Failed(with_stderr(
                         timed_out.clone(),
@@ -145,9 +146,8 @@ impl McpClient {
                 }
             }
             Connector::Http(setup) => {
-                let serve = self
-                    .handler()
-                    .serve_with_lifecycle(setup.transport(), lifecycle);
+                let watched = listing::watched(setup.transport(), self.inner.listing.clone());
+                let serve = self.handler().serve_with_lifecycle(watched, lifecycle);
                 match tokio::time::timeout_at(deadline.into(), serve).await {
                     Err(_) => Err(Attempt::Failed(timed_out.clone())),
                     Ok(Err(e)) if not_a_discover_answer(&e) => Err(Attempt::NotADiscoverAnswer),

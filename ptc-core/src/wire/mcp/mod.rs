@@ -15,12 +15,12 @@ mod framing;
 mod handshake;
 mod http;
 mod input;
+mod listing;
 mod result;
 mod stdio;
 
 use std::sync::Arc;
 use std::sync::Mutex as StdMutex;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use ptc_plan::{Backoff, CredentialBinding, McpHttpPlan, McpStdioPlan, Secrets};
@@ -35,6 +35,8 @@ use serde_json::{Map, Value};
 use crate::call::contract::{Reason, ToolError, ToolOutput};
 use crate::credentials::redact::Redactor;
 use crate::credentials::upstream_oauth::{Grants, UpstreamOAuth};
+use listing::Listing;
+pub use listing::ListingWatch;
 use result::Subject;
 pub use stdio::INHERITED_ENV;
 
@@ -154,37 +156,6 @@ impl Drop for Inner {
     }
 }
 
-/// The generation of an MCP client's tool listing, bumped on every new session and every
-/// `notifications/tools/list_changed` (a listing taken at an older one may be stale), and a
-/// wake-up for whoever compares it.
-#[derive(Default)]
-struct Listing {
-    generation: AtomicU64,
-    changed: tokio::sync::Notify,
-}
-
-impl Listing {
-    fn bump(&self) {
-        self.generation.fetch_add(1, Ordering::AcqRel);
-        // A permit is kept when nobody waits, so a change during a comparison is not lost.
-        self.changed.notify_one();
-    }
-}
-
-/// Waits for changes of a client's tool listing without keeping the client alive.
-pub struct ListingWatch {
-    client: std::sync::Weak<Inner>,
-    listing: Arc<Listing>,
-}
-
-impl ListingWatch {
-    /// The client, once its listing changed again; `None` once the client is gone.
-    pub async fn changed(&self) -> Option<McpClient> {
-        self.listing.changed.notified().await;
-        self.client.upgrade().map(|inner| McpClient { inner })
-    }
-}
-
 enum Connector {
     Stdio {
         plan: McpStdioPlan,
@@ -209,13 +180,9 @@ struct Live {
 }
 
 /// Our side of the session: identifies ptc and offers no client capabilities (no sampling, no
-/// roots, no elicitation). A `tools/list_changed` notification from a server of the older era
-/// (a newer one delivers it to the subscription [`McpClient::watch_tools`] opens) marks the
-/// listing stale.
+/// roots, no elicitation). `tools/list_changed` is counted by the transport (see [`listing`]).
 #[derive(Clone)]
-struct Handler {
-    listing: Arc<Listing>,
-}
+struct Handler;
 
 impl ClientHandler for Handler {
     fn get_info(&self) -> ClientConfig {
@@ -223,14 +190,6 @@ impl ClientHandler for Handler {
             ClientCapabilities::default(),
             Implementation::new("ptc", env!("CARGO_PKG_VERSION")),
         )
-    }
-
-    fn on_tool_list_changed(
-        &self,
-        _context: rmcp::service::NotificationContext<RoleClient>,
-    ) -> impl Future<Output = ()> + Send + '_ {
-        self.listing.bump();
-        std::future::ready(())
     }
 }
 
@@ -381,7 +340,7 @@ impl McpClient {
     /// The generation of the tool listing: it changes with every new session and every
     /// `tools/list_changed` the server sends, so a listing taken at an older one may be stale.
     pub fn tools_generation(&self) -> u64 {
-        self.inner.listing.generation.load(Ordering::Acquire)
+        self.inner.listing.generation()
     }
 
     /// A watch on this client's tool listing (see [`ListingWatch`]).
@@ -401,8 +360,8 @@ impl McpClient {
     }
 
     /// Opens a `subscriptions/listen` stream for `tools/list_changed` on a session of the newer
-    /// protocol era, which marks the listing stale at every notification until the session ends.
-    /// The older era has no such request: its notifications reach [`Handler`]. (A server that
+    /// protocol era, without which such a server sends none; the older era has no such request.
+    /// Either era's notifications are counted by the transport (see [`listing`]). (A server that
     /// will never send one acknowledges the subscription, or refuses it, and that is all.)
     fn watch_tools(&self, peer: &Peer<RoleClient>) {
         let newer = peer
@@ -412,7 +371,6 @@ impl McpClient {
             return;
         }
         let peer = peer.clone();
-        let listing = self.inner.listing.clone();
         let upstream = self.inner.upstream.clone();
         tokio::spawn(async move {
             let filter = rmcp::model::SubscriptionFilter::builder()
@@ -425,14 +383,9 @@ impl McpClient {
                     return;
                 }
             };
-            while let Ok(Some(notification)) = subscription.next().await {
-                if matches!(
-                    notification,
-                    rmcp::model::ServerNotification::ToolListChangedNotification(_)
-                ) {
-                    listing.bump();
-                }
-            }
+            // The transport has counted each notification as it read it (see [`listing`]); the
+            // stream is drained so that rmcp, finding it full, does not end the subscription.
+            while let Ok(Some(_)) = subscription.next().await {}
         });
     }
 
@@ -805,9 +758,7 @@ impl McpClient {
     }
 
     fn handler(&self) -> Handler {
-        Handler {
-            listing: self.inner.listing.clone(),
-        }
+        Handler
     }
 
     /// Maps a failed request; a closed connection counts towards the reconnect backoff.
@@ -1077,10 +1028,7 @@ mod tests {
     #[test]
     fn the_client_names_itself_and_offers_no_capabilities() {
         use rmcp::ClientHandler;
-        let info = super::Handler {
-            listing: Default::default(),
-        }
-        .get_info();
+        let info = super::Handler.get_info();
         assert_eq!(info.client_info.name, "ptc");
         assert_eq!(info.client_info.version, env!("CARGO_PKG_VERSION"));
         assert_eq!(
