@@ -757,6 +757,58 @@ async fn a_server_that_never_answers_fails_the_handshake_in_time() {
     );
 }
 
+/// A server that answers every request with an empty result: `server/discover`'s `{}` sends ptc
+/// to the older `initialize` handshake (as some servers answer a method they do not know), and
+/// an `initialize` answered the same way fails at once, saying so, rather than going round
+/// again until the handshake's time is up.
+#[tokio::test]
+async fn a_server_answering_every_handshake_with_an_empty_result_is_refused_at_once() {
+    let answer_all = "import json, sys\n\
+        for line in sys.stdin:\n    \
+            m = json.loads(line)\n    \
+            if 'id' in m:\n        \
+                print(json.dumps({'jsonrpc': '2.0', 'id': m['id'], 'result': {}}), flush=True)\n";
+    let mut plan = stdio_plan("python3", &["-c", answer_all]);
+    plan.handshake_timeout_ms = 20_000;
+    let started = Instant::now();
+    let e = McpClient::connect_stdio("empty", &plan, vec![], Redactor::new())
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(
+        (e.reason, e.message.as_str()),
+        (
+            Reason::UpstreamUnavailable,
+            "upstream `empty`: the handshake failed: the server answered `initialize` with \
+             something that is not an initialize result"
+        )
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+/// A server that exits during the handshake fails it with what it said on stderr; that is not
+/// taken for an answer of the wrong kind (no second try in the older era).
+#[tokio::test]
+async fn a_server_exiting_during_the_handshake_fails_it_with_its_stderr() {
+    let exits = "import sys\nsys.stderr.write('missing API_KEY\\n')\nsys.exit(3)\n";
+    let plan = stdio_plan("python3", &["-c", exits]);
+    let e = McpClient::connect_stdio("exits", &plan, vec![], Redactor::new())
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(e.reason, Reason::UpstreamUnavailable);
+    assert!(
+        e.message
+            .starts_with("upstream `exits`: the handshake failed: "),
+        "{e}"
+    );
+    assert!(e.message.contains("missing API_KEY"), "{e}");
+}
+
 // ---------------------------------------------------------------- caps
 
 #[tokio::test]

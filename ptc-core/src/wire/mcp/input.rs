@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 pub(crate) const MAX_INPUT_ROUNDS: usize = 8;
 
 /// The first wait before sending again a call whose server asked nothing but to be asked
-/// again (state only); it doubles each such round.
+/// again (state only); see [`state_only_wait`].
 const STATE_ONLY_WAIT: Duration = Duration::from_millis(50);
 
 /// How a call ended.
@@ -34,8 +34,7 @@ pub(crate) enum Rounds {
 
 /// Calls the tool, answering the server's `input_required` rounds.
 pub(crate) async fn call(peer: &Peer<RoleClient>, mut params: CallToolRequestParams) -> Rounds {
-    let mut waits = 0u32;
-    for _ in 0..=MAX_INPUT_ROUNDS {
+    for round in 0..=MAX_INPUT_ROUNDS as u32 {
         let asked = match peer.call_tool_once(params.clone()).await {
             Err(e) => return Rounds::Failed(e),
             Ok(CallToolResponse::Complete(result)) => return Rounds::Done(result),
@@ -53,8 +52,7 @@ pub(crate) async fn call(peer: &Peer<RoleClient>, mut params: CallToolRequestPar
             );
         }
         if requests.is_empty() {
-            tokio::time::sleep(STATE_ONLY_WAIT * 2u32.saturating_pow(waits.min(6))).await;
-            waits += 1;
+            tokio::time::sleep(state_only_wait(round)).await;
         }
         let mut answers = BTreeMap::new();
         for (key, request) in requests {
@@ -69,6 +67,13 @@ pub(crate) async fn call(peer: &Peer<RoleClient>, mut params: CallToolRequestPar
     Rounds::Unanswered(format!(
         "the server still asked for input after {MAX_INPUT_ROUNDS} answers"
     ))
+}
+
+/// The wait before the call is sent again when its `round`-th answer (counted from 0) asked for
+/// nothing but to be asked again: [`STATE_ONLY_WAIT`], doubling each round up to 64 times it
+/// (3.2 s), so a server that keeps asking is neither hammered nor left waiting long.
+fn state_only_wait(round: u32) -> Duration {
+    STATE_ONLY_WAIT * 2u32.pow(round.min(6))
 }
 
 /// ptc's answer to one request, with nobody to ask.
@@ -91,6 +96,12 @@ mod tests {
 
     fn request(wire: serde_json::Value) -> InputRequest {
         serde_json::from_value(wire).expect("an input request")
+    }
+
+    #[test]
+    fn a_state_only_round_waits_twice_as_long_as_the_last_up_to_64_times_the_first() {
+        let waits: Vec<u128> = (0..9).map(|n| state_only_wait(n).as_millis()).collect();
+        assert_eq!(waits, [50, 100, 200, 400, 800, 1600, 3200, 3200, 3200]);
     }
 
     /// Nobody is asked: an elicitation is dismissed (`cancel`: the person never saw it, so they
