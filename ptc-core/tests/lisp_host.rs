@@ -395,6 +395,42 @@ fn doc_of_a_server_lists_its_description_and_tools() {
     );
 }
 
+/// The host's own functions are documented as built-ins are, even with the discovery budget
+/// spent; an unknown one is refused naming those there are.
+#[test]
+fn doc_of_the_host_s_functions_works_outside_the_discovery_budget() {
+    let b = bed("tok-1");
+    let budgets = Budgets {
+        max_discovery: 0,
+        ..Budgets::default()
+    };
+    for (name, call) in [
+        ("call", "(tool/call 'server/tool {:arg value})"),
+        (
+            "pages",
+            "(tool/pages 'server/tool {:arg value} {:max-pages n",
+        ),
+        ("search", "(tool/search \"text\""),
+        ("servers", "(tool/servers)"),
+    ] {
+        let r = b.run_with(&format!("(doc 'tool/{name})"), budgets);
+        assert_eq!(r.result.unwrap().to_string(), "nil");
+        assert!(
+            r.output
+                .starts_with(&format!("-------------------------\ntool/{name}\n  {call}")),
+            "{}",
+            r.output
+        );
+    }
+    let e = b.error("(tool/paeges 'fx/echo {})");
+    assert!(
+        e.message()
+            .contains("tool/ has call, pages, search and servers"),
+        "{}",
+        e.message()
+    );
+}
+
 #[test]
 fn apropos_takes_a_limit_of_1_to_200() {
     let b = bed("tok-1");

@@ -321,3 +321,25 @@ fn all_ns(ctx: &mut Ctx<'_>, _: &mut [Value]) -> R<Value> {
     let v: Vec<Value> = v.iter().map(|s| Value::symbol(s)).collect();
     super::vec_value(ctx, v)
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::{Interpreter, Limits};
+
+    /// `doc` answers for every name the language defines, each built-in and special form, and
+    /// what it prints names it.
+    #[test]
+    fn every_builtin_and_special_form_has_its_doc() {
+        let mut interp = Interpreter::new(Limits::default());
+        let builtins = super::super::all().into_iter().map(|b| b.name);
+        let forms = crate::names::SPECIAL_FORMS.iter().map(|f| f.name);
+        let mut missing = Vec::new();
+        for name in builtins.chain(forms) {
+            match interp.eval_str(&format!("(doc '{name})")) {
+                Ok(v) if v.to_string() == "nil" && interp.take_output().contains(name) => {}
+                other => missing.push(format!("{name}: {:?}", other.map(|v| v.to_string()))),
+            }
+        }
+        assert!(missing.is_empty(), "{}", missing.join("\n"));
+    }
+}

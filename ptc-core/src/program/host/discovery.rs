@@ -123,6 +123,14 @@ impl ProgramHost {
         cx: &mut CallContext<'_>,
         reference: &str,
     ) -> Result<Option<Value>, HostError> {
+        // The host's own functions are documented like built-ins, outside the budget.
+        if let Some(f) = reference
+            .strip_prefix("tool/")
+            .and_then(super::functions::find)
+        {
+            cx.print(&super::functions::doc_text(f));
+            return Ok(Some(Value::Nil));
+        }
         let text = match self.resolve_ref(cx, reference)? {
             None => return Ok(None),
             Some(Resolved::Refused(v)) => {

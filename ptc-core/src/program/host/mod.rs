@@ -14,6 +14,7 @@
 mod approvals;
 mod calls;
 mod discovery;
+mod functions;
 mod pages;
 
 use std::collections::HashSet;
@@ -389,8 +390,9 @@ impl Host for ProgramHost {
     ) -> Result<HostValue, HostError> {
         let unknown = || {
             fault(format!(
-                "no function {ns}/{name}; tool/ has call, pages, search and servers (and the \
-                 discovery forms dir, doc, meta, apropos)"
+                "no function {ns}/{name}; tool/ has {} (and the discovery forms dir, doc, meta, \
+                 apropos)",
+                functions::names()
             ))
         };
         if ns != "tool" {
