@@ -2,8 +2,6 @@
 //! each: one table, read by the dispatch (its unknown-name message) and by `doc`. (`tool/dir`,
 //! `tool/doc`, `tool/meta` and `tool/apropos` are the language's own discovery forms.)
 
-use super::pages::PAGES_USAGE;
-
 /// One function of `tool/`.
 pub(super) struct HostFunction {
     /// Its name in `tool/`.
@@ -64,6 +62,7 @@ pub(super) fn names() -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::super::pages::PAGES_USAGE;
     use super::*;
 
     /// `tool/pages`'s doc shows the options its usage message names.
