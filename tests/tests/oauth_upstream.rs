@@ -588,6 +588,32 @@ async fn each_caller_s_token_is_exchanged_for_the_upstream() {
     assert_eq!(served, ["alice", "bob", "alice", "bob"]);
     // One exchange per caller: the second call of each used the token exchanged for it.
     assert_eq!(upstreams.exchanges().made(), 2);
+
+    // Alice comes back with a new token (hers was renewed): her session reads it from this
+    // call on, so it is the one exchanged.
+    let renewed = issuer
+        .mint(
+            json!({"claims": {"sub": "alice", "aud": "http://127.0.0.1/ptc-host",
+                                "scope": "read"}}),
+        )
+        .await;
+    assert_ne!(renewed, callers[0].1);
+    let caller = ptc_core::credentials::identity::Caller {
+        subject: "alice".to_string(),
+        token: Some(ptc_core::credentials::identity::CallerToken::new(&renewed)),
+        ..ptc_core::credentials::identity::Caller::local()
+    };
+    let options = CallOptions {
+        caller: Some(Arc::new(caller)),
+        ..CallOptions::default()
+    };
+    let me = call_with(&upstreams, options, "whoami").await.unwrap();
+    assert_eq!(me["sub"], "alice", "{me}");
+    assert_eq!(
+        upstreams.exchanges().made(),
+        3,
+        "the renewed token exchanged"
+    );
     let sessions = upstreams.caller_sessions();
     assert_eq!(sessions.len(), 1);
     assert_eq!(
