@@ -233,6 +233,52 @@ fn discovery_shows_the_observatory_tools_without_credentials() {
     );
 }
 
+/// What `doc` says a tool returns is written as the program then prints it: each field of the
+/// result shape appears, key and all, in a real answer (decoded JSON keeps string keys).
+#[test]
+fn doc_shows_the_result_as_the_program_gets_it() {
+    let b = bed("doc-shape");
+    let r = b.run("(doc 'observatory/list-traces)");
+    let returns = r
+        .output
+        .lines()
+        .skip_while(|l| *l != "Returns:")
+        .nth(1)
+        .unwrap_or_else(|| panic!("a Returns: line in\n{}", r.output));
+    let answer = b.value(
+        r#"(first (:value (tool/call 'observatory/list-traces {:org-id "org_acme" :limit 1})))"#,
+    );
+    // Each `"key"` of the shape, and whether it is marked as one that may be missing (`?`).
+    let fields: Vec<(&str, bool)> = returns
+        .match_indices('"')
+        .collect::<Vec<_>>()
+        .chunks(2)
+        .filter_map(|q| {
+            let [(open, _), (close, _)] = q else {
+                return None;
+            };
+            let may_miss = returns[close + 1..].starts_with('?');
+            Some((&returns[open + 1..*close], may_miss))
+        })
+        .collect();
+    assert!(fields.len() > 10, "{returns}");
+    let mut present = 0;
+    for (key, may_miss) in &fields {
+        let found = answer.contains(&format!("\"{key}\" "));
+        assert!(
+            found || *may_miss,
+            "{key} of {returns} missing from {answer}"
+        );
+        present += usize::from(found);
+    }
+    assert!(present > 10, "{returns}\n{answer}");
+    assert!(
+        r.output.contains("(:k m) reads key \"k\" too"),
+        "{}",
+        r.output
+    );
+}
+
 /// `tool/pages` over the Observatory's cursor (`next_cursor`): every trace once, in the order
 /// one large page gives them, and each page one call in the run's records.
 #[test]

@@ -112,9 +112,23 @@ fn shape(schema: Schema<'_>, s: &Value, depth: usize) -> String {
             let props = s.get("properties").and_then(Value::as_object);
             match props {
                 Some(p) if depth < 2 => {
+                    let required: Vec<&str> = s
+                        .get("required")
+                        .and_then(Value::as_array)
+                        .map(|r| r.iter().filter_map(Value::as_str).collect())
+                        .unwrap_or_default();
                     let fields: Vec<String> = p
                         .iter()
-                        .map(|(k, v)| format!(":{k} {}", shape(schema, v, depth + 1)))
+                        // As the program gets them: decoded JSON keeps its keys as strings; one
+                        // the schema does not require may be missing (`?`).
+                        .map(|(k, v)| {
+                            let may_miss = if required.contains(&k.as_str()) {
+                                ""
+                            } else {
+                                "?"
+                            };
+                            format!("{k:?}{may_miss} {}", shape(schema, v, depth + 1))
+                        })
                         .collect();
                     format!("{{{}}}", fields.join(" "))
                 }
@@ -200,6 +214,12 @@ pub fn doc_text(server: &ServerEntry, tool: &ToolEntry) -> String {
     out.push_str(&format!(
         "Returns:\n  {value}\n  or {{:ok false :reason kw :message string}}; check :ok first\n"
     ));
+    if value.contains("{\"") {
+        out.push_str(
+            "  (keys are strings, as the answer has them; (:k m) reads key \"k\" too; a key \
+             marked ? may be missing)\n",
+        );
+    }
     if let Some(path) = &tool.projection.result_path {
         out.push_str(&format!("  (:value is the answer's {path})\n"));
     }
@@ -335,9 +355,10 @@ mod tests {
              :org-id string (required) - Tenant.\n  :mode one of \"summary\" \"full\" (required) \
              (default \"summary\")\n  :limit integer 1..500\nCall:\n  (tool/call 'obs/list-traces \
              {:org-id \"...\" :mode \"summary\"})\n  or (obs/list-traces {:org-id \"...\" \
-             :mode \"summary\"})\nReturns:\n  {:ok true :value {:traces [map] \
-             :next_cursor string|null} :value_kind :json}\n  or {:ok false :reason kw :message \
-             string}; check :ok first\n"
+             :mode \"summary\"})\nReturns:\n  {:ok true :value {\"traces\"? [map] \
+             \"next_cursor\"? string|null} :value_kind :json}\n  or {:ok false :reason kw :message \
+             string}; check :ok first\n  (keys are strings, as the answer has them; (:k m) reads \
+             key \"k\" too; a key marked ? may be missing)\n"
         );
         // The operation's notes close the doc.
         let mut noted = tool();
@@ -408,7 +429,7 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains("{:ok true :value {:next_cursor string|null} :value_kind :json}"),
+            text.contains("{:ok true :value {\"next_cursor\"? string|null} :value_kind :json}"),
             "{text}"
         );
     }
@@ -481,17 +502,18 @@ mod tests {
     }
 
     /// A result shape: an untyped schema with properties is a map; fields are shown two levels
-    /// deep, deeper ones as `map` / `[any]`.
+    /// deep, deeper ones as `map` / `[any]`; a field its object does not require is marked `?`.
     #[test]
     fn result_shapes_stop_two_levels_down() {
         let schema = Schema {
             root: &Value::Null,
             definitions: None,
         };
-        let s = json!({"properties": {"a": {"type": "object", "properties": {
+        let s = json!({"required": ["a"], "properties": {"a": {"type": "object",
+            "required": ["l", "elsewhere"], "properties": {
             "b": {"type": "object", "properties": {"c": {"type": "integer"}}},
             "l": {"type": "array", "items": {"type": "integer"}}}}}});
-        assert_eq!(shape(schema, &s, 0), "{:a {:b map :l [any]}}");
+        assert_eq!(shape(schema, &s, 0), r#"{"a" {"b"? map "l" [any]}}"#);
         assert_eq!(shape(schema, &json!({}), 0), "any");
     }
 }
