@@ -121,6 +121,12 @@ impl Bed {
 fn mcp_tools_are_called_and_discovered_like_any_other() {
     let Some(entry) = everything() else { return };
     let b = bed(&entry, CatalogLoad::AtStart);
+    let r = b.run("(doc 'everything/echo)");
+    assert!(
+        !r.output.contains("Your last text answer"),
+        "no sample before a call: {}",
+        r.output
+    );
     assert_eq!(
         b.value("(tool/call 'everything/echo {:message \"hi\"})"),
         "{:ok true :value \"Echo: hi\" :value_kind :text}"
@@ -172,6 +178,14 @@ fn mcp_tools_are_called_and_discovered_like_any_other() {
     assert_eq!(
         v,
         "{:ok true :value \"Echo: [REDACTED]\" :value_kind :text}"
+    );
+    // A text answer's start is shown by `doc` from then on, redacted as the answer was.
+    let r = b.run("(doc 'everything/echo)");
+    assert!(
+        r.output
+            .ends_with("Your last text answer from it began:\n  | Echo: [REDACTED]\n"),
+        "{}",
+        r.output
     );
 }
 

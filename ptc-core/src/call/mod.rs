@@ -9,6 +9,7 @@ pub mod contract;
 pub(crate) mod form;
 pub mod projection;
 pub mod response_check;
+pub mod samples;
 pub(crate) mod typed_pages;
 #[doc(hidden)]
 pub mod typed_serde;

@@ -261,6 +261,8 @@ pub struct Upstreams {
     exchanges: Arc<crate::credentials::per_caller::Exchanges>,
     /// Who is asked when an upstream needs a person's OAuth consent.
     consent: Option<Arc<dyn Consent>>,
+    /// The start of each caller's last text answer per tool, for `doc`.
+    samples: crate::call::samples::Samples,
 }
 
 impl Upstreams {
@@ -351,6 +353,7 @@ impl Upstreams {
             catalog: Catalog { servers },
             links,
             patterns: Patterns::default(),
+            samples: Default::default(),
         };
         if options.catalog == CatalogLoad::AtStart {
             for i in 0..upstreams.links.len() {
@@ -386,6 +389,11 @@ impl Upstreams {
     /// The plan these upstreams were built from.
     pub fn plan(&self) -> &ptc_plan::Plan {
         &self.plan
+    }
+
+    /// The samples of callers' last text answers (see [`crate::call::samples`]).
+    pub fn samples(&self) -> &crate::call::samples::Samples {
+        &self.samples
     }
 
     /// The redactor every secret is registered with.

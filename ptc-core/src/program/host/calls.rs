@@ -195,7 +195,15 @@ impl ProgramHost {
                 }
             },
             // Only JSON answers are selected from.
-            ToolOutput::Text(t) => (Value::str(&t), ValueKind::Text),
+            ToolOutput::Text(t) => {
+                if let Some((server, tool)) = self.entry(&done) {
+                    let up = self.upstreams();
+                    let subject = &self.run.caller.subject;
+                    up.samples()
+                        .keep(up.redactor(), subject, &server.name, &tool.name, &t);
+                }
+                (Value::str(&t), ValueKind::Text)
+            }
             ToolOutput::Empty => (Value::Nil, ValueKind::None),
         };
         Ok(Fetched::Answer(value, kind, Box::new(done)))

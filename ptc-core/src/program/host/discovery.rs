@@ -140,7 +140,17 @@ impl ProgramHost {
                 return Ok(Some(Value::Nil));
             }
             Some(Resolved::Server(s)) => server_doc_text(s, &self.run.grant),
-            Some(Resolved::Tool(s, t)) => doc_text(s, t),
+            Some(Resolved::Tool(s, t)) => {
+                let mut text = doc_text(s, t);
+                let subject = &self.run.caller.subject;
+                if let Some(sample) = self.upstreams().samples().of(subject, &s.name, &t.name) {
+                    text.push_str("Your last text answer from it began:\n");
+                    for line in sample.lines() {
+                        text.push_str(&format!("  | {line}\n"));
+                    }
+                }
+                text
+            }
         };
         cx.print(&self.redact(&text));
         Ok(Some(Value::Nil))
