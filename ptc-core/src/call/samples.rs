@@ -35,11 +35,8 @@ impl Samples {
     pub fn keep(&self, redactor: &Redactor, subject: &str, server: &str, tool: &str, text: &str) {
         // Only the start is redacted: wide enough that a secret reaching into the sample is
         // whole in it.
-        let mut start = text.len().min(REDACTED_BYTES);
-        while !text.is_char_boundary(start) {
-            start -= 1;
-        }
-        let sample = cut(&redactor.redact(&text[..start]));
+        let start = &text[..text.floor_char_boundary(REDACTED_BYTES)];
+        let sample = cut(&redactor.redact(start));
         let key = (subject.to_string(), server.to_string(), tool.to_string());
         let mut guard = self.kept.lock().unwrap_or_else(|e| e.into_inner());
         let (map, order) = &mut *guard;
@@ -92,6 +89,22 @@ mod tests {
         assert_eq!(cut(&long), long);
         let longer = "é".repeat(SAMPLE_CHARS + 1);
         assert_eq!(cut(&longer), format!("{}…", "é".repeat(SAMPLE_CHARS)));
+    }
+
+    /// A long answer is redacted over its start only, cut at a character: a secret in the
+    /// sample is masked, and a character astride the window's end does not split.
+    #[test]
+    fn a_long_answer_is_redacted_over_its_start() {
+        let redactor = Redactor::new();
+        redactor.register("s3cr3t-token");
+        let samples = Samples::default();
+        let text = format!("s3cr3t-token {}", "é".repeat(REDACTED_BYTES));
+        samples.keep(&redactor, "alice", "git", "log", &text);
+        let kept = samples.of("alice", "git", "log").unwrap();
+        assert!(
+            kept.starts_with("[REDACTED] éé") && kept.ends_with('…'),
+            "{kept}"
+        );
     }
 
     #[test]

@@ -54,9 +54,10 @@ pub(super) fn doc_text(f: &HostFunction) -> String {
 /// The names, for a message: `call, pages, search and servers`.
 pub(super) fn names() -> String {
     let names: Vec<&str> = FUNCTIONS.iter().map(|f| f.name).collect();
+    // The table has several functions, so the last one follows an "and".
     match names.split_last() {
-        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
-        _ => names.join(""),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+        None => String::new(),
     }
 }
 
