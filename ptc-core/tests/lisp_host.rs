@@ -422,6 +422,12 @@ fn doc_of_the_host_s_functions_works_outside_the_discovery_budget() {
             r.output
         );
     }
+    // `dir` lists them beside the discovery forms, also outside the budget.
+    let r = b.run_with("(dir 'tool)", budgets);
+    assert_eq!(
+        r.result.unwrap().to_string(),
+        "[dir doc source meta apropos call pages search servers]"
+    );
     let e = b.error("(tool/paeges 'fx/echo {})");
     assert!(
         e.message()

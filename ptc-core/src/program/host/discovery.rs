@@ -62,6 +62,15 @@ impl ProgramHost {
         cx: &mut CallContext<'_>,
         name: &str,
     ) -> Result<Option<Value>, HostError> {
+        // `(dir 'tool)`: the runtime lists its discovery forms, the host its own functions.
+        if name == "tool" {
+            let names = super::functions::FUNCTIONS
+                .iter()
+                // Unqualified, as the runtime lists its forms of `tool/`.
+                .map(|f| Value::symbol(f.name))
+                .collect();
+            return Ok(Some(Value::vector(names)));
+        }
         // Unknown names are the runtime's to report (its hint knows every namespace).
         let Some(server) = self.upstream(cx, name)? else {
             return Ok(None);
