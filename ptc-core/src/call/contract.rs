@@ -219,7 +219,7 @@ pub enum ToolOutput {
     /// A JSON document (OpenAPI 2xx body, MCP `structuredContent` or JSON text), as bytes, so the
     /// Lisp runtime decodes it with its own limits and typed code with serde.
     Json(Vec<u8>),
-    /// Non-JSON text (MCP text content).
+    /// Non-JSON text (MCP text content), every registered secret already masked.
     Text(String),
     /// No content (204, empty body, MCP result without content).
     Empty,

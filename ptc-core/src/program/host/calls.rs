@@ -197,10 +197,10 @@ impl ProgramHost {
             // Only JSON answers are selected from.
             ToolOutput::Text(t) => {
                 if let Some((server, tool)) = self.entry(&done) {
-                    let up = self.upstreams();
                     let subject = &self.run.caller.subject;
-                    up.samples()
-                        .keep(up.redactor(), subject, &server.name, &tool.name, &t);
+                    self.upstreams()
+                        .samples()
+                        .keep(subject, &server.name, &tool.name, &t);
                 }
                 (Value::str(&t), ValueKind::Text)
             }
