@@ -204,6 +204,14 @@ async fn python_stdio(
 
 // ---------------------------------------------------------------- helpers
 
+/// Why the stdio server `plan` starts could not be connected to, under the name `name`.
+async fn failed_start(name: &str, plan: &McpStdioPlan) -> ToolError {
+    match McpClient::connect_stdio(name, plan, vec![], Redactor::new()).await {
+        Ok(_) => panic!("`{name}` connected"),
+        Err(e) => e,
+    }
+}
+
 /// A temp-dir path for a file a server or a test writes, cleared of what an earlier run left.
 fn fresh_marker(name: &str) -> PathBuf {
     let path = std::env::temp_dir().join(format!("ptc-mcp-{name}-{}", std::process::id()));
@@ -624,10 +632,7 @@ async fn dropping_the_client_kills_the_servers_whole_process_group() {
         ],
     );
     plan.handshake_timeout_ms = 2_000;
-    let e = McpClient::connect_stdio("mute", &plan, vec![], Redactor::new())
-        .await
-        .err()
-        .unwrap();
+    let e = failed_start("mute", &plan).await;
     assert_eq!(e.reason, Reason::UpstreamUnavailable, "{e}");
     let helper: u32 = std::fs::read_to_string(&pid_file)
         .unwrap()
@@ -731,10 +736,7 @@ async fn a_server_that_never_answers_fails_the_handshake_in_time() {
     let mut plan = stdio_plan("sleep", &["30"]);
     plan.handshake_timeout_ms = 300;
     let started = Instant::now();
-    let e = McpClient::connect_stdio("mute", &plan, vec![], Redactor::new())
-        .await
-        .err()
-        .unwrap();
+    let e = failed_start("mute", &plan).await;
     assert_eq!(
         (e.reason, e.message.as_str()),
         (
@@ -745,10 +747,7 @@ async fn a_server_that_never_answers_fails_the_handshake_in_time() {
     assert!(started.elapsed() < Duration::from_secs(10));
 
     let plan = stdio_plan("/nonexistent/mcp-server", &[]);
-    let e = McpClient::connect_stdio("gone", &plan, vec![], Redactor::new())
-        .await
-        .err()
-        .unwrap();
+    let e = failed_start("gone", &plan).await;
     assert_eq!(e.reason, Reason::UpstreamUnavailable);
     assert!(
         e.message
@@ -771,10 +770,7 @@ async fn a_server_answering_every_handshake_with_an_empty_result_is_refused_at_o
     let mut plan = stdio_plan("python3", &["-c", answer_all]);
     plan.handshake_timeout_ms = 20_000;
     let started = Instant::now();
-    let e = McpClient::connect_stdio("empty", &plan, vec![], Redactor::new())
-        .await
-        .err()
-        .unwrap();
+    let e = failed_start("empty", &plan).await;
     assert_eq!(
         (e.reason, e.message.as_str()),
         (
@@ -796,10 +792,7 @@ async fn a_server_answering_every_handshake_with_an_empty_result_is_refused_at_o
 async fn a_server_exiting_during_the_handshake_fails_it_with_its_stderr() {
     let exits = "import sys\nsys.stderr.write('missing API_KEY\\n')\nsys.exit(3)\n";
     let plan = stdio_plan("python3", &["-c", exits]);
-    let e = McpClient::connect_stdio("exits", &plan, vec![], Redactor::new())
-        .await
-        .err()
-        .unwrap();
+    let e = failed_start("exits", &plan).await;
     assert_eq!(e.reason, Reason::UpstreamUnavailable);
     assert!(
         e.message

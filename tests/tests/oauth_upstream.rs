@@ -139,6 +139,21 @@ fn code_grant(port: u16) -> Value {
            "redirect_uri": format!("http://127.0.0.1:{port}/oauth/callback")})
 }
 
+/// Upstreams whose one upstream takes a person's grant (authorization code), with [`browser`]
+/// as the person, and the count of authorization URLs they were shown.
+async fn with_a_person(server: &OAuthMcp) -> (Upstreams, Arc<AtomicUsize>) {
+    let (consent, shown) = browser();
+    let upstreams = start(
+        server,
+        code_grant(ptc_tests::free_port()),
+        json!({}),
+        Some(consent),
+    )
+    .await
+    .unwrap();
+    (upstreams, shown)
+}
+
 #[tokio::test]
 async fn the_deployment_calls_as_itself_with_the_client_credentials_grant() {
     let Some((_issuer, server)) = peers(&[]) else {
@@ -157,15 +172,7 @@ async fn a_person_consents_once_and_again_only_for_more_scope() {
     let Some((issuer, server)) = peers(&[]) else {
         return;
     };
-    let (consent, shown) = browser();
-    let upstreams = start(
-        &server,
-        code_grant(ptc_tests::free_port()),
-        json!({}),
-        Some(consent),
-    )
-    .await
-    .unwrap();
+    let (upstreams, shown) = with_a_person(&server).await;
     assert_eq!(
         shown.load(Ordering::SeqCst),
         1,
@@ -223,15 +230,7 @@ async fn an_expired_token_is_refreshed_and_a_revoked_grant_asked_again() {
     let Some((issuer, server)) = peers(&["--token-ttl", "2"]) else {
         return;
     };
-    let (consent, shown) = browser();
-    let upstreams = start(
-        &server,
-        code_grant(ptc_tests::free_port()),
-        json!({}),
-        Some(consent),
-    )
-    .await
-    .unwrap();
+    let (upstreams, shown) = with_a_person(&server).await;
     call(&upstreams, "whoami").await.unwrap();
     // Expiry is the behaviour under test, in real time: each token lives 2 s (the issuer's
     // clock counts whole seconds), and revoking a grant leaves its access token valid until then.
@@ -267,15 +266,7 @@ async fn no_consent_is_auth_required() {
         return;
     };
     issuer.set_user("alice", true).await;
-    let (consent, _) = browser();
-    let upstreams = start(
-        &server,
-        code_grant(ptc_tests::free_port()),
-        json!({}),
-        Some(consent),
-    )
-    .await
-    .unwrap();
+    let (upstreams, _) = with_a_person(&server).await;
     let e = call(&upstreams, "whoami").await.unwrap_err();
     assert_eq!(e.reason, Reason::AuthRequired, "{}", e.message);
     assert!(e.message.contains("access_denied"), "{}", e.message);
@@ -307,15 +298,7 @@ async fn each_caller_is_served_by_their_own_grant() {
     let Some((issuer, server)) = peers(&[]) else {
         return;
     };
-    let (consent, shown) = browser();
-    let upstreams = start(
-        &server,
-        code_grant(ptc_tests::free_port()),
-        json!({}),
-        Some(consent),
-    )
-    .await
-    .unwrap();
+    let (upstreams, shown) = with_a_person(&server).await;
     // Start-up listed the tools with the process's own grant (the terminal's person, alice).
     let asked_at_start = shown.load(Ordering::SeqCst);
     issuer.set_user("bob", false).await;
@@ -659,15 +642,7 @@ async fn a_token_refused_early_is_refreshed_without_asking_again() {
     let Some((issuer, server)) = peers(&[]) else {
         return;
     };
-    let (consent, shown) = browser();
-    let upstreams = start(
-        &server,
-        code_grant(ptc_tests::free_port()),
-        json!({}),
-        Some(consent),
-    )
-    .await
-    .unwrap();
+    let (upstreams, shown) = with_a_person(&server).await;
     call(&upstreams, "whoami").await.unwrap();
     server.refuse_seen().await;
     let me = call(&upstreams, "whoami").await.unwrap();
