@@ -428,6 +428,16 @@ fn doc_of_the_host_s_functions_works_outside_the_discovery_budget() {
         r.result.unwrap().to_string(),
         "[dir doc source meta apropos call pages search servers]"
     );
+    // Each function documented is one the host serves (called wrongly, it says how, never
+    // that there is no such function).
+    for name in ["call", "pages", "search", "servers"] {
+        let r = b.run(&format!("(tool/{name} 1 2 3 4)"));
+        let said = match r.result {
+            Ok(v) => v.to_string(),
+            Err(e) => e.message().to_string(),
+        };
+        assert!(!said.contains("no function"), "tool/{name}: {said}");
+    }
     let e = b.error("(tool/paeges 'fx/echo {})");
     assert!(
         e.message()
