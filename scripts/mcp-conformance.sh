@@ -14,9 +14,10 @@
 # recorded no check proved nothing and fails the run too.
 #
 # Prints one line per run, `RUN: N passed, M failed (K listed as expected) in S
-# scenarios` (counting checks; INFO and SKIPPED ones are neither), and
-# exits non-zero when a run failed. PTC_BIN names the ptc binary (default: target/debug/ptc,
-# built if missing). The server scenarios run in `cargo test -p generated-example --test
+# scenarios` (counting checks; INFO and SKIPPED ones are neither), and exits non-zero when a run
+# failed: by the suite's verdict, or by any failed check not listed (printed with the end of
+# ptc's stderr in its scenario). PTC_BIN names the ptc binary (default: target/debug/ptc, built
+# if missing). The server scenarios run in `cargo test -p generated-example --test
 # conformance`. Installed by scripts/test; CI runs this through ptc-cli/tests/conformance_client.rs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -68,7 +69,7 @@ out, baseline = pathlib.Path(sys.argv[1]), open(sys.argv[2]).read()
 client = baseline.split("\nclient:", 1)[1] if "\nclient:" in baseline else ""
 listed = set(re.findall(r"^  - (\S+)", client, re.M))
 count = {"passed": 0, "failed": 0, "listed": 0, "scenarios": 0}
-empty = []
+empty, details = [], []
 for d in sorted(p for p in out.rglob("*") if p.is_dir() and p.name != "auth"):
     # The suite names each scenario's folder NAME-<ISO time with - for :>; the time's own
     # minutes, seconds or milliseconds may read "-20", so the whole stamp is matched.
@@ -78,15 +79,25 @@ for d in sorted(p for p in out.rglob("*") if p.is_dir() and p.name != "auth"):
     results = json.loads(checks.read_text() or "[]") if checks.exists() else []
     if not results:
         empty.append(name)
+    unlisted = []
     for c in results:
         if c["status"] == "SUCCESS":
             count["passed"] += 1
         elif c["status"] in ("FAILURE", "WARNING"):
             count["failed"] += 1
-            count["listed"] += f"{name}:{c['id']}" in listed
+            if f"{name}:{c['id']}" in listed:
+                count["listed"] += 1
+            else:
+                unlisted.append(f"{c['id']}: {c.get('errorMessage') or c.get('description', '')}")
+    if unlisted:
+        # What failed and what the peer (ptc) said, so a failure seen once in CI can be read.
+        stderr = d / "stderr.txt"
+        said = stderr.read_text(errors="replace").splitlines()[-8:] if stderr.exists() else []
+        details.append(f"{name}: " + "; ".join(unlisted) + "".join(f"\n  | {l}" for l in said))
 print(f"{count['passed']} passed, {count['failed']} failed ({count['listed']} listed as expected) "
       f"in {count['scenarios']} scenarios")
 print(" ".join(empty))
+print("\n".join(details))
 PY
 )
   echo "$revision: $(head -1 <<<"$tally")"
@@ -94,6 +105,12 @@ PY
   if ((status != 0)); then
     echo "$revision: the suite's verdict failed (exit $status); its output:" >&2
     sed 's/\x1b\[[0-9;]*m//g' "$dir.log" | sed -n '/^Total:/,$p' >&2
+    failed=1
+  fi
+  # The suite judges only the scenarios it scores; a failure in any other fails the run too.
+  if [[ -n $(sed -n '3,$p' <<<"$tally") ]]; then
+    echo "$revision: failed checks not listed as expected, and the end of ptc's stderr in each:" >&2
+    sed -n '3,$p' <<<"$tally" >&2
     failed=1
   fi
   if ((${#empty[@]})); then
