@@ -4,7 +4,7 @@
 //! them a test fails under `CI=true` and otherwise prints why it was skipped.
 
 use std::io::Write;
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -145,14 +145,6 @@ impl HttpPeer {
     }
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 async fn everything_http(port: u16) -> Option<HttpPeer> {
     let (node, entry) = node_everything()?;
     Some(
@@ -171,7 +163,7 @@ async fn everything_http(port: u16) -> Option<HttpPeer> {
 
 async fn python_http(extra_env: &[(&str, String)]) -> Option<HttpPeer> {
     let (python, script) = python_peer()?;
-    let port = free_port();
+    let port = ptc_tests::free_port();
     Some(
         HttpPeer::start(
             port,
@@ -369,7 +361,7 @@ async fn everything_over_stdio() {
 
 #[tokio::test]
 async fn everything_over_streamable_http_with_a_session_renewed_after_a_server_restart() {
-    let port = free_port();
+    let port = ptc_tests::free_port();
     let Some(peer) = everything_http(port).await else {
         return;
     };
@@ -1011,7 +1003,7 @@ async fn recording_proxy(port: u16) -> (u16, Arc<Mutex<Vec<u8>>>) {
 
 #[tokio::test]
 async fn http_shutdown_ends_the_session_with_a_delete_carrying_the_headers() {
-    let port = free_port();
+    let port = ptc_tests::free_port();
     let Some(_peer) = everything_http(port).await else {
         return;
     };
@@ -1400,7 +1392,7 @@ async fn each_try_of_a_call_that_never_reached_the_server_counts_once() {
 #[tokio::test]
 async fn http_connection_failures_are_upstream_unavailable() {
     // Nothing listens on a port just released.
-    let url = format!("http://127.0.0.1:{}/mcp", free_port());
+    let url = format!("http://127.0.0.1:{}/mcp", ptc_tests::free_port());
     let e = McpClient::connect_http(
         "nobody",
         &http_plan(&url),

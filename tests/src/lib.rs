@@ -13,13 +13,40 @@ pub mod redis;
 use std::io::Write;
 use std::path::PathBuf;
 
-/// A port free on 127.0.0.1 now: the OS picks it and it is released, for a server a test
-/// starts there (or a redirect URI it names) to take.
+/// A port free on 127.0.0.1 for a server a test starts there (or a redirect URI it names) to
+/// take, never handed out twice.
+///
+/// The port is bound later by someone else, so it is picked below the kernel's ephemeral range:
+/// there no port-0 bind and no outgoing connection of a parallel test can take it meanwhile. A
+/// lock file held for the rest of the process keeps parallel processes apart (the conformance
+/// peer, fixtures/conformance/client/peer.sh, takes the same locks).
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0))
-        .and_then(|listener| listener.local_addr())
-        .map(|addr| addr.port())
-        .unwrap_or_else(|e| panic!("cannot pick a free port on 127.0.0.1: {e}"))
+    use std::hash::BuildHasher;
+    static HELD: std::sync::Mutex<Vec<std::fs::File>> = std::sync::Mutex::new(Vec::new());
+    let below = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|range| range.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(32768);
+    let locks = std::env::temp_dir().join("ptc-loopback-ports");
+    std::fs::create_dir_all(&locks)
+        .unwrap_or_else(|e| panic!("cannot create {}: {e}", locks.display()));
+    let random = std::collections::hash_map::RandomState::new();
+    for attempt in 0..1000u32 {
+        let port = 10000
+            + (random.hash_one(attempt) % u64::from(below.saturating_sub(10000).max(1))) as u16;
+        let Ok(lock) = std::fs::File::create(locks.join(port.to_string())) else {
+            continue;
+        };
+        if lock.try_lock().is_ok()
+            && std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, port)).is_ok()
+        {
+            HELD.lock().unwrap_or_else(|e| e.into_inner()).push(lock);
+            return port;
+        }
+    }
+    panic!(
+        "no free port on 127.0.0.1 between 10000 and {below} (the kernel's ephemeral range starts there)"
+    )
 }
 
 /// What a test does when a peer it needs is missing. Under `CI=true` (where `.ci/run` installs
