@@ -28,7 +28,7 @@ cd "$(dirname "$0")/.."
 
 # The rule-holding modules, by area: "file glob|name regex" (empty regex = every mutant).
 declare -A AREA_FILES=(
-  [plan]="ptc-plan/src/config/*.rs ptc-plan/src/effects.rs ptc-plan/src/headers.rs ptc-plan/src/pins.rs ptc-plan/src/openapi/compile.rs ptc-plan/src/openapi/resolve.rs ptc-plan/src/schema.rs ptc-names/src/*.rs"
+  [plan]="ptc-plan/src/config/*.rs ptc-plan/src/effects.rs ptc-plan/src/headers.rs ptc-plan/src/pins.rs ptc-plan/src/openapi/compile.rs ptc-plan/src/openapi/resolve.rs ptc-plan/src/schema.rs ptc-plan/src/validate.rs ptc-plan/src/call_form.rs ptc-names/src/*.rs"
   [core]="ptc-core/src/wire/**/*.rs ptc-core/src/credentials/**/*.rs ptc-core/src/catalog/*.rs ptc-core/src/call/*.rs ptc-core/src/program/**/*.rs ptc-core/src/telemetry/*.rs"
   [host]="ptc-core/src/server/*.rs ptc-core/src/server/state/*.rs ptc-app/src/overrides.rs"
   [observatory]="fixtures/observatory-server/src/tokens.rs fixtures/observatory-server/src/api/mod.rs fixtures/observatory-server/src/api/handlers/mod.rs"

@@ -18,6 +18,7 @@
 //! assert!(loaded.plan.upstream("observatory").is_some());
 //! ```
 
+pub mod call_form;
 mod config;
 pub mod diagnostic;
 pub mod effects;
@@ -34,6 +35,7 @@ pub mod projection;
 mod rules_boundaries;
 pub mod schema;
 mod suggest;
+pub mod validate;
 
 pub use config::credentials::https_or_loopback;
 pub use config::{Secrets, UrlOptIns, UrlProblem, check_base_url, check_upstream_url};

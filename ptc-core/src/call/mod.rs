@@ -6,7 +6,6 @@
 
 pub mod approval;
 pub mod contract;
-pub(crate) mod form;
 pub mod projection;
 pub mod response_check;
 pub mod samples;
@@ -14,5 +13,10 @@ pub(crate) mod typed_pages;
 #[doc(hidden)]
 pub mod typed_serde;
 pub mod upstreams;
-pub mod validate;
 pub mod writes;
+
+/// What a call form asks for: the one reading of a `tool/call` form, shared with the plan
+/// compiler's check of declared programs.
+pub(crate) use ptc_plan::call_form as form;
+/// Argument validation: the one validator, shared with the plan compiler.
+pub use ptc_plan::validate;

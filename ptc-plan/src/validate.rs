@@ -18,7 +18,7 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock};
 
-use ptc_plan::schema::{SchemaError, SchemaErrorKind, Scope};
+use crate::schema::{SchemaError, SchemaErrorKind, Scope};
 use serde_json::{Map, Value};
 
 use ptc_names::did_you_mean;

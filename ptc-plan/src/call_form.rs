@@ -12,11 +12,11 @@ const USAGE: &str = "use (tool/call 'server/tool {:arg value}) or \
                      (tool/call {:server \"server\" :tool \"tool\" :args {:arg value}})";
 
 /// Nesting allowed in an argument value.
-pub(crate) const MAX_ARG_DEPTH: usize = 256;
+pub const MAX_ARG_DEPTH: usize = 256;
 
 /// One argument of a `tool/call` form: a value at run time, or a literal (possibly computed)
 /// before the program runs.
-pub(crate) trait FormArg: Sized + Clone {
+pub trait FormArg: Sized + Clone {
     /// `None` when the argument is computed at run time, so nothing can be said of it yet.
     fn value(&self) -> Option<&Value>;
     /// The entries of a map written literally whose parts may be computed; `None` otherwise.
@@ -57,7 +57,7 @@ impl FormArg for LiteralArg {
 
 /// Why a form could not be read.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) enum FormError {
+pub enum FormError {
     /// A part is computed at run time: only running the program can tell.
     Computed,
     /// The form is wrong whatever runs: the message names the mistake and the usage.
@@ -66,11 +66,11 @@ pub(crate) enum FormError {
 
 /// A `tool/call` form, read.
 #[derive(Debug)]
-pub(crate) struct CallForm<A> {
-    pub(crate) server: String,
-    pub(crate) tool: String,
+pub struct CallForm<A> {
+    pub server: String,
+    pub tool: String,
     /// The arguments map as written; `None` when none was given.
-    pub(crate) args: Option<A>,
+    pub args: Option<A>,
 }
 
 fn wrong<T>(message: String) -> Result<T, FormError> {
@@ -120,7 +120,7 @@ fn name_of<A: FormArg>(v: &A, what: &str) -> Result<String, FormError> {
 }
 
 /// Reads a `tool/call` form's arguments.
-pub(crate) fn read<A: FormArg>(args: &[A]) -> Result<CallForm<A>, FormError> {
+pub fn read<A: FormArg>(args: &[A]) -> Result<CallForm<A>, FormError> {
     match args {
         [only]
             if only.literal_entries().is_some() || matches!(only.value(), Some(Value::Map(_))) =>
@@ -194,11 +194,11 @@ pub(crate) fn read<A: FormArg>(args: &[A]) -> Result<CallForm<A>, FormError> {
 
 /// One argument of the arguments map: its wire name (when its key is known) and its value as
 /// JSON (when its value is known).
-pub(crate) type ArgEntry = (Option<String>, Option<Result<Json, String>>);
+pub type ArgEntry = (Option<String>, Option<Result<Json, String>>);
 
 impl<A: FormArg> CallForm<A> {
     /// The arguments map's entries; nil or no map is no arguments.
-    pub(crate) fn arg_entries(&self) -> Result<Vec<ArgEntry>, FormError> {
+    pub fn arg_entries(&self) -> Result<Vec<ArgEntry>, FormError> {
         let Some(a) = &self.args else {
             return Ok(Vec::new());
         };
@@ -222,7 +222,7 @@ impl<A: FormArg> CallForm<A> {
 
 impl CallForm<Value> {
     /// The arguments as the JSON object the executor takes.
-    pub(crate) fn json_args(&self) -> Result<Map<String, Json>, FormError> {
+    pub fn json_args(&self) -> Result<Map<String, Json>, FormError> {
         let mut out = Map::new();
         for (key, value) in self.arg_entries()? {
             // Every key and value of a run-time map is known.
@@ -254,7 +254,7 @@ fn key_text(k: &Value) -> String {
 
 /// An argument value as JSON: keywords and symbols as their names, sets as arrays, map keys as
 /// their names, non-finite floats as null. Functions cannot be sent.
-pub(crate) fn to_json(v: &Value, depth: usize) -> Result<Json, String> {
+pub fn to_json(v: &Value, depth: usize) -> Result<Json, String> {
     if depth > MAX_ARG_DEPTH {
         return Err(format!("it is nested more than {MAX_ARG_DEPTH} deep"));
     }
