@@ -104,14 +104,60 @@ pub fn render_catalog(plan: &Plan) -> String {
             }
         }
     }
-    let _ = writeln!(
+    programs(&mut out, plan);
+    let _ = write!(
         out,
         "ok: {} upstream{}, {tools} compiled tool{}",
         plan.upstreams.len(),
         if plan.upstreams.len() == 1 { "" } else { "s" },
         if tools == 1 { "" } else { "s" }
     );
+    let n = plan.programs.len();
+    if n > 0 {
+        let _ = write!(
+            out,
+            ", {n} checked program{}",
+            if n == 1 { "" } else { "s" }
+        );
+    }
+    out.push('\n');
     out
+}
+
+/// The declared programs, one line each: the file, the arguments the caller must give, what
+/// it calls and its effect.
+fn programs(out: &mut String, plan: &Plan) {
+    if plan.programs.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "programs ({}, checked against the tools above)",
+        plan.programs.len()
+    );
+    let width = plan
+        .programs
+        .iter()
+        .map(|p| p.name.len())
+        .max()
+        .unwrap_or(0);
+    for p in &plan.programs {
+        let file = std::path::Path::new(&p.file)
+            .file_name()
+            .map_or(p.file.clone(), |f| f.to_string_lossy().into_owned());
+        let effect = if p.writes.is_empty() {
+            "read-only".to_string()
+        } else {
+            format!("writes {}", p.writes.join(" "))
+        };
+        let _ = writeln!(
+            out,
+            "  {:width$}  {file}  required: {}  calls: {}  [{effect}]",
+            p.name,
+            required(&p.input_schema),
+            p.calls.join(" ")
+        );
+    }
 }
 
 /// An MCP upstream's lines: its pinned tools (name, pin, required arguments), or that its tools

@@ -14,6 +14,9 @@ pub enum LiteralArg {
     Const(Value),
     /// A map literal; its keys and values each known or not.
     Map(Vec<(LiteralArg, LiteralArg)>),
+    /// `data/<key>`: the request's context value `key`, known only when the program runs (a
+    /// declared program's parameter).
+    Data(String),
     /// Computed at run time.
     Dynamic,
 }
@@ -76,6 +79,89 @@ fn scan(src: &str, matcher: Matcher<'_>) -> Result<Vec<CallSite>, LispError> {
         (found, 0)
     });
     scanned.unwrap_or_else(|message| Err(LispError::new(crate::Reason::InternalError, message)))
+}
+
+/// What a program does with the names a host gives meaning to, read without running it.
+#[derive(Clone, Debug, Default)]
+pub struct Uses {
+    /// Literal calls whose head is one of the names, as [`call_sites`] finds them: the head and
+    /// the site.
+    pub calls: Vec<(String, CallSite)>,
+    /// Every other use of one of the names, and where: passed as a value (`(map tool/call
+    /// ...)`, `(apply tool/call ...)`) or called in a threading step, so what it calls is known
+    /// only when the program runs.
+    pub other: Vec<(String, Pos)>,
+    /// Every `data/<key>` the program reads: the key and where.
+    pub data: Vec<(String, Pos)>,
+}
+
+/// The uses in `src` of every name `named` accepts (calls, and uses as values), and its
+/// `data/` reads; quoted data and `comment` forms are left out. Reading is bounded by the
+/// reader's depth limit.
+pub fn uses(src: &str, named: &dyn Fn(&str) -> bool) -> Result<Uses, LispError> {
+    let limits = Limits::default();
+    let scanned = crate::eval_stack::run(limits.thread_stack(), || {
+        let found = Reader::new(src, limits.max_reader_depth)
+            .read_all()
+            .map(|forms| {
+                let mut out = Uses::default();
+                for f in &forms {
+                    walk_uses(f, named, false, &mut out);
+                }
+                out
+            });
+        (found, 0)
+    });
+    scanned.unwrap_or_else(|message| Err(LispError::new(crate::Reason::InternalError, message)))
+}
+
+fn walk_uses(form: &Form, named: &dyn Fn(&str) -> bool, threaded: bool, out: &mut Uses) {
+    match &form.kind {
+        FormKind::Symbol(s) => {
+            if let Some(key) = s.strip_prefix("data/") {
+                out.data.push((key.to_string(), form.pos));
+            } else if named(s) {
+                out.other.push((s.to_string(), form.pos));
+            }
+        }
+        FormKind::List(items) => {
+            let head = items.first().and_then(Form::sym_name);
+            if matches!(head, Some("quote" | "comment")) {
+                return;
+            }
+            let mut rest = &items[..];
+            if let Some(h) = head.filter(|h| named(h))
+                && !threaded
+            {
+                out.calls.push((
+                    h.to_string(),
+                    CallSite {
+                        pos: form.pos,
+                        args: items[1..].iter().map(literal).collect(),
+                    },
+                ));
+                rest = &items[1..];
+            }
+            let threading = head.is_some_and(|h| THREADING.contains(&h));
+            let skipped = items.len() - rest.len();
+            for (i, item) in rest.iter().enumerate() {
+                walk_uses(item, named, threading && i + skipped >= 2, out);
+            }
+        }
+        FormKind::Vector(items) | FormKind::Map(items) | FormKind::Set(items) => {
+            for item in items {
+                walk_uses(item, named, false, out);
+            }
+        }
+        FormKind::AnonFn(body) => {
+            let list = Form {
+                kind: FormKind::List(body.clone()),
+                pos: form.pos,
+            };
+            walk_uses(&list, named, false, out);
+        }
+        _ => {}
+    }
 }
 
 fn walk(form: &Form, matcher: Matcher<'_>, threaded: bool, out: &mut Vec<CallSite>) {
@@ -141,6 +227,10 @@ fn literal(form: &Form) -> LiteralArg {
                 .map(|kv| (literal(&kv[0]), literal(&kv[1])))
                 .collect(),
         ),
+        FormKind::Symbol(s) => match s.strip_prefix("data/") {
+            Some(key) => LiteralArg::Data(key.to_string()),
+            None => LiteralArg::Dynamic,
+        },
         _ => LiteralArg::Dynamic,
     }
 }

@@ -44,7 +44,7 @@ mod sugar;
 pub mod suspend;
 mod value;
 
-pub use call_sites::{CallSite, LiteralArg, call_sites, upstream_call_sites};
+pub use call_sites::{CallSite, LiteralArg, Uses, call_sites, upstream_call_sites, uses};
 pub use error::{Ctl, LispError, Pos, R, Reason};
 pub use function::{Closure, Function, Native};
 pub use host::{CallContext, Discovery, Host, HostError, HostValue};

@@ -41,7 +41,7 @@ impl FormArg for LiteralArg {
     fn value(&self) -> Option<&Value> {
         match self {
             LiteralArg::Const(v) => Some(v),
-            LiteralArg::Map(_) | LiteralArg::Dynamic => None,
+            LiteralArg::Map(_) | LiteralArg::Data(_) | LiteralArg::Dynamic => None,
         }
     }
     fn literal_entries(&self) -> Option<Vec<(Self, Self)>> {
@@ -245,7 +245,8 @@ impl CallForm<Value> {
 }
 
 /// A map key as a JSON object key: names for keywords, strings and symbols, printed otherwise.
-fn key_text(k: &Value) -> String {
+/// An argument key as the call sends it (a keyword, string or symbol by its name).
+pub fn key_text(k: &Value) -> String {
     match k {
         Value::Keyword(s) | Value::Str(s) | Value::Symbol(s) => s.to_string(),
         other => other.to_string(),

@@ -17,6 +17,8 @@ pub struct Diagnostic {
     pub upstream: Option<String>,
     /// The OpenAPI operationId the problem belongs to, when there is one.
     pub operation: Option<String>,
+    /// The declared program the problem is in, when there is one.
+    pub program: Option<String>,
     /// What is wrong.
     pub message: String,
     /// How to fix it.
@@ -33,6 +35,7 @@ impl Diagnostic {
             pointer: pointer.into(),
             upstream: None,
             operation: None,
+            program: None,
             message: message.into(),
             help: None,
             position: None,
@@ -51,6 +54,18 @@ impl Diagnostic {
         self
     }
 
+    /// Attaches the program name.
+    pub fn program(mut self, name: &str) -> Self {
+        self.program = Some(name.to_string());
+        self
+    }
+
+    /// Attaches a 1-based line and column.
+    pub fn at(mut self, line: usize, col: usize) -> Self {
+        self.position = Some((line, col));
+        self
+    }
+
     /// Attaches a fix.
     pub fn help(mut self, help: impl Into<String>) -> Self {
         self.help = Some(help.into());
@@ -61,6 +76,9 @@ impl Diagnostic {
 impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("error: ")?;
+        if let Some(p) = &self.program {
+            write!(f, "program '{p}': ")?;
+        }
         match (&self.upstream, &self.operation) {
             (Some(u), Some(o)) => write!(f, "upstream '{u}', operation '{o}': ")?,
             (Some(u), None) => write!(f, "upstream '{u}': ")?,

@@ -73,7 +73,8 @@ pub struct Loaded {
     pub plan: Plan,
     /// Literal credential values; never part of the plan.
     pub secrets: Secrets,
-    /// Files read, in order: the config, its documents and its MCP upstreams' vendored tool lists.
+    /// Files read, in order: the config, its documents, its MCP upstreams' vendored tool lists
+    /// and its programs.
     pub files: Vec<PathBuf>,
 }
 
@@ -129,6 +130,7 @@ fn compile(
     let config_ok = diags.is_empty();
     let mut files = vec![path.to_path_buf()];
     let mut upstreams = Vec::with_capacity(config.upstreams.len());
+    let configured: Vec<String> = config.upstreams.iter().map(|u| u.name.clone()).collect();
     for up in config.upstreams {
         let mut description = up.description;
         let transport = match up.kind {
@@ -192,6 +194,18 @@ fn compile(
             transport,
         });
     }
+    // Calls of an upstream that did not compile are not checked: its problems are reported.
+    let failed: Vec<String> = configured
+        .into_iter()
+        .filter(|name| !upstreams.iter().any(|u| &u.name == name))
+        .collect();
+    let programs: Vec<_> = config
+        .programs
+        .iter()
+        .filter_map(|p| {
+            crate::programs::compile(p, path, &upstreams, &failed, &mut diags, &mut files)
+        })
+        .collect();
     if !diags.is_empty() {
         diags.locate_in(path, text);
         return Err(diags);
@@ -201,6 +215,7 @@ fn compile(
             credentials: config.credentials,
             upstreams,
             approval_webhook: config.approval_webhook,
+            programs,
         },
         secrets,
         files,

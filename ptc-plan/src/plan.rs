@@ -27,6 +27,68 @@ pub struct Plan {
     /// MCP client.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval_webhook: Option<ApprovalWebhook>,
+    /// Programs offered as tools, sorted by name, each checked against the upstreams above.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub programs: Vec<ProgramPlan>,
+}
+
+/// A PTC-Lisp program offered as a named tool: its text, checked at load against the upstreams'
+/// tools, with what the check found.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProgramPlan {
+    /// Its tool name (kebab-case).
+    pub name: String,
+    /// What it answers.
+    pub description: String,
+    /// The file it was read from (messages name it with the line and column).
+    pub file: String,
+    /// The program text.
+    pub source: String,
+    /// JSON Schema of its arguments (an object schema); the program reads each as `data/<name>`.
+    #[serde(rename = "inputSchema")]
+    pub input_schema: Value,
+    /// JSON Schema of its result (`{}`: any value).
+    #[serde(rename = "outputSchema")]
+    pub output_schema: Value,
+    /// Every tool it calls, `server/tool`, sorted.
+    pub calls: Vec<String>,
+    /// The calls that are not reads (writes and safe queries), each allowed by its upstream and
+    /// declared by the program.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub writes: Vec<String>,
+    /// MCP tool annotations from what it calls.
+    pub annotations: ProgramAnnotations,
+}
+
+/// A program's MCP tool annotations, from the effects of the tools it calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProgramAnnotations {
+    /// It calls only reads.
+    #[serde(rename = "readOnlyHint")]
+    pub read_only_hint: bool,
+    /// A write it calls may destroy or overwrite (false for reads only).
+    #[serde(rename = "destructiveHint")]
+    pub destructive_hint: bool,
+    /// Calling it again with the same arguments changes nothing more.
+    #[serde(rename = "idempotentHint")]
+    pub idempotent_hint: bool,
+}
+
+/// The tool a call names `name` among `tools`: its exposed name, that name with `_` for `-`
+/// (`list_traces`), or its original operation id. The one lookup rule, for the catalog's calls
+/// and the check of declared programs alike.
+pub fn find_tool<'t, T>(
+    tools: &'t [T],
+    name: &str,
+    exposed: impl Fn(&T) -> &str,
+    operation_id: impl Fn(&T) -> Option<&str>,
+) -> Option<&'t T> {
+    let kebab = name.replace('_', "-");
+    tools
+        .iter()
+        .find(|t| exposed(t) == name)
+        .or_else(|| tools.iter().find(|t| exposed(t) == kebab))
+        .or_else(|| tools.iter().find(|t| operation_id(t) == Some(name)))
 }
 
 /// An HTTP endpoint that approves calls for a person (see docs/security.md).
@@ -47,6 +109,11 @@ impl Plan {
     /// The credential binding called `name`.
     pub fn credential(&self, name: &str) -> Option<&CredentialBinding> {
         self.credentials.iter().find(|c| c.name == name)
+    }
+
+    /// The program called `name`.
+    pub fn program(&self, name: &str) -> Option<&ProgramPlan> {
+        self.programs.iter().find(|p| p.name == name)
     }
 }
 

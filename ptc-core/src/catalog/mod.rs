@@ -262,19 +262,11 @@ impl ServerEntry {
     /// or its original operation id.
     pub fn tool(&self, name: &str) -> Result<&ToolEntry, ToolError> {
         let tools = self.tools().unwrap_or_default();
-        let kebab = name.replace('_', "-");
-        if let Some(t) = tools
-            .iter()
-            .find(|t| t.name == name)
-            .or_else(|| tools.iter().find(|t| t.name == kebab))
-            .or_else(|| {
-                tools
-                    .iter()
-                    .find(|t| t.binding.operation_id() == Some(name))
-            })
+        if let Some(t) = ptc_plan::find_tool(tools, name, |t| &t.name, |t| t.binding.operation_id())
         {
             return Ok(t);
         }
+        let kebab = name.replace('_', "-");
         let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
         let mut msg = format!("no tool `{name}` in upstream `{}`", self.name);
         let qualified = |s: &str| format!("`{}/{s}`", self.name);

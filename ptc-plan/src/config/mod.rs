@@ -7,6 +7,7 @@ pub(crate) mod credentials;
 mod fields;
 mod http;
 mod oauth;
+pub(crate) mod programs;
 mod upstreams;
 mod writes;
 
@@ -34,6 +35,8 @@ pub struct Config {
     pub upstreams: Vec<UpstreamConfig>,
     /// `approval_webhook`, when set.
     pub approval_webhook: Option<ApprovalWebhook>,
+    /// `programs`: the programs offered as tools, sorted by name.
+    pub programs: Vec<programs::ProgramConfig>,
 }
 
 /// One upstream as configured.
@@ -178,10 +181,15 @@ fn parse_root(cx: &mut Cx, root: &Value, base_dir: &Path, secrets: &mut Secrets)
     let approval_webhook = top
         .get("approval_webhook")
         .and_then(|v| http::parse_webhook(cx, v, "/approval_webhook", &credentials));
+    let programs = top
+        .get("programs")
+        .map(|v| programs::parse_all(cx, v, "/programs", base_dir))
+        .unwrap_or_default();
     top.finish(cx);
     Some(Config {
         credentials,
         upstreams,
         approval_webhook,
+        programs,
     })
 }
