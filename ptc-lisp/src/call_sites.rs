@@ -290,6 +290,33 @@ mod tests {
         assert_eq!(err.reason(), crate::Reason::ParseError, "{err:?}");
     }
 
+    /// `uses` finds literal calls, every other use of a name (a value, a threaded step), and
+    /// `data/` reads, but nothing quoted or in `comment`.
+    #[test]
+    fn uses_tell_literal_calls_from_other_uses_and_find_data_reads() {
+        let src = "(tool/call 'a/b {:k data/x})
+(map tool/call [])
+(->> {} (tool/call 'c/d))
+#(obs/get {:id %})
+'(tool/call 'q/q data/quoted)
+(comment (tool/call 'q/q))
+(str data/y)";
+        let u = uses(src, &|s| s == "tool/call" || s.starts_with("obs/")).unwrap();
+        let calls: Vec<String> = u
+            .calls
+            .iter()
+            .map(|(h, s)| format!("{h} {}", s.pos))
+            .collect();
+        assert_eq!(calls, ["tool/call 1:1", "obs/get 4:1"]);
+        assert!(
+            matches!(&u.calls[0].1.args[1], LiteralArg::Map(e) if matches!(&e[0].1, LiteralArg::Data(k) if k == "x"))
+        );
+        let other: Vec<String> = u.other.iter().map(|(n, p)| format!("{n} {p}")).collect();
+        assert_eq!(other, ["tool/call 2:6", "tool/call 3:10"]);
+        let data: Vec<String> = u.data.iter().map(|(k, p)| format!("{k} {p}")).collect();
+        assert_eq!(data, ["x 1:21", "y 7:6"]);
+    }
+
     /// The scan runs on an evaluation stack under the reader's depth limit: a call whose
     /// arguments sit at the deepest level allowed is found, one level more is refused with the
     /// depth reason.
