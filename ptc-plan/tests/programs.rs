@@ -140,7 +140,7 @@ impl Deployment {
                     .into_owned();
                 let (line, col) = d.position.unwrap_or((0, 0));
                 assert!(d.help.is_some(), "every problem says how to fix it: {d}");
-                assert_eq!(d.program.as_deref().is_some(), true, "{d}");
+                assert!(d.program.is_some(), "each problem names its program: {d}");
                 format!("{file}:{line}:{col}: {}", d.message)
             })
             .collect()
