@@ -194,10 +194,14 @@ fn compile(
             transport,
         });
     }
-    // Calls of an upstream that did not compile are not checked: its problems are reported.
+    // Calls of an upstream with problems are not checked: they are reported already, and a
+    // call of an operation that did not compile would only repeat them.
     let failed: Vec<String> = configured
         .into_iter()
-        .filter(|name| !upstreams.iter().any(|u| &u.name == name))
+        .filter(|name| {
+            !upstreams.iter().any(|u| &u.name == name)
+                || diags.iter().any(|d| d.upstream.as_ref() == Some(name))
+        })
         .collect();
     let programs: Vec<_> = config
         .programs

@@ -14,7 +14,11 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 /// The cases that must compile: the drift cases change their documents and tool lists.
-const MUST_BUILD: &[&str] = &["mcp_v1_compiles_and_builds", "v1_compiles_and_builds"];
+const MUST_BUILD: &[&str] = &[
+    "mcp_v1_compiles_and_builds",
+    "programs_v1_compiles_and_builds",
+    "v1_compiles_and_builds",
+];
 
 fn cases_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("cases")

@@ -1,0 +1,1 @@
+(tool/call 'widgets/delete-widget {:id data/id :org "acme"})

@@ -1,0 +1,2 @@
+(let [w (widgets/get-widget {:id data/id :org "acme"})]
+  (:size (:value w)))
