@@ -407,7 +407,7 @@ impl Upstreams {
     }
 
     /// The validator's compiled patterns.
-    pub(crate) fn patterns(&self) -> &Patterns {
+    pub fn patterns(&self) -> &Patterns {
         &self.patterns
     }
 

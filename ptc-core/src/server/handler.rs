@@ -1,5 +1,6 @@
-//! The rmcp server handler: `tools/list` answers `lisp_eval`; `tools/call` runs the program
-//! through the shared [`Evaluator`], with this session's in-flight limit (a queue) and its
+//! The rmcp server handler: `tools/list` answers `lisp_eval` and the declared programs the
+//! caller may run (`programs.rs`); `tools/call` runs the program through the shared
+//! [`Evaluator`], with this session's in-flight limit (a queue) and its
 //! cancellation; the session is told when a refresh changes the tools (`listeners.rs`).
 
 use std::sync::Arc;
@@ -17,8 +18,8 @@ use crate::server::admission::Queue;
 use crate::server::envelope;
 use crate::server::eval::Evaluator;
 use crate::server::outcome::{EvalError, EvalOutcome, EvalRequest, HostReason};
-use crate::server::tool;
 use crate::server::{elicit, rounds};
+use crate::server::{programs, tool};
 use tokio_util::sync::CancellationToken;
 
 /// One MCP session's handler (rmcp makes one per session over HTTP; stdio has one).
@@ -134,8 +135,12 @@ impl ServerHandler for PtcServer {
     ) -> Result<ListToolsResult, ErrorData> {
         // From the current catalog: a session opened before a catalog refresh lists the new one.
         let grant = self.evaluator.visible_to(&caller(&context));
-        let tool = tool::definition(self.evaluator.upstreams().catalog(), &grant);
-        Ok(ListToolsResult::with_all_items(vec![tool]))
+        let upstreams = self.evaluator.upstreams();
+        let catalog = upstreams.catalog();
+        let tools = std::iter::once(tool::definition(catalog, &grant))
+            .chain(programs::visible(upstreams.plan(), catalog, &grant).map(programs::definition))
+            .collect();
+        Ok(ListToolsResult::with_all_items(tools))
     }
 
     async fn call_tool(
@@ -143,12 +148,31 @@ impl ServerHandler for PtcServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        if request.name != tool::NAME {
-            return Err(ErrorData::invalid_params(
-                format!("unknown tool `{}`; this server has lisp_eval", request.name),
-                None,
-            ));
-        }
+        let caller = caller(&context);
+        let program = if request.name == tool::NAME {
+            None
+        } else {
+            let grant = self.evaluator.visible_to(&caller);
+            let upstreams = self.evaluator.upstreams();
+            let visible: Vec<_> =
+                programs::visible(upstreams.plan(), upstreams.catalog(), &grant).collect();
+            match visible.iter().find(|p| p.name == request.name) {
+                Some(p) => Some((*p).clone()),
+                None => {
+                    let names: Vec<&str> = std::iter::once(tool::NAME)
+                        .chain(visible.iter().map(|p| p.name.as_str()))
+                        .collect();
+                    return Err(ErrorData::invalid_params(
+                        format!(
+                            "unknown tool `{}`; this server has {}",
+                            request.name,
+                            names.join(", ")
+                        ),
+                        None,
+                    ));
+                }
+            }
+        };
         let answer = |e: EvalError| self.reply(&EvalOutcome::refused(e));
         // A request refused before it reaches the evaluator counts here; an evaluation counts
         // itself when it ends.
@@ -157,7 +181,6 @@ impl ServerHandler for PtcServer {
             answer(e)
         };
         let arguments = request.arguments.clone().unwrap_or_default();
-        let caller = caller(&context);
         if let Some(state) = &request.request_state {
             // The next round of a program waiting for a person (MCP 2026-07-28).
             let parked = self.evaluator.parked();
@@ -176,10 +199,20 @@ impl ServerHandler for PtcServer {
                 },
             );
         }
-        let req = match parse_request(request.arguments) {
+        let parsed = match &program {
+            Some(p) => {
+                programs::request(p, self.evaluator.upstreams().patterns(), request.arguments)
+            }
+            None => parse_request(request.arguments),
+        };
+        let req = match parsed {
             Ok(r) => EvalRequest {
                 caller: caller.clone(),
-                session: r.session.clone().or_else(|| self.default_session(&context)),
+                // A program tool's answer depends on its arguments only: no session.
+                session: match program {
+                    Some(_) => None,
+                    None => r.session.clone().or_else(|| self.default_session(&context)),
+                },
                 trace: trace_parent(&context),
                 ..r
             },

@@ -1,0 +1,108 @@
+//! Declared programs as tools of the host, beside `lisp_eval`: each listed with its parameters
+//! as `inputSchema`, its result inside `lisp_eval`'s result contract as `outputSchema`, and the
+//! annotations its calls earned at load ([`ptc_plan::ProgramPlan`]). A call runs the program's
+//! text with the validated arguments as its `data/`, through the same evaluator, limits,
+//! approvals and records as a `lisp_eval` program.
+//!
+//! A caller sees a program only when the policy lets them call every tool it calls: a program
+//! is never a way around the policy (and each call is checked again when it is made).
+
+use std::sync::Arc;
+
+use ptc_plan::{Plan, ProgramPlan};
+use rmcp::model::{Tool, ToolAnnotations};
+use serde_json::{Map, Value, json};
+
+use crate::call::validate::{Patterns, Schema, check_args};
+use crate::catalog::Catalog;
+use crate::catalog::policy::Grant;
+use crate::server::outcome::EvalRequest;
+
+/// The programs `grant` lets its caller run.
+pub(crate) fn visible<'p>(
+    plan: &'p Plan,
+    catalog: &Catalog,
+    grant: &Grant,
+) -> impl Iterator<Item = &'p ProgramPlan> {
+    plan.programs.iter().filter(move |p| {
+        p.calls.iter().all(|call| {
+            let Some((server, tool)) = call.split_once('/') else {
+                return false;
+            };
+            catalog
+                .server(server)
+                .ok()
+                .and_then(|s| s.tool(tool).ok())
+                .is_some_and(|t| grant.sees(t))
+        })
+    })
+}
+
+/// The MCP tool of `program`.
+pub(crate) fn definition(program: &ProgramPlan) -> Tool {
+    let object = |v: Value| match v {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    };
+    let a = program.annotations;
+    Tool::new(
+        program.name.clone(),
+        program.description.clone(),
+        Arc::new(object(program.input_schema.clone())),
+    )
+    .with_raw_output_schema(Arc::new(object(output_schema(&program.output_schema))))
+    .with_annotations(
+        ToolAnnotations::with_title(program.name.clone())
+            .read_only(a.read_only_hint)
+            .destructive(a.destructive_hint)
+            .idempotent(a.idempotent_hint)
+            .open_world(true),
+    )
+}
+
+/// `lisp_eval`'s result contract with the program's result in `result` (`null` when the reply
+/// left it out for its size, which `result_truncated` says).
+fn output_schema(result: &Value) -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "result": {"anyOf": [result, {"type": "null"}]},
+            "result_truncated": {"type": "boolean"},
+            "prints": {"type": "string"},
+            "upstream_calls": {"type": "integer"},
+            "ptc_metrics": {"type": "object"}
+        },
+        "required": ["result"]
+    })
+}
+
+/// The evaluation of `program` called with `args`: its text, the arguments checked against its
+/// parameters as its `data/`, its declared result as the result's schema. No session: a
+/// program tool's answer depends on its arguments only.
+pub(crate) fn request(
+    program: &ProgramPlan,
+    patterns: &Patterns,
+    args: Option<Map<String, Value>>,
+) -> Result<EvalRequest, String> {
+    let schema = Schema {
+        root: &program.input_schema,
+        definitions: None,
+    };
+    let context = check_args(schema, patterns, args.unwrap_or_default()).map_err(|problems| {
+        format!(
+            "{}: invalid arguments: {}",
+            program.name,
+            problems.join("; ")
+        )
+    })?;
+    let declared = program
+        .output_schema
+        .as_object()
+        .is_some_and(|s| !s.is_empty());
+    Ok(EvalRequest {
+        program: program.source.clone(),
+        context: Some(context),
+        output_schema: declared.then(|| program.output_schema.clone()),
+        ..EvalRequest::default()
+    })
+}

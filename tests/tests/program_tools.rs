@@ -1,0 +1,143 @@
+//! Declared programs served as tools of the host, over Streamable HTTP on loopback against the
+//! Observatory test bed: listed beside `lisp_eval` with their schemas and annotations, called
+//! with arguments that are checked, answering what the same program answers through
+//! `lisp_eval`.
+
+use std::sync::Arc;
+
+use ptc_core::StartOptions;
+use ptc_core::server::{EvalLimits, Evaluator, HttpOptions};
+use serde_json::{Value, json};
+
+mod support;
+use support::{Bed, Session, message_with_id};
+
+const PROGRAM: &str = "errors-by-class";
+
+/// The fixture config with one declared program, compiled: its programs.
+fn programs() -> Vec<ptc_plan::ProgramPlan> {
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/observatory");
+    let dir = std::env::temp_dir().join(format!("ptc-program-tools-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut config: Value =
+        serde_json::from_str(&std::fs::read_to_string(fixtures.join("upstreams.json")).unwrap())
+            .unwrap();
+    config["upstreams"]["observatory"]["schema_file"] =
+        json!(fixtures.join("observatory.openapi.json"));
+    config["programs"] = json!({PROGRAM: {
+        "file": std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs/errors-by-class.clj"),
+        "description": "The error classes of an org's recent failures, most frequent first.",
+        "parameters": {"type": "object", "properties": {"org_id": {"type": "string"}},
+                       "required": ["org_id"]},
+        "result": {"type": "array", "items": {"type": "array"}}
+    }});
+    let path = dir.join("upstreams.json");
+    std::fs::write(&path, config.to_string()).unwrap();
+    let loaded = ptc_plan::load(&path).unwrap_or_else(|d| panic!("{d}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    loaded.plan.programs
+}
+
+async fn request(s: &Session, id: i64, method: &str, params: Value) -> Value {
+    let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+    let r = s.send(&msg).await;
+    assert_eq!(r.status(), 200);
+    let body = r.text().await.unwrap();
+    message_with_id(&body, id).unwrap_or_else(|| panic!("no reply {id} in {body}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_declared_program_is_a_tool_answering_as_the_same_program_through_lisp_eval() {
+    let token = observatory_server::TokenSpec::full_access("tok", "obs_programs_6b1d2e9f");
+    let declared = programs();
+    let bed = Bed::start_with(
+        "program-tools",
+        token,
+        "",
+        StartOptions::default(),
+        |plan| plan.programs = declared,
+    )
+    .await;
+    let evaluator = Evaluator::new(
+        Arc::clone(&bed.up),
+        tokio::runtime::Handle::current(),
+        EvalLimits::default(),
+    )
+    .unwrap();
+    let host = support::serve(evaluator, HttpOptions::default()).await;
+    let session = Session::open(&host.url, None).await;
+
+    let listed = request(&session, 1, "tools/list", json!({})).await;
+    let tools = listed["result"]["tools"].as_array().unwrap();
+    let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
+    assert_eq!(names, ["lisp_eval", PROGRAM]);
+    let tool = &tools[1];
+    assert_eq!(tool["inputSchema"]["required"], json!(["org_id"]));
+    assert_eq!(
+        tool["outputSchema"]["properties"]["result"]["anyOf"][0],
+        json!({"type": "array", "items": {"type": "array"}})
+    );
+    assert_eq!(tool["annotations"]["readOnlyHint"], json!(true));
+    assert_eq!(tool["annotations"]["destructiveHint"], json!(false));
+
+    let called = request(
+        &session,
+        2,
+        "tools/call",
+        json!({"name": PROGRAM, "arguments": {"org_id": "org_acme"}}),
+    )
+    .await;
+    let answer = &called["result"]["structuredContent"];
+    assert_eq!(called["result"]["isError"], json!(false), "{called}");
+    let classes = answer["result"].as_array().unwrap();
+    assert!(!classes.is_empty(), "{answer}");
+    let calls = answer["upstream_calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 1, "{answer}");
+    assert_eq!(calls[0]["tool"], json!("list-errors"));
+
+    // The same program through lisp_eval, its argument as context: the same answer.
+    let source = bed.up.plan().program(PROGRAM).unwrap().source.clone();
+    let through_eval = request(
+        &session,
+        3,
+        "tools/call",
+        json!({"name": "lisp_eval", "arguments": {"program": source, "context": {"org_id": "org_acme"}}}),
+    )
+    .await;
+    assert_eq!(
+        through_eval["result"]["structuredContent"]["result"],
+        answer["result"]
+    );
+
+    // Arguments are checked against the parameters before the program runs.
+    let wrong = request(
+        &session,
+        4,
+        "tools/call",
+        json!({"name": PROGRAM, "arguments": {"org": "org_acme"}}),
+    )
+    .await;
+    let refused = &wrong["result"]["structuredContent"];
+    assert_eq!(refused["reason"], json!("invalid_request"), "{wrong}");
+    let message = refused["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("errors-by-class: invalid arguments: unknown argument"),
+        "{message}"
+    );
+    assert_eq!(refused["upstream_calls"], json!([]), "nothing was called: {refused}");
+
+    // A name that is neither says which tools there are.
+    let unknown = request(
+        &session,
+        5,
+        "tools/call",
+        json!({"name": "nope", "arguments": {}}),
+    )
+    .await;
+    let error = unknown["error"]["message"].as_str().unwrap();
+    assert_eq!(
+        error,
+        "unknown tool `nope`; this server has lisp_eval, errors-by-class"
+    );
+    bed.stop().await;
+}
