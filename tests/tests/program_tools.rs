@@ -124,7 +124,11 @@ async fn a_declared_program_is_a_tool_answering_as_the_same_program_through_lisp
         message.starts_with("errors-by-class: invalid arguments: unknown argument"),
         "{message}"
     );
-    assert_eq!(refused["upstream_calls"], json!([]), "nothing was called: {refused}");
+    assert_eq!(
+        refused["upstream_calls"],
+        json!([]),
+        "nothing was called: {refused}"
+    );
 
     // A name that is neither says which tools there are.
     let unknown = request(
