@@ -295,6 +295,27 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// A value nested `MAX_ARG_DEPTH` levels deep inside its outermost collection is sent; one
+    /// level more is refused, for vectors, sets and maps alike.
+    #[test]
+    fn argument_values_are_sent_to_the_nesting_limit_and_refused_past_it() {
+        // Built, not read: the reader's own depth limit is the same.
+        let wraps: [(&str, fn(Value) -> Value); 3] = [
+            ("vector", |v| Value::vector(vec![v])),
+            ("set", |v| Value::set_from(vec![v])),
+            ("map", |v| Value::map_from(vec![(Value::keyword("k"), v)])),
+        ];
+        for (kind, wrap) in wraps {
+            let nested = |levels: usize| (0..levels).fold(Value::Int(1), |v, _| wrap(v));
+            assert!(to_json(&nested(MAX_ARG_DEPTH), 0).is_ok(), "{kind}");
+            assert_eq!(
+                to_json(&nested(MAX_ARG_DEPTH + 1), 0),
+                Err(format!("it is nested more than {MAX_ARG_DEPTH} deep")),
+                "{kind}"
+            );
+        }
+    }
+
     /// The first `tool/call` in `src`, as the pre-check reads it.
     fn literal(src: &str) -> Result<CallForm<LiteralArg>, FormError> {
         let sites = ptc_lisp::call_sites(src, "tool/call").expect("reads");

@@ -633,6 +633,45 @@ mod tests {
         .map(Value::Object)
     }
 
+    /// `resolve` follows a `$ref` chain to the definition it names, leaves a schema without
+    /// one as it is, and gives up on a reference that leads nowhere; `properties` reads the
+    /// (dereferenced) top level.
+    #[test]
+    fn references_are_followed_to_their_definitions_for_showing_and_reading_properties() {
+        let root = json!({
+            "$ref": "#/$defs/Args",
+            "$defs": {
+                "Args": {"type": "object", "properties": {"a": {"$ref": "#/$defs/A"}},
+                         "required": ["a"]},
+                "A": {"$ref": "#/$defs/B"},
+                "B": {"type": "string"}
+            }
+        });
+        let schema = Schema {
+            root: &root,
+            definitions: None,
+        };
+        assert_eq!(
+            schema.resolve(&json!({"$ref": "#/$defs/A"})),
+            Some(&json!({"type": "string"}))
+        );
+        let plain = json!({"type": "integer"});
+        assert_eq!(schema.resolve(&plain), Some(&plain));
+        assert_eq!(schema.resolve(&json!({"$ref": "#/$defs/Nope"})), None);
+        let (props, required) = schema.properties();
+        assert_eq!(
+            props.map(|p| p.keys().map(String::as_str).collect::<Vec<_>>()),
+            Some(vec!["a"])
+        );
+        assert_eq!(required, ["a"]);
+        let bare = json!({"type": "object"});
+        let bare = Schema {
+            root: &bare,
+            definitions: None,
+        };
+        assert_eq!(bare.properties(), (None, vec![]));
+    }
+
     /// Valid arguments pass through unchanged.
     #[track_caller]
     fn accepted(schema: &Value, args: Value) {
