@@ -15,17 +15,42 @@ use observatory_server::{ServerConfig, TokenSource, TokenSpec};
 use ptc::PlanSource;
 use ptc::app::args::OverrideArgs;
 use ptc::core::call::approval::{ApprovalRequest, Approver, Decision, DecisionFuture};
-use ptc::core::server::{EvalLimits, EvalRequest, Evaluator, envelope};
+use ptc::core::server::{EvalLimits, EvalRequest, Evaluator, envelope, programs};
 use ptc::serde_json::{Map, Value};
 
 /// One agent question: what it asks, the program, the context it gets.
 pub struct Question {
     /// The question in words.
     pub title: &'static str,
+    /// The declared program (a tool of the host) that answers it, when one does: its file is
+    /// the program below.
+    pub tool: Option<&'static str>,
     /// The PTC-Lisp program an agent would send.
     pub program: &'static str,
-    /// `data/<key>` values.
+    /// `data/<key>` values: the program's arguments.
     pub context: fn(&observatory_server::ServerHandle) -> Map<String, Value>,
+}
+
+/// The org every question is about.
+const ORG: &str = "org_acme";
+
+fn org(_: &observatory_server::ServerHandle) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("org_id".into(), Value::String(ORG.into()));
+    m
+}
+
+fn october(h: &observatory_server::ServerHandle) -> Map<String, Value> {
+    let mut m = org(h);
+    m.insert("since".into(), Value::String("2026-10-01T00:00:00Z".into()));
+    m.insert("until".into(), Value::String("2026-11-01T00:00:00Z".into()));
+    m
+}
+
+fn newest_eight(h: &observatory_server::ServerHandle) -> Map<String, Value> {
+    let mut m = org(h);
+    m.insert("limit".into(), Value::from(8));
+    m
 }
 
 fn no_context(_: &observatory_server::ServerHandle) -> Map<String, Value> {
@@ -34,87 +59,70 @@ fn no_context(_: &observatory_server::ServerHandle) -> Map<String, Value> {
 
 /// A failed trace of org_acme with a few steps, and its external (W3C) id, from the data set.
 fn a_failed_trace(h: &observatory_server::ServerHandle) -> Map<String, Value> {
-    let mut m = Map::new();
+    let mut m = org(h);
     if let Some(t) = h
         .dataset()
         .traces()
         .iter()
-        .find(|t| t.org == "org_acme" && t.status.as_str() == "error")
+        .find(|t| t.org == ORG && t.status.as_str() == "error")
     {
-        m.insert("trace-id".into(), Value::String(t.id.clone()));
-        m.insert("external-id".into(), Value::String(t.external_id.clone()));
+        m.insert("trace_id".into(), Value::String(t.id.clone()));
+        m.insert("external_id".into(), Value::String(t.external_id.clone()));
     }
     m
 }
 
-/// The questions, in the order the demo asks them.
+/// `a_failed_trace` without the trace id (the question that finds it by its external id).
+fn an_external_id(h: &observatory_server::ServerHandle) -> Map<String, Value> {
+    let mut m = a_failed_trace(h);
+    m.remove("trace_id");
+    m
+}
+
+/// `a_failed_trace` without the external id.
+fn a_trace_id(h: &observatory_server::ServerHandle) -> Map<String, Value> {
+    let mut m = a_failed_trace(h);
+    m.remove("external_id");
+    m
+}
+
+/// The questions, in the order the demo asks them. The read ones are the deployment's declared
+/// programs (fixtures/observatory/programs), checked at build time against the Observatory's
+/// operations.
 pub const QUESTIONS: &[Question] = &[
     Question {
         title: "Which error classes caused org_acme's recent failures?",
-        program: r#"(let [r (tool/call 'observatory/list-errors {:org-id "org_acme" :limit 200})]
-  (if (:ok r)
-    (->> (:errors (:value r))
-         (map :error_class)
-         (frequencies)
-         (sort-by (fn [[_ n]] (- n)))
-         (into []))
-    (fail r)))"#,
-        context: no_context,
+        tool: Some("errors-by-class"),
+        program: include_str!("../../fixtures/observatory/programs/errors-by-class.clj"),
+        context: org,
     },
     Question {
         title: "What did org_acme spend per model in October 2026?",
-        program: r#"(let [r (tool/call 'observatory/costs {:org-id "org_acme" :group-by "model"
-                                       :since "2026-10-01T00:00:00Z"
-                                       :until "2026-11-01T00:00:00Z"})
-      v (:value r)]
-  {:total-usd (:total_cost_usd v)
-   :by-model (->> (:buckets v)
-                  (sort-by :total_cost_usd >)
-                  (map (fn [b] [(:key b) (:total_cost_usd b)]))
-                  (into []))})"#,
-        context: no_context,
+        tool: Some("costs-by-model"),
+        program: include_str!("../../fixtures/observatory/programs/costs-by-model.clj"),
+        context: october,
     },
     Question {
         title: "Which run reported this external trace id?",
-        program: r#"(let [r (tool/call 'observatory/search-traces {:org-id "org_acme"
-                                               :trace-id data/external-id})]
-  (->> (:traces (:value r))
-       (map #(select-keys % [:id :status :model :error_class :repository]))
-       (into [])))"#,
-        context: a_failed_trace,
+        tool: Some("trace-by-external-id"),
+        program: include_str!("../../fixtures/observatory/programs/trace-by-external-id.clj"),
+        context: an_external_id,
     },
     Question {
         title: "How did that failed run go, and what did its first failing step return?",
-        program: r#"(let [steps (:steps (:value (tool/call 'observatory/get-trace-steps
-                                          {:org-id "org_acme" :id data/trace-id})))
-      failed (first (filter #(= "error" (:status %)) steps))
-      step (:value (tool/call 'observatory/get-trace-step
-                              {:org-id "org_acme" :id data/trace-id :step-id (:id failed)}))]
-  {:steps (count steps)
-   :by-kind (frequencies (map :kind steps))
-   :failed-step {:index (:index step) :name (:name step) :kind (:kind step)
-                 :output-start (subs (str (:output step)) 0 (min 160 (count (str (:output step)))))}})"#,
-        context: a_failed_trace,
+        tool: Some("failed-run"),
+        program: include_str!("../../fixtures/observatory/programs/failed-run.clj"),
+        context: a_trace_id,
     },
     Question {
         title: "Across org_acme's 8 newest failed runs, which steps failed? (pmap fan-out)",
-        program: r#"(let [traces (:value (tool/call 'observatory/list-traces
-                                            {:org-id "org_acme" :status "error" :limit 8}))
-      steps (pmap #(tool/call 'observatory/get-trace-steps {:org-id "org_acme" :id (:id %)})
-                  traces)]
-  (->> (map (fn [t s]
-              {:trace (:id t)
-               :model (:model t)
-               :failed (->> (:steps (:value s))
-                            (filter #(= "error" (:status %)))
-                            (map :name)
-                            (into []))})
-            traces steps)
-       (into [])))"#,
-        context: no_context,
+        tool: Some("failed-steps"),
+        program: include_str!("../../fixtures/observatory/programs/failed-steps.clj"),
+        context: newest_eight,
     },
     Question {
         title: "Flag org_acme's newest failed run for review (a write: a person approves it)",
+        tool: None,
         program: r#"(let [t (first (:value (tool/call 'observatory/list-traces
                                               {:org-id "org_acme" :status "error" :limit 1})))
       w (tool/call 'observatory/annotate-trace
@@ -253,13 +261,17 @@ fn run_inner(source: PlanSource) -> Result<(), String> {
         )?;
         let mut failures = 0;
         let mut audited: Vec<String> = Vec::new();
+        let mut answers: Vec<Option<String>> = Vec::new();
         for (i, q) in QUESTIONS.iter().enumerate() {
             let context = (q.context)(&observatory);
             println!("\n── {}. {}", i + 1, q.title);
             if !context.is_empty() {
                 println!("context: {}", Value::Object(context.clone()));
             }
-            println!("program:");
+            match q.tool {
+                Some(tool) => println!("program (the deployment's tool `{tool}`):"),
+                None => println!("program:"),
+            }
             for line in q.program.lines() {
                 println!("  {line}");
             }
@@ -277,6 +289,7 @@ fn run_inner(source: PlanSource) -> Result<(), String> {
                     Some(Arc::new(DemoPerson)),
                 )
                 .await;
+            answers.push(outcome.result.as_ref().ok().map(|v| v.text.clone()));
             match &outcome.result {
                 Ok(v) => println!("answer:\n  {}", envelope::bounded(&v.text, 4096)),
                 Err(e) => {
@@ -331,17 +344,69 @@ fn run_inner(source: PlanSource) -> Result<(), String> {
                     .unwrap_or_default()
             );
         }
+        failures += as_a_tool(&evaluator, &observatory, &answers).await;
         upstreams.shutdown().await;
         observatory.shutdown().await;
         if failures > 0 {
             return Err(format!("{failures} question(s) failed"));
         }
         println!(
-            "\nEvery answer came from one lisp_eval call. Serve the same to an MCP client with \
-             `cargo run -p generated-example -- serve` (see docs/getting-started.md)."
+            "\nEvery answer came from one program run. Serve the same to an MCP client with \
+             `cargo run -p generated-example -- serve` (see docs/getting-started.md): lisp_eval, \
+             and each read question as a tool of its own."
         );
         Ok(())
     });
     let _ = std::fs::remove_file(&token_file);
     result
+}
+
+/// The first question again, as an MCP client calls the deployment's tool for it (`tools/call`
+/// of `errors-by-class` with its arguments): the host's own path for a program tool. Counts a
+/// failure when its answer is not question 1's.
+async fn as_a_tool(
+    evaluator: &Evaluator,
+    observatory: &observatory_server::ServerHandle,
+    answers: &[Option<String>],
+) -> usize {
+    let q = &QUESTIONS[0];
+    let Some(tool) = q.tool else {
+        return 0;
+    };
+    let args = (q.context)(observatory);
+    println!(
+        "\n── The first question again, called as the tool `{tool}` (tools/call with {})",
+        Value::Object(args.clone())
+    );
+    let caller = ptc::core::credentials::identity::Caller::default();
+    let req = match programs::request_for(evaluator, &caller, tool, Some(args)) {
+        Ok(req) => req,
+        Err(e) => {
+            println!("error: {e:?}");
+            return 1;
+        }
+    };
+    let outcome = evaluator
+        .eval_within(req, Default::default(), evaluator.wait_until(), None)
+        .await;
+    match &outcome.result {
+        Ok(v) if answers.first().cloned().flatten().as_deref() == Some(v.text.as_str()) => {
+            println!(
+                "answer (the same as question 1's):\n  {}",
+                envelope::bounded(&v.text, 4096)
+            );
+            0
+        }
+        Ok(v) => {
+            println!(
+                "answer, not question 1's:\n  {}",
+                envelope::bounded(&v.text, 4096)
+            );
+            1
+        }
+        Err(e) => {
+            println!("error: {}: {}", e.reason, e.message);
+            1
+        }
+    }
 }

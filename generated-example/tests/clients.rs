@@ -32,12 +32,27 @@ fn programs() -> Value {
         {"program": "(apropos \"cost\")"},
         {"program": "(doc 'observatory/search-traces)"},
         {"program": "(+ data/a 1)", "context": {"a": 41}},
-        {"program": "(fail {:why \"no data\"})"}
+        {"program": "(fail {:why \"no data\"})"},
+        // A declared program called as the tool it is, then through lisp_eval.
+        {"tool": "errors-by-class", "arguments": {"org_id": "org_acme"}},
+        {"program": ERRORS_BY_CLASS, "context": {"org_id": "org_acme"}}
     ])
 }
 
+const ERRORS_BY_CLASS: &str =
+    include_str!("../../fixtures/observatory/programs/errors-by-class.clj");
+
+/// The read programs the deployment declares (fixtures/observatory/upstreams.json), each a tool.
+const PROGRAM_TOOLS: [&str; 5] = [
+    "costs-by-model",
+    "errors-by-class",
+    "failed-run",
+    "failed-steps",
+    "trace-by-external-id",
+];
+
 fn check_calls(calls: &[Value]) {
-    assert_eq!(calls.len(), 5, "{calls:?}");
+    assert_eq!(calls.len(), 7, "{calls:?}");
     let s = |i: usize| &calls[i]["structured"];
     assert_eq!(calls[0]["is_error"], json!(false), "{}", calls[0]);
     assert_eq!(s(0)["result"], json!(7));
@@ -67,12 +82,40 @@ fn check_calls(calls: &[Value]) {
     assert_eq!(s(4)["reason"], "fail");
     assert_eq!(s(4)["value"], json!({"why": "no data"}));
     assert_eq!(s(4)["position"], json!({"line": 1, "column": 1}));
+    // The program tool answers as the same program through lisp_eval.
+    assert_eq!(calls[5]["is_error"], json!(false), "{}", calls[5]);
+    assert!(
+        !s(5)["result"].as_array().unwrap().is_empty(),
+        "{}",
+        calls[5]
+    );
+    assert_eq!(s(5)["result"], s(6)["result"]);
+    assert_eq!(calls[5]["text"], calls[6]["text"]);
+    assert_eq!(s(5)["upstream_calls"][0]["tool"], "list-errors");
 }
 
 fn check_tools(out: &Value) {
     let tools = out["tools"].as_array().unwrap();
-    assert_eq!(tools.len(), 1);
-    assert_eq!(tools[0]["name"], "lisp_eval");
+    let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
+    let mut expected = vec!["lisp_eval"];
+    expected.extend(PROGRAM_TOOLS);
+    assert_eq!(names, expected);
+    for t in &tools[1..] {
+        // Each with its parameters, its result inside the result contract, and read-only.
+        assert!(
+            t["inputSchema"]["required"]
+                .as_array()
+                .unwrap()
+                .contains(&json!("org_id")),
+            "{t}"
+        );
+        assert!(
+            t["outputSchema"]["properties"]["result"]["anyOf"].is_array(),
+            "{t}"
+        );
+        assert_eq!(t["annotations"]["readOnlyHint"], json!(true), "{t}");
+        assert_eq!(t["annotations"]["destructiveHint"], json!(false), "{t}");
+    }
     assert_eq!(tools[0]["annotations"]["readOnlyHint"], json!(true));
     let d = tools[0]["description"].as_str().unwrap();
     assert!(

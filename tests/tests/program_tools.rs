@@ -14,30 +14,6 @@ use support::{Bed, Session, message_with_id};
 
 const PROGRAM: &str = "errors-by-class";
 
-/// The fixture config with one declared program, compiled: its programs.
-fn programs() -> Vec<ptc_plan::ProgramPlan> {
-    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/observatory");
-    let dir = std::env::temp_dir().join(format!("ptc-program-tools-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let mut config: Value =
-        serde_json::from_str(&std::fs::read_to_string(fixtures.join("upstreams.json")).unwrap())
-            .unwrap();
-    config["upstreams"]["observatory"]["schema_file"] =
-        json!(fixtures.join("observatory.openapi.json"));
-    config["programs"] = json!({PROGRAM: {
-        "file": std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs/errors-by-class.clj"),
-        "description": "The error classes of an org's recent failures, most frequent first.",
-        "parameters": {"type": "object", "properties": {"org_id": {"type": "string"}},
-                       "required": ["org_id"]},
-        "result": {"type": "array", "items": {"type": "array"}}
-    }});
-    let path = dir.join("upstreams.json");
-    std::fs::write(&path, config.to_string()).unwrap();
-    let loaded = ptc_plan::load(&path).unwrap_or_else(|d| panic!("{d}"));
-    let _ = std::fs::remove_dir_all(&dir);
-    loaded.plan.programs
-}
-
 async fn request(s: &Session, id: i64, method: &str, params: Value) -> Value {
     let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
     let r = s.send(&msg).await;
@@ -49,15 +25,8 @@ async fn request(s: &Session, id: i64, method: &str, params: Value) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_declared_program_is_a_tool_answering_as_the_same_program_through_lisp_eval() {
     let token = observatory_server::TokenSpec::full_access("tok", "obs_programs_6b1d2e9f");
-    let declared = programs();
-    let bed = Bed::start_with(
-        "program-tools",
-        token,
-        "",
-        StartOptions::default(),
-        |plan| plan.programs = declared,
-    )
-    .await;
+    // The fixture config declares the demo's read questions as programs.
+    let bed = Bed::start("program-tools", token, "", StartOptions::default()).await;
     let evaluator = Evaluator::new(
         Arc::clone(&bed.up),
         tokio::runtime::Handle::current(),
@@ -70,12 +39,23 @@ async fn a_declared_program_is_a_tool_answering_as_the_same_program_through_lisp
     let listed = request(&session, 1, "tools/list", json!({})).await;
     let tools = listed["result"]["tools"].as_array().unwrap();
     let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
-    assert_eq!(names, ["lisp_eval", PROGRAM]);
-    let tool = &tools[1];
+    assert_eq!(
+        names,
+        [
+            "lisp_eval",
+            "costs-by-model",
+            "errors-by-class",
+            "failed-run",
+            "failed-steps",
+            "trace-by-external-id"
+        ]
+    );
+    let tool = &tools[2];
+    assert_eq!(tool["name"], PROGRAM);
     assert_eq!(tool["inputSchema"]["required"], json!(["org_id"]));
     assert_eq!(
         tool["outputSchema"]["properties"]["result"]["anyOf"][0],
-        json!({"type": "array", "items": {"type": "array"}})
+        bed.up.plan().program(PROGRAM).unwrap().output_schema
     );
     assert_eq!(tool["annotations"]["readOnlyHint"], json!(true));
     assert_eq!(tool["annotations"]["destructiveHint"], json!(false));
@@ -91,6 +71,17 @@ async fn a_declared_program_is_a_tool_answering_as_the_same_program_through_lisp
     assert_eq!(called["result"]["isError"], json!(false), "{called}");
     let classes = answer["result"].as_array().unwrap();
     assert!(!classes.is_empty(), "{answer}");
+    // What it answers meets the outputSchema it lists (clients check it).
+    let listed_output = tool["outputSchema"].clone();
+    ptc_core::call::validate::check_args(
+        ptc_core::call::validate::Schema {
+            root: &listed_output,
+            definitions: None,
+        },
+        &Default::default(),
+        answer.as_object().unwrap().clone(),
+    )
+    .unwrap_or_else(|e| panic!("{e:?}: {answer}"));
     let calls = answer["upstream_calls"].as_array().unwrap();
     assert_eq!(calls.len(), 1, "{answer}");
     assert_eq!(calls[0]["tool"], json!("list-errors"));
@@ -141,7 +132,8 @@ async fn a_declared_program_is_a_tool_answering_as_the_same_program_through_lisp
     let error = unknown["error"]["message"].as_str().unwrap();
     assert_eq!(
         error,
-        "unknown tool `nope`; this server has lisp_eval, errors-by-class"
+        "unknown tool `nope`; this server has lisp_eval, costs-by-model, errors-by-class, \
+         failed-run, failed-steps, trace-by-external-id"
     );
     bed.stop().await;
 }

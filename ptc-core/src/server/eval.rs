@@ -196,7 +196,7 @@ impl Evaluator {
     }
 
     /// What `caller` may see, for its listing of `lisp_eval` (its pace is not counted).
-    pub(crate) fn visible_to(&self, caller: &Caller) -> Grant {
+    pub fn visible_to(&self, caller: &Caller) -> Grant {
         match self.policy.get() {
             None => Grant::everything(),
             // A caller no rule is for sees nothing: its programs are refused.

@@ -149,19 +149,15 @@ impl ServerHandler for PtcServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let caller = caller(&context);
-        let program = if request.name == tool::NAME {
-            None
-        } else {
-            let grant = self.evaluator.visible_to(&caller);
-            let upstreams = self.evaluator.upstreams();
-            let visible: Vec<_> =
-                programs::visible(upstreams.plan(), upstreams.catalog(), &grant).collect();
-            match visible.iter().find(|p| p.name == request.name) {
-                Some(p) => Some((*p).clone()),
-                None => {
-                    let names: Vec<&str> = std::iter::once(tool::NAME)
-                        .chain(visible.iter().map(|p| p.name.as_str()))
-                        .collect();
+        let is_program = request.name != tool::NAME;
+        let parsed = if is_program {
+            match programs::request_for(
+                &self.evaluator,
+                &caller,
+                &request.name,
+                request.arguments.clone(),
+            ) {
+                Err(programs::Refusal::Unknown(names)) => {
                     return Err(ErrorData::invalid_params(
                         format!(
                             "unknown tool `{}`; this server has {}",
@@ -171,7 +167,11 @@ impl ServerHandler for PtcServer {
                         None,
                     ));
                 }
+                Err(programs::Refusal::InvalidArguments(m)) => Err(m),
+                Ok(r) => Ok(r),
             }
+        } else {
+            parse_request(request.arguments.clone())
         };
         let answer = |e: EvalError| self.reply(&EvalOutcome::refused(e));
         // A request refused before it reaches the evaluator counts here; an evaluation counts
@@ -199,19 +199,14 @@ impl ServerHandler for PtcServer {
                 },
             );
         }
-        let parsed = match &program {
-            Some(p) => {
-                programs::request(p, self.evaluator.upstreams().patterns(), request.arguments)
-            }
-            None => parse_request(request.arguments),
-        };
         let req = match parsed {
             Ok(r) => EvalRequest {
                 caller: caller.clone(),
                 // A program tool's answer depends on its arguments only: no session.
-                session: match program {
-                    Some(_) => None,
-                    None => r.session.clone().or_else(|| self.default_session(&context)),
+                session: if is_program {
+                    None
+                } else {
+                    r.session.clone().or_else(|| self.default_session(&context))
                 },
                 trace: trace_parent(&context),
                 ..r

@@ -17,7 +17,7 @@ mod listeners;
 pub mod metrics;
 pub mod options;
 pub mod outcome;
-mod programs;
+pub mod programs;
 pub mod refresh;
 pub mod repl;
 mod rounds;

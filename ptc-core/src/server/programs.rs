@@ -16,7 +16,40 @@ use serde_json::{Map, Value, json};
 use crate::call::validate::{Patterns, Schema, check_args};
 use crate::catalog::Catalog;
 use crate::catalog::policy::Grant;
+use crate::credentials::identity::Caller;
+use crate::server::eval::Evaluator;
 use crate::server::outcome::EvalRequest;
+
+/// Why a call of a tool by name is not a program run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// No program of that name the caller may run: the tools they have.
+    Unknown(Vec<String>),
+    /// Its arguments do not meet its parameters (nothing ran).
+    InvalidArguments(String),
+}
+
+/// The evaluation that runs declared program `name` for `caller` with `args`: what a
+/// `tools/call` of the program runs (the MCP handler calls this; so may a host of its own).
+pub fn request_for(
+    evaluator: &Evaluator,
+    caller: &Caller,
+    name: &str,
+    args: Option<Map<String, Value>>,
+) -> Result<EvalRequest, Refusal> {
+    let grant = evaluator.visible_to(caller);
+    let upstreams = evaluator.upstreams();
+    let visible: Vec<&ProgramPlan> =
+        visible(upstreams.plan(), upstreams.catalog(), &grant).collect();
+    let Some(program) = visible.iter().find(|p| p.name == name) else {
+        return Err(Refusal::Unknown(
+            std::iter::once(crate::server::tool::NAME.to_string())
+                .chain(visible.iter().map(|p| p.name.clone()))
+                .collect(),
+        ));
+    };
+    request(program, upstreams.patterns(), args).map_err(Refusal::InvalidArguments)
+}
 
 /// The programs `grant` lets its caller run.
 pub(crate) fn visible<'p>(
@@ -68,9 +101,10 @@ fn output_schema(result: &Value) -> Value {
         "properties": {
             "result": {"anyOf": [result, {"type": "null"}]},
             "result_truncated": {"type": "boolean"},
-            "prints": {"type": "string"},
-            "upstream_calls": {"type": "integer"},
-            "ptc_metrics": {"type": "object"}
+            "prints": {"type": "array", "items": {"type": "string"}},
+            "upstream_calls": {"type": "array", "items": {"type": "object"}},
+            "ptc_metrics": {"type": "object"},
+            "caller": {"type": "string"}
         },
         "required": ["result"]
     })
@@ -79,7 +113,7 @@ fn output_schema(result: &Value) -> Value {
 /// The evaluation of `program` called with `args`: its text, the arguments checked against its
 /// parameters as its `data/`, its declared result as the result's schema. No session: a
 /// program tool's answer depends on its arguments only.
-pub(crate) fn request(
+fn request(
     program: &ProgramPlan,
     patterns: &Patterns,
     args: Option<Map<String, Value>>,
