@@ -11,11 +11,18 @@ fn demo_answers_every_question_with_its_calls_and_payload_reduction() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
-    // Six questions, each with its program, an answer (no error) and a payload line.
-    let sections: Vec<&str> = stdout.split("\n── ").skip(1).collect();
-    assert_eq!(sections.len(), 6, "{stdout}");
-    for s in &sections {
-        assert!(s.contains("\nprogram:\n  ("), "{s}");
+    // Six questions, each with its program, an answer (no error) and a payload line; the
+    // first five are the deployment's program tools. Then the first again, called as its tool.
+    let all: Vec<&str> = stdout.split("\n── ").skip(1).collect();
+    assert_eq!(all.len(), 7, "{stdout}");
+    let (sections, as_tool) = all.split_at(6);
+    for (i, s) in sections.iter().enumerate() {
+        let header = if i < 5 {
+            "\nprogram (the deployment's tool `"
+        } else {
+            "\nprogram:\n  ("
+        };
+        assert!(s.contains(header), "{s}");
         assert!(s.contains("\nanswer:\n  "), "{s}");
         assert!(!s.contains("\nerror: "), "{s}");
         assert!(s.contains("\nupstream calls:\n  observatory/"), "{s}");
@@ -38,6 +45,12 @@ fn demo_answers_every_question_with_its_calls_and_payload_reduction() {
     assert!(
         sections[3].contains("observatory/get-trace-step ok")
             && sections[3].contains(":failed-step {:index ")
+    );
+    assert!(
+        as_tool[0].starts_with("The first question again, called as the tool `errors-by-class`")
+            && as_tool[0].contains("\nanswer (the same as question 1's):\n  [[\"timeout\" "),
+        "{}",
+        as_tool[0]
     );
     // The fan-out: one list and eight step fetches.
     assert_eq!(

@@ -135,16 +135,16 @@ fn programs(out: &mut String, plan: &Plan) {
         "programs ({}, checked against the tools above)",
         plan.programs.len()
     );
-    let width = plan
-        .programs
-        .iter()
-        .map(|p| p.name.len())
-        .max()
-        .unwrap_or(0);
-    for p in &plan.programs {
-        let file = std::path::Path::new(&p.file)
+    let file_of = |p: &ptc_plan::ProgramPlan| {
+        std::path::Path::new(&p.file)
             .file_name()
-            .map_or(p.file.clone(), |f| f.to_string_lossy().into_owned());
+            .map_or(p.file.clone(), |f| f.to_string_lossy().into_owned())
+    };
+    let width = plan.programs.iter().map(|p| p.name.len()).max();
+    let file_width = plan.programs.iter().map(|p| file_of(p).len()).max();
+    let (width, file_width) = (width.unwrap_or(0), file_width.unwrap_or(0));
+    for p in &plan.programs {
+        let file = file_of(p);
         let effect = if p.writes.is_empty() {
             "read-only".to_string()
         } else {
@@ -152,7 +152,7 @@ fn programs(out: &mut String, plan: &Plan) {
         };
         let _ = writeln!(
             out,
-            "  {:width$}  {file}  required: {}  calls: {}  [{effect}]",
+            "  {:width$}  {file:file_width$}  required: {}  calls: {}  [{effect}]",
             p.name,
             required(&p.input_schema),
             p.calls.join(" ")

@@ -597,6 +597,17 @@ mod tests {
         workspace().join("fixtures/observatory/upstreams.json")
     }
 
+    /// The Observatory config's programs, copied into `conf` (a config copied elsewhere needs
+    /// them beside it).
+    fn copy_programs(conf: &Path) {
+        let from = workspace().join("fixtures/observatory/programs");
+        std::fs::create_dir_all(conf.join("programs")).unwrap();
+        for entry in std::fs::read_dir(&from).unwrap() {
+            let entry = entry.unwrap();
+            std::fs::copy(entry.path(), conf.join("programs").join(entry.file_name())).unwrap();
+        }
+    }
+
     #[test]
     fn an_empty_existing_folder_is_filled_with_the_crate_and_the_config_with_its_document() {
         let dir = scratch("empty").join("Obs Deploy");
@@ -626,6 +637,12 @@ mod tests {
             std::fs::read(dir.join("observatory.openapi.json")).unwrap(),
             std::fs::read(workspace().join("fixtures/observatory/observatory.openapi.json"))
                 .unwrap()
+        );
+        assert_eq!(
+            std::fs::read(dir.join("programs/errors-by-class.clj")).unwrap(),
+            std::fs::read(workspace().join("fixtures/observatory/programs/errors-by-class.clj"))
+                .unwrap(),
+            "the declared programs are copied where the config names them"
         );
         assert!(!dir.join("secrets").exists(), "secrets are never copied");
         let main = std::fs::read_to_string(dir.join("src/main.rs")).unwrap();
@@ -720,6 +737,7 @@ mod tests {
             .unwrap()
             .replace("\"observatory.openapi.json\"", "\"../specs/obs.json\"");
         std::fs::write(here.join("conf/upstreams.json"), text).unwrap();
+        copy_programs(&here.join("conf"));
         let dir = here.join("out");
         scaffold(&dir, &here.join("conf/upstreams.json"), &facade()).unwrap();
         assert!(dir.join("obs.json").is_file());
@@ -743,6 +761,7 @@ mod tests {
         json["upstreams"]["observatory"]["schema_file"] = "../specs/obs.json".into();
         json["upstreams"]["mirror"] = json["upstreams"]["observatory"].clone();
         std::fs::write(here.join("conf/upstreams.json"), json.to_string()).unwrap();
+        copy_programs(&here.join("conf"));
         let dir = here.join("out");
         scaffold(&dir, &here.join("conf/upstreams.json"), &facade()).unwrap();
         let copied: Value =
@@ -834,6 +853,7 @@ mod tests {
             "\"../specs/upstreams.json\"",
         );
         std::fs::write(here.join("conf/upstreams.json"), text).unwrap();
+        copy_programs(&here.join("conf"));
         let dir = here.join("out");
         scaffold(&dir, &here.join("conf/upstreams.json"), &facade()).unwrap();
         assert!(dir.join("observatory-upstreams.json").is_file());

@@ -95,8 +95,22 @@ fn prints_the_observatory_catalog() {
             && write.ends_with("required: id, org_id, body  [write, approval always]"),
         "{write}"
     );
+    // The declared programs, each with what it needs and calls, and its effect.
+    let program = stdout
+        .lines()
+        .find(|l| l.starts_with("  errors-by-class "))
+        .expect("errors-by-class listed");
     assert!(
-        stdout.ends_with("ok: 1 upstream, 8 compiled tools\n"),
+        program.contains("errors-by-class.clj")
+            && program.ends_with("required: org_id  calls: observatory/list-errors  [read-only]"),
+        "{program}"
+    );
+    assert!(
+        stdout.contains("\nprograms (5, checked against the tools above)\n"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.ends_with("ok: 1 upstream, 8 compiled tools, 5 checked programs\n"),
         "{stdout}"
     );
 }

@@ -49,6 +49,9 @@ fn bed(name: &str) -> Bed {
     let up = &mut config["upstreams"]["observatory"];
     up["base_url"] = json!(format!("http://{addr}"));
     up["schema_file"] = json!(fixtures.join("observatory.openapi.json"));
+    for program in config["programs"].as_object_mut().unwrap().values_mut() {
+        program["file"] = json!(fixtures.join(program["file"].as_str().unwrap()));
+    }
     std::fs::write(dir.join("upstreams.json"), config.to_string()).unwrap();
     Bed {
         rt,

@@ -12,6 +12,8 @@ use serde_json::{Map, Value, json};
 /// upstream `live` not pinned) and its programs.
 struct Deployment {
     dir: PathBuf,
+    /// Adds an upstream `broken` whose document is missing.
+    broken: bool,
 }
 
 fn ok_response() -> Value {
@@ -81,7 +83,7 @@ impl Deployment {
         let pins = pins_path(&dir.join("upstreams.json"), "mcp");
         std::fs::create_dir_all(pins.parent().unwrap()).unwrap();
         std::fs::write(pins, list.render()).unwrap();
-        Deployment { dir }
+        Deployment { dir, broken: false }
     }
 
     /// Writes program `name` with `source` and declares it with `declaration` (its `file` added).
@@ -110,7 +112,7 @@ impl Deployment {
     }
 
     fn load(&self) -> Result<Loaded, Diagnostics> {
-        let config = json!({
+        let mut config = json!({
             "upstreams": {
                 "obs": {"transport": "openapi", "base_url": "https://obs.example",
                         "schema_file": "obs.json",
@@ -122,6 +124,11 @@ impl Deployment {
             },
             "programs": Value::Object(self.programs()),
         });
+        if self.broken {
+            config["upstreams"]["broken"] = json!({"transport": "openapi",
+                "base_url": "https://broken.example", "schema_file": "missing.json",
+                "include_operations": ["x"]});
+        }
         let path = self.dir.join("upstreams.json");
         std::fs::write(&path, serde_json::to_string_pretty(&config).unwrap()).unwrap();
         ptc_plan::load(&path)
@@ -434,4 +441,26 @@ fn declarations_are_checked_like_the_rest_of_the_config() {
             "{expected}\n{messages:#?}"
         );
     }
+}
+
+/// An upstream with problems of its own has its programs' calls left unchecked: its problems
+/// are reported, and a call of it would only repeat them. Other calls are checked as ever.
+#[test]
+fn calls_of_an_upstream_that_did_not_compile_are_not_reported_again() {
+    let mut d = Deployment::new("broken");
+    d.broken = true;
+    d.program(
+        "p",
+        "(broken/x {:anything 1})\n(str/join \",\" [])\n(obs/list-errors {})",
+        json!({}),
+    );
+    let diags = d.load().expect_err("the broken upstream fails the load");
+    let messages: Vec<String> = diags.iter().map(|d| d.to_string()).collect();
+    assert_eq!(messages.len(), 2, "{messages:#?}");
+    assert!(messages[0].contains("upstream 'broken'"), "{messages:#?}");
+    assert!(
+        messages[1].contains("p.clj:3:1")
+            && messages[1].contains("missing required argument :org-id"),
+        "{messages:#?}"
+    );
 }

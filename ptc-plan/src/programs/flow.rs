@@ -112,6 +112,32 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// The fix names the type to declare, as JSON.
+    #[test]
+    fn the_fix_names_the_argument_s_type() {
+        let root = json!({"type": "object", "properties": {
+            "one": {"type": "integer"}, "two": {"type": ["string", "null"]}}});
+        let tool = Schema {
+            root: &root,
+            definitions: None,
+        };
+        let param = json!({"type": "boolean"});
+        let p = Param {
+            name: "p",
+            schema: &param,
+            required: true,
+        };
+        let help = |arg: &str| problem(&p, arg, tool, "t").map(|(_, help)| help);
+        assert_eq!(
+            help("one").as_deref(),
+            Some("give parameter `p` \"type\": \"integer\"")
+        );
+        assert_eq!(
+            help("two").as_deref(),
+            Some("give parameter `p` \"type\": [\"null\", \"string\"]")
+        );
+    }
+
     fn check(param: Value, required: bool, arg: Value, arg_required: bool) -> Option<String> {
         let root = json!({
             "type": "object",
