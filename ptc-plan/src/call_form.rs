@@ -300,7 +300,8 @@ mod tests {
     #[test]
     fn argument_values_are_sent_to_the_nesting_limit_and_refused_past_it() {
         // Built, not read: the reader's own depth limit is the same.
-        let wraps: [(&str, fn(Value) -> Value); 3] = [
+        type Wrap = fn(Value) -> Value;
+        let wraps: [(&str, Wrap); 3] = [
             ("vector", |v| Value::vector(vec![v])),
             ("set", |v| Value::set_from(vec![v])),
             ("map", |v| Value::map_from(vec![(Value::keyword("k"), v)])),
