@@ -526,8 +526,13 @@ fn mcp_oauth_grants_and_clients_are_compiled() {
 #[test]
 fn files_read_are_reported_for_rebuild_tracking() {
     let loaded = load("observatory/upstreams.json");
-    assert_eq!(loaded.files.len(), 2);
+    // The config, its document, then its programs (by name).
+    assert_eq!(loaded.files.len(), 2 + loaded.plan.programs.len());
+    assert!(loaded.files[0].ends_with("upstreams.json"));
     assert!(loaded.files[1].ends_with("observatory.openapi.json"));
+    for (file, program) in loaded.files[2..].iter().zip(&loaded.plan.programs) {
+        assert!(file.ends_with(format!("programs/{}.clj", program.name)), "{file:?}");
+    }
 }
 
 /// An upstream the config leaves undescribed (or describes with blanks) is shown by its OpenAPI
