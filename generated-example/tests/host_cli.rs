@@ -141,7 +141,11 @@ fn overrides_obey_the_configs_url_rules() {
     std::fs::create_dir_all(dir.join("programs")).unwrap();
     for program in std::fs::read_dir(config.with_file_name("programs")).unwrap() {
         let program = program.unwrap();
-        std::fs::copy(program.path(), dir.join("programs").join(program.file_name())).unwrap();
+        std::fs::copy(
+            program.path(),
+            dir.join("programs").join(program.file_name()),
+        )
+        .unwrap();
     }
     let strict_path = dir.join("upstreams.json");
     std::fs::write(&strict_path, strict).unwrap();

@@ -12,6 +12,10 @@ fn generated_plan_equals_the_runtime_load_of_the_same_config() {
         .plan;
     let generated = generated_example::plan().expect("the embedded plan reads");
     assert!(!generated.upstreams.is_empty());
+    assert!(
+        !generated.programs.is_empty(),
+        "the programs are compiled both ways too"
+    );
     assert_eq!(generated, runtime);
 }
 

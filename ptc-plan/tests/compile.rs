@@ -531,7 +531,10 @@ fn files_read_are_reported_for_rebuild_tracking() {
     assert!(loaded.files[0].ends_with("upstreams.json"));
     assert!(loaded.files[1].ends_with("observatory.openapi.json"));
     for (file, program) in loaded.files[2..].iter().zip(&loaded.plan.programs) {
-        assert!(file.ends_with(format!("programs/{}.clj", program.name)), "{file:?}");
+        assert!(
+            file.ends_with(format!("programs/{}.clj", program.name)),
+            "{file:?}"
+        );
     }
 }
 

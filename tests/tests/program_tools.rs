@@ -121,6 +121,31 @@ async fn a_declared_program_is_a_tool_answering_as_the_same_program_through_lisp
         "nothing was called: {refused}"
     );
 
+    // The metrics count each run of the program by its name (the refused call too).
+    let body = support::client()
+        .get(format!("{}/metrics", host.base))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for (series, n) in [
+        (
+            "ptc_program_runs_total{program=\"errors-by-class\",outcome=\"ok\"} ",
+            "1",
+        ),
+        (
+            "ptc_program_runs_total{program=\"errors-by-class\",outcome=\"error\"} ",
+            "1",
+        ),
+    ] {
+        assert!(
+            body.lines().any(|l| l == format!("{series}{n}")),
+            "{series}{n} in\n{body}"
+        );
+    }
+
     // A name that is neither says which tools there are.
     let unknown = request(
         &session,

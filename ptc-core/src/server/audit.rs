@@ -1,5 +1,5 @@
-//! One audit line per evaluation (tracing target `ptc::audit`): the caller's subject, the
-//! program's hash, the upstream
+//! One audit line per evaluation (tracing target `ptc::audit`): the caller's subject, the tool
+//! called (`lisp_eval`, or the declared program), the program's hash, the upstream
 //! calls (names and outcomes only; for a write also its approval and what it did), the outcome,
 //! durations and byte counts. Never program text, payloads, results or secrets.
 
@@ -22,6 +22,7 @@ pub fn record(program: &str, hash: &str, outcome: &EvalOutcome) {
     tracing::info!(
         target: "ptc::audit",
         caller = %outcome.caller,
+        tool = outcome.tool.as_deref().unwrap_or(crate::server::tool::NAME),
         program_sha256 = hash,
         program_bytes = program.len(),
         outcome = outcome_name,

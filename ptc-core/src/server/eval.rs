@@ -439,6 +439,7 @@ impl Evaluator {
         // Once for the audit line and the span.
         let hash = crate::program::program_hash(&req.program);
         let span = crate::telemetry::eval_span(
+            req.tool.as_deref(),
             &req.program,
             |_| hash.clone(),
             &req.caller.subject,
@@ -448,6 +449,7 @@ impl Evaluator {
         let outcome = EvalOutcome {
             duration: started.elapsed(),
             caller: req.caller.subject.clone(),
+            tool: req.tool.clone(),
             ..outcome
         };
         crate::server::audit::record(&req.program, &hash, &outcome);
@@ -616,6 +618,7 @@ impl Evaluator {
             duration: Duration::ZERO,
             caller: String::new(),
             session,
+            tool: None,
         }
     }
 

@@ -177,7 +177,8 @@ impl ServerHandler for PtcServer {
         // A request refused before it reaches the evaluator counts here; an evaluation counts
         // itself when it ends.
         let refused = |e: EvalError| -> CallToolResponse {
-            self.evaluator.metrics().refused(&e);
+            let program = is_program.then_some(request.name.as_ref());
+            self.evaluator.metrics().refused(&e, program);
             answer(e)
         };
         let arguments = request.arguments.clone().unwrap_or_default();

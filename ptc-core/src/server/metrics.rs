@@ -104,6 +104,12 @@ struct OutcomeLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ProgramLabels {
+    program: String,
+    outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct EvalLabels {
     outcome: &'static str,
     reason: &'static str,
@@ -152,6 +158,7 @@ type Histograms<L> = Family<L, Histogram, fn() -> Histogram>;
 pub struct HostMetrics {
     registry: Registry,
     evaluations: Family<EvalLabels, Counter>,
+    program_runs: Family<ProgramLabels, Counter>,
     evaluation_seconds: Histograms<OutcomeLabels>,
     queue_wait: Histogram,
     upstream_calls: Family<CallLabels, Counter>,
@@ -181,6 +188,7 @@ impl HostMetrics {
         let mut m = HostMetrics {
             registry: Registry::with_prefix("ptc"),
             evaluations: Family::default(),
+            program_runs: Family::default(),
             evaluation_seconds: Family::new_with_constructor(|| Histogram::new(EVAL_SECONDS)),
             queue_wait: Histogram::new(WAIT_SECONDS),
             upstream_calls: Family::default(),
@@ -195,6 +203,12 @@ impl HostMetrics {
             "Evaluations (lisp_eval calls) that ended, by outcome (ok, error) and reason (none \
              for ok)",
             m.evaluations.clone(),
+        );
+        m.registry.register(
+            "program_runs",
+            "Evaluations that ran a declared program called as its tool, by program and outcome \
+             (also counted in evaluations)",
+            m.program_runs.clone(),
         );
         m.registry.register_with_unit(
             "evaluation_duration",
@@ -261,6 +275,14 @@ impl HostMetrics {
             Err(e) => ("error", Some(e.reason)),
         };
         self.ended(name, reason);
+        if let Some(program) = &outcome.tool {
+            self.program_runs
+                .get_or_create(&ProgramLabels {
+                    program: program.clone(),
+                    outcome: name,
+                })
+                .inc();
+        }
         self.evaluation_seconds
             .get_or_create(&OutcomeLabels { outcome: name })
             .observe(outcome.duration.as_secs_f64());
@@ -275,8 +297,16 @@ impl HostMetrics {
 
     /// Counts one request refused before it reached the evaluator (its arguments, its
     /// session's queue, a stale round): an evaluation that ended in `error`, with no duration.
-    pub fn refused(&self, error: &EvalError) {
+    pub fn refused(&self, error: &EvalError, program: Option<&str>) {
         self.ended("error", Some(error.reason));
+        if let Some(program) = program {
+            self.program_runs
+                .get_or_create(&ProgramLabels {
+                    program: program.to_string(),
+                    outcome: "error",
+                })
+                .inc();
+        }
     }
 
     /// Counts an evaluation that ended with `outcome` and `reason`, and the limit it hit.
@@ -581,6 +611,7 @@ mod tests {
             duration: Duration::from_millis(ms),
             caller: "alice".into(),
             session: None,
+            tool: None,
         }
     }
 

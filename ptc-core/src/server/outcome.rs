@@ -28,6 +28,9 @@ pub struct EvalRequest {
     /// The caller's trace context (`_meta` or the HTTP headers), which the evaluation's span
     /// continues when traces are on.
     pub trace: Option<crate::telemetry::TraceParent>,
+    /// The declared program this runs, when the request called one as its tool (the audit
+    /// line, the span and the metrics name it).
+    pub tool: Option<String>,
 }
 
 /// A successful program's value.
@@ -159,6 +162,8 @@ pub struct EvalOutcome {
     pub caller: String,
     /// What the session kept, when the program ran in one.
     pub session: Option<SessionReport>,
+    /// The declared program that ran, when the request called one as its tool.
+    pub tool: Option<String>,
 }
 
 impl EvalOutcome {
@@ -171,6 +176,7 @@ impl EvalOutcome {
             duration: Duration::ZERO,
             caller: String::new(),
             session: None,
+            tool: None,
         }
     }
 }

@@ -137,6 +137,7 @@ fn request(
         program: program.source.clone(),
         context: Some(context),
         output_schema: declared.then(|| program.output_schema.clone()),
+        tool: Some(program.name.clone()),
         ..EvalRequest::default()
     })
 }

@@ -41,7 +41,7 @@ impl Active {
 /// A span that has not been handed to the processor yet.
 #[derive(Debug)]
 pub(super) struct Open {
-    name: &'static str,
+    name: Cow<'static, str>,
     kind: SpanKind,
     /// Its identity: trace, span, whether the trace is sampled, the vendors' state.
     pub(super) context: SpanContext,
@@ -77,11 +77,12 @@ impl Open {
     /// unless its parent is one of ptc's spans.
     pub(super) fn start(
         active: Arc<Active>,
-        name: &'static str,
+        name: impl Into<Cow<'static, str>>,
         kind: SpanKind,
         mut attributes: Vec<KeyValue>,
         parent: Under<'_>,
     ) -> Open {
+        let name = name.into();
         let span_id = active.ids.new_span_id();
         let (context, parent) = match parent {
             Under::Span(p) => {
@@ -98,12 +99,12 @@ impl Open {
             Under::Nothing => Self::sampled(
                 &active,
                 &Context::new(),
-                name,
+                &name,
                 &kind,
                 span_id,
                 &mut attributes,
             ),
-            Under::Caller(cx) => Self::sampled(&active, cx, name, &kind, span_id, &mut attributes),
+            Under::Caller(cx) => Self::sampled(&active, cx, &name, &kind, span_id, &mut attributes),
         };
         Open {
             name,
@@ -122,7 +123,7 @@ impl Open {
     fn sampled(
         active: &Active,
         cx: &Context,
-        name: &'static str,
+        name: &str,
         kind: &SpanKind,
         span_id: SpanId,
         attributes: &mut Vec<KeyValue>,
@@ -175,7 +176,7 @@ impl Open {
             parent_span_id: self.parent.0,
             parent_span_is_remote: self.parent.1,
             span_kind: self.kind.clone(),
-            name: Cow::Borrowed(self.name),
+            name: self.name.clone(),
             start_time: self.started,
             end_time: ended,
             attributes: all,
