@@ -162,3 +162,74 @@ async fn a_declared_program_is_a_tool_answering_as_the_same_program_through_lisp
     );
     bed.stop().await;
 }
+
+/// A policy rule keeps its callers to the deployment's reviewed programs: it lists only the
+/// programs it names, lisp_eval is neither listed nor callable, and another program is unknown.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_policy_keeps_callers_to_the_programs_it_names() {
+    let token = observatory_server::TokenSpec::full_access("tok", "obs_programs_policy_8c2e");
+    let bed = Bed::start("program-policy", token, "", StartOptions::default()).await;
+    let evaluator = Evaluator::new(
+        Arc::clone(&bed.up),
+        tokio::runtime::Handle::current(),
+        EvalLimits::default(),
+    )
+    .unwrap();
+    evaluator.set_policy(
+        ptc_core::catalog::policy::Policy::parse(
+            r#"{"rules": [{"name": "reviewed", "tools": ["observatory/*"],
+                "programs": ["errors-*"], "lisp_eval": false}]}"#,
+        )
+        .unwrap(),
+    );
+    let host = support::serve(evaluator, HttpOptions::default()).await;
+    let session = Session::open(&host.url, None).await;
+
+    let listed = request(&session, 1, "tools/list", json!({})).await;
+    let names: Vec<&str> = listed["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(names, [PROGRAM]);
+
+    let called = request(
+        &session,
+        2,
+        "tools/call",
+        json!({"name": PROGRAM, "arguments": {"org_id": "org_acme"}}),
+    )
+    .await;
+    assert_eq!(called["result"]["isError"], json!(false), "{called}");
+
+    let own = request(
+        &session,
+        3,
+        "tools/call",
+        json!({"name": "lisp_eval", "arguments": {"program": "(+ 1 2)"}}),
+    )
+    .await;
+    let refused = &own["result"]["structuredContent"];
+    assert_eq!(refused["reason"], json!("forbidden"), "{own}");
+    assert!(
+        refused["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("policy rule `reviewed` does not allow programs of your own"),
+        "{own}"
+    );
+
+    let other = request(
+        &session,
+        4,
+        "tools/call",
+        json!({"name": "failed-run", "arguments": {"org_id": "org_acme", "trace_id": "t"}}),
+    )
+    .await;
+    assert_eq!(
+        other["error"]["message"],
+        json!("unknown tool `failed-run`; this server has errors-by-class")
+    );
+    bed.stop().await;
+}

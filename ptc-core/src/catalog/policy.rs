@@ -3,12 +3,18 @@
 //! among them, and their limits. The first rule that matches a caller is its [`Grant`]; a caller
 //! no rule matches may run nothing. Without a policy file every caller may call every tool.
 //!
+//! A rule may also name the declared programs (tools of the host, see docs/programs.md) its
+//! callers may run, by glob (`programs`; by default every program whose tools the rule allows),
+//! and keep them to those programs (`lisp_eval: false`: no program of their own).
+//!
 //! ```json
 //! {"rules": [
 //!   {"name": "sre", "callers": {"groups": ["sre"]}, "tools": ["*"], "writes": true},
 //!   {"name": "agents", "callers": {"scopes": ["ptc:read"]},
 //!    "tools": ["observatory/*"], "except": ["observatory/annotate-*"],
-//!    "limits": {"calls_per_program": 20, "programs_per_minute": 30}}
+//!    "limits": {"calls_per_program": 20, "programs_per_minute": 30}},
+//!   {"name": "reviewed-only", "callers": {"scopes": ["ptc:programs"]},
+//!    "tools": ["observatory/*"], "programs": ["errors-by-*"], "lisp_eval": false}
 //! ]}
 //! ```
 
@@ -38,6 +44,10 @@ pub struct Rule {
     except: Globs,
     /// Whether writes (and safe queries) among its tools may be called.
     pub writes: bool,
+    /// The declared programs its callers may run (`None`: every one whose tools it allows).
+    programs: Option<Globs>,
+    /// Whether its callers may send programs of their own to `lisp_eval`.
+    pub lisp_eval: bool,
     /// Upstream calls per program (at most the host's own limit).
     pub calls_per_program: Option<u64>,
     /// Programs per minute per caller.
@@ -94,8 +104,15 @@ struct RuleFile {
     except: Vec<String>,
     #[serde(default)]
     writes: bool,
+    programs: Option<Vec<String>>,
+    #[serde(default = "yes")]
+    lisp_eval: bool,
     #[serde(default)]
     limits: LimitsFile,
+}
+
+fn yes() -> bool {
+    true
 }
 
 #[derive(Deserialize, Default)]
@@ -165,6 +182,12 @@ impl Policy {
                 tools: Globs::new(&r.tools, &format!("{at}.tools"))?,
                 except: Globs::new(&r.except, &format!("{at}.except"))?,
                 writes: r.writes,
+                programs: r
+                    .programs
+                    .as_ref()
+                    .map(|p| Globs::new(p, &format!("{at}.programs")))
+                    .transpose()?,
+                lisp_eval: r.lisp_eval,
                 calls_per_program: r.limits.calls_per_program,
                 programs_per_minute: r.limits.programs_per_minute,
                 name: r.name,
@@ -280,6 +303,29 @@ impl Grant {
         Ok(())
     }
 
+    /// Whether this caller may run declared program `name` (each tool it calls is checked too,
+    /// with [`Grant::check`]).
+    pub fn runs_program(&self, name: &str) -> bool {
+        match &self.0 {
+            Access::Everything => true,
+            Access::Nothing => false,
+            Access::Rule(r) => r.programs.as_ref().is_none_or(|g| g.matches(name)),
+        }
+    }
+
+    /// Whether this caller may send a program of their own to `lisp_eval`; the refusal names
+    /// the rule.
+    pub fn check_lisp_eval(&self) -> Result<(), String> {
+        match &self.0 {
+            Access::Rule(r) if !r.lisp_eval => Err(format!(
+                "policy rule `{}` does not allow programs of your own (lisp_eval): call one of \
+                 the deployment's programs, listed as tools",
+                r.name
+            )),
+            _ => Ok(()),
+        }
+    }
+
     /// The calls per program: the host's `max`, or the rule's when smaller.
     pub fn calls_per_program(&self, max: u64) -> u64 {
         self.rule()
@@ -366,6 +412,43 @@ mod tests {
         let mut t = crate::catalog::tests_support::tool(server, name);
         t.classified.effect = effect;
         t
+    }
+
+    /// `programs` narrows the declared programs a rule's callers may run (by default every
+    /// one); `lisp_eval: false` keeps them to those programs; no policy allows both.
+    #[test]
+    fn a_rule_names_the_programs_its_callers_run_and_may_forbid_their_own() {
+        let policy = Policy::parse(
+            r#"{"rules": [
+            {"name": "reviewed", "callers": {"groups": ["support"]}, "tools": ["obs/*"],
+             "programs": ["errors-*", "costs"], "lisp_eval": false},
+            {"name": "all", "tools": ["obs/*"]}
+        ]}"#,
+        )
+        .unwrap();
+        let support = policy.grant(&caller("s", None, &[], &["support"])).unwrap();
+        assert!(support.runs_program("errors-by-class") && support.runs_program("costs"));
+        assert!(!support.runs_program("failed-run") && !support.runs_program("costs-2"));
+        assert_eq!(
+            support.check_lisp_eval(),
+            Err(
+                "policy rule `reviewed` does not allow programs of your own (lisp_eval): call \
+                 one of the deployment's programs, listed as tools"
+                    .into()
+            )
+        );
+        let other = policy.grant(&caller("o", None, &[], &[])).unwrap();
+        assert!(other.runs_program("failed-run") && other.check_lisp_eval().is_ok());
+        assert!(
+            Grant::everything().runs_program("x") && Grant::everything().check_lisp_eval().is_ok()
+        );
+        assert!(!Grant::nothing().runs_program("x"));
+        let bad = Policy::parse(r#"{"rules": [{"name": "r", "tools": ["*"], "programs": ["["]}]}"#)
+            .unwrap_err();
+        assert!(
+            bad.starts_with("rules[0] (`r`).programs: bad glob `[`"),
+            "{bad}"
+        );
     }
 
     const POLICY: &str = r#"{"rules": [

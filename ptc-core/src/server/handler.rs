@@ -137,7 +137,13 @@ impl ServerHandler for PtcServer {
         let grant = self.evaluator.visible_to(&caller(&context));
         let upstreams = self.evaluator.upstreams();
         let catalog = upstreams.catalog();
-        let tools = std::iter::once(tool::definition(catalog, &grant))
+        // lisp_eval unless the caller's rule keeps them to the deployment's programs.
+        let lisp_eval = grant
+            .check_lisp_eval()
+            .is_ok()
+            .then(|| tool::definition(catalog, &grant));
+        let tools = lisp_eval
+            .into_iter()
             .chain(programs::visible(upstreams.plan(), catalog, &grant).map(programs::definition))
             .collect();
         Ok(ListToolsResult::with_all_items(tools))
@@ -171,7 +177,14 @@ impl ServerHandler for PtcServer {
                 Ok(r) => Ok(r),
             }
         } else {
-            parse_request(request.arguments.clone())
+            match self.evaluator.visible_to(&caller).check_lisp_eval() {
+                Ok(()) => parse_request(request.arguments.clone()),
+                Err(why) => {
+                    let e = EvalError::host(HostReason::Forbidden, why);
+                    self.evaluator.metrics().refused(&e, None);
+                    return Ok(self.reply(&EvalOutcome::refused(e)));
+                }
+            }
         };
         let answer = |e: EvalError| self.reply(&EvalOutcome::refused(e));
         // A request refused before it reaches the evaluator counts here; an evaluation counts

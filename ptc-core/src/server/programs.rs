@@ -4,8 +4,9 @@
 //! text with the validated arguments as its `data/`, through the same evaluator, limits,
 //! approvals and records as a `lisp_eval` program.
 //!
-//! A caller sees a program only when the policy lets them call every tool it calls: a program
-//! is never a way around the policy (and each call is checked again when it is made).
+//! A caller sees a program only when the policy lets them run it and call every tool it calls:
+//! a program is never a way around the policy (and each call is checked again when it is
+//! made).
 
 use std::sync::Arc;
 
@@ -42,8 +43,13 @@ pub fn request_for(
     let visible: Vec<&ProgramPlan> =
         visible(upstreams.plan(), upstreams.catalog(), &grant).collect();
     let Some(program) = visible.iter().find(|p| p.name == name) else {
+        let lisp_eval = grant
+            .check_lisp_eval()
+            .is_ok()
+            .then(|| crate::server::tool::NAME.to_string());
         return Err(Refusal::Unknown(
-            std::iter::once(crate::server::tool::NAME.to_string())
+            lisp_eval
+                .into_iter()
                 .chain(visible.iter().map(|p| p.name.clone()))
                 .collect(),
         ));
@@ -58,16 +64,17 @@ pub(crate) fn visible<'p>(
     grant: &Grant,
 ) -> impl Iterator<Item = &'p ProgramPlan> {
     plan.programs.iter().filter(move |p| {
-        p.calls.iter().all(|call| {
-            let Some((server, tool)) = call.split_once('/') else {
-                return false;
-            };
-            catalog
-                .server(server)
-                .ok()
-                .and_then(|s| s.tool(tool).ok())
-                .is_some_and(|t| grant.sees(t))
-        })
+        grant.runs_program(&p.name)
+            && p.calls.iter().all(|call| {
+                let Some((server, tool)) = call.split_once('/') else {
+                    return false;
+                };
+                catalog
+                    .server(server)
+                    .ok()
+                    .and_then(|s| s.tool(tool).ok())
+                    .is_some_and(|t| grant.sees(t))
+            })
     })
 }
 
