@@ -73,3 +73,48 @@ async fn streams_the_pages_of_a_paged_operation() {
     assert_eq!(ids, expected, "the pages hold every trace once, in order");
     assert_eq!(first_two.len(), 2);
 }
+
+/// A declared program run in-process through its generated types answers what the same program
+/// answers as its tool: `run_declared` checks the arguments, runs the program, decodes its value.
+#[test]
+fn a_declared_program_runs_in_process_with_its_generated_types() {
+    use generated_example::programs;
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (upstreams, server) = rt.block_on(bed());
+    let upstreams = std::sync::Arc::new(upstreams);
+    let run = |args: &programs::FailedStepsArgs| {
+        ptc::run_declared(
+            upstreams.clone(),
+            rt.handle().clone(),
+            args,
+            ptc::lisp::Limits::default(),
+            ptc::Budgets::default(),
+        )
+    };
+    let failed =
+        run(&programs::FailedStepsArgs::new("org_acme".into(), 3)).expect("the program answers");
+    assert_eq!(failed.len(), 3);
+    assert!(
+        failed.iter().all(|t| t.trace.starts_with("tr_")),
+        "{failed:?}"
+    );
+    // The arguments are checked against the parameters before anything runs.
+    let refused = run(&programs::FailedStepsArgs::new("org_acme".into(), 0)).unwrap_err();
+    assert!(
+        matches!(&refused, ptc::ProgramError::InvalidArguments(m) if m == "failed-steps: invalid arguments: :limit must be at least 1, got 0"),
+        "{refused}"
+    );
+    let classes = ptc::run_declared(
+        upstreams.clone(),
+        rt.handle().clone(),
+        &programs::ErrorsByClassArgs::new("org_acme".into()),
+        ptc::lisp::Limits::default(),
+        ptc::Budgets::default(),
+    )
+    .expect("the program answers");
+    assert!(
+        !classes.is_empty() && classes.iter().all(|c| c.len() == 2),
+        "{classes:?}"
+    );
+    rt.block_on(server.shutdown());
+}

@@ -92,6 +92,27 @@ pub fn generate_typed(
             Err(d) => diags.push(*d),
         }
     }
+    if !plan.programs.is_empty() {
+        if let Some(other) = module_names.get(PROGRAMS_MODULE) {
+            diags.push(
+                Diagnostic::new(
+                    config,
+                    ptc_plan::diagnostic::pointer_join("/upstreams", other),
+                    format!(
+                        "upstream `{other}` becomes the Rust module `{PROGRAMS_MODULE}`, which \
+                         holds the declared programs' types"
+                    ),
+                )
+                .upstream(other)
+                .help("rename the upstream"),
+            );
+        } else {
+            match programs(plan, config) {
+                Ok(tokens) => modules.push(tokens),
+                Err(d) => diags.push(*d),
+            }
+        }
+    }
     if !diags.is_empty() {
         return Err(diags);
     }
@@ -204,6 +225,29 @@ fn upstream(
     })
 }
 
+/// The module of the declared programs' types.
+const PROGRAMS_MODULE: &str = "programs";
+
+/// The `programs` module: each declared program's arguments (a `ptc::Program`) and result.
+fn programs(plan: &Plan, config: &Path) -> Result<TokenStream, Box<Diagnostic>> {
+    let specs = plan
+        .programs
+        .iter()
+        .map(|p| (operation::OpSpec::program(p), p.name.as_str()))
+        .collect();
+    let items = tool_items("", &NO_DEFINITIONS, specs, config)?;
+    let module = ident(PROGRAMS_MODULE);
+    let serde_import = paths::serde_import();
+    Ok(quote! {
+        /// The deployment's declared programs (tools of the host): typed arguments, each a
+        /// `ptc::Program` that `ptc::run_declared` runs in-process, and typed results.
+        pub mod #module {
+            #serde_import
+            #(#items)*
+        }
+    })
+}
+
 /// MCP tool schemas carry their own `$defs`; only OpenAPI upstreams share definitions.
 static NO_DEFINITIONS: BTreeMap<String, serde_json::Value> = BTreeMap::new();
 
@@ -255,18 +299,19 @@ fn tool_items<'v>(
                     .map(|s| s.to_string())
                     .or_else(|| payload.downcast_ref::<String>().cloned())
                     .unwrap_or_else(|| "unknown failure".into());
-                return Err(Box::new(
-                    Diagnostic::new(
-                        config,
-                        "",
-                        format!("internal error while generating code for this operation: {why}"),
-                    )
-                    .upstream(upstream)
-                    .operation(what)
-                    .help(
-                        "this is a ptc-codegen bug; please report it with the operation's schema",
-                    ),
-                ));
+                let d = Diagnostic::new(
+                    config,
+                    "",
+                    format!("internal error while generating code for this operation: {why}"),
+                )
+                .help("this is a ptc-codegen bug; please report it with the operation's schema");
+                // The declared programs have no upstream: they are named by themselves.
+                let d = if upstream.is_empty() {
+                    d.program(what)
+                } else {
+                    d.upstream(upstream).operation(what)
+                };
+                return Err(Box::new(d));
             }
         }
     }

@@ -1,9 +1,9 @@
-//! One included operation or pinned MCP tool: its arguments struct (the typed call's
-//! [`ptc_core::Operation`]) and its response type. Both transports come here as an [`OpSpec`],
-//! so they share the naming rules and the type generator.
+//! One included operation, pinned MCP tool or declared program: its arguments struct (the typed
+//! call's [`ptc_core::Operation`], or a program's [`ptc_core::Program`]) and its response type.
+//! All come here as an [`OpSpec`], so they share the naming rules and the type generator.
 
 use proc_macro2::TokenStream;
-use ptc_plan::{Effect, PinnedTool, ToolPlan, WriteGrant};
+use ptc_plan::{Effect, PinnedTool, ProgramPlan, ToolPlan, WriteGrant};
 use quote::quote;
 use serde_json::{Map, Value};
 
@@ -40,6 +40,8 @@ pub struct OpSpec<'v> {
     pub effect: Effect,
     /// It pages (`x-ptc-pagination`): the args struct implements `ptc::Paged`.
     pub paged: bool,
+    /// A declared program (its arguments implement `ptc::Program`), not an upstream's tool.
+    pub program: bool,
 }
 
 impl<'v> OpSpec<'v> {
@@ -57,6 +59,7 @@ impl<'v> OpSpec<'v> {
             ),
             effect: tool.classified.effect,
             paged: tool.ptc.pagination.is_some(),
+            program: false,
         }
     }
 
@@ -79,6 +82,34 @@ impl<'v> OpSpec<'v> {
                 |g| g.effect,
             ),
             paged: false,
+            program: false,
+        }
+    }
+
+    /// A declared program: its parameters and result (`{}`, any value, is untyped).
+    pub fn program(program: &'v ProgramPlan) -> Self {
+        let file = std::path::Path::new(&program.file).file_name().map_or_else(
+            || program.file.clone(),
+            |f| f.to_string_lossy().into_owned(),
+        );
+        OpSpec {
+            name: &program.name,
+            description: &program.description,
+            input_schema: &program.input_schema,
+            output_schema: program
+                .output_schema
+                .as_object()
+                .is_some_and(|s| !s.is_empty())
+                .then_some(&program.output_schema),
+            default_args: None,
+            route: format!("the declared program `{}` (`{file}`).", program.name),
+            effect: if program.writes.is_empty() {
+                Effect::Read
+            } else {
+                Effect::Write
+            },
+            paged: false,
+            program: true,
         }
     }
 }
@@ -135,7 +166,8 @@ pub fn generate<'v>(
 }
 
 /// The arguments struct, its constructor taking every required argument (`Default` when none
-/// is), and its [`ptc_core::Operation`] impl: `upstreams.run(args)` is the typed call.
+/// is), and its [`ptc_core::Operation`] impl (`upstreams.run(args)` is the typed call), or a
+/// program's [`ptc_core::Program`] impl (`ptc::run_declared`).
 fn args<'v>(
     types: &mut TypeGen<'v>,
     upstream: &str,
@@ -190,14 +222,26 @@ fn args<'v>(
         Some(sentences(&[
             paragraphs.next(),
             Some(format!(
-                "Arguments of {route} {how}. Call it with `upstreams.run(args)`{}.",
+                "Arguments of {route} {how}. {}{}.",
+                if tool.program {
+                    "Run it in-process with `ptc::run_declared(upstreams, runtime, &args, \
+                     limits, budgets)`"
+                } else {
+                    "Call it with `upstreams.run(args)`"
+                },
                 if tool.paged {
                     ", or stream its pages with `upstreams.pages(&args, max_pages)`"
                 } else {
                     ""
                 }
             )),
-            (!tool.effect.is_read()).then(|| {
+            (tool.program && !tool.effect.is_read()).then(|| {
+                "It calls writes: each runs only when the process's write gate is open, and \
+                 waits for a person's approval where its grant asks for one (none can be asked \
+                 in-process, so such a write is refused there)."
+                    .to_string()
+            }),
+            (!tool.program && !tool.effect.is_read()).then(|| {
                 format!(
                     "A {}: it runs only when the process's write gate is open \
                      (`--allow-writes`), never retried; a Rust caller is not asked for approval, \
@@ -217,18 +261,29 @@ fn args<'v>(
     );
     let id = ident(&names.args);
     let response_id = ident(&names.response);
-    let tool_name = format!("{upstream}/{}", tool.name);
-    let operation_trait = crate::paths::operation();
     let paged = tool.paged.then(|| {
         let paged_trait = crate::paths::paged();
         quote!(impl #paged_trait for #id {})
     });
-    let operation = quote! {
-        impl #operation_trait for #id {
-            const TOOL: &'static str = #tool_name;
-            type Response = #response_id;
+    let operation = if tool.program {
+        let program_trait = crate::paths::program();
+        let name = tool.name;
+        quote! {
+            impl #program_trait for #id {
+                const NAME: &'static str = #name;
+                type Output = #response_id;
+            }
         }
-        #paged
+    } else {
+        let operation_trait = crate::paths::operation();
+        let tool_name = format!("{upstream}/{}", tool.name);
+        quote! {
+            impl #operation_trait for #id {
+                const TOOL: &'static str = #tool_name;
+                type Response = #response_id;
+            }
+            #paged
+        }
     };
     if all_optional {
         return quote!(#item #operation);

@@ -37,6 +37,11 @@ pub fn operation() -> TokenStream {
     quote!(::ptc::Operation)
 }
 
+/// The trait of a declared program's typed arguments.
+pub fn program() -> TokenStream {
+    quote!(::ptc::Program)
+}
+
 /// The trait of an operation that pages.
 pub fn paged() -> TokenStream {
     quote!(::ptc::Paged)

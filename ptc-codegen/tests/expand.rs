@@ -196,6 +196,26 @@ fn upstreams_that_share_a_module_name_are_rejected() {
     );
 }
 
+/// The declared programs' types live in the module `programs`: an upstream that would become
+/// that module is refused while there are programs, and is fine without them.
+#[test]
+fn an_upstream_named_like_the_programs_module_is_rejected_when_there_are_programs() {
+    let mut plan = observatory_plan();
+    assert!(!plan.programs.is_empty());
+    plan.upstreams[0].name = "programs".into();
+    let Err(diags) = ptc_codegen::generate(&plan, Path::new("upstreams.json")) else {
+        panic!("an upstream and the programs generated one module");
+    };
+    assert_eq!(diags.len(), 1);
+    assert_eq!(
+        diags[0].message,
+        "upstream `programs` becomes the Rust module `programs`, which holds the declared \
+         programs' types"
+    );
+    plan.programs.clear();
+    assert!(ptc_codegen::generate(&plan, Path::new("upstreams.json")).is_ok());
+}
+
 #[test]
 fn the_macro_reports_exactly_what_the_plan_compiler_reports() {
     let dir = workspace().join("fixtures/configs/invalid");

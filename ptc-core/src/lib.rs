@@ -25,6 +25,7 @@ pub use call::upstreams::{
 };
 pub use call::writes::WriteGate;
 pub use catalog::mcp_link::list_live_tools;
+pub use program::declared::{Program, ProgramError, run_declared};
 pub use program::host::ProgramHost;
 pub use program::limits::Budgets;
 pub use program::run::{ProgramRun, run_program, run_program_taped};

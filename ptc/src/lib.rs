@@ -37,8 +37,8 @@ pub use ptc_plan as plan;
 pub use ptc_app::deployment::{Choice, CompiledPlan, Deployment, HostCommand, NoCommands, main};
 pub use ptc_app::{PlanSource, ServeArgs};
 pub use ptc_core::{
-    CallOptions, Operation, Paged, Reason, StartError, StartOptions, ToolError, ToolOutput,
-    Upstreams, WriteGate,
+    Budgets, CallOptions, Operation, Paged, Program, ProgramError, Reason, StartError,
+    StartOptions, ToolError, ToolOutput, Upstreams, WriteGate, run_declared,
 };
 pub use ptc_plan::{Plan, Secrets};
 

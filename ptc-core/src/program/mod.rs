@@ -1,8 +1,10 @@
 //! One program run: its [`limits`], the PTC-Lisp [`host`] that serves `tool/call`, `tool/pages` and upstream
 //! discovery to a program within its budgets, the static [`precheck`] of its literal calls, what
 //! the run reports ([`run_report`]: its upstream calls and metrics), and [`record_replay`] (a
-//! run written to a file and run again offline). [`run`] runs a program to its end outside the MCP host.
+//! run written to a file and run again offline). [`run`] runs a program to its end outside the MCP host;
+//! [`declared`] runs a deployment's declared program with typed arguments.
 
+pub mod declared;
 pub mod host;
 pub mod limits;
 pub mod precheck;
