@@ -5,6 +5,7 @@ mod eval;
 mod expand;
 mod host;
 mod new;
+mod promote;
 mod vendor;
 
 use std::process::ExitCode;
@@ -37,7 +38,8 @@ Examples:
 
 Exit codes:
   0  success
-  1  the config has problems (check, expand, vendor), the program failed (eval), a replay
+  1  the config has problems (check, expand, vendor), a draft does not pass the checks
+     (promote), the program failed (eval), a replay
      diverged from its recording (replay), a vendored document drifted (vendor --check) or no
      consent was given (login); the reason is printed
   2  bad usage: unknown option, missing or unreadable input; for serve, repl, catalog and login an
@@ -70,6 +72,8 @@ enum Command {
     Login(host::LoginCmd),
     /// Scaffold a deployment crate (one `ptc` dependency) that compiles the config in.
     New(new::NewArgs),
+    /// Draft a declared program (a tool of the host) from a recorded run or a program text.
+    Promote(promote::PromoteArgs),
 }
 
 fn main() -> ExitCode {
@@ -85,5 +89,6 @@ fn main() -> ExitCode {
         Command::Catalog(cmd) => host::catalog(cmd),
         Command::Login(cmd) => host::login(cmd),
         Command::New(args) => new::run(args),
+        Command::Promote(args) => promote::run(args),
     }
 }

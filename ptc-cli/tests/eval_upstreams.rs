@@ -151,3 +151,107 @@ fn max_calls_bounds_the_programs_upstream_calls_at_its_value() {
     assert_eq!(below.status.code(), Some(0), "{}", text(&below.stderr));
     assert_eq!(text(&below.stdout), "[true false]\n");
 }
+
+/// `ptc promote` round-trips a recorded run: the draft lifts the org into a parameter, passes
+/// the checks, and the program, declared as printed and run with the recorded org as its
+/// argument, answers what the recording did.
+#[test]
+fn promote_turns_a_recorded_run_into_a_declared_program_that_answers_the_same() {
+    let b = bed("promote");
+    let program = "(let [r (tool/call 'observatory/list-errors {:org-id \"org_acme\" :limit 100})]\n  (->> (:errors (:value r)) (map :error_class) (frequencies) (sort-by (fn [[c n]] [(- n) c])) (into [])))";
+    let run = b.dir.join("run.json");
+    let out = b.ptc(&[
+        "eval",
+        "--config",
+        &b.config(),
+        "--record",
+        run.to_str().unwrap(),
+        "-e",
+        program,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let recorded = text(&out.stdout);
+
+    let config_path = b.config();
+    let promote = |name: &str, input: &[&str]| {
+        let mut args = vec!["promote", "--config", config_path.as_str(), "--name", name];
+        args.extend([
+            "--description",
+            "The error classes of an org's recent failures",
+        ]);
+        args.extend(input);
+        b.ptc(&args)
+    };
+    let out = promote("top-errors", &[run.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let said = text(&out.stdout);
+    assert!(
+        said.contains("parameter `org_id`: was the literal \"org_acme\""),
+        "{said}"
+    );
+    let written = std::fs::read_to_string(b.dir.join("programs/top-errors.clj")).unwrap();
+    assert!(
+        written.contains(":org-id data/org_id :limit 100"),
+        "{written}"
+    );
+    assert!(!written.contains("org_acme"), "{written}");
+
+    // The declaration as printed, added to the config: it checks, and answers as recorded.
+    let snippet: String = said
+        .lines()
+        .skip(2)
+        .take_while(|l| !l.starts_with("parameter "))
+        .collect();
+    let declared: Value = serde_json::from_str(&format!("{{{snippet}}}")).expect("a JSON member");
+    let mut config: Value =
+        serde_json::from_str(&std::fs::read_to_string(b.config()).unwrap()).unwrap();
+    config["programs"]["top-errors"] = declared["top-errors"].clone();
+    assert_eq!(
+        config["programs"]["top-errors"]["file"],
+        "programs/top-errors.clj"
+    );
+    std::fs::write(b.config(), config.to_string()).unwrap();
+    let out = b.ptc(&["check", &b.config()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("top-errors"),
+        "{}",
+        text(&out.stdout)
+    );
+    let context = b.dir.join("context.json");
+    std::fs::write(&context, r#"{"org_id": "org_acme"}"#).unwrap();
+    let out = b.ptc(&[
+        "eval",
+        "--config",
+        &b.config(),
+        "--context",
+        context.to_str().unwrap(),
+        b.dir.join("programs/top-errors.clj").to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), recorded);
+
+    // A draft that does not pass is refused with its problems, and nothing is left behind.
+    let out = promote(
+        "bad-one",
+        &["-e", "(observatory/list-error {:org-id \"org_acme\"})"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("has no tool `list-error` (did you mean `list-errors`?)"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("bad-one.clj:1:1"), "{stderr}");
+    assert!(!b.dir.join("programs/bad-one.clj").exists());
+    // An existing file is never overwritten.
+    let out = promote(
+        "top-errors-2",
+        &["--file", "programs/top-errors.clj", "-e", "1"],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert_eq!(
+        std::fs::read_to_string(b.dir.join("programs/top-errors.clj")).unwrap(),
+        written
+    );
+}

@@ -30,7 +30,7 @@ mod openapi;
 pub mod paths;
 pub mod pins;
 pub mod plan;
-mod programs;
+pub mod programs;
 pub mod projection;
 #[cfg(test)]
 mod rules_boundaries;

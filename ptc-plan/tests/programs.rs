@@ -464,3 +464,64 @@ fn calls_of_an_upstream_that_did_not_compile_are_not_reported_again() {
         "{messages:#?}"
     );
 }
+
+/// `propose` drafts a declaration: a required argument written as one literal everywhere becomes
+/// a parameter with the argument's schema; an optional one, or one written with two values,
+/// stays; a `data/` key gets the schema of the argument it is passed to, else the type of the
+/// value it had; the result is the answer's shape; the writes are listed. The draft passes.
+#[test]
+fn a_draft_lifts_required_literals_and_declares_what_the_program_reads() {
+    use ptc_plan::programs::promote::propose;
+    let d = Deployment::new("propose");
+    let plan = d.load().unwrap().plan;
+    let source = "(obs/list-traces {:org-id \"acme\" :limit 5 :status data/status})
+(obs/list-errors {:org-id \"acme\"})
+(obs/annotate-trace {:org-id \"acme\" :id \"t1\" :body {}})
+(obs/annotate-trace {:org-id \"acme\" :id \"t2\" :body {}})
+(str data/note)";
+    let context = json!({"note": "n", "status": "ok"});
+    let answer = json!({"count": 3});
+    let p = propose(
+        &plan,
+        source,
+        "about acme",
+        context.as_object(),
+        Some(&answer),
+    )
+    .unwrap();
+    assert_eq!(p.lifted, [("org_id".to_string(), "\"acme\"".to_string())]);
+    assert!(
+        p.source
+            .starts_with("(obs/list-traces {:org-id data/org_id :limit 5 :status data/status})"),
+        "{}",
+        p.source
+    );
+    assert!(
+        p.source.contains(":id \"t1\"") && p.source.contains(":id \"t2\""),
+        "{}",
+        p.source
+    );
+    let declared = &p.declaration;
+    assert_eq!(declared["description"], "about acme");
+    assert_eq!(
+        declared["parameters"]["properties"],
+        json!({"note": {"type": "string"}, "org_id": {"type": "string"},
+               "status": {"type": "string", "enum": ["ok", "error"]}})
+    );
+    assert_eq!(
+        declared["parameters"]["required"],
+        json!(["org_id", "status", "note"])
+    );
+    assert_eq!(
+        declared["result"],
+        json!({"type": "object", "properties": {"count": {"type": "integer"}}, "required": ["count"]})
+    );
+    assert_eq!(declared["writes"], json!(["obs/annotate-trace"]));
+    // The draft, declared, passes the checks.
+    let mut declaration = declared.clone();
+    declaration["description"] = json!("about acme");
+    d.program("drafted", &p.source, declaration);
+    d.load().unwrap_or_else(|e| panic!("{e}"));
+    // A text that does not read has no draft.
+    assert!(propose(&plan, "(obs/list-errors", "x", None, None).is_none());
+}

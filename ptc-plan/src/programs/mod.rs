@@ -18,10 +18,11 @@
 //!   every listed write is called.
 //!
 //! Its effects become MCP tool annotations (`readOnlyHint`, `destructiveHint`,
-//! `idempotentHint`).
+//! `idempotentHint`). [`promote`] drafts a declaration from a program that ran.
 
 mod check;
 mod flow;
+pub mod promote;
 mod tools;
 
 pub(crate) use check::compile;
