@@ -33,6 +33,11 @@ async fn a_declared_program_is_a_tool_answering_as_the_same_program_through_lisp
         EvalLimits::default(),
     )
     .unwrap();
+    let records = ptc_tests::fresh_dir("program-tools-records");
+    evaluator.set_record_dir(
+        ptc_core::program::record_replay::RecordDir::new(records.clone(), Default::default())
+            .unwrap(),
+    );
     let host = support::serve(evaluator, HttpOptions::default()).await;
     let session = Session::open(&host.url, None).await;
 
@@ -85,6 +90,15 @@ async fn a_declared_program_is_a_tool_answering_as_the_same_program_through_lisp
     let calls = answer["upstream_calls"].as_array().unwrap();
     assert_eq!(calls.len(), 1, "{answer}");
     assert_eq!(calls[0]["tool"], json!("list-errors"));
+
+    // The run's recording names the program and holds its arguments as the context.
+    let recorded: Vec<_> = std::fs::read_dir(&records).unwrap().collect();
+    assert_eq!(recorded.len(), 1);
+    let file =
+        ptc_core::program::record_replay::RunFile::read(&recorded[0].as_ref().unwrap().path())
+            .unwrap();
+    assert_eq!(file.tool.as_deref(), Some(PROGRAM));
+    assert_eq!(file.context.as_deref(), Some(r#"{"org_id":"org_acme"}"#));
 
     // The same program through lisp_eval, its argument as context: the same answer.
     let source = bed.up.plan().program(PROGRAM).unwrap().source.clone();

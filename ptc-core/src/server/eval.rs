@@ -581,6 +581,7 @@ impl Evaluator {
                 context,
                 &prints,
                 &result,
+                req.tool.as_deref(),
             )
             .await;
         }

@@ -45,12 +45,16 @@ impl RecordDir {
         context: Option<&Map<String, Json>>,
         prints: &str,
         result: &Result<Value, LispError>,
+        tool: Option<&str>,
     ) -> Option<PathBuf> {
         let answer = Answer::of(result, upstreams.redactor());
         let context = context.and_then(|c| serde_json::to_string(c).ok());
         let (program, prints, dir) = (program.to_string(), prints.to_string(), self.dir.clone());
+        let tool = tool.map(str::to_string);
         let written = tokio::task::spawn_blocking(move || {
-            let file = recorder.run_file(&upstreams, &program, context.as_deref(), &prints, answer);
+            let mut file =
+                recorder.run_file(&upstreams, &program, context.as_deref(), &prints, answer);
+            file.tool = tool;
             let millis = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_millis());

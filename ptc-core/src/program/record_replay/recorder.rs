@@ -146,6 +146,7 @@ impl Recorder {
             format: FORMAT,
             ptc_version: env!("CARGO_PKG_VERSION").to_string(),
             program: redact(r, program),
+            tool: None,
             context: context.map(|c| redact(r, c)),
             settings: self.lock().settings.clone(),
             calls,

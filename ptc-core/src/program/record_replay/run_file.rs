@@ -34,6 +34,10 @@ pub struct RunFile {
     pub ptc_version: String,
     /// The program text.
     pub program: String,
+    /// The declared program this run was, when it was called as its tool (`serve
+    /// --record-dir`); a run of `lisp_eval` or `eval` has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
     /// The program's context (`data/<key>`) as JSON text, or `None`.
     pub context: Option<String>,
     /// The limits and start-up settings the program ran under; a replay runs under the same.
