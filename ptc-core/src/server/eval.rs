@@ -577,11 +577,13 @@ impl Evaluator {
             dir.save(
                 upstreams.clone(),
                 r,
-                &req.program,
-                context,
-                &prints,
-                &result,
-                req.tool.as_deref(),
+                crate::program::record_replay::Evaluated {
+                    program: &req.program,
+                    tool: req.tool.as_deref(),
+                    context,
+                    prints: &prints,
+                    result: &result,
+                },
             )
             .await;
         }

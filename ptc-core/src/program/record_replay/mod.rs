@@ -18,7 +18,7 @@ mod replayer;
 mod run_file;
 mod tape;
 
-pub use record_dir::RecordDir;
+pub use record_dir::{Evaluated, RecordDir};
 pub use recorder::Recorder;
 use replayer::Replayed;
 pub use replayer::Replayer;

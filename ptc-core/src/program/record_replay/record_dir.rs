@@ -12,6 +12,20 @@ use std::path::{Path, PathBuf};
 use super::{Answer, Recorder, Settings};
 use crate::call::upstreams::StartSettings;
 
+/// One evaluation, as its run file records it.
+pub struct Evaluated<'a> {
+    /// The program text.
+    pub program: &'a str,
+    /// The declared program it was, when called as its tool.
+    pub tool: Option<&'a str>,
+    /// Its context (`data/<key>`).
+    pub context: Option<&'a Map<String, Json>>,
+    /// What it printed.
+    pub prints: &'a str,
+    /// Its value or error.
+    pub result: &'a Result<Value, LispError>,
+}
+
 /// Where `serve --record-dir` writes one run file per evaluation.
 #[derive(Clone, Debug)]
 pub struct RecordDir {
@@ -41,16 +55,16 @@ impl RecordDir {
         &self,
         upstreams: Arc<Upstreams>,
         recorder: Recorder,
-        program: &str,
-        context: Option<&Map<String, Json>>,
-        prints: &str,
-        result: &Result<Value, LispError>,
-        tool: Option<&str>,
+        run: Evaluated<'_>,
     ) -> Option<PathBuf> {
-        let answer = Answer::of(result, upstreams.redactor());
-        let context = context.and_then(|c| serde_json::to_string(c).ok());
-        let (program, prints, dir) = (program.to_string(), prints.to_string(), self.dir.clone());
-        let tool = tool.map(str::to_string);
+        let answer = Answer::of(run.result, upstreams.redactor());
+        let context = run.context.and_then(|c| serde_json::to_string(c).ok());
+        let (program, prints, dir) = (
+            run.program.to_string(),
+            run.prints.to_string(),
+            self.dir.clone(),
+        );
+        let tool = run.tool.map(str::to_string);
         let written = tokio::task::spawn_blocking(move || {
             let mut file =
                 recorder.run_file(&upstreams, &program, context.as_deref(), &prints, answer);
