@@ -411,13 +411,18 @@ mod tests {
             let up = Arc::new(no_upstreams().await);
             let record = RecordDir::new(dir.clone(), StartSettings::default()).unwrap();
             let rec = record.recorder(&Limits::default());
-            let saved = record
-                .save(up, rec, "(+ 1 2)", None, "", &Ok(Value::Int(3)))
-                .await
-                .expect("saved");
+            let run = Evaluated {
+                program: "(+ 1 2)",
+                tool: None,
+                context: None,
+                prints: "",
+                result: &Ok(Value::Int(3)),
+            };
+            let saved = record.save(up, rec, run).await.expect("saved");
             assert_eq!(saved.parent(), Some(dir.as_path()));
             let file = RunFile::parse(&std::fs::read(&saved).unwrap(), "run.json").unwrap();
             assert_eq!(file.program, "(+ 1 2)");
+            assert_eq!(file.tool, None, "a lisp_eval run names no program");
         });
         let _ = std::fs::remove_dir_all(&dir);
     }
