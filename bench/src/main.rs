@@ -75,6 +75,9 @@ fn main() -> ExitCode {
     if enabled("host") {
         rows.extend(suites::host::run(budget));
     }
+    if enabled("programs") {
+        rows.extend(suites::programs::run(budget));
+    }
     if enabled("load") {
         rows.extend(suites::load::run(budget));
     }

@@ -182,11 +182,16 @@ fn catalog_check(
 ) -> Result<Vec<Row>, String> {
     let large = scratch.base.join("ptc-all");
     scratch.ptc_crate(&large, all)?;
-    let (mut a, mut b) = (Vec::new(), Vec::new());
+    let programs = declared_programs(scratch, all, PROGRAMS)?;
+    let with_programs = scratch.base.join("ptc-all-programs");
+    scratch.ptc_crate_with(&with_programs, all, &programs)?;
+    let (mut a, mut b, mut c) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..budget.min_samples.clamp(3, 5) {
         a.push(cargo_check(&large, &scratch.target)?);
         b.push(cargo_check(small, &scratch.target)?);
+        c.push(cargo_check(&with_programs, &scratch.target)?);
     }
+    let c = crate::measure::Samples::new(c);
     let (a, b) = (
         crate::measure::Samples::new(a),
         crate::measure::Samples::new(b),
@@ -204,6 +209,17 @@ fn catalog_check(
             None,
             note.clone(),
         ),
+        Row::paired(
+            "codegen",
+            &format!("{name} + {PROGRAMS} declared programs"),
+            &c,
+            "the same crate without programs",
+            &a,
+            Some(1.2),
+            format!(
+                "{note}; each program calls one operation with its required arguments as parameters, checked and typed at build"
+            ),
+        ),
         Row::time(
             "codegen",
             &name,
@@ -214,6 +230,65 @@ fn catalog_check(
             note,
         ),
     ])
+}
+
+/// How many programs the large crate declares.
+const PROGRAMS: usize = 50;
+
+/// `n` programs over `ops`, spread across them: each calls one operation with its required
+/// arguments given from parameters of the same schemas (what `ptc promote` drafts).
+fn declared_programs(
+    scratch: &Scratch,
+    ops: &[String],
+    n: usize,
+) -> Result<Vec<(String, Value, String)>, String> {
+    let doc = scratch.document(ops)?;
+    let config = json!({"upstreams": {"github": {"transport": "openapi",
+        "base_url": "https://api.github.com", "schema_file": "github.json",
+        "include_operations": ops}}})
+    .to_string();
+    let loaded = ptc_plan::load_str(&config, Path::new("bench.json"), &Memory(&doc))
+        .map_err(|d| d.to_string())?;
+    let Some(ptc_plan::Transport::Openapi(api)) =
+        loaded.plan.upstreams.first().map(|u| &u.transport)
+    else {
+        return Err("the GitHub upstream did not compile".into());
+    };
+    let step = (api.tools.len() / n).max(1);
+    let mut out = Vec::new();
+    for (i, tool) in api.tools.iter().step_by(step).take(n).enumerate() {
+        let required: Vec<&str> = tool.input_schema["required"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        let mut properties = Map::new();
+        let mut args = Vec::new();
+        for wire in &required {
+            let prop = &tool.input_schema["properties"][wire];
+            let resolved = api.resolve(prop).map_err(|e| e.to_string())?;
+            let kept: Map<String, Value> = ["type", "enum", "pattern", "minimum", "maximum"]
+                .iter()
+                .filter_map(|k| resolved.get(*k).map(|v| (k.to_string(), v.clone())))
+                .collect();
+            properties.insert(wire.to_string(), Value::Object(kept));
+            args.push(format!(":{} data/{wire}", wire.replace('_', "-")));
+        }
+        let name = format!("program-{i}");
+        let text = format!(
+            "(let [r (tool/call 'github/{} {{{}}})]\n  (if (:ok r) (count (str (:value r))) (fail r)))",
+            tool.name,
+            args.join(" ")
+        );
+        let declaration = json!({
+            "description": format!("How long {}'s answer is", tool.name),
+            "parameters": {"type": "object", "properties": properties, "required": required},
+            "result": {"type": "integer"},
+        });
+        out.push((name, declaration, text));
+    }
+    Ok(out)
 }
 
 /// The incremental `cargo check` budget against progenitor's (issue 10).
@@ -326,15 +401,36 @@ fn cargo_check(dir: &Path, target: &Path) -> Result<Duration, String> {
 /// checking one would throw away the other's incremental state.
 impl Scratch {
     fn ptc_crate(&self, dir: &Path, ops: &[String]) -> Result<(), String> {
+        self.ptc_crate_with(dir, ops, &[])
+    }
+
+    /// [`Scratch::ptc_crate`], with `programs` (name, declaration, text) declared too.
+    fn ptc_crate_with(
+        &self,
+        dir: &Path,
+        ops: &[String],
+        programs: &[(String, Value, String)],
+    ) -> Result<(), String> {
         let small = self.document(ops)?;
-        std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+        std::fs::create_dir_all(dir.join("programs")).map_err(|e| e.to_string())?;
         std::fs::write(dir.join("github.json"), &small).map_err(|e| e.to_string())?;
-        let config = json!({"upstreams": {"github": {
+        let mut declared = Map::new();
+        for (name, declaration, text) in programs {
+            let file = format!("programs/{name}.clj");
+            std::fs::write(dir.join(&file), text).map_err(|e| e.to_string())?;
+            let mut d = declaration.clone();
+            d["file"] = json!(file);
+            declared.insert(name.clone(), d);
+        }
+        let mut config = json!({"upstreams": {"github": {
             "transport": "openapi",
             "base_url": "https://api.github.com",
             "schema_file": "github.json",
             "include_operations": ops,
         }}});
+        if !declared.is_empty() {
+            config["programs"] = Value::Object(declared);
+        }
         std::fs::write(dir.join("upstreams.json"), config.to_string())
             .map_err(|e| e.to_string())?;
         // The workspace's lockfile, so the scratch crate builds the versions ptc is tested with.

@@ -8,6 +8,7 @@ pub mod lisp;
 pub mod load;
 pub mod pins;
 pub mod plan_compile;
+pub mod programs;
 pub mod tool_call;
 pub mod traces;
 pub mod upstream_oauth;

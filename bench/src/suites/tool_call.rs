@@ -31,7 +31,7 @@ const PMAP_CALLS: usize = 64;
 const CONCURRENCY: usize = 16;
 
 /// A JSON array of records close to `n` bytes.
-fn body(n: usize) -> Vec<u8> {
+pub(crate) fn body(n: usize) -> Vec<u8> {
     let mut out = String::from("[");
     let mut i = 0;
     while out.len() + 60 < n && n > 200 {
@@ -81,7 +81,7 @@ async fn envelope_answer() -> axum::response::Response {
         .into_response()
 }
 
-async fn serve(bodies: Arc<Vec<(usize, Vec<u8>)>>) -> SocketAddr {
+pub(crate) async fn serve(bodies: Arc<Vec<(usize, Vec<u8>)>>) -> SocketAddr {
     let app = axum::Router::new()
         .route(
             "/body",
@@ -114,7 +114,7 @@ async fn serve(bodies: Arc<Vec<(usize, Vec<u8>)>>) -> SocketAddr {
     crate::loopback::serve(app).await
 }
 
-fn document() -> Vec<u8> {
+pub(crate) fn document() -> Vec<u8> {
     let op = |id: &str, param: &str| {
         json!({"get": {"operationId": id, "parameters": [
             {"name": param, "in": "query", "required": true, "schema": {"type": "integer"}},

@@ -540,6 +540,8 @@ impl Evaluator {
         }
         let for_run = upstreams.clone();
         let program = req.program.clone();
+        // A declared program's calls were checked when the plan was compiled.
+        let checked = req.tool.is_some();
         let deadline = tokio::time::Instant::now() + self.limits.program_timeout;
         let stop_on = cancel.clone();
         let io = self.runtime.clone();
@@ -556,7 +558,7 @@ impl Evaluator {
                     _ = timer => ptc_lisp::Reason::Timeout,
                 }
             };
-            run(&for_run, &host, interp, &program, restore, stop).await
+            run(&for_run, &host, interp, &program, restore, checked, stop).await
         });
         let mut job = std::pin::pin!(job);
         let run = tokio::select! {
@@ -665,17 +667,19 @@ type RunResult = (
     Option<SessionState>,
 );
 
-/// The half on an evaluation thread: the pre-check, the session's definitions when it runs in
-/// one, then the evaluation; with what it leaves for the session.
+/// The half on an evaluation thread: the pre-check (unless the plan compiler `checked` the
+/// program, a declared one, at load), the session's definitions when it runs in one, then the
+/// evaluation; with what it leaves for the session.
 async fn run(
     upstreams: &Upstreams,
     host: &ProgramHost,
     mut interp: Interpreter,
     src: &str,
     session: Option<SessionState>,
+    checked: bool,
     stop: impl std::future::Future<Output = ptc_lisp::Reason>,
 ) -> RunResult {
-    if let Err(problems) = crate::program::precheck::precheck(upstreams, src) {
+    if !checked && let Err(problems) = crate::program::precheck::precheck(upstreams, src) {
         return (
             Err(crate::program::precheck::to_error(&problems)),
             String::new(),
