@@ -57,7 +57,7 @@ pub fn run(budget: Budget) -> Vec<Row> {
     )
     .unwrap_or_else(|d| panic!("bench config: {d}"));
     let _ = std::fs::remove_dir_all(&dir);
-    let rows = rt.block_on(async {
+    rt.block_on(async {
         let up = Upstreams::start(loaded.plan, loaded.secrets, StartOptions::default())
             .await
             .expect("upstreams start");
@@ -113,6 +113,5 @@ pub fn run(budget: Budget) -> Vec<Row> {
              against its parameters, and it skips the pre-check (checked at load)"
                 .into(),
         )]
-    });
-    rows
+    })
 }
