@@ -522,6 +522,18 @@ fn a_draft_lifts_required_literals_and_declares_what_the_program_reads() {
     declaration["description"] = json!("about acme");
     d.program("drafted", &p.source, declaration);
     d.load().unwrap_or_else(|e| panic!("{e}"));
+    // Each spelling of a call is read: `tool/call`, and `tool/pages` by its first two parts.
+    for source in [
+        "(tool/call 'obs/list-errors {:org-id \"acme\"})",
+        "(tool/pages 'obs/list-traces {:org-id \"acme\"} {:max-pages 2})",
+    ] {
+        let p = propose(&plan, source, "x", None, None).unwrap();
+        assert_eq!(
+            p.lifted,
+            [("org_id".to_string(), "\"acme\"".to_string())],
+            "{source}"
+        );
+    }
     // A text that does not read has no draft.
     assert!(propose(&plan, "(obs/list-errors", "x", None, None).is_none());
 }
