@@ -292,6 +292,11 @@ mod tests {
                 "required": ["a"]}})
         );
         assert_eq!(shape(&[&json!([])], SHAPE_DEPTH), json!({"type": "array"}));
+        // Described to the depth asked, arrays and objects alike.
+        assert_eq!(
+            shape(&[&json!([[1]])], 1),
+            json!({"type": "array", "items": {"type": "array"}})
+        );
         assert_eq!(
             shape(&[&json!({"a": [1]})], 1),
             json!({"type": "object",
