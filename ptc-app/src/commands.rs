@@ -329,7 +329,13 @@ pub fn eval(name: &str, source: PlanSource, args: EvalArgs) -> ExitCode {
         Err(e) => return startup_error(&name, &e),
     };
     let parent = telemetry::is_on().then(TraceParent::from_env).flatten();
-    let span = telemetry::eval_span(None, &program, program_hash, "local", parent.as_ref());
+    let span = telemetry::eval_span(
+        ptc_core::server::tool::NAME,
+        &program,
+        program_hash,
+        "local",
+        parent.as_ref(),
+    );
     let run = span.in_scope(|| {
         ptc_core::run_program_taped(
             upstreams.clone(),

@@ -35,12 +35,12 @@ Examples:
   ptc catalog --config fixtures/observatory/upstreams.json
   ptc login linear --config upstreams.json --caller alice@example.com --session-store redis://redis.internal:6379/0 --grant-key-file /etc/ptc/grant.key
   ptc new my-deployment --config upstreams.json
+  ptc promote --config upstreams.json --name top-errors --description \"...\" target/run.json
 
 Exit codes:
   0  success
   1  the config has problems (check, expand, vendor), a draft does not pass the checks
-     (promote), the program failed (eval), a replay
-     diverged from its recording (replay), a vendored document drifted (vendor --check) or no
+     (promote), the program failed (eval), a replay diverged from its recording (replay), a vendored document drifted (vendor --check) or no
      consent was given (login); the reason is printed
   2  bad usage: unknown option, missing or unreadable input; for serve, repl, catalog and login an
      invalid config or an upstream that cannot start"

@@ -13,9 +13,8 @@ use serde_json::{Map, Value};
 #[derive(clap::Args)]
 #[command(after_help = "\
 Examples:
-  ptc eval --config upstreams.json --record runs/ -e '(tool/call ...)'
-  ptc promote --config upstreams.json --name errors-by-class \\
-    --description \"Error classes of an org's recent failures\" runs/<run>.json
+  ptc eval --config upstreams.json --record target/run.json -e '(tool/call ...)'
+  ptc promote --config upstreams.json --name errors-by-class --description \"Error classes of an org's recent failures\" target/run.json
   ptc promote --config upstreams.json --name my-query --description \"...\" -e '(tool/call ...)'
 
 A required argument of a tool call written as a literal becomes a parameter (read as

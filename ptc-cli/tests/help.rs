@@ -45,7 +45,7 @@ fn top_level_help_lists_only_real_commands_with_examples_and_exit_codes() {
         listed_commands(&text),
         [
             "check", "eval", "replay", "expand", "vendor", "serve", "repl", "catalog", "login",
-            "new"
+            "new", "promote"
         ],
         "{text}"
     );
@@ -75,8 +75,8 @@ fn every_subcommand_help_has_examples_that_run_and_exit_codes() {
         assert!(!examples.is_empty(), "{command} has no example:\n{text}");
         // Examples without shell plumbing or files of the reader's own run as written; `serve`
         // and `repl` wait for a client or a terminal, `login` for a person's browser, `new`
-        // writes a crate (their own tests drive them).
-        let interactive = ["serve", "repl", "login", "new"].contains(&command.as_str());
+        // writes a crate and `promote` a program beside the config (their own tests drive them).
+        let interactive = ["serve", "repl", "login", "new", "promote"].contains(&command.as_str());
         for example in examples
             .iter()
             .filter(|e| !interactive && !e.contains(['|', '>']) && !e.contains("data.json"))

@@ -633,7 +633,7 @@ async fn a_retried_call_says_how_often_and_what_the_upstream_last_answered() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_exporters_thread_runs_only_when_nothing_else_wants_a_cpu() {
     let Some(exporting) = exporting() else { return };
-    let span = ptc_core::telemetry::eval_span(None, "(+ 1 2)", program_hash, "local", None);
+    let span = ptc_core::telemetry::eval_span("lisp_eval", "(+ 1 2)", program_hash, "local", None);
     let records = ptc_core::program::run_report::RunRecords::new(Vec::new(), 1);
     ptc_core::telemetry::eval_ended(&span, None, &records, 0);
     tokio::task::spawn_blocking(|| exporting.traces.flush())

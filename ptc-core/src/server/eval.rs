@@ -439,7 +439,7 @@ impl Evaluator {
         // Once for the audit line and the span.
         let hash = crate::program::program_hash(&req.program);
         let span = crate::telemetry::eval_span(
-            req.tool.as_deref(),
+            req.tool.as_deref().unwrap_or(crate::server::tool::NAME),
             &req.program,
             |_| hash.clone(),
             &req.caller.subject,

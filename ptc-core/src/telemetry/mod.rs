@@ -130,11 +130,11 @@ impl Parent {
 }
 
 /// The span of one evaluation of `program` for `caller`, continuing `parent`'s trace when the
-/// request carried one; none when traces are off. It is named after the tool called:
-/// `lisp_eval`, or `tool`, the declared program the request ran. `hash` gives the program's hash
+/// request carried one; none when traces are off. It is named `name`, after the tool called
+/// (`lisp_eval`, or the declared program the request ran). `hash` gives the program's hash
 /// (`program::program_hash`), asked only when traces are on. Ended by [`eval_ended`].
 pub fn eval_span(
-    tool: Option<&str>,
+    name: &str,
     program: &str,
     hash: impl FnOnce(&str) -> String,
     caller: &str,
@@ -151,8 +151,13 @@ pub fn eval_span(
     // A root unless the caller sent its trace: never a child of whatever the host's thread had.
     let caller = parent.map(TraceParent::context);
     let under = caller.as_ref().map_or(Under::Nothing, Under::Caller);
-    let name = tool.unwrap_or(crate::server::tool::NAME).to_string();
-    let open = Open::start(active, name, SpanKind::Server, attributes, under);
+    let open = Open::start(
+        active,
+        name.to_string(),
+        SpanKind::Server,
+        attributes,
+        under,
+    );
     TraceSpan(Some(Arc::new(open)))
 }
 
@@ -301,7 +306,7 @@ mod tests {
         };
         let hash = |_: &str| -> String { panic!("the program is hashed with traces off") };
         assert!(
-            super::eval_span(None, "(+ 1 2)", hash, "local", Some(&parent))
+            super::eval_span("lisp_eval", "(+ 1 2)", hash, "local", Some(&parent))
                 .0
                 .is_none()
         );
