@@ -100,6 +100,10 @@ fn a_declared_program_runs_in_process_with_its_generated_types() {
     );
     // The arguments are checked against the parameters before anything runs.
     let refused = run(&programs::FailedStepsArgs::new("org_acme".into(), 0)).unwrap_err();
+    assert_eq!(
+        refused.to_string(),
+        "failed-steps: invalid arguments: :limit must be at least 1, got 0"
+    );
     assert!(
         matches!(&refused, ptc::ProgramError::InvalidArguments(m) if m == "failed-steps: invalid arguments: :limit must be at least 1, got 0"),
         "{refused}"

@@ -148,3 +148,50 @@ fn request(
         ..EvalRequest::default()
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ptc_plan::ProgramAnnotations;
+
+    fn program(result: Value) -> ProgramPlan {
+        ProgramPlan {
+            name: "p".into(),
+            description: "d".into(),
+            file: "p.clj".into(),
+            source: "data/n".into(),
+            input_schema: json!({"type": "object", "properties": {"n": {"type": "integer"}},
+                                 "required": ["n"]}),
+            output_schema: result,
+            calls: vec![],
+            writes: vec![],
+            annotations: ProgramAnnotations {
+                read_only_hint: true,
+                destructive_hint: false,
+                idempotent_hint: true,
+            },
+        }
+    }
+
+    /// The evaluation a call runs: the program's text, its checked arguments as the context,
+    /// its declared result as the schema the value must meet (none when it declares any value),
+    /// named after the program and in no session.
+    #[test]
+    fn a_call_runs_the_text_with_its_arguments_and_the_declared_result() {
+        let patterns = Patterns::default();
+        let args = json!({"n": 2}).as_object().cloned();
+        let declared = program(json!({"type": "integer"}));
+        let req = request(&declared, &patterns, args.clone()).unwrap();
+        assert_eq!(req.program, "data/n");
+        assert_eq!(req.context, args);
+        assert_eq!(req.output_schema, Some(json!({"type": "integer"})));
+        assert_eq!(req.tool.as_deref(), Some("p"));
+        assert_eq!(req.session, None);
+        let any = program(json!({}));
+        assert_eq!(request(&any, &patterns, args).unwrap().output_schema, None);
+        assert_eq!(
+            request(&any, &patterns, json!({"n": "x"}).as_object().cloned()).unwrap_err(),
+            "p: invalid arguments: :n must be an integer, got string \"x\""
+        );
+    }
+}
