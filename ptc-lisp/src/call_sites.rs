@@ -36,49 +36,32 @@ const THREADING: &[&str] = &[
 ];
 
 /// The literal calls of `name` (a qualified symbol such as `tool/call`) in `src`, in source
-/// order. Calls inside quoted data or `comment`, and step forms of threading macros (which gain
-/// an argument when expanded), are left out. Reading is bounded by the reader's depth limit.
+/// order ([`uses`]' calls of that one name).
 pub fn call_sites(src: &str, name: &str) -> Result<Vec<CallSite>, LispError> {
-    scan(src, &|head| (head == name).then(Vec::new))
+    Ok(uses(src, &|head| head == name)?
+        .calls
+        .into_iter()
+        .map(|(_, site)| site)
+        .collect())
 }
 
 /// The literal calls of upstream tools by their qualified names (`(server/tool {...})`, the
 /// sugar for `(tool/call 'server/tool {...})`), for any of `upstreams`, in source order. Each
 /// site's arguments start with the quoted tool name, as the `tool/call` they stand for.
 pub fn upstream_call_sites(src: &str, upstreams: &[String]) -> Result<Vec<CallSite>, LispError> {
-    scan(src, &|head| {
-        let (ns, _) = head.split_once('/')?;
-        upstreams
-            .iter()
-            .any(|u| u == ns)
-            .then(|| vec![LiteralArg::Const(Value::Symbol(head.into()))])
-    })
-}
-
-/// What a matched head puts before the written arguments; `None` for a head that is not a call
-/// being looked for.
-type Matcher<'a> = &'a dyn Fn(&str) -> Option<Vec<LiteralArg>>;
-
-fn scan(src: &str, matcher: Matcher<'_>) -> Result<Vec<CallSite>, LispError> {
-    let limits = Limits::default();
-    // On a pooled evaluation stack, like an evaluation: a host scans before every evaluation, and
-    // a thread of its own per scan cost more than a small program's whole run.
-    let scanned = crate::eval_stack::run(limits.thread_stack(), || {
-        let found = Reader::new(src, limits.max_reader_depth)
-            .read_all()
-            .map(|forms| {
-                let mut out = Vec::new();
-                for f in &forms {
-                    walk(f, matcher, false, &mut out);
-                }
-                out
-            });
-        // Reading, walking and converting literals recurse once per nesting level, which the
-        // reader's depth limit (a few hundred) bounds to well under the megabyte past which a
-        // stack is retired: the stack is always fit for reuse.
-        (found, 0)
-    });
-    scanned.unwrap_or_else(|message| Err(LispError::new(crate::Reason::InternalError, message)))
+    let named = |head: &str| {
+        head.split_once('/')
+            .is_some_and(|(ns, _)| upstreams.iter().any(|u| u == ns))
+    };
+    Ok(uses(src, &named)?
+        .calls
+        .into_iter()
+        .map(|(head, mut site)| {
+            site.args
+                .insert(0, LiteralArg::Const(Value::Symbol(head.into())));
+            site
+        })
+        .collect())
 }
 
 /// What a program does with the names a host gives meaning to, read without running it.
@@ -159,44 +142,6 @@ fn walk_uses(form: &Form, named: &dyn Fn(&str) -> bool, threaded: bool, out: &mu
                 pos: form.pos,
             };
             walk_uses(&list, named, false, out);
-        }
-        _ => {}
-    }
-}
-
-fn walk(form: &Form, matcher: Matcher<'_>, threaded: bool, out: &mut Vec<CallSite>) {
-    match &form.kind {
-        FormKind::List(items) => {
-            let head = items.first().and_then(Form::sym_name);
-            if matches!(head, Some("quote" | "comment")) {
-                return;
-            }
-            if let Some(mut args) = head.and_then(matcher)
-                && !threaded
-            {
-                args.extend(items[1..].iter().map(literal));
-                out.push(CallSite {
-                    pos: form.pos,
-                    args,
-                });
-            }
-            let threading = head.is_some_and(|h| THREADING.contains(&h));
-            for (i, item) in items.iter().enumerate() {
-                // The first operand of a threading form is the threaded value; the rest are steps.
-                walk(item, matcher, threading && i >= 2, out);
-            }
-        }
-        FormKind::Vector(items) | FormKind::Map(items) | FormKind::Set(items) => {
-            for item in items {
-                walk(item, matcher, false, out);
-            }
-        }
-        FormKind::AnonFn(body) => {
-            let list = Form {
-                kind: FormKind::List(body.clone()),
-                pos: form.pos,
-            };
-            walk(&list, matcher, false, out);
         }
         _ => {}
     }

@@ -77,6 +77,32 @@ fn wrong<T>(message: String) -> Result<T, FormError> {
     Err(FormError::Wrong(message))
 }
 
+/// How a literal call site reads as a `tool/call`: the site's head and written arguments (as
+/// [`ptc_lisp::uses`] finds them) to whether it pages and the call's arguments. `tool/pages`
+/// takes the call's two parts, then its options; `(server/tool {...})` stands for
+/// `(tool/call 'server/tool {...})`.
+pub fn site_args(head: &str, written: &[LiteralArg]) -> (bool, Vec<LiteralArg>) {
+    match head {
+        "tool/call" => (false, written.to_vec()),
+        "tool/pages" => (true, written.iter().take(2).cloned().collect()),
+        _ => (
+            false,
+            std::iter::once(LiteralArg::Const(Value::Symbol(head.into())))
+                .chain(written.iter().cloned())
+                .collect(),
+        ),
+    }
+}
+
+/// Whether `name`, read in a program, is a call the host checks: `tool/call`, `tool/pages`, or
+/// a tool of one of `servers` by its qualified name.
+pub fn is_call_head(name: &str, servers: &[&str]) -> bool {
+    matches!(name, "tool/call" | "tool/pages")
+        || name
+            .split_once('/')
+            .is_some_and(|(ns, _)| servers.contains(&ns))
+}
+
 /// The text of a string, symbol or keyword argument.
 fn name_text<A: FormArg>(a: &A) -> Result<Option<String>, FormError> {
     match a.value() {

@@ -46,39 +46,23 @@ pub fn to_error(problems: &[Problem]) -> LispError {
 /// Checks every literal `tool/call` in `src`. A program that does not read is left to the
 /// evaluator to report.
 pub fn precheck(upstreams: &Upstreams, src: &str) -> Result<(), Vec<Problem>> {
-    let names: Vec<String> = upstreams
+    let servers: Vec<&str> = upstreams
         .catalog()
         .servers()
         .iter()
-        .map(|s| s.name.clone())
+        .map(|s| s.name.as_str())
         .collect();
-    let (Ok(calls), Ok(sugared), Ok(pages)) = (
-        ptc_lisp::call_sites(src, "tool/call"),
-        ptc_lisp::upstream_call_sites(src, &names),
-        ptc_lisp::call_sites(src, "tool/pages"),
-    ) else {
+    // One reading of the text for every spelling of a call, in source order.
+    let Ok(uses) = ptc_lisp::uses(src, &|s: &str| form::is_call_head(s, &servers)) else {
         return Ok(());
     };
-    let mut sites: Vec<(ptc_lisp::CallSite, bool)> = calls
+    let sites = uses
+        .calls
         .into_iter()
-        .chain(sugared)
-        .map(|s| (s, false))
-        .chain(pages.into_iter().map(|s| (s, true)))
-        .collect();
-    sites.sort_by_key(|(site, _)| (site.pos.line, site.pos.col));
+        .map(|(head, site)| (site.pos, form::site_args(&head, &site.args)));
     let problems: Vec<Problem> = sites
-        .into_iter()
-        .filter_map(|(site, paged)| {
-            // `tool/pages` takes the call's two parts, then its options.
-            let args = if paged {
-                &site.args[..site.args.len().min(2)]
-            } else {
-                &site.args[..]
-            };
-            problem(upstreams, args, paged).map(|message| Problem {
-                pos: site.pos,
-                message,
-            })
+        .filter_map(|(pos, (paged, args))| {
+            problem(upstreams, &args, paged).map(|message| Problem { pos, message })
         })
         .collect();
     if problems.is_empty() {

@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use ptc_lisp::{LiteralArg, Pos, Value as Lisp};
+use ptc_lisp::{LiteralArg, Pos};
 use serde_json::Value;
 
 use super::flow::{self, Param};
@@ -128,13 +128,10 @@ impl Check<'_> {
     }
 
     fn source(&mut self, source: &str) {
-        let servers: Vec<&str> = self.upstreams.iter().map(|u| u.name.as_str()).collect();
-        let named = |s: &str| {
-            matches!(s, "tool/call" | "tool/pages")
-                || s.split_once('/').is_some_and(|(ns, _)| {
-                    servers.contains(&ns) || self.failed.iter().any(|f| f == ns)
-                })
-        };
+        let servers: Vec<&str> = (self.upstreams.iter().map(|u| u.name.as_str()))
+            .chain(self.failed.iter().map(String::as_str))
+            .collect();
+        let named = |s: &str| call_form::is_call_head(s, &servers);
         let uses = match ptc_lisp::uses(source, &named) {
             Ok(uses) => uses,
             Err(e) => {
@@ -159,17 +156,7 @@ impl Check<'_> {
         }
         self.data_reads(&uses.data);
         for (head, site) in uses.calls {
-            let (paged, args) = match head.as_str() {
-                "tool/call" => (false, site.args),
-                "tool/pages" => (true, site.args.into_iter().take(2).collect()),
-                // `(server/tool {...})` is `(tool/call 'server/tool {...})`.
-                _ => (
-                    false,
-                    std::iter::once(LiteralArg::Const(Lisp::Symbol(head.as_str().into())))
-                        .chain(site.args)
-                        .collect(),
-                ),
-            };
+            let (paged, args) = call_form::site_args(&head, &site.args);
             self.call(site.pos, &args, paged);
         }
     }

@@ -63,24 +63,14 @@ pub fn propose(
     answer: Option<&Value>,
 ) -> Option<Proposal> {
     let servers: Vec<&str> = plan.upstreams.iter().map(|u| u.name.as_str()).collect();
-    let named = |s: &str| {
-        matches!(s, "tool/call" | "tool/pages")
-            || s.split_once('/')
-                .is_some_and(|(ns, _)| servers.contains(&ns))
-    };
+    let named = |s: &str| call_form::is_call_head(s, &servers);
     let uses = ptc_lisp::uses(source, &named).ok()?;
     // Per argument name: the values written for it (as literals) and its schema.
     let mut literals: BTreeMap<String, (Vec<Lisp>, Value)> = BTreeMap::new();
     let mut flows: BTreeMap<String, Value> = BTreeMap::new();
     let mut writes: Vec<String> = Vec::new();
     for (head, site) in &uses.calls {
-        let args: Vec<LiteralArg> = match head.as_str() {
-            "tool/call" => site.args.clone(),
-            "tool/pages" => site.args.iter().take(2).cloned().collect(),
-            _ => std::iter::once(LiteralArg::Const(Lisp::Symbol(head.as_str().into())))
-                .chain(site.args.iter().cloned())
-                .collect(),
-        };
+        let (_, args) = call_form::site_args(head, &site.args);
         let Ok(call) = call_form::read(&args) else {
             continue;
         };
