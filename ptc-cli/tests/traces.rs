@@ -130,12 +130,7 @@ async fn serve_continues_a_requests_trace_and_flushes_its_spans_on_sigterm() {
         !audit.contains("lisp_eval:") && audit.contains("tool=\"lisp_eval\""),
         "{audit}"
     );
-    let term = Command::new("kill")
-        .args(["-TERM", &host.child.id().to_string()])
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(term, "kill -TERM failed");
-    assert!(host.child.wait().unwrap().success());
+    assert!(host.terminate().success());
     let spans = trace(&receiver, trace_id).await;
     let [eval] = spans.as_slice() else {
         panic!("{spans:#?}")

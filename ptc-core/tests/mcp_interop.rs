@@ -103,35 +103,52 @@ fn http_plan(url: &str) -> McpHttpPlan {
     }
 }
 
-/// A server on a free loopback port, killed when dropped.
+/// A server on a free loopback port, killed when dropped. Its stderr goes to a file that a
+/// failing test prints, so a peer that died or refused says why.
 struct HttpPeer {
     _child: tokio::process::Child,
     port: u16,
+    stderr: PathBuf,
 }
 
 impl HttpPeer {
     /// Starts `command` (which must listen on `port`) and waits until the port accepts.
     async fn start(port: u16, command: &str, args: &[String], env: &[(&str, String)]) -> HttpPeer {
+        let stderr = std::env::temp_dir().join(format!(
+            "ptc-http-peer-{}-{port}.stderr",
+            std::process::id()
+        ));
+        let log = std::fs::File::create(&stderr)
+            .unwrap_or_else(|e| panic!("cannot create {}: {e}", stderr.display()));
         let mut child = tokio::process::Command::new(command)
             .args(args)
             .envs(env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(log)
             .kill_on_drop(true)
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start {command}: {e}"));
+        let peer_said = || std::fs::read_to_string(&stderr).unwrap_or_default();
         let until = Instant::now() + Duration::from_secs(60);
         while TcpStream::connect(("127.0.0.1", port)).is_err() {
             if let Ok(Some(status)) = child.try_wait() {
-                panic!("{command} exited before listening on {port}: {status}");
+                panic!(
+                    "{command} exited before listening on {port}: {status}; it said:\n{}",
+                    peer_said()
+                );
             }
-            assert!(Instant::now() < until, "{command} never listened on {port}");
+            assert!(
+                Instant::now() < until,
+                "{command} never listened on {port}; it said:\n{}",
+                peer_said()
+            );
             tokio::time::sleep(Duration::from_millis(25)).await;
         }
         HttpPeer {
             _child: child,
             port,
+            stderr,
         }
     }
 
@@ -142,6 +159,16 @@ impl HttpPeer {
 
     fn url(&self) -> String {
         format!("http://127.0.0.1:{}/mcp", self.port)
+    }
+}
+
+impl Drop for HttpPeer {
+    fn drop(&mut self) {
+        let said = std::fs::read_to_string(&self.stderr).unwrap_or_default();
+        let _ = std::fs::remove_file(&self.stderr);
+        if std::thread::panicking() {
+            eprintln!("the HTTP peer on port {} said:\n{said}", self.port);
+        }
     }
 }
 

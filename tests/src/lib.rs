@@ -4,11 +4,14 @@
 
 pub mod bed;
 pub mod host_clients;
+mod host_process;
 pub mod issuer;
 pub mod oauth_mcp;
 pub mod otlp;
 pub mod python_server;
 pub mod redis;
+
+pub use host_process::HostProcess;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -149,75 +152,4 @@ pub fn cargo() -> std::process::Command {
         }
     }
     cmd
-}
-
-/// A host process started by a test (`serve --http`), killed when dropped, with its stderr
-/// lines to read.
-pub struct HostProcess {
-    /// The process.
-    pub child: std::process::Child,
-    /// Its stderr, line by line.
-    pub lines: std::io::Lines<std::io::BufReader<std::process::ChildStderr>>,
-    /// Where it listens (`127.0.0.1:port`).
-    pub addr: String,
-}
-
-impl HostProcess {
-    /// Starts `bin serve --http 127.0.0.1:0 args...` and waits until it says where it listens.
-    pub fn serve(bin: &str, args: &[&str]) -> Self {
-        use std::io::BufRead;
-        let mut child = std::process::Command::new(bin)
-            .args(["serve", "--http", "127.0.0.1:0"])
-            .args(args)
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {bin}: {e}"));
-        let stderr = child.stderr.take().expect("piped stderr");
-        let mut host = HostProcess {
-            child,
-            lines: std::io::BufReader::new(stderr).lines(),
-            addr: String::new(),
-        };
-        let line = host.line_with("listening on http://");
-        host.addr = line
-            .split("listening on http://")
-            .nth(1)
-            .and_then(|rest| rest.split('/').next())
-            .unwrap_or_default()
-            .to_string();
-        host
-    }
-
-    /// The next stderr line containing `text` (the lines before it are skipped).
-    pub fn line_with(&mut self, text: &str) -> String {
-        loop {
-            let line = self
-                .lines
-                .next()
-                .unwrap_or_else(|| panic!("the host ended before saying `{text}`"))
-                .expect("stderr reads");
-            if line.contains(text) {
-                return line;
-            }
-        }
-    }
-
-    /// Sends the process SIGHUP (a catalog refresh).
-    #[cfg(unix)]
-    pub fn hangup(&self) {
-        let sent = std::process::Command::new("kill")
-            .args(["-HUP", &self.child.id().to_string()])
-            .status()
-            .is_ok_and(|s| s.success());
-        assert!(sent, "kill -HUP failed");
-    }
-}
-
-impl Drop for HostProcess {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
