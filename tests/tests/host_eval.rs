@@ -105,6 +105,25 @@ async fn errors_carry_reason_message_position_and_fail_value() {
     assert_eq!(p["structuredContent"]["prints"], json!(["step 1"]));
 }
 
+/// `lisp_eval` pre-checks every program before it runs: a literal call of a tool that does not
+/// exist fails it with nothing evaluated, not even what comes before the call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_program_is_pre_checked_before_anything_runs() {
+    let ev = evaluator(empty(), EvalLimits::default()).await;
+    let r = call(
+        &ev,
+        json!({"program": "(println \"never\") (tool/call 'nosuch/tool {})"}),
+    )
+    .await;
+    let s = &r["structuredContent"];
+    assert_eq!(s["prints"], json!([]), "nothing ran: {s}");
+    let m = s["message"].as_str().unwrap();
+    assert!(
+        m.starts_with("1 tool/call problem found before running (nothing was called):"),
+        "{m}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn request_problems_are_named() {
     let ev = evaluator(
