@@ -15,7 +15,7 @@ use ptc_core::wire::mcp::McpClient;
 use ptc_core::{Reason, ToolError, ToolOutput};
 use ptc_plan::{
     AuthEmitter, Backoff, CredentialBinding, CredentialSource, HttpSettings, McpHttpPlan,
-    McpStdioPlan, Secrets,
+    McpStdioPlan, SandboxPlan, Secrets,
 };
 use serde_json::{Map, Value, json};
 use sha2::Digest;
@@ -76,6 +76,12 @@ fn stdio_plan(command: &str, args: &[&str]) -> McpStdioPlan {
         request_timeout_ms: 30_000,
         max_response_bytes: 1 << 20,
         tools: Default::default(),
+        // Isolated, as a config that says nothing has it: its folder (the peers and their
+        // runtimes) is its working folder, so it is in its view.
+        sandbox: Some(SandboxPlan {
+            write_paths: vec![markers().to_string_lossy().into_owned()],
+            ..SandboxPlan::default()
+        }),
     }
 }
 
@@ -223,6 +229,11 @@ async fn python_stdio(
 
 // ---------------------------------------------------------------- helpers
 
+/// Runs the server with the host's own rights (`"sandbox": false`).
+fn unsandboxed(plan: &mut McpStdioPlan) {
+    plan.sandbox = None;
+}
+
 /// Why the stdio server `plan` starts could not be connected to, under the name `name`.
 async fn failed_start(name: &str, plan: &McpStdioPlan) -> ToolError {
     match McpClient::connect_stdio(name, plan, vec![], Redactor::new()).await {
@@ -233,9 +244,20 @@ async fn failed_start(name: &str, plan: &McpStdioPlan) -> ToolError {
 
 /// A temp-dir path for a file a server or a test writes, cleared of what an earlier run left.
 fn fresh_marker(name: &str) -> PathBuf {
-    let path = std::env::temp_dir().join(format!("ptc-mcp-{name}-{}", std::process::id()));
+    let path = markers().join(name);
     let _ = std::fs::remove_file(&path);
     path
+}
+
+/// The folder of this process's markers: the one folder outside its own temp a sandboxed
+/// server of these tests may write.
+fn markers() -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = std::env::temp_dir().join(format!("ptc-mcp-markers-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // Writable to the server's user too: a root host runs sandboxed servers as nobody.
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    dir
 }
 
 /// The environment telling the Python server where to write the marker `var` names.
@@ -511,7 +533,8 @@ async fn python_server_over_streamable_http() {
 async fn a_crashed_server_fails_the_call_in_flight_and_is_restarted() {
     let marker = fresh_marker("crash");
     let env = marker_env("PTC_CRASH_MARKER", &marker);
-    let Some(c) = python_stdio(env, Redactor::new(), |_| {}).await else {
+    // Not sandboxed: a sandbox's server has a pid of its own namespace, the same at each start.
+    let Some(c) = python_stdio(env, Redactor::new(), unsandboxed).await else {
         return;
     };
     let first = call(&c, "pid", json!({})).await.unwrap();
@@ -616,7 +639,8 @@ async fn dropping_the_client_kills_the_servers_whole_process_group() {
     };
     let pid_file = fresh_marker("group");
     // The server leaves a helper running in its process group, as a wrapper script might.
-    let plan = stdio_plan(
+    // Not sandboxed: the pids watched are the host's.
+    let mut plan = stdio_plan(
         "sh",
         &[
             "-c",
@@ -626,6 +650,7 @@ async fn dropping_the_client_kills_the_servers_whole_process_group() {
             &script.to_string_lossy(),
         ],
     );
+    unsandboxed(&mut plan);
     let c = McpClient::connect_stdio("py", &plan, vec![], Redactor::new())
         .await
         .unwrap();
@@ -651,6 +676,7 @@ async fn dropping_the_client_kills_the_servers_whole_process_group() {
         ],
     );
     plan.handshake_timeout_ms = 2_000;
+    unsandboxed(&mut plan);
     let e = failed_start("mute", &plan).await;
     assert_eq!(e.reason, Reason::UpstreamUnavailable, "{e}");
     let helper: u32 = std::fs::read_to_string(&pid_file)
@@ -687,7 +713,9 @@ async fn server_pid(c: &McpClient) -> u32 {
 async fn the_server_is_killed_on_shutdown_and_when_the_client_is_dropped() {
     let exit_marker = fresh_marker("exit");
     let env = marker_env("PTC_EXIT_MARKER", &exit_marker);
-    let Some(c) = python_stdio(env, Redactor::new(), |_| {}).await else {
+    // Not sandboxed: the pids watched are the host's (a sandboxed server's are tested in
+    // `a_sandbox_ends_whole_with_its_client`).
+    let Some(c) = python_stdio(env, Redactor::new(), unsandboxed).await else {
         return;
     };
     let pid = server_pid(&c).await;
@@ -709,7 +737,7 @@ async fn the_server_is_killed_on_shutdown_and_when_the_client_is_dropped() {
         )
     );
 
-    let Some(c) = python_stdio(vec![], Redactor::new(), |_| {}).await else {
+    let Some(c) = python_stdio(vec![], Redactor::new(), unsandboxed).await else {
         return;
     };
     let pid = server_pid(&c).await;
@@ -786,7 +814,10 @@ async fn a_server_answering_every_handshake_with_an_empty_result_is_refused_at_o
             m = json.loads(line)\n    \
             if 'id' in m:\n        \
                 print(json.dumps({'jsonrpc': '2.0', 'id': m['id'], 'result': {}}), flush=True)\n";
-    let mut plan = stdio_plan("python3", &["-c", answer_all]);
+    let Some((python, _)) = python_peer() else {
+        return;
+    };
+    let mut plan = stdio_plan(&python, &["-c", answer_all]);
     plan.handshake_timeout_ms = 20_000;
     let started = Instant::now();
     let e = failed_start("empty", &plan).await;
@@ -810,7 +841,10 @@ async fn a_server_answering_every_handshake_with_an_empty_result_is_refused_at_o
 #[tokio::test]
 async fn a_server_exiting_during_the_handshake_fails_it_with_its_stderr() {
     let exits = "import sys\nsys.stderr.write('missing API_KEY\\n')\nsys.exit(3)\n";
-    let plan = stdio_plan("python3", &["-c", exits]);
+    let Some((python, _)) = python_peer() else {
+        return;
+    };
+    let plan = stdio_plan(&python, &["-c", exits]);
     let e = failed_start("exits", &plan).await;
     assert_eq!(e.reason, Reason::UpstreamUnavailable);
     assert!(
@@ -921,6 +955,8 @@ async fn a_canary_secret_reaches_no_result_error_tool_list_or_log() {
         let names: Vec<&String> = dumped.as_object().unwrap().keys().collect();
         assert!(
             names.iter().all(|k| k.as_str() == "PTC_CANARY"
+                // The working folder, which the sandbox names.
+                || k.as_str() == "PWD"
                 || ptc_core::wire::mcp::INHERITED_ENV.contains(&k.as_str())),
             "{names:?}"
         );

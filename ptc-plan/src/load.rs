@@ -214,6 +214,7 @@ fn compile(
         diags.locate_in(path, text);
         return Err(diags);
     }
+    config::sandbox::hide(path, &config.credentials, &mut upstreams);
     Ok(Loaded {
         plan: Plan {
             credentials: config.credentials,

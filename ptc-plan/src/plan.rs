@@ -441,6 +441,55 @@ pub struct McpStdioPlan {
     /// Which of its tools are exposed, and their pins.
     #[serde(default)]
     pub tools: McpTools,
+    /// How the server is isolated (`sandbox`); `None` when the config opts out
+    /// (`"sandbox": false`) and the server runs with the host's own rights.
+    pub sandbox: Option<SandboxPlan>,
+}
+
+/// The isolation of a stdio server: what it may read, write and reach, and its limits. The
+/// system folders, its own command's installation and a private temp folder are always in its
+/// view; nothing else of the host is, unless named here.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SandboxPlan {
+    /// `network`: the host's network (all or nothing); otherwise a network of its own with
+    /// nothing on it.
+    pub network: bool,
+    /// `read_paths`: folders and files it may read (absolute).
+    pub read_paths: Vec<String>,
+    /// `write_paths`: folders it may write (absolute).
+    pub write_paths: Vec<String>,
+    /// What it must never see even inside a path it may read or write (absolute): the config
+    /// file, the files credentials are read from, the other stdio upstreams' working folders.
+    /// Filled by the loader.
+    pub hidden: Vec<String>,
+    /// Its resource limits.
+    pub limits: SandboxLimits,
+}
+
+/// A sandboxed server's resource limits, per process it starts (`sandbox.*` in the config).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SandboxLimits {
+    /// `memory_mb`: its data segment (heap and private writable mappings), in MiB.
+    pub memory_mb: u64,
+    /// `processes`: processes and threads it may have at once.
+    pub processes: u64,
+    /// `open_files`: file descriptors each process may hold.
+    pub open_files: u64,
+    /// `cpu_seconds`: CPU time each process may use; a process past it is killed.
+    pub cpu_seconds: u64,
+}
+
+/// The limits where the config names none: enough for a Node or Python server and its runtime's
+/// threads, far below what a fork or memory bomb would take.
+impl Default for SandboxLimits {
+    fn default() -> Self {
+        SandboxLimits {
+            memory_mb: 1024,
+            processes: 128,
+            open_files: 1024,
+            cpu_seconds: 3600,
+        }
+    }
 }
 
 /// An MCP server over Streamable HTTP.

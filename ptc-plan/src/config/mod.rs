@@ -8,6 +8,7 @@ mod fields;
 mod http;
 mod oauth;
 pub(crate) mod programs;
+pub(crate) mod sandbox;
 mod upstreams;
 mod writes;
 

@@ -359,6 +359,7 @@ fn parse_stdio(cx: &mut Cx, f: &mut Fields, base_dir: &Path) -> Option<McpStdioP
     let request_timeout_ms = f.positive(cx, "request_timeout_ms", DEFAULT_REQUEST_TIMEOUT_MS);
     let max_response_bytes = f.positive(cx, "max_response_bytes", DEFAULT_MAX_RESPONSE_BYTES);
     let tools = parse_mcp_tools(cx, f);
+    let sandbox = super::sandbox::parse(cx, f, base_dir);
     let command = command?;
     // A relative path with a slash is a file next to the config; a bare name is looked up on PATH.
     let command = if command.contains('/') {
@@ -375,6 +376,7 @@ fn parse_stdio(cx: &mut Cx, f: &mut Fields, base_dir: &Path) -> Option<McpStdioP
         request_timeout_ms,
         max_response_bytes,
         tools,
+        sandbox,
     })
 }
 

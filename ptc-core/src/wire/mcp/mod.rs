@@ -17,6 +17,7 @@ mod http;
 mod input;
 mod listing;
 mod result;
+mod sandbox;
 mod stdio;
 
 use std::sync::Arc;
@@ -158,7 +159,7 @@ impl Drop for Inner {
 
 enum Connector {
     Stdio {
-        plan: McpStdioPlan,
+        plan: Box<McpStdioPlan>,
         env: Vec<(String, String)>,
     },
     Http(http::HttpSetup),
@@ -208,7 +209,7 @@ impl McpClient {
             upstream,
             redactor,
             Connector::Stdio {
-                plan: plan.clone(),
+                plan: Box::new(plan.clone()),
                 env,
             },
             plan.handshake_timeout_ms,
@@ -915,11 +916,15 @@ mod tests {
             request_timeout_ms: 1,
             max_response_bytes: 1,
             tools: Default::default(),
+            sandbox: None,
         };
         super::McpClient::new(
             "peer",
             crate::credentials::redact::Redactor::default(),
-            super::Connector::Stdio { plan, env: vec![] },
+            super::Connector::Stdio {
+                plan: Box::new(plan),
+                env: vec![],
+            },
             1,
             1,
             super::STDIO_BACKOFF,

@@ -113,8 +113,11 @@ pub(crate) struct StdioTransport {
 }
 
 /// Kills the child's process group when dropped, so neither the server nor anything it started
-/// outlives the client.
-struct ChildGuard(Option<Box<dyn ChildWrapper>>);
+/// outlives the client; then a sandboxed server's private temp folder goes.
+struct ChildGuard(
+    Option<Box<dyn ChildWrapper>>,
+    #[allow(dead_code, reason = "held for its Drop")] Option<super::sandbox::PrivateTemp>,
+);
 
 impl Drop for ChildGuard {
     fn drop(&mut self) {
@@ -133,8 +136,30 @@ pub(crate) fn spawn(
     redactor: &Redactor,
     refusals: Refusals,
 ) -> std::io::Result<(StdioTransport, StderrTail)> {
-    let mut command = CommandWrap::with_new(&plan.command, |c| {
-        c.args(&plan.args)
+    let sandboxed = match &plan.sandbox {
+        Some(sandbox) => Some(
+            super::sandbox::prepare(
+                upstream,
+                plan,
+                sandbox,
+                &super::sandbox::Host::current(plan),
+            )
+            .map_err(|e| std::io::Error::other(e.0))?,
+        ),
+        None => None,
+    };
+    let (program, args): (&std::ffi::OsStr, Vec<&std::ffi::OsStr>) = match &sandboxed {
+        Some(s) => (
+            s.program.as_os_str(),
+            s.args.iter().map(|a| a.as_os_str()).collect(),
+        ),
+        None => (
+            plan.command.as_ref(),
+            plan.args.iter().map(|a| a.as_ref()).collect(),
+        ),
+    };
+    let mut command = CommandWrap::with_new(program, |c| {
+        c.args(&args)
             .env_clear()
             .envs(
                 INHERITED_ENV
@@ -143,6 +168,7 @@ pub(crate) fn spawn(
             )
             .envs(plan.env.iter().map(|(k, v)| (k, v)))
             .envs(env.iter().map(|(k, v)| (k, v)))
+            .envs(sandboxed.iter().flat_map(|s| s.env.iter().copied()))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -168,7 +194,7 @@ pub(crate) fn spawn(
         StdioTransport {
             reader: LineReader::new(stdout, max),
             stdin: Arc::new(tokio::sync::Mutex::new(Some(stdin))),
-            child: ChildGuard(Some(child)),
+            child: ChildGuard(Some(child), sandboxed.map(|s| s.temp)),
             max,
             refusals,
         },
