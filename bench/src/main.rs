@@ -84,6 +84,9 @@ fn main() -> ExitCode {
     if enabled("pins") {
         rows.extend(suites::pins::run(budget));
     }
+    if enabled("sandbox") {
+        rows.extend(suites::sandbox::run(budget));
+    }
     if enabled("identity") {
         rows.extend(suites::identity::run(budget));
     }

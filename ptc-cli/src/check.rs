@@ -97,7 +97,13 @@ pub fn render_catalog(plan: &Plan) -> String {
                     if p.args.is_empty() { "" } else { " " },
                     p.args.join(" ")
                 );
+                let header = out.len();
                 tools += mcp_tools(&mut out, &up.name, "mcp_stdio", &spec, &p.tools, "starts");
+                // Under the upstream's own line, before its tools.
+                let at = out[header..]
+                    .find('\n')
+                    .map_or(out.len(), |i| header + i + 1);
+                out.insert_str(at, &format!("  {}\n", p.isolation()));
             }
             Transport::McpHttp(p) => {
                 tools += mcp_tools(&mut out, &up.name, "mcp_http", &p.url, &p.tools, "connects");

@@ -61,6 +61,38 @@ fn prints_pinned_mcp_tools_with_their_pins_and_says_when_nothing_is_pinned() {
     );
 }
 
+/// Under each stdio upstream's line: how it is isolated, or that it is not.
+#[test]
+fn each_stdio_upstreams_isolation_is_shown_under_it() {
+    let dir = ptc_tests::fresh_dir("check-sandbox");
+    std::fs::create_dir_all(dir.join("data")).unwrap();
+    let config = dir.join("upstreams.json");
+    let text = serde_json::json!({"upstreams": {
+        "a": {"transport": "mcp_stdio", "command": "server-a"},
+        "b": {"transport": "mcp_stdio", "command": "server-b", "sandbox": false},
+        "c": {"transport": "mcp_stdio", "command": "server-c",
+              "sandbox": {"network": true, "read_paths": ["data", "/opt/c"], "write_paths": ["data"],
+                          "memory_mb": 64, "processes": 8, "open_files": 32, "cpu_seconds": 5}},
+    }});
+    std::fs::write(&config, text.to_string()).unwrap();
+    let out = ptc(&["check", config.to_str().unwrap()]);
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let data = dir.join("data").display().to_string();
+    let expected = format!(
+        "a (mcp_stdio) server-a  [tools are listed when it starts; not pinned: `ptc vendor` pins them]\n  \
+         isolated: network none; reads its command and the system folders only; writes its temp folder only; \
+         limits 1024 MiB memory, 128 processes, 1024 open files, 3600 s CPU\n\
+         b (mcp_stdio) server-b  [tools are listed when it starts; not pinned: `ptc vendor` pins them]\n  \
+         not isolated (\"sandbox\": false): it runs with the host's own rights\n\
+         c (mcp_stdio) server-c  [tools are listed when it starts; not pinned: `ptc vendor` pins them]\n  \
+         isolated: network the host's; reads /opt/c, {data}; writes {data}; \
+         limits 64 MiB memory, 8 processes, 32 open files, 5 s CPU\n\
+         ok: 3 upstreams, 0 compiled tools\n"
+    );
+    assert_eq!(stdout, expected);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn prints_the_observatory_catalog() {
     let config = fixtures().join("observatory/upstreams.json");

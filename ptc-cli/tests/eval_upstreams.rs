@@ -1,5 +1,6 @@
 //! `ptc eval --config`: programs calling the Observatory service started in-process, the
-//! metrics, and the exit codes for program and config errors.
+//! metrics, and the exit codes for program and config errors; and the warning the host logs at
+//! start-up of a stdio upstream it runs unisolated.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -254,4 +255,36 @@ fn promote_turns_a_recorded_run_into_a_declared_program_that_answers_the_same() 
         std::fs::read_to_string(b.dir.join("programs/top-errors.clj")).unwrap(),
         written
     );
+}
+
+/// A stdio upstream the config runs unisolated is warned of in the host's start-up log; an
+/// isolated one is not.
+#[test]
+fn an_unisolated_stdio_upstream_is_warned_of_at_start_up() {
+    let Some(python) = ptc_tests::mcp_python() else {
+        return;
+    };
+    let dir = ptc_tests::fresh_dir("cli-unisolated");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/mcp/py_server.py");
+    for (sandbox, warned) in [(json!(false), true), (json!(true), false)] {
+        let config = dir.join("upstreams.json");
+        let text_of = json!({"upstreams": {"py": {"transport": "mcp_stdio", "command": python,
+            "args": [script, "stdio"], "sandbox": sandbox}}});
+        std::fs::write(&config, text_of.to_string()).unwrap();
+        let mut host = ptc_tests::HostProcess::serve(
+            env!("CARGO_BIN_EXE_ptc"),
+            &["--config", config.to_str().unwrap()],
+        );
+        let logged = host.kill().join("\n");
+        assert_eq!(
+            logged.contains("WARN")
+                && logged.contains("upstream=py")
+                && logged.contains(
+                    "not isolated (\"sandbox\": false): it runs with the host's own rights"
+                ),
+            warned,
+            "{logged}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -156,6 +156,8 @@ async fn an_mcp_stdio_upstreams_spans_join_the_trace_through_meta() {
         "transport": "mcp_stdio",
         "command": PTC,
         "args": ["serve", "--config", inner, "--otlp-endpoint", receiver.url],
+        // It exports its spans to the receiver on the host's loopback.
+        "sandbox": {"network": true},
     }}});
     std::fs::write(&outer, config.to_string()).unwrap();
     let (trace_id, parent) = ("c7e9a1b3d5f74816a8c0e2f4a6b8d0e2", "708192a3b4c5d6e7");

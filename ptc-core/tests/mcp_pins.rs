@@ -260,7 +260,9 @@ fn a_server_that_restarts_mid_session_is_compared_before_the_next_call_reaches_i
         return;
     };
     let variant_file = d.dir.join("variant.json");
-    d.write_config(json!({"env": {"PTC_TOOLS_VARIANT_FILE": variant_file}}));
+    // The sandboxed server reads the file from the test's folder, which it is given.
+    d.write_config(json!({"env": {"PTC_TOOLS_VARIANT_FILE": variant_file},
+                          "sandbox": {"read_paths": [d.dir]}}));
     let up = d.start(&rt);
     assert_eq!(
         value(&rt, &up, "(:ok (tool/call 'peer/echo {:message \"hi\"}))"),

@@ -79,6 +79,8 @@ async fn text(c: &McpClient, tool: &str, args: Value) -> String {
     let Value::Object(args) = args else { panic!() };
     match c.call_tool(tool, args, None).await {
         Ok(ToolOutput::Text(t)) => t,
+        // server-filesystem answers structured content too.
+        Ok(ToolOutput::Json(j)) => String::from_utf8(j).unwrap(),
         other => panic!("{tool}: {other:?}"),
     }
 }
@@ -311,4 +313,87 @@ fn processes_running(needle: &str) -> Vec<u32> {
             false
         })
         .collect()
+}
+
+/// server-filesystem on a folder, given only that folder to write: it lists, writes and reads
+/// there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_filesystem_works_sandboxed_on_its_folder() {
+    use std::os::unix::fs::PermissionsExt;
+    let entry =
+        fixtures().join("node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
+    if !entry.exists() {
+        ptc_tests::skip(
+            "server-filesystem is missing from fixtures/mcp (scripts/test installs it)",
+        );
+        return;
+    }
+    let scratch = Scratch::new("filesystem");
+    let folder = scratch.0.join("shared");
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o777)).unwrap();
+    std::fs::write(folder.join("hello.txt"), "hello from the host\n").unwrap();
+    let plan = scratch.load(json!({
+        "command": "node",
+        "args": [entry, folder],
+        "sandbox": {"write_paths": ["shared"]},
+    }));
+    let c = connect(&stdio(&plan, "hostile")).await;
+    let listed = text(&c, "list_directory", json!({"path": folder})).await;
+    assert!(listed.contains("hello.txt"), "{listed}");
+    let note = folder.join("note.txt");
+    let wrote = text(
+        &c,
+        "write_file",
+        json!({"path": note, "content": "written inside"}),
+    )
+    .await;
+    assert!(wrote.contains("Successfully wrote"), "{wrote}");
+    assert_eq!(std::fs::read_to_string(&note).unwrap(), "written inside");
+    let read = text(
+        &c,
+        "read_text_file",
+        json!({"path": folder.join("hello.txt")}),
+    )
+    .await;
+    assert!(read.contains("hello from the host"), "{read}");
+}
+
+/// mcp-server-git on a repository, given only that repository to read: it reads its log.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_server_git_works_sandboxed_on_a_repository() {
+    let server = fixtures().join("../mcp-git/.venv/bin/mcp-server-git");
+    let server = ptc_plan::paths::normalize(&server);
+    if !server.exists() {
+        ptc_tests::skip(
+            "mcp-server-git is missing from fixtures/mcp-git (scripts/test installs it)",
+        );
+        return;
+    }
+    let scratch = Scratch::new("git");
+    let repo = scratch.0.join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    std::fs::write(repo.join("README.md"), "a repository\n").unwrap();
+    let git = |args: &[&str]| {
+        let ok = std::process::Command::new("git")
+            .args(["-c", "user.name=ptc", "-c", "user.email=ptc@example.test"])
+            .args(args)
+            .current_dir(&repo)
+            .output()
+            .expect("git runs");
+        assert!(ok.status.success(), "git {args:?}: {ok:?}");
+    };
+    git(&["init", "-q"]);
+    git(&["add", "README.md"]);
+    git(&["commit", "-q", "-m", "the first commit"]);
+    let plan = scratch.load(json!({
+        "command": server,
+        "args": ["--repository", repo],
+        "sandbox": {"read_paths": ["repo"]},
+    }));
+    let c = connect(&stdio(&plan, "hostile")).await;
+    let log = text(&c, "git_log", json!({"repo_path": repo})).await;
+    assert!(log.contains("the first commit"), "{log}");
+    let status = text(&c, "git_status", json!({"repo_path": repo})).await;
+    assert!(status.contains("nothing to commit"), "{status}");
 }

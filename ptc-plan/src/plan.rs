@@ -446,6 +446,33 @@ pub struct McpStdioPlan {
     pub sandbox: Option<SandboxPlan>,
 }
 
+impl McpStdioPlan {
+    /// How the server is isolated, in one line (`ptc check`, the start-up warning).
+    pub fn isolation(&self) -> String {
+        let Some(s) = &self.sandbox else {
+            return "not isolated (\"sandbox\": false): it runs with the host's own rights".into();
+        };
+        let list = |paths: &[String], none: &str| {
+            if paths.is_empty() {
+                none.to_string()
+            } else {
+                paths.join(", ")
+            }
+        };
+        let l = &s.limits;
+        format!(
+            "isolated: network {}; reads {}; writes {}; limits {} MiB memory, {} processes, {} open files, {} s CPU",
+            if s.network { "the host's" } else { "none" },
+            list(&s.read_paths, "its command and the system folders only"),
+            list(&s.write_paths, "its temp folder only"),
+            l.memory_mb,
+            l.processes,
+            l.open_files,
+            l.cpu_seconds
+        )
+    }
+}
+
 /// The isolation of a stdio server: what it may read, write and reach, and its limits. The
 /// system folders, its own command's installation and a private temp folder are always in its
 /// view; nothing else of the host is, unless named here.

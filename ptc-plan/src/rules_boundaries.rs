@@ -8,6 +8,7 @@ use crate::{HttpSettings, ToolPlan, Transport};
 use serde_json::json;
 
 mod oauth;
+mod sandbox;
 
 /// A fresh folder for one test.
 fn temp_dir() -> PathBuf {

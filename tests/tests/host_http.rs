@@ -136,6 +136,43 @@ async fn bearer_token_is_required_and_compared_exactly_while_health_and_ready_ar
     assert_eq!(reply["result"]["structuredContent"]["result"], json!(3));
 }
 
+/// `/ready` warns of each stdio upstream the config runs unisolated (`"sandbox": false`), and
+/// only of those.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ready_warns_of_an_unisolated_stdio_upstream() {
+    let config = json!({"upstreams": {
+        "open": {"transport": "mcp_stdio", "command": "server-open", "sandbox": false},
+        "boxed": {"transport": "mcp_stdio", "command": "server-boxed"},
+    }});
+    let plan = ptc_plan::load_str(
+        &config.to_string(),
+        std::path::Path::new("/ready-test/upstreams.json"),
+        &ptc_plan::FileSource,
+    )
+    .unwrap_or_else(|d| panic!("{d}"))
+    .plan;
+    let options = ptc_core::StartOptions {
+        catalog: ptc_core::CatalogLoad::OnFirstUse,
+        ..Default::default()
+    };
+    let up = Upstreams::start(plan, Default::default(), options)
+        .await
+        .unwrap();
+    let h = host_over(Arc::new(up), HttpOptions::default(), EvalLimits::default()).await;
+    let body = client()
+        .get(format!("{}/ready", h.base))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(
+        body,
+        "ready\nrunning 0\nwaiting 0\nwarning: open is not isolated (\"sandbox\": false)\n"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn binding_off_loopback_needs_a_long_enough_token() {
     let public = HttpOptions {

@@ -9,6 +9,7 @@ pub mod load;
 pub mod pins;
 pub mod plan_compile;
 pub mod programs;
+pub mod sandbox;
 pub mod tool_call;
 pub mod traces;
 pub mod upstream_oauth;

@@ -308,6 +308,11 @@ impl Upstreams {
                     links.push(Link::OpenApi(Box::new(link)));
                 }
                 other => {
+                    if let ptc_plan::Transport::McpStdio(p) = other
+                        && p.sandbox.is_none()
+                    {
+                        tracing::warn!(upstream = %up.name, "{}", p.isolation());
+                    }
                     let shared = crate::catalog::mcp_link::Shared {
                         grants: options.grants.clone(),
                         exchanges: exchanges.clone(),
@@ -438,6 +443,17 @@ impl Upstreams {
                 .map_err(|e| self.redact_error(e))?;
         }
         Ok(entry)
+    }
+
+    /// The stdio upstreams the config runs with the host's own rights (`"sandbox": false`).
+    pub fn unisolated(&self) -> Vec<&str> {
+        self.catalog
+            .servers
+            .iter()
+            .zip(&self.links)
+            .filter(|(_, l)| matches!(l, Link::Mcp(m) if m.unisolated()))
+            .map(|(s, _)| s.name.as_str())
+            .collect()
     }
 
     /// The pin events of every pinned MCP upstream, by upstream name.

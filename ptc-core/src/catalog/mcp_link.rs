@@ -228,6 +228,11 @@ impl McpLink {
         .await
     }
 
+    /// A stdio server the config runs with the host's own rights (`"sandbox": false`).
+    pub(crate) fn unisolated(&self) -> bool {
+        matches!(&self.connect, Connect::Stdio(p) if p.sandbox.is_none())
+    }
+
     /// The pin events counted so far (`None` when nothing is pinned).
     pub(crate) fn pin_counts(&self) -> Option<&crate::catalog::pin_check::PinCounts> {
         self.pins.as_ref().map(|b| &b.counts)

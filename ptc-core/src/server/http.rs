@@ -280,8 +280,9 @@ async fn health() -> &'static str {
 }
 
 /// `ready` and the load behind it: programs in flight, requests waiting for their turn, per
-/// pinned MCP upstream the pin events seen (changed, removed, unpinned tools), and per tool and
-/// field the answers that drifted from the output schema.
+/// pinned MCP upstream the pin events seen (changed, removed, unpinned tools), per tool and
+/// field the answers that drifted from the output schema, and a warning per stdio upstream the
+/// config runs unisolated.
 async fn ready(State(state): State<AppState>) -> Response {
     let ev = &state.evaluator;
     if ev.is_accepting() {
@@ -301,6 +302,11 @@ async fn ready(State(state): State<AppState>) -> Response {
         }
         for (tool, field, n) in ev.upstreams().drift().counts() {
             body.push_str(&format!("drift {tool} {field} {n}\n"));
+        }
+        for upstream in ev.upstreams().unisolated() {
+            body.push_str(&format!(
+                "warning: {upstream} is not isolated (\"sandbox\": false)\n"
+            ));
         }
         (StatusCode::OK, body).into_response()
     } else {

@@ -348,10 +348,21 @@ fn normalize(p: &Path) -> PathBuf {
 }
 
 /// What running `file` needs to read: for the file and each file its symlinks lead to, the
-/// installation it lies in ([`installed_in`]).
+/// installation it lies in ([`installed_in`]); for a script, its interpreter's too.
 fn installation(file: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
-    let mut step = normalize(file);
+    let last = follow(&normalize(file), &mut out);
+    // One level: an interpreter that is itself a script is not followed further.
+    if let Some(interpreter) = interpreter(&last).filter(|i| *i != last) {
+        follow(&interpreter, &mut out);
+    }
+    out
+}
+
+/// Adds the installation of `file` and of each file its symlinks lead to (at most 16); the
+/// last of them.
+fn follow(file: &Path, out: &mut Vec<PathBuf>) -> PathBuf {
+    let mut step = file.to_path_buf();
     for _ in 0..16 {
         out.push(installed_in(&step));
         let Ok(target) = std::fs::read_link(&step) else {
@@ -362,7 +373,18 @@ fn installation(file: &Path) -> Vec<PathBuf> {
             None => target,
         };
     }
-    out
+    step
+}
+
+/// The interpreter a script's `#!` line names (absolute), if it has one.
+fn interpreter(file: &Path) -> Option<PathBuf> {
+    use std::io::Read;
+    let mut head = [0u8; 256];
+    let n = std::fs::File::open(file).ok()?.read(&mut head).ok()?;
+    let line = head[..n].strip_prefix(b"#!")?;
+    let line = &line[..line.iter().position(|b| *b == b'\n')?];
+    let path = std::str::from_utf8(line).ok()?.split_whitespace().next()?;
+    Path::new(path).is_absolute().then(|| PathBuf::from(path))
 }
 
 /// The installation `file` belongs to: the outermost `node_modules` it lies in (a Node package
@@ -424,26 +446,31 @@ fn tools() -> Result<&'static Tools, SandboxError> {
         let path = std::env::var_os("PATH").unwrap_or_default();
         let mut dirs: Vec<PathBuf> = std::env::split_paths(&path).collect();
         dirs.extend(["/usr/bin", "/bin", "/usr/sbin", "/sbin"].map(PathBuf::from));
-        let find = |name: &str, package: &str| {
-            dirs.iter()
-                .map(|d| d.join(name))
-                .find(|p| p.is_file())
-                .ok_or_else(|| {
-                    format!(
-                        "a sandboxed stdio server needs `{name}` ({package}), which is not installed: \
-                         install it (Debian and Ubuntu: `apt-get install {package}`), or set \
-                         \"sandbox\": false on the upstream to run it with the host's own rights"
-                    )
-                })
-        };
-        Ok(Tools {
-            bwrap: find("bwrap", "bubblewrap")?,
-            prlimit: find("prlimit", "util-linux")?,
-            unshare: find("unshare", "util-linux")?,
-            setpriv: find("setpriv", "util-linux")?,
-        })
+        find_tools(&dirs)
     });
     found.as_ref().map_err(|e| SandboxError(e.clone()))
+}
+
+/// The tools in the first of `dirs` that has each, or which one is missing and how to get it.
+fn find_tools(dirs: &[PathBuf]) -> Result<Tools, String> {
+    let find = |name: &str, package: &str| {
+        dirs.iter()
+            .map(|d| d.join(name))
+            .find(|p| p.is_file())
+            .ok_or_else(|| {
+                format!(
+                    "a sandboxed stdio server needs `{name}` ({package}), which is not installed: \
+                     install it (Debian and Ubuntu: `apt-get install {package}`), or set \
+                     \"sandbox\": false on the upstream to run it with the host's own rights"
+                )
+            })
+    };
+    Ok(Tools {
+        bwrap: find("bwrap", "bubblewrap")?,
+        prlimit: find("prlimit", "util-linux")?,
+        unshare: find("unshare", "util-linux")?,
+        setpriv: find("setpriv", "util-linux")?,
+    })
 }
 
 /// A new folder holding the server's temp folder (`tmp`, private to it, and owned by `nobody`
@@ -480,4 +507,422 @@ fn private_temp(upstream: &str, root: bool) -> Result<PrivateTemp, SandboxError>
         ))
     })?;
     Ok(temp)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ptc_plan::SandboxLimits;
+
+    fn plan(command: &str, args: &[&str], cwd: Option<&str>) -> McpStdioPlan {
+        McpStdioPlan {
+            command: command.into(),
+            args: args.iter().map(|a| a.to_string()).collect(),
+            env: vec![],
+            cwd: cwd.map(str::to_string),
+            handshake_timeout_ms: 1,
+            request_timeout_ms: 1,
+            max_response_bytes: 1,
+            tools: Default::default(),
+            sandbox: Some(SandboxPlan::default()),
+        }
+    }
+
+    fn strings(args: &[OsString]) -> Vec<String> {
+        args.iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
+    }
+
+    /// A fresh folder, removed when dropped.
+    struct Scratch(PathBuf);
+
+    impl Scratch {
+        fn new(name: &str) -> Scratch {
+            static N: AtomicU64 = AtomicU64::new(0);
+            let dir = std::env::temp_dir().join(format!(
+                "ptc-sandbox-unit-{name}-{}-{}",
+                std::process::id(),
+                N.fetch_add(1, Ordering::Relaxed)
+            ));
+            std::fs::create_dir_all(&dir).unwrap();
+            Scratch(dir)
+        }
+
+        fn file(&self, rel: &str) -> PathBuf {
+            let p = self.0.join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(&p, "").unwrap();
+            p
+        }
+
+        fn dir(&self, rel: &str) -> PathBuf {
+            let p = self.0.join(rel);
+            std::fs::create_dir_all(&p).unwrap();
+            p
+        }
+    }
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    #[test]
+    fn the_limits_are_passed_to_prlimit_in_its_units() {
+        let mut s = SandboxPlan {
+            limits: SandboxLimits {
+                memory_mb: 3,
+                processes: 5,
+                open_files: 7,
+                cpu_seconds: 11,
+            },
+            ..SandboxPlan::default()
+        };
+        assert_eq!(
+            limits(&s),
+            [
+                "--data=3145728",
+                "--nproc=5",
+                "--nofile=7",
+                "--cpu=11",
+                "--core=0"
+            ]
+        );
+        s.limits.memory_mb = u64::MAX;
+        assert_eq!(limits(&s)[0], format!("--data={}", u64::MAX), "saturates");
+    }
+
+    #[test]
+    fn the_network_is_its_own_unless_granted_and_root_switches_users_inside() {
+        let mut s = SandboxPlan::default();
+        let has = |args: &[OsString], flag: &str| strings(args).iter().any(|a| a == flag);
+        let user = namespaces(&s, false);
+        assert!(has(&user, "--unshare-net") && has(&user, "--unshare-user"));
+        assert!(!has(&user, "--cap-add"));
+        for flag in [
+            "--unshare-ipc",
+            "--unshare-pid",
+            "--unshare-uts",
+            "--die-with-parent",
+            "--new-session",
+        ] {
+            assert!(has(&user, flag), "{flag}");
+        }
+        let root = namespaces(&s, true);
+        assert!(!has(&root, "--unshare-user"));
+        assert!(has(&root, "CAP_SETUID") && has(&root, "CAP_SETGID"));
+        s.network = true;
+        assert!(!has(&namespaces(&s, false), "--unshare-net"));
+    }
+
+    #[test]
+    fn an_installation_is_its_packages_or_prefix_never_a_home_or_the_root() {
+        let home = std::env::var("HOME").unwrap_or_default();
+        for (file, installed) in [
+            ("/opt/venv/bin/python", "/opt/venv"),
+            ("/opt/tool/sbin/tool", "/opt/tool"),
+            (
+                "/srv/app/node_modules/a/node_modules/b/index.js",
+                "/srv/app/node_modules",
+            ),
+            ("/srv/app/server.py", "/srv/app"),
+            ("/srv/server.py", "/srv"),
+            ("/home/ada/server.py", "/home/ada/server.py"),
+            ("/home/server.py", "/home/server.py"),
+            ("/root/server.py", "/root/server.py"),
+            ("/root/bin/server", "/root/bin/server"),
+            ("/server", "/server"),
+            ("/bin/server", "/bin/server"),
+        ] {
+            assert_eq!(
+                installed_in(Path::new(file)),
+                Path::new(installed),
+                "{file}"
+            );
+        }
+        if !home.is_empty() {
+            let in_home = Path::new(&home).join("s.py");
+            assert_eq!(installed_in(&in_home), in_home);
+        }
+        let scratch = Scratch::new("installed");
+        let dir = scratch.dir("pkg");
+        assert_eq!(installed_in(&dir), dir, "a folder is itself");
+    }
+
+    #[test]
+    fn each_link_on_the_way_to_the_command_brings_its_installation() {
+        let scratch = Scratch::new("links");
+        let real = scratch.file("real/bin/python3.12");
+        scratch.dir("venv/bin");
+        let python = scratch.0.join("venv/bin/python");
+        std::os::unix::fs::symlink("../../real/bin/python3.12", &python).unwrap();
+        assert_eq!(
+            installation(&python),
+            [scratch.0.join("venv"), scratch.0.join("real")]
+        );
+        assert_eq!(installation(&real), [scratch.0.join("real")]);
+        // A script brings its interpreter's installation (a venv's entry point, an npm bin).
+        let tool = scratch.0.join("app/bin/tool");
+        std::fs::create_dir_all(tool.parent().unwrap()).unwrap();
+        std::fs::write(&tool, format!("#!{} -u\nprint(1)\n", python.display())).unwrap();
+        assert_eq!(
+            installation(&tool),
+            [
+                scratch.0.join("app"),
+                scratch.0.join("venv"),
+                scratch.0.join("real")
+            ]
+        );
+        for (head, named) in [
+            ("#!/usr/bin/env node\n", Some("/usr/bin/env")),
+            ("#! /bin/sh\n", Some("/bin/sh")),
+            ("#!python\n", None),
+            ("#!/no/newline", None),
+            ("\x7fELF", None),
+        ] {
+            std::fs::write(&tool, head).unwrap();
+            assert_eq!(interpreter(&tool), named.map(PathBuf::from), "{head:?}");
+        }
+        // A loop ends.
+        let a = scratch.0.join("loop/a");
+        scratch.dir("loop");
+        std::os::unix::fs::symlink("b", &a).unwrap();
+        std::os::unix::fs::symlink("a", scratch.0.join("loop/b")).unwrap();
+        assert_eq!(installation(&a).len(), 16);
+    }
+
+    #[test]
+    fn a_path_written_with_dot_dot_needs_the_folders_it_passes() {
+        let p = plan(
+            "/a/b/../c/run",
+            &["../d", "x", "/e/f/../../g"],
+            Some("/w/v"),
+        );
+        assert_eq!(
+            dot_dot_steps(&p),
+            [
+                PathBuf::from("/a/b"),
+                PathBuf::from("/w/v"),
+                PathBuf::from("/e/f"),
+                PathBuf::from("/e")
+            ]
+        );
+        assert!(dot_dot_steps(&plan("run", &["../x"], None)).is_empty());
+    }
+
+    #[test]
+    fn mounts_put_parents_first_and_a_write_over_a_read_of_the_same_path() {
+        let scratch = Scratch::new("mounts");
+        let data = scratch.dir("data");
+        let inner = scratch.dir("data/inner");
+        let script = scratch.file("app/server.py");
+        let mut p = plan("/usr/bin/python3", &[script.to_str().unwrap(), "-v"], None);
+        let s = SandboxPlan {
+            read_paths: vec![
+                inner.display().to_string(),
+                data.display().to_string(),
+                "/usr/share".into(),
+            ],
+            write_paths: vec![data.display().to_string(), "/etc/app".into()],
+            ..SandboxPlan::default()
+        };
+        std::fs::create_dir_all("/tmp").ok();
+        let err = mounts(&p, &s, Path::new("/usr/bin/python3")).unwrap_err();
+        assert_eq!(
+            err.0,
+            "`sandbox.write_paths` names `/etc/app`, which does not exist: create it or remove it from the list"
+        );
+        let s = SandboxPlan {
+            write_paths: vec![data.display().to_string(), "/usr/share".into()],
+            ..s
+        };
+        p.cwd = Some(scratch.0.display().to_string());
+        let got = mounts(&p, &s, Path::new("/usr/bin/python3")).unwrap();
+        assert_eq!(
+            got,
+            [
+                Mount::Read(scratch.0.clone()),
+                Mount::Write(PathBuf::from("/usr/share")),
+                Mount::Read(scratch.0.join("app")),
+                Mount::Write(data.clone()),
+                Mount::Read(inner.clone()),
+            ],
+            "the system's own paths only when written"
+        );
+    }
+
+    #[test]
+    fn hidden_paths_inside_the_view_are_masked_and_parents_made_traversable() {
+        let scratch = Scratch::new("view");
+        let shared = scratch.dir("shared");
+        let secret = scratch.file("shared/secret.token");
+        let other = scratch.dir("shared/other-server");
+        let outside = scratch.file("elsewhere/key");
+        let temp = scratch.dir("temp");
+        let p = plan("/usr/bin/env", &[], None);
+        let s = SandboxPlan {
+            read_paths: vec![shared.display().to_string()],
+            hidden: vec![
+                secret.display().to_string(),
+                other.display().to_string(),
+                outside.display().to_string(),
+                scratch.0.join("shared/gone").display().to_string(),
+            ],
+            ..SandboxPlan::default()
+        };
+        let args = strings(&view(&p, &s, Path::new("/usr/bin/env"), &temp).unwrap());
+        let joined = args.join(" ");
+        let masked = temp.join("masked");
+        assert!(
+            joined.contains(&format!(
+                "--ro-bind {} {}",
+                masked.display(),
+                secret.display()
+            )),
+            "{joined}"
+        );
+        assert!(
+            joined.contains(&format!("--tmpfs {}", other.display())),
+            "{joined}"
+        );
+        assert!(!joined.contains("elsewhere"), "outside the view: {joined}");
+        assert!(!joined.contains("gone"), "nothing there: {joined}");
+        assert!(
+            joined.contains(&format!("--bind {} /tmp", temp.join("tmp").display())),
+            "{joined}"
+        );
+        // Every folder on the way to `shared` is made, readable to all; /tmp itself is the
+        // server's own.
+        for a in shared.ancestors().skip(1).filter(|a| a.parent().is_some()) {
+            let made = args
+                .windows(4)
+                .any(|w| w[..3] == ["--perms", "0755", "--dir"] && Path::new(&w[3]) == a);
+            assert_eq!(made, a != Path::new("/tmp"), "{}: {joined}", a.display());
+        }
+        // Masks come after the binds they cover.
+        let bind = joined
+            .find(&format!("--ro-bind {0} {0}", shared.display()))
+            .unwrap();
+        assert!(joined.find("--tmpfs").unwrap() > bind);
+    }
+
+    #[test]
+    fn a_bare_command_is_found_on_path_and_must_be_runnable() {
+        use std::os::unix::fs::PermissionsExt;
+        let scratch = Scratch::new("path");
+        let first = scratch.file("a/tool");
+        let second = scratch.file("b/tool");
+        std::fs::set_permissions(&second, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let path = std::env::join_paths([
+            "relative",
+            first.parent().unwrap().to_str().unwrap(),
+            second.parent().unwrap().to_str().unwrap(),
+        ])
+        .unwrap();
+        assert_eq!(
+            find_command("tool", Some(&path)),
+            Some(second.clone()),
+            "the first runnable one"
+        );
+        assert_eq!(find_command("tool", None), None);
+        assert_eq!(find_command(second.to_str().unwrap(), None), Some(second));
+        assert_eq!(
+            find_command(first.to_str().unwrap(), Some(&path)),
+            None,
+            "not runnable"
+        );
+    }
+
+    #[test]
+    fn a_missing_tool_is_named_with_its_package_and_the_opt_out() {
+        let scratch = Scratch::new("tools");
+        let e = find_tools(std::slice::from_ref(&scratch.0)).err().unwrap();
+        assert_eq!(
+            e,
+            "a sandboxed stdio server needs `bwrap` (bubblewrap), which is not installed: install it \
+             (Debian and Ubuntu: `apt-get install bubblewrap`), or set \"sandbox\": false on the \
+             upstream to run it with the host's own rights"
+        );
+        for tool in ["bwrap", "prlimit", "unshare"] {
+            scratch.file(tool);
+        }
+        let e = find_tools(std::slice::from_ref(&scratch.0)).err().unwrap();
+        assert!(
+            e.starts_with("a sandboxed stdio server needs `setpriv` (util-linux)"),
+            "{e}"
+        );
+        scratch.file("setpriv");
+        let t = find_tools(std::slice::from_ref(&scratch.0)).unwrap();
+        assert_eq!(t.setpriv, scratch.0.join("setpriv"));
+    }
+
+    /// Root's command line switches to nobody inside, in a user namespace of its own, before the
+    /// limits; another user's only gets the namespace and the limits.
+    #[test]
+    fn the_command_line_ends_with_the_switch_the_namespace_the_limits_and_the_server() {
+        if tools().is_err() {
+            return; // The tests that run servers need bubblewrap and say so.
+        }
+        let p = plan("/usr/bin/env", &["true"], None);
+        let s = p.sandbox.clone().unwrap();
+        // Making a folder nobody's needs root: the root form is only tried where the test is.
+        let am_root = Host::current(&p).root;
+        for root in [true, false].into_iter().filter(|r| am_root || !r) {
+            let host = Host { root, path: None };
+            let prepared = prepare("up", &p, &s, &host).unwrap();
+            let args = strings(&prepared.args);
+            let tail = args.iter().position(|a| a == "--chdir").unwrap();
+            let tail: Vec<&str> = args[tail..]
+                .iter()
+                .map(|a| {
+                    Path::new(a)
+                        .file_name()
+                        .map_or(a.as_str(), |n| n.to_str().unwrap())
+                })
+                .collect();
+            let mut expected = vec!["--chdir", "tmp", "--"];
+            if root {
+                expected.extend([
+                    "setpriv",
+                    "--reuid=65534",
+                    "--regid=65534",
+                    "--clear-groups",
+                    "--inh-caps=-all",
+                    "--bounding-set=-all",
+                    "--",
+                ]);
+            }
+            expected.extend([
+                "unshare",
+                "--user",
+                "--",
+                "prlimit",
+                "--data=1073741824",
+                "--nproc=128",
+                "--nofile=1024",
+                "--cpu=3600",
+                "--core=0",
+                "--",
+                "env",
+                "true",
+            ]);
+            assert_eq!(tail, expected, "root: {root}");
+            assert_eq!(prepared.env, [("HOME", "/tmp"), ("TMPDIR", "/tmp")]);
+            let temp = prepared.temp.0.clone();
+            assert!(temp.join("tmp").is_dir() && temp.join("masked").is_file());
+            drop(prepared);
+            assert!(!temp.exists(), "removed when dropped");
+        }
+        let missing = plan("no-such-command-anywhere", &[], None);
+        let host = Host {
+            root: false,
+            path: Some("/usr/bin".into()),
+        };
+        assert_eq!(
+            prepare("up", &missing, &s, &host).err().unwrap().0,
+            "`no-such-command-anywhere` is not found on PATH (a sandboxed server's command is looked up before it starts)"
+        );
+    }
 }

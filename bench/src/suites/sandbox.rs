@@ -1,0 +1,142 @@
+//! Isolated stdio servers: what the sandbox (bubblewrap, a user namespace, prlimit) adds to
+//! starting a server and to a call, beside the same server started with `"sandbox": false`,
+//! sampled in alternation. The server is the Python peer (`fixtures/mcp/py_server.py`): a start
+//! is the process, the Python runtime and the MCP handshake, as a user's servers are. Targets:
+//! a start at most 1.2×, a call at most 1.02× the unsandboxed one.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use ptc_core::credentials::redact::Redactor;
+use ptc_core::wire::mcp::McpClient;
+use ptc_plan::{McpStdioPlan, SandboxPlan};
+
+use crate::measure::{Budget, pair, pair_rounds};
+use crate::report::Row;
+
+fn fixtures() -> PathBuf {
+    ptc_plan::paths::normalize(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/mcp"))
+}
+
+fn plan(sandbox: Option<SandboxPlan>) -> Result<McpStdioPlan, String> {
+    let python = fixtures().join(".venv/bin/python");
+    if !python.exists() {
+        return Err(format!(
+            "{} is missing (scripts/test installs it)",
+            python.display()
+        ));
+    }
+    Ok(McpStdioPlan {
+        command: python.to_string_lossy().into_owned(),
+        args: vec![
+            fixtures()
+                .join("py_server.py")
+                .to_string_lossy()
+                .into_owned(),
+            "stdio".into(),
+        ],
+        env: vec![],
+        cwd: Some(fixtures().to_string_lossy().into_owned()),
+        handshake_timeout_ms: 30_000,
+        request_timeout_ms: 30_000,
+        max_response_bytes: 1 << 20,
+        tools: Default::default(),
+        sandbox,
+    })
+}
+
+/// The rows, or why they were skipped (said on stderr).
+pub fn run(budget: Budget) -> Vec<Row> {
+    match measure(budget) {
+        Ok(rows) => rows,
+        Err(e) => {
+            eprintln!("sandbox: rows skipped: {e}");
+            Vec::new()
+        }
+    }
+}
+
+fn measure(budget: Budget) -> Result<Vec<Row>, String> {
+    let isolated = plan(Some(SandboxPlan::default()))?;
+    let open = plan(None)?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let connect = |p: &McpStdioPlan| {
+        rt.block_on(McpClient::connect_stdio(
+            "peer",
+            p,
+            vec![],
+            Redactor::default(),
+        ))
+        .map_err(|e| e.to_string())
+    };
+    let failures = std::cell::Cell::new(0usize);
+    // A start: spawn, handshake, and the shutdown that ends it (inside the clock on both sides).
+    let start = |p: &McpStdioPlan| {
+        let began = Instant::now();
+        match rt.block_on(McpClient::connect_stdio(
+            "peer",
+            p,
+            vec![],
+            Redactor::default(),
+        )) {
+            Ok(c) => rt.block_on(c.shutdown()),
+            Err(_) => failures.set(failures.get() + 1),
+        }
+        began.elapsed()
+    };
+    // Starts take ~0.3 s: a few samples each, not the budget's minimum.
+    let few = Budget {
+        min_samples: 10,
+        min_time: Duration::from_millis(1),
+    };
+    let (ours, base) = pair(few, || start(&isolated), || start(&open));
+    if failures.get() > 0 {
+        return Err(format!("{} starts failed", failures.get()));
+    }
+    let starts = Row::paired(
+        "sandbox",
+        "start a stdio server sandboxed (Python peer: process, runtime, handshake)",
+        &ours,
+        "the same server with \"sandbox\": false",
+        &base,
+        Some(1.2),
+        "bubblewrap, a user namespace and prlimit before the server's own start".into(),
+    );
+    let sandboxed = connect(&isolated)?;
+    let unsandboxed = connect(&open)?;
+    let echo = |c: &McpClient| {
+        let args = serde_json::json!({"message": "m"});
+        let serde_json::Value::Object(args) = args else {
+            unreachable!()
+        };
+        let began = Instant::now();
+        if rt.block_on(c.call_tool("echo", args, None)).is_err() {
+            failures.set(failures.get() + 1);
+        }
+        began.elapsed()
+    };
+    let (ours, base, ratios) = pair_rounds(budget, 5, || echo(&sandboxed), || echo(&unsandboxed));
+    if failures.get() > 0 {
+        return Err(format!("{} calls failed", failures.get()));
+    }
+    let spread = ratios
+        .iter()
+        .map(|r| format!("{r:.3}"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let calls = Row::paired(
+        "sandbox",
+        "a call to a sandboxed stdio server (echo)",
+        &ours,
+        "the same call with \"sandbox\": false",
+        &base,
+        Some(1.02),
+        format!("5 rounds' ratios: {spread}"),
+    );
+    rt.block_on(sandboxed.shutdown());
+    rt.block_on(unsandboxed.shutdown());
+    Ok(vec![starts, calls])
+}
