@@ -220,8 +220,8 @@ async fn writes_and_the_network_are_granted_where_the_config_says() {
     );
 }
 
-/// A server past its CPU time is killed: the call fails as the server's crash, the server is
-/// started again, and the next call is answered.
+/// A server past its CPU time is killed: the call fails naming the limit, the server is started
+/// again, and the next call is answered.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_past_its_cpu_time_is_killed_and_started_again() {
     if ptc_tests::mcp_python().is_none() {
@@ -238,6 +238,21 @@ async fn a_server_past_its_cpu_time_is_killed_and_started_again() {
         .await
         .expect_err("killed at its limit");
     assert_eq!(e.reason, Reason::UpstreamUnavailable, "{e}");
+    assert!(
+        e.message
+            .starts_with("upstream `hostile` tool `burn`: the connection closed")
+            && e.message.ends_with(
+                "; the server was killed at its CPU time limit (sandbox.cpu_seconds = 1)"
+            ),
+        "{e}"
+    );
+    still_serves(&c).await;
+    // A server that crashes on its own is not said to have hit a limit.
+    let e = c
+        .call_tool("crash-now", serde_json::Map::new(), None)
+        .await
+        .expect_err("it exits");
+    assert!(!e.message.contains("limit"), "{e}");
     still_serves(&c).await;
 }
 

@@ -776,21 +776,30 @@ impl McpClient {
                 crate::call::contract::response_too_large(limit as u64),
             );
         }
-        let error = result::service_error(subject, error);
+        let mut error = result::service_error(subject, error);
         if error.reason == Reason::UpstreamUnavailable {
-            let mut state = self.inner.state.lock().await;
-            if let Some(live) = &state.live
-                && live.service.peer().is_transport_closed()
-            {
-                if let Some(tail) = &live.stderr {
-                    tracing::warn!(
-                        upstream = %self.inner.upstream,
-                        stderr = %tail.summary(),
-                        "the server's connection closed"
-                    );
+            let closed = {
+                let mut state = self.inner.state.lock().await;
+                match &state.live {
+                    Some(live) if live.service.peer().is_transport_closed() => {
+                        let tail = live.stderr.clone();
+                        state.live = None;
+                        note_failure(&mut state, &self.inner.backoff);
+                        Some(tail)
+                    }
+                    _ => None,
                 }
-                state.live = None;
-                note_failure(&mut state, &self.inner.backoff);
+            };
+            if let Some(Some(tail)) = closed {
+                // A sandbox says why its server ended as it exits: the limit, when one killed it.
+                if let Some(verdict) = tail.verdict(VERDICT_WAIT).await {
+                    error.message = format!("{}; {verdict}", error.message);
+                }
+                tracing::warn!(
+                    upstream = %self.inner.upstream,
+                    stderr = %tail.summary(),
+                    "the server's connection closed"
+                );
             }
         }
         error
@@ -889,6 +898,10 @@ fn with_retries(mut error: ToolError, retries: u32) -> ToolError {
 }
 
 /// `error` with the server's last stderr lines (already redacted) appended, for diagnosis.
+/// How long a closed connection's error waits for the sandbox to say why its server ended: it
+/// says so as it exits, right after the server.
+const VERDICT_WAIT: Duration = Duration::from_secs(2);
+
 fn with_stderr(mut error: ToolError, tail: &stdio::StderrTail, redactor: &Redactor) -> ToolError {
     let lines = tail.summary();
     if !lines.is_empty() {

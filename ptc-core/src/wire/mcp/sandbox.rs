@@ -27,6 +27,15 @@ const SYSTEM: &[&str] = &["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "
 /// The user a root host runs servers as: the process limit exempts root.
 const NOBODY: u32 = 65534;
 
+/// How the sandbox's stderr line saying why the server ended begins.
+pub(crate) const VERDICT: &str = "ptc sandbox: ";
+
+/// A shell that runs the server (its arguments) and, when the server was killed for its CPU
+/// time (SIGXCPU, 24: exit status 152), says so on stderr before it exits with the server's
+/// status; `$0` holds the limit.
+const REPORTER: &str = "\"$@\"; s=$?; [ $s -eq 152 ] && echo \"ptc sandbox: the server was killed \
+     at its CPU time limit (sandbox.cpu_seconds = $0)\" >&2; exit $s";
+
 /// The tools the sandbox runs on, found on the host.
 struct Tools {
     bwrap: PathBuf,
@@ -132,6 +141,9 @@ pub(crate) fn prepare(
         "--user".into(),
         "--".into(),
     ]);
+    // The shell stays the server's parent, outside its limits, to report a limit that killed it.
+    args.extend(["/bin/sh".into(), "-c".into(), REPORTER.into()]);
+    args.push(sandbox.limits.cpu_seconds.to_string().into());
     args.push(tools.prlimit.clone().into_os_string());
     args.extend(limits(sandbox).into_iter().map(OsString::from));
     args.push("--".into());
@@ -174,7 +186,12 @@ fn limits(sandbox: &SandboxPlan) -> Vec<String> {
         format!("--data={}", l.memory_mb.saturating_mul(1024 * 1024)),
         format!("--nproc={}", l.processes),
         format!("--nofile={}", l.open_files),
-        format!("--cpu={}", l.cpu_seconds),
+        // SIGXCPU at the limit (which the reporter names), SIGKILL a second later if ignored.
+        format!(
+            "--cpu={}:{}",
+            l.cpu_seconds,
+            l.cpu_seconds.saturating_add(1)
+        ),
         "--core=0".into(),
     ]
 }
@@ -586,7 +603,7 @@ mod tests {
                 "--data=3145728",
                 "--nproc=5",
                 "--nofile=7",
-                "--cpu=11",
+                "--cpu=11:12",
                 "--core=0"
             ]
         );
@@ -898,11 +915,15 @@ mod tests {
                 "unshare",
                 "--user",
                 "--",
+                "sh",
+                "-c",
+                REPORTER,
+                "3600",
                 "prlimit",
                 "--data=1073741824",
                 "--nproc=128",
                 "--nofile=1024",
-                "--cpu=3600",
+                "--cpu=3600:3601",
                 "--core=0",
                 "--",
                 "env",

@@ -83,19 +83,49 @@ const MAX_STDERR_LINE: usize = 2048;
 /// Stderr lines kept for error messages (handshake failures, crashes).
 const STDERR_TAIL: usize = 8;
 
-/// The last lines a child wrote to stderr, already redacted.
-#[derive(Clone, Default)]
-pub(crate) struct StderrTail(Arc<Mutex<VecDeque<String>>>);
+/// The last lines a child wrote to stderr, already redacted, and whether it has closed it.
+#[derive(Clone)]
+pub(crate) struct StderrTail {
+    lines: Arc<Mutex<VecDeque<String>>>,
+    /// True once the child closed its stderr: it and everything it started have exited.
+    closed: Arc<tokio::sync::watch::Sender<bool>>,
+    /// Whether the child is a sandbox, which says on its way out why the server ended.
+    sandboxed: bool,
+}
 
 impl StderrTail {
+    fn new(sandboxed: bool) -> StderrTail {
+        StderrTail {
+            lines: Arc::default(),
+            closed: Arc::new(tokio::sync::watch::Sender::new(false)),
+            sandboxed,
+        }
+    }
+
     /// The kept lines, oldest first, joined with ` | `.
     pub(crate) fn summary(&self) -> String {
-        let lines = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let lines = self.lines.lock().unwrap_or_else(|e| e.into_inner());
         lines.iter().cloned().collect::<Vec<_>>().join(" | ")
     }
 
+    /// Why a sandboxed server ended, when its sandbox knows (a limit it hit): read once the
+    /// child has closed its stderr, waiting for that at most `within`.
+    pub(crate) async fn verdict(&self, within: std::time::Duration) -> Option<String> {
+        if !self.sandboxed {
+            return None;
+        }
+        let mut closed = self.closed.subscribe();
+        let _ = tokio::time::timeout(within, closed.wait_for(|c| *c)).await;
+        let lines = self.lines.lock().unwrap_or_else(|e| e.into_inner());
+        lines
+            .iter()
+            .rev()
+            .find_map(|l| l.strip_prefix(super::sandbox::VERDICT))
+            .map(str::to_string)
+    }
+
     fn push(&self, line: String) {
-        let mut lines = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut lines = self.lines.lock().unwrap_or_else(|e| e.into_inner());
         if lines.len() == STDERR_TAIL {
             lines.pop_front();
         }
@@ -182,7 +212,7 @@ pub(crate) fn spawn(
     let stdin = child.stdin().take().ok_or_else(guard_missing)?;
     let stdout = child.stdout().take().ok_or_else(guard_missing)?;
     let stderr = child.stderr().take().ok_or_else(guard_missing)?;
-    let tail = StderrTail::default();
+    let tail = StderrTail::new(sandboxed.is_some());
     tokio::spawn(drain_stderr(
         upstream.to_string(),
         stderr,
@@ -214,7 +244,10 @@ async fn drain_stderr(upstream: String, stderr: ChildStderr, redactor: Redactor,
             .read_until(b'\n', &mut line)
             .await
         {
-            Ok(0) | Err(_) => return,
+            Ok(0) | Err(_) => {
+                tail.closed.send_replace(true);
+                return;
+            }
             Ok(n) => n,
         };
         if n == MAX_STDERR_LINE && line.last() != Some(&b'\n') {
@@ -392,9 +425,35 @@ mod tests {
         assert!(book.tickets.is_empty() && book.refused.is_empty());
     }
 
+    /// A sandbox's verdict is its last `ptc sandbox: ` line, read once stderr has closed; a
+    /// server that is not sandboxed has none, whatever it prints.
+    #[tokio::test]
+    async fn a_verdict_is_the_sandboxs_last_word_after_stderr_closes() {
+        let wait = std::time::Duration::from_secs(5);
+        let plain = StderrTail::new(false);
+        plain.push("ptc sandbox: forged".into());
+        plain.closed.send_replace(true);
+        assert_eq!(plain.verdict(wait).await, None);
+        let boxed = StderrTail::new(true);
+        boxed.push("ptc sandbox: an earlier one".into());
+        boxed.push("ptc sandbox: killed at a limit".into());
+        boxed.push("Traceback: the server's own last words".into());
+        let reader = boxed.clone();
+        let verdict = tokio::spawn(async move { reader.verdict(wait).await });
+        boxed.closed.send_replace(true);
+        assert_eq!(verdict.await.unwrap().as_deref(), Some("killed at a limit"));
+        // Not closed in time: what is there by then.
+        let open = StderrTail::new(true);
+        open.push("just a line".into());
+        assert_eq!(
+            open.verdict(std::time::Duration::from_millis(1)).await,
+            None
+        );
+    }
+
     #[test]
     fn the_stderr_tail_keeps_the_last_eight_lines() {
-        let tail = StderrTail::default();
+        let tail = StderrTail::new(false);
         assert_eq!(tail.summary(), "");
         for i in 1..=STDERR_TAIL {
             tail.push(format!("line{i}"));
