@@ -94,12 +94,6 @@ impl Host {
 #[derive(Debug)]
 pub(crate) struct SandboxError(pub String);
 
-impl std::fmt::Display for SandboxError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
 /// The command line that runs `plan`'s server in `sandbox`, with its private temp folder made.
 pub(crate) fn prepare(
     upstream: &str,
@@ -225,12 +219,9 @@ fn view(
     }
     args.extend(["--proc", "/proc", "--dev", "/dev", "--bind"].map(OsString::from));
     args.extend([temp.join("tmp").into_os_string(), "/tmp".into()]);
-    let bound = |p: &Path| {
-        SYSTEM.iter().any(|s| p.starts_with(s))
-            || p == Path::new("/tmp")
-            || mounts
-                .iter()
-                .any(|m| p != m.path() && p.starts_with(m.path()))
+    // In the view: a system folder, a mount, or inside one.
+    let visible = |p: &Path| {
+        SYSTEM.iter().any(|s| p.starts_with(s)) || mounts.iter().any(|m| p.starts_with(m.path()))
     };
     // Folders on the way to a mount are made readable to everyone: bubblewrap would copy a
     // private parent's mode (a root host's /root), and the server runs as nobody there.
@@ -241,7 +232,7 @@ fn view(
         .iter()
         .flat_map(|m| m.path().ancestors().skip(1))
         .chain(passed.iter().flat_map(|p| p.ancestors()))
-        .filter(|a| a.parent().is_some() && !bound(a) && !mounts.iter().any(|m| m.path() == *a))
+        .filter(|a| a.parent().is_some() && *a != Path::new("/tmp") && !visible(a))
         .collect();
     parents.sort_by_key(|p| p.components().count());
     parents.dedup();
@@ -255,9 +246,6 @@ fn view(
         };
         args.extend([flag.into(), m.path().into(), m.path().into()]);
     }
-    let visible = |p: &Path| {
-        SYSTEM.iter().any(|s| p.starts_with(s)) || mounts.iter().any(|m| p.starts_with(m.path()))
-    };
     for hidden in &sandbox.hidden {
         let p = &normalize(Path::new(hidden));
         if !visible(p) {
@@ -284,11 +272,8 @@ fn mounts(
     let mut out: Vec<Mount> = installation(command).into_iter().map(Mount::Read).collect();
     let cwd = plan.cwd.as_deref().map(Path::new);
     for arg in &plan.args {
-        let p = Path::new(arg);
-        let p = match cwd {
-            Some(cwd) if p.is_relative() => cwd.join(p),
-            _ => p.to_path_buf(),
-        };
+        // Relative to its working folder (an absolute one stays as it is).
+        let p = cwd.map_or_else(|| PathBuf::from(arg), |cwd| cwd.join(arg));
         if p.is_absolute() && p.exists() {
             out.extend(installation(&p).into_iter().map(Mount::Read));
         }
@@ -341,11 +326,7 @@ fn dot_dot_steps(plan: &McpStdioPlan) -> Vec<PathBuf> {
         .chain(plan.args.iter().map(String::as_str))
         .chain(plan.cwd.as_deref());
     for w in written {
-        let p = Path::new(w);
-        let p = match cwd {
-            Some(cwd) if p.is_relative() => cwd.join(p),
-            _ => p.to_path_buf(),
-        };
+        let p = cwd.map_or_else(|| PathBuf::from(w), |cwd| cwd.join(w));
         if !p.is_absolute() {
             continue;
         }
@@ -770,6 +751,24 @@ mod tests {
         );
     }
 
+    /// A relative argument names a file from the server's working folder.
+    #[test]
+    fn a_relative_argument_is_read_from_the_working_folder() {
+        let scratch = Scratch::new("relative");
+        let app = scratch.dir("app");
+        scratch.file("lib/helper.py");
+        let p = plan(
+            "/usr/bin/python3",
+            &["../lib/helper.py", "missing.py"],
+            Some(app.to_str().unwrap()),
+        );
+        let got = mounts(&p, &SandboxPlan::default(), Path::new("/usr/bin/python3")).unwrap();
+        assert_eq!(got, [Mount::Read(app), Mount::Read(scratch.0.join("lib"))]);
+        let p = plan("/usr/bin/python3", &["../lib/helper.py"], None);
+        let got = mounts(&p, &SandboxPlan::default(), Path::new("/usr/bin/python3")).unwrap();
+        assert!(got.is_empty(), "no working folder: nothing to read it from");
+    }
+
     #[test]
     fn hidden_paths_inside_the_view_are_masked_and_parents_made_traversable() {
         let scratch = Scratch::new("view");
@@ -818,11 +817,39 @@ mod tests {
                 .any(|w| w[..3] == ["--perms", "0755", "--dir"] && Path::new(&w[3]) == a);
             assert_eq!(made, a != Path::new("/tmp"), "{}: {joined}", a.display());
         }
+        // Nothing is made inside a mount: the mount brings its own folders.
+        let deeper = scratch.dir("shared/deeper/still");
+        let s = SandboxPlan {
+            read_paths: vec![shared.display().to_string(), deeper.display().to_string()],
+            ..SandboxPlan::default()
+        };
+        let nested = strings(&view(&p, &s, Path::new("/usr/bin/env"), &temp).unwrap());
+        assert!(
+            !nested.iter().any(|a| Path::new(a) == shared.join("deeper")),
+            "{nested:?}"
+        );
         // Masks come after the binds they cover.
         let bind = joined
             .find(&format!("--ro-bind {0} {0}", shared.display()))
             .unwrap();
         assert!(joined.find("--tmpfs").unwrap() > bind);
+    }
+
+    /// A bare command is looked up on the `PATH` the server gets: the config's when it sets one,
+    /// else the host's; root is the effective user of this process.
+    #[test]
+    fn the_path_looked_up_is_the_servers_own() {
+        use std::os::unix::fs::MetadataExt;
+        let mut p = plan("tool", &[], None);
+        p.env = vec![
+            ("A".into(), "/not/path".into()),
+            ("PATH".into(), "/srv/bin".into()),
+        ];
+        assert_eq!(Host::current(&p).path, Some("/srv/bin".into()));
+        p.env = vec![("A".into(), "/not/path".into())];
+        assert_eq!(Host::current(&p).path, std::env::var_os("PATH"));
+        let me = std::fs::metadata("/proc/self").unwrap().uid();
+        assert_eq!(Host::current(&p).root, me == 0);
     }
 
     #[test]
