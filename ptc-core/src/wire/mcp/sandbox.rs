@@ -764,9 +764,16 @@ mod tests {
         );
         let got = mounts(&p, &SandboxPlan::default(), Path::new("/usr/bin/python3")).unwrap();
         assert_eq!(got, [Mount::Read(app), Mount::Read(scratch.0.join("lib"))]);
-        let p = plan("/usr/bin/python3", &["../lib/helper.py"], None);
+        let p = plan(
+            "/usr/bin/python3",
+            &["../lib/helper.py", "/no/such/folder/x.py"],
+            None,
+        );
         let got = mounts(&p, &SandboxPlan::default(), Path::new("/usr/bin/python3")).unwrap();
-        assert!(got.is_empty(), "no working folder: nothing to read it from");
+        assert!(
+            got.is_empty(),
+            "no working folder to read the first from; the second names nothing: {got:?}"
+        );
     }
 
     #[test]
