@@ -40,20 +40,50 @@ struct Report {
     p99_ms: f64,
 }
 
-/// Runs the load client on `args` with `env` set; what it reported.
-fn client(args: &[String], env: &[(&str, &str)]) -> Option<Report> {
-    let exe = std::env::current_exe().ok()?;
-    let mut cmd = Command::new(exe);
-    cmd.arg("--load-client").args(args).stderr(Stdio::inherit());
-    cmd.envs(env.iter().copied());
-    let out = cmd.output().ok()?;
-    let line: Value = serde_json::from_slice(&out.stdout).ok()?;
-    Some(Report {
-        wall: Duration::from_secs_f64(line["wall_ms"].as_f64()? / 1e3),
-        count: line["count"].as_u64()?,
-        errors: line["errors"].as_u64()?,
-        p50_ms: line["p50_ms"].as_f64()?,
-        p99_ms: line["p99_ms"].as_f64()?,
+/// Runs the load client on `args` with `env` set; what it reported, or why it reported nothing.
+fn client(args: &[String], env: &[(&str, &str)]) -> Result<Report, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find the bench itself: {e}"))?;
+    let out = Command::new(exe)
+        .arg("--load-client")
+        .args(args)
+        .envs(env.iter().copied())
+        .stderr(Stdio::piped())
+        .output()
+        .map_err(|e| format!("cannot start the load client: {e}"))?;
+    report_of(&out)
+}
+
+/// The client's report in `out`, or what went wrong, with the last lines it wrote to stderr.
+fn report_of(out: &std::process::Output) -> Result<Report, String> {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    let said = match lines.len() {
+        0 => "it wrote nothing to stderr".to_string(),
+        n => format!(
+            "its stderr ends: {}",
+            lines[n.saturating_sub(3)..].join(" | ")
+        ),
+    };
+    if !out.status.success() {
+        return Err(format!("the load client failed ({}); {said}", out.status));
+    }
+    let line: Value = serde_json::from_slice(&out.stdout).map_err(|e| {
+        format!(
+            "the load client printed no report ({e}: {:?}); {said}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    })?;
+    let number = |key: &str| {
+        line[key]
+            .as_f64()
+            .ok_or_else(|| format!("the load client's report has no number `{key}`: {line}"))
+    };
+    Ok(Report {
+        wall: Duration::from_secs_f64(number("wall_ms")? / 1e3),
+        count: number("count")? as u64,
+        errors: number("errors")? as u64,
+        p50_ms: number("p50_ms")?,
+        p99_ms: number("p99_ms")?,
     })
 }
 
@@ -197,9 +227,12 @@ fn rows(host: &HostProcess, upstream: &str) -> Vec<Row> {
             &args(&[&direct_url, "direct", "1000", calls]),
             &[("PTC_BENCH_TOKEN", TOKEN)],
         );
-        let (Some(ours), Some(base)) = (ours, base) else {
-            eprintln!("load: the io row with {calls} call(s) did not run");
-            continue;
+        let (ours, base) = match (ours, base) {
+            (Ok(ours), Ok(base)) => (ours, base),
+            (Err(e), _) | (_, Err(e)) => {
+                eprintln!("load: the io row with {calls} call(s) did not run: {e}");
+                continue;
+            }
         };
         let rss = host.peak_rss().map_or(String::new(), |b| {
             format!("; host peak RSS {:.0} MB", b as f64 / 1e6)
@@ -227,7 +260,10 @@ fn rows(host: &HostProcess, upstream: &str) -> Vec<Row> {
         &args(&[&format!("{}/health", host.base), "health", "64", "10000"]),
         &[],
     );
-    if let (Some(light), Some(health)) = (&light, health) {
+    if let Some(e) = light.as_ref().err() {
+        eprintln!("load: the light rows did not run: {e}");
+    }
+    if let (Ok(light), Some(health)) = (&light, ran("the /health baseline", health)) {
         let rate = light.count as f64 / light.wall.as_secs_f64();
         rows.push(Row::time(
             "load",
@@ -245,7 +281,7 @@ fn rows(host: &HostProcess, upstream: &str) -> Vec<Row> {
     // The floor the MCP layer sets: an MCP `ping` is a request through the same sessions and
     // transport that runs no tool.
     let ping = client(&args(&[&mcp, "ping", "64", "10000"]), &[]);
-    if let (Some(light), Some(ping)) = (&light, ping) {
+    if let (Ok(light), Some(ping)) = (&light, ran("the MCP ping baseline", ping)) {
         let rate = ping.count as f64 / ping.wall.as_secs_f64();
         rows.push(Row::time(
             "load",
@@ -261,7 +297,7 @@ fn rows(host: &HostProcess, upstream: &str) -> Vec<Row> {
         ));
     }
     let mixed = client(&args(&[&mcp, "mixed", "64", "10000", "1000", "10"]), &[]);
-    if let (Some(mixed), Some(light)) = (mixed, light) {
+    if let (Some(mixed), Ok(light)) = (ran("the mixed row", mixed), light) {
         rows.push(Row::time(
             "load",
             "p99 of (+ 1 2) from 64 sessions while 1,000 programs wait on the upstream",
@@ -273,6 +309,12 @@ fn rows(host: &HostProcess, upstream: &str) -> Vec<Row> {
         ));
     }
     rows
+}
+
+/// `run`'s report, or `None` after saying on stderr why `what` did not run.
+fn ran(what: &str, run: Result<Report, String>) -> Option<Report> {
+    run.map_err(|e| eprintln!("load: {what} did not run: {e}"))
+        .ok()
 }
 
 /// Runs of each host in the traces row, alternated (odd, so the median is one of them).
@@ -309,14 +351,14 @@ fn traces_row(
     // first, not counted (the traced host's first runs were up to 15 % slower than its later
     // ones). Then alternated, the median of seven each: with three each the ratio moved by up
     // to seven points from one suite run to the next, more than the target's five.
-    io(&traced).ok_or("the traced host's warm-up run did not finish")?;
-    io(plain).ok_or("the plain host's warm-up run did not finish")?;
+    let warm = |host: &str, e: String| format!("the {host} host's warm-up run: {e}");
+    io(&traced).map_err(|e| warm("traced", e))?;
+    io(plain).map_err(|e| warm("plain", e))?;
     let mut runs = (Vec::new(), Vec::new());
     for _ in 0..TRACED_RUNS {
-        runs.0
-            .push(io(&traced).ok_or("the traced host's run did not finish")?);
-        runs.1
-            .push(io(plain).ok_or("the plain host's run did not finish")?);
+        let run = |host: &str, e: String| format!("a run of the {host} host: {e}");
+        runs.0.push(io(&traced).map_err(|e| run("traced", e))?);
+        runs.1.push(io(plain).map_err(|e| run("plain", e))?);
     }
     let median = |mut v: Vec<Report>| {
         v.sort_by_key(|r| r.wall);
@@ -392,9 +434,8 @@ fn callers_row(
         &[("PTC_BENCH_BEARERS", &bearer_path)],
     );
     let _ = std::fs::remove_file(&bearers);
-    let (Some(ours), Some(base)) = (ours, base) else {
-        return Err("a load client run failed".into());
-    };
+    let base = base.map_err(|e| format!("the plain host's run: {e}"))?;
+    let ours = ours.map_err(|e| format!("the OAuth host's run: {e}"))?;
     let rss = host.peak_rss().map_or(String::new(), |b| {
         format!("; host peak RSS {:.0} MB", b as f64 / 1e6)
     });
@@ -414,3 +455,55 @@ fn callers_row(
 
 /// Callers in the identity row: each with its own token and session.
 const CALLERS: usize = 1000;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::ExitStatusExt;
+
+    fn output(code: i32, stdout: &str, stderr: &str) -> std::process::Output {
+        std::process::Output {
+            status: std::process::ExitStatus::from_raw(code << 8),
+            stdout: stdout.as_bytes().to_vec(),
+            stderr: stderr.as_bytes().to_vec(),
+        }
+    }
+
+    /// A load row that does not run says why: how the client ended and its last words, or what
+    /// its report lacks.
+    #[test]
+    fn a_client_run_that_reports_nothing_says_why() {
+        let ok = r#"{"wall_ms": 1500.0, "count": 10, "errors": 1, "p50_ms": 2.5, "p99_ms": 9.0}"#;
+        let r = report_of(&output(0, ok, "")).unwrap();
+        assert_eq!(
+            (r.wall, r.count, r.errors, r.p50_ms, r.p99_ms),
+            (Duration::from_millis(1500), 10, 1, 2.5, 9.0)
+        );
+        let failed = report_of(&output(
+            101,
+            "",
+            "a\nb\n\nc\nthread panicked: connection refused\n",
+        ));
+        assert_eq!(
+            failed.err().unwrap(),
+            "the load client failed (exit status: 101); its stderr ends: b | c | thread panicked: connection refused"
+        );
+        let silent = report_of(&output(0, "not json", ""));
+        assert!(
+            silent
+                .as_ref()
+                .err()
+                .unwrap()
+                .starts_with("the load client printed no report (")
+                && silent
+                    .err()
+                    .unwrap()
+                    .ends_with("\"not json\"); it wrote nothing to stderr"),
+        );
+        let partial = report_of(&output(0, r#"{"wall_ms": 1.0}"#, ""));
+        assert_eq!(
+            partial.err().unwrap(),
+            r#"the load client's report has no number `count`: {"wall_ms":1.0}"#
+        );
+    }
+}
