@@ -97,16 +97,19 @@ pub fn render_catalog(plan: &Plan) -> String {
                     if p.args.is_empty() { "" } else { " " },
                     p.args.join(" ")
                 );
-                let header = out.len();
-                tools += mcp_tools(&mut out, &up.name, "mcp_stdio", &spec, &p.tools, "starts");
-                // Under the upstream's own line, before its tools.
-                let at = out[header..]
-                    .find('\n')
-                    .map_or(out.len(), |i| header + i + 1);
-                out.insert_str(at, &format!("  {}\n", p.isolation()));
+                let isolation = p.isolation();
+                let under = Some(isolation.as_str());
+                tools += mcp_tools(
+                    &mut out,
+                    &up.name,
+                    ("mcp_stdio", &spec, under),
+                    &p.tools,
+                    "starts",
+                );
             }
             Transport::McpHttp(p) => {
-                tools += mcp_tools(&mut out, &up.name, "mcp_http", &p.url, &p.tools, "connects");
+                let what = ("mcp_http", p.url.as_str(), None);
+                tools += mcp_tools(&mut out, &up.name, what, &p.tools, "connects");
             }
         }
     }
@@ -166,26 +169,29 @@ fn programs(out: &mut String, plan: &Plan) {
     }
 }
 
-/// An MCP upstream's lines: its pinned tools (name, pin, required arguments), or that its tools
-/// are listed at run time. The number of pinned tools.
+/// An MCP upstream's lines: its own (`what`: its transport, what it is started as or where it
+/// is, and a line to print under it, a stdio server's isolation), then its pinned tools (name,
+/// pin, required arguments), or that its tools are listed at run time. The number of pinned
+/// tools.
 fn mcp_tools(
     out: &mut String,
     name: &str,
-    transport: &str,
-    spec: &str,
+    what: (&str, &str, Option<&str>),
     tools: &ptc_plan::McpTools,
     when: &str,
 ) -> usize {
+    let (transport, spec, under) = what;
+    let under = under.map_or(String::new(), |line| format!("\n  {line}"));
     let Some(pinned) = &tools.pinned else {
         let _ = writeln!(
             out,
-            "{name} ({transport}) {spec}  [tools are listed when it {when}; not pinned: `ptc vendor` pins them]"
+            "{name} ({transport}) {spec}  [tools are listed when it {when}; not pinned: `ptc vendor` pins them]{under}"
         );
         return 0;
     };
     let _ = writeln!(
         out,
-        "{name} ({transport}, {} pinned tool{}, pin_policy {}) {spec}  [compared with the server's listing when it {when}]",
+        "{name} ({transport}, {} pinned tool{}, pin_policy {}) {spec}  [compared with the server's listing when it {when}]{under}",
         pinned.len(),
         if pinned.len() == 1 { "" } else { "s" },
         tools.policy.as_str()

@@ -20,14 +20,21 @@ fn fixtures() -> PathBuf {
 struct Scratch(PathBuf);
 
 impl Scratch {
-    fn new(name: &str) -> Scratch {
-        Scratch(ptc_tests::fresh_dir(&format!("sandbox-{name}")))
+    /// A fresh folder, or `None` after saying that the Python venv its configs run is missing.
+    fn new(name: &str) -> Option<Scratch> {
+        ptc_tests::mcp_python()?;
+        Some(Scratch(ptc_tests::fresh_dir(&format!("sandbox-{name}"))))
+    }
+
+    /// The `hostile` upstream of the config [`Scratch::load`] writes, started and connected.
+    async fn start(&self, hostile: Value) -> McpClient {
+        connect(&stdio(&self.load(hostile), "hostile")).await
     }
 
     /// Writes the config with `hostile`'s entry, a second stdio upstream working in `other/`
     /// and an HTTP upstream whose bearer token is read from `secret.token`; loads it.
     fn load(&self, hostile: Value) -> ptc_plan::Plan {
-        let python = ptc_tests::mcp_python().expect("checked by the caller");
+        let python = ptc_tests::mcp_python().expect("checked by `Scratch::new`");
         std::fs::write(self.0.join("secret.token"), "the-other-upstreams-secret\n").unwrap();
         std::fs::create_dir_all(self.0.join("other")).unwrap();
         std::fs::write(self.0.join("other/notes.txt"), "the other server's notes\n").unwrap();
@@ -92,10 +99,9 @@ async fn still_serves(c: &McpClient) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_escape_is_denied_or_bounded_and_the_harmless_tool_answers() {
-    if ptc_tests::mcp_python().is_none() {
+    let Some(scratch) = Scratch::new("escapes") else {
         return;
-    }
-    let scratch = Scratch::new("escapes");
+    };
     let plan = scratch.load(json!({}));
     let hostile = stdio(&plan, "hostile");
     assert!(
@@ -143,11 +149,7 @@ async fn each_escape_is_denied_or_bounded_and_the_harmless_tool_answers() {
 
     // A fork bomb stops at the process limit (128 by default, the runtime's threads included).
     let spawned = text(&c, "spawn", json!({"n": 400})).await;
-    let started: usize = spawned
-        .strip_prefix("started ")
-        .and_then(|rest| rest.split(';').next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("{spawned}"));
+    let started = counted(&spawned, "started");
     assert!(
         started < 128 && spawned.contains("Resource temporarily unavailable"),
         "{spawned}"
@@ -164,16 +166,58 @@ async fn each_escape_is_denied_or_bounded_and_the_harmless_tool_answers() {
     still_serves(&c).await;
 }
 
+/// The count before the first `;` of an answer like `started 12; then: ...`.
+fn counted(answer: &str, verb: &str) -> usize {
+    answer
+        .strip_prefix(verb)
+        .and_then(|rest| rest.trim_start().split(';').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{answer}"))
+}
+
+/// The limits a config names are the ones held, each just below and past its value (the server's
+/// own processes, threads and files count: it stops a few short of the value).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn configured_limits_hold_at_their_values() {
+    let Some(scratch) = Scratch::new("limits") else {
+        return;
+    };
+    let c = scratch
+        .start(json!({"sandbox": {"processes": 16, "memory_mb": 512, "open_files": 64}}))
+        .await;
+    let spawned = text(&c, "spawn", json!({"n": 40})).await;
+    let started = counted(&spawned, "started");
+    assert!(
+        (8..16).contains(&started) && spawned.contains("Resource temporarily unavailable"),
+        "{spawned}"
+    );
+    let opened = text(&c, "open-files", json!({"n": 100})).await;
+    let n = counted(&opened, "opened");
+    assert!(
+        (48..64).contains(&n) && opened.contains("Too many open files"),
+        "{opened}"
+    );
+    assert_eq!(
+        text(&c, "allocate", json!({"mb": 400})).await,
+        "allocated 400 MiB"
+    );
+    assert_eq!(
+        text(&c, "allocate", json!({"mb": 520})).await,
+        "denied: out of memory"
+    );
+    still_serves(&c).await;
+}
+
 /// A folder the config grants is in the view, minus what is hidden inside it: the config, the
 /// credential files, the other server's working folder.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_granted_folder_is_seen_without_the_secrets_in_it() {
-    if ptc_tests::mcp_python().is_none() {
+    let Some(scratch) = Scratch::new("granted") else {
         return;
-    }
-    let scratch = Scratch::new("granted");
-    let plan = scratch.load(json!({"sandbox": {"read_paths": ["."]}}));
-    let c = connect(&stdio(&plan, "hostile")).await;
+    };
+    let c = scratch
+        .start(json!({"sandbox": {"read_paths": ["."]}}))
+        .await;
     let readme = text(
         &c,
         "read-file",
@@ -199,16 +243,16 @@ async fn a_granted_folder_is_seen_without_the_secrets_in_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writes_and_the_network_are_granted_where_the_config_says() {
     use std::os::unix::fs::PermissionsExt;
-    if ptc_tests::mcp_python().is_none() {
+    let Some(scratch) = Scratch::new("grants") else {
         return;
-    }
-    let scratch = Scratch::new("grants");
+    };
     let out = scratch.0.join("out");
     std::fs::create_dir_all(&out).unwrap();
     // A root host runs the server as nobody: the folder is theirs to write.
     std::fs::set_permissions(&out, std::fs::Permissions::from_mode(0o777)).unwrap();
-    let plan = scratch.load(json!({"sandbox": {"write_paths": ["out"], "network": true}}));
-    let c = connect(&stdio(&plan, "hostile")).await;
+    let c = scratch
+        .start(json!({"sandbox": {"write_paths": ["out"], "network": true}}))
+        .await;
     let wrote = text(&c, "write-file", json!({"path": out.join("result.txt")})).await;
     assert_eq!(wrote, "written");
     assert!(out.join("result.txt").exists());
@@ -224,12 +268,10 @@ async fn writes_and_the_network_are_granted_where_the_config_says() {
 /// again, and the next call is answered.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_past_its_cpu_time_is_killed_and_started_again() {
-    if ptc_tests::mcp_python().is_none() {
+    let Some(scratch) = Scratch::new("cpu") else {
         return;
-    }
-    let scratch = Scratch::new("cpu");
-    let plan = scratch.load(json!({"sandbox": {"cpu_seconds": 1}}));
-    let c = connect(&stdio(&plan, "hostile")).await;
+    };
+    let c = scratch.start(json!({"sandbox": {"cpu_seconds": 1}})).await;
     let Value::Object(args) = json!({"seconds": 5}) else {
         panic!()
     };
@@ -259,12 +301,10 @@ async fn a_server_past_its_cpu_time_is_killed_and_started_again() {
 /// Dropping the client ends every process in the sandbox, and its temp folder goes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sandbox_ends_whole_with_its_client() {
-    if ptc_tests::mcp_python().is_none() {
+    let Some(scratch) = Scratch::new("ends") else {
         return;
-    }
-    let scratch = Scratch::new("ends");
-    let plan = scratch.load(json!({}));
-    let c = connect(&stdio(&plan, "hostile")).await;
+    };
+    let c = scratch.start(json!({})).await;
     let temps = || -> Vec<PathBuf> {
         std::fs::read_dir(std::env::temp_dir())
             .unwrap()
@@ -343,17 +383,20 @@ async fn server_filesystem_works_sandboxed_on_its_folder() {
         );
         return;
     }
-    let scratch = Scratch::new("filesystem");
+    let Some(scratch) = Scratch::new("filesystem") else {
+        return;
+    };
     let folder = scratch.0.join("shared");
     std::fs::create_dir_all(&folder).unwrap();
     std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o777)).unwrap();
     std::fs::write(folder.join("hello.txt"), "hello from the host\n").unwrap();
-    let plan = scratch.load(json!({
-        "command": "node",
-        "args": [entry, folder],
-        "sandbox": {"write_paths": ["shared"]},
-    }));
-    let c = connect(&stdio(&plan, "hostile")).await;
+    let c = scratch
+        .start(json!({
+            "command": "node",
+            "args": [entry, folder],
+            "sandbox": {"write_paths": ["shared"]},
+        }))
+        .await;
     let listed = text(&c, "list_directory", json!({"path": folder})).await;
     assert!(listed.contains("hello.txt"), "{listed}");
     let note = folder.join("note.txt");
@@ -385,7 +428,9 @@ async fn mcp_server_git_works_sandboxed_on_a_repository() {
         );
         return;
     }
-    let scratch = Scratch::new("git");
+    let Some(scratch) = Scratch::new("git") else {
+        return;
+    };
     let repo = scratch.0.join("repo");
     std::fs::create_dir_all(&repo).unwrap();
     std::fs::write(repo.join("README.md"), "a repository\n").unwrap();
@@ -401,12 +446,13 @@ async fn mcp_server_git_works_sandboxed_on_a_repository() {
     git(&["init", "-q"]);
     git(&["add", "README.md"]);
     git(&["commit", "-q", "-m", "the first commit"]);
-    let plan = scratch.load(json!({
-        "command": server,
-        "args": ["--repository", repo],
-        "sandbox": {"read_paths": ["repo"]},
-    }));
-    let c = connect(&stdio(&plan, "hostile")).await;
+    let c = scratch
+        .start(json!({
+            "command": server,
+            "args": ["--repository", repo],
+            "sandbox": {"read_paths": ["repo"]},
+        }))
+        .await;
     let log = text(&c, "git_log", json!({"repo_path": repo})).await;
     assert!(log.contains("the first commit"), "{log}");
     let status = text(&c, "git_status", json!({"repo_path": repo})).await;

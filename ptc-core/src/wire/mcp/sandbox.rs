@@ -75,15 +75,17 @@ pub(crate) struct Host {
 }
 
 impl Host {
-    /// This process.
-    pub fn current(plan: &McpStdioPlan) -> Host {
+    /// This process, for a server whose environment is the host's, then `plan.env`, then `env`
+    /// (the order the transport applies them in, so the last `PATH` set is the one it gets).
+    pub fn current(plan: &McpStdioPlan, env: &[(String, String)]) -> Host {
         use std::os::unix::fs::MetadataExt;
         // /proc/self belongs to the process's effective user; std has no geteuid.
         let root = std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0);
         let path = plan
             .env
             .iter()
-            .find(|(k, _)| k == "PATH")
+            .chain(env)
+            .rfind(|(k, _)| k == "PATH")
             .map(|(_, v)| OsString::from(v))
             .or_else(|| std::env::var_os("PATH"));
         Host { root, path }
@@ -302,20 +304,18 @@ fn mounts(
     // writable one would take the grant back).
     out.retain(|m| matches!(m, Mount::Write(_)) || !SYSTEM.iter().any(|s| m.path().starts_with(s)));
     // A write grant wins over a read of the same path; a deeper path is bound after its parent.
-    out.sort_by(|a, b| {
-        (
-            a.path().components().count(),
-            a.path(),
-            matches!(a, Mount::Read(_)),
-        )
-            .cmp(&(
-                b.path().components().count(),
-                b.path(),
-                matches!(b, Mount::Read(_)),
-            ))
-    });
+    out.sort_by(|a, b| order(a).cmp(&order(b)));
     out.dedup_by(|later, first| later.path() == first.path());
     Ok(out)
+}
+
+/// Where a mount goes in the list: by depth, then path, a write before a read of the same path.
+fn order(m: &Mount) -> (usize, &Path, bool) {
+    (
+        m.path().components().count(),
+        m.path(),
+        matches!(m, Mount::Read(_)),
+    )
 }
 
 /// The folders the command, its arguments and its working folder pass through before a `..`.
@@ -537,14 +537,7 @@ mod tests {
 
     impl Scratch {
         fn new(name: &str) -> Scratch {
-            static N: AtomicU64 = AtomicU64::new(0);
-            let dir = std::env::temp_dir().join(format!(
-                "ptc-sandbox-unit-{name}-{}-{}",
-                std::process::id(),
-                N.fetch_add(1, Ordering::Relaxed)
-            ));
-            std::fs::create_dir_all(&dir).unwrap();
-            Scratch(dir)
+            Scratch(ptc_tests::fresh_dir(&format!("sandbox-unit-{name}")))
         }
 
         fn file(&self, rel: &str) -> PathBuf {
@@ -842,8 +835,8 @@ mod tests {
         assert!(joined.find("--tmpfs").unwrap() > bind);
     }
 
-    /// A bare command is looked up on the `PATH` the server gets: the config's when it sets one,
-    /// else the host's; root is the effective user of this process.
+    /// A bare command is looked up on the `PATH` the server gets: the last one set (the call's,
+    /// the config's), else the host's; root is the effective user of this process.
     #[test]
     fn the_path_looked_up_is_the_servers_own() {
         use std::os::unix::fs::MetadataExt;
@@ -852,11 +845,14 @@ mod tests {
             ("A".into(), "/not/path".into()),
             ("PATH".into(), "/srv/bin".into()),
         ];
-        assert_eq!(Host::current(&p).path, Some("/srv/bin".into()));
+        assert_eq!(Host::current(&p, &[]).path, Some("/srv/bin".into()));
+        // The call's own variables come last, over the config's.
+        let call = [("PATH".to_string(), "/opt/bin".to_string())];
+        assert_eq!(Host::current(&p, &call).path, Some("/opt/bin".into()));
         p.env = vec![("A".into(), "/not/path".into())];
-        assert_eq!(Host::current(&p).path, std::env::var_os("PATH"));
+        assert_eq!(Host::current(&p, &[]).path, std::env::var_os("PATH"));
         let me = std::fs::metadata("/proc/self").unwrap().uid();
-        assert_eq!(Host::current(&p).root, me == 0);
+        assert_eq!(Host::current(&p, &[]).root, me == 0);
     }
 
     #[test]
@@ -919,7 +915,7 @@ mod tests {
         let p = plan("/usr/bin/env", &["true"], None);
         let s = p.sandbox.clone().unwrap();
         // Making a folder nobody's needs root: the root form is only tried where the test is.
-        let am_root = Host::current(&p).root;
+        let am_root = Host::current(&p, &[]).root;
         for root in [true, false].into_iter().filter(|r| am_root || !r) {
             let host = Host { root, path: None };
             let prepared = prepare("up", &p, &s, &host).unwrap();

@@ -172,7 +172,7 @@ pub(crate) fn spawn(
                 upstream,
                 plan,
                 sandbox,
-                &super::sandbox::Host::current(plan),
+                &super::sandbox::Host::current(plan, env),
             )
             .map_err(|e| std::io::Error::other(e.0))?,
         ),
