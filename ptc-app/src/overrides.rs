@@ -153,6 +153,11 @@ impl Overrides {
                 }
             }
         }
+        if !self.credential_files.is_empty() {
+            // The sandboxes hide the files the credentials are read from now. (A compiled
+            // plan's config holds no secret: literal values are refused at compile time.)
+            ptc_plan::hide_from_sandboxes(plan, None);
+        }
         Ok(())
     }
 }
@@ -357,6 +362,37 @@ mod tests {
             "--upstream-url observatory=ftp://staging.example.com is refused:\n  \
              `base_url` uses unsupported URL scheme `ftp`"
         );
+    }
+
+    /// A credential file given over a compiled plan is the one its stdio servers' sandboxes
+    /// hide, no longer the one the config named.
+    #[test]
+    fn a_credential_file_given_is_hidden_from_the_sandboxes() {
+        let config = r#"{"credentials": {"key": {"source": "file", "path": "/etc/app/key"}},
+            "upstreams": {"files": {"transport": "mcp_stdio", "command": "files"}}}"#;
+        let mut plan =
+            ptc_plan::load_str(config, Path::new("/srv/ptc/upstreams.json"), &FileSource)
+                .unwrap_or_else(|d| panic!("{d}"))
+                .plan;
+        let hidden = |plan: &Plan| match &plan.upstream("files").unwrap().transport {
+            Transport::McpStdio(p) => p.sandbox.as_ref().unwrap().hidden.clone(),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(hidden(&plan), ["/etc/app/key", "/srv/ptc/upstreams.json"]);
+        overrides(&[], &[])
+            .unwrap()
+            .apply_to_plan(&mut plan)
+            .unwrap();
+        assert_eq!(
+            hidden(&plan),
+            ["/etc/app/key", "/srv/ptc/upstreams.json"],
+            "nothing given: as compiled"
+        );
+        overrides(&[], &["key=/run/secrets/key"])
+            .unwrap()
+            .apply_to_plan(&mut plan)
+            .unwrap();
+        assert_eq!(hidden(&plan), ["/run/secrets/key"]);
     }
 
     #[test]

@@ -39,7 +39,9 @@ mod suggest;
 pub mod validate;
 
 pub use config::credentials::https_or_loopback;
-pub use config::{Secrets, UrlOptIns, UrlProblem, check_base_url, check_upstream_url};
+pub use config::{
+    Secrets, UrlOptIns, UrlProblem, check_base_url, check_upstream_url, hide_from_sandboxes,
+};
 pub use diagnostic::{Diagnostic, Diagnostics};
 pub use effects::{Approval, Effect};
 pub use load::{

@@ -214,14 +214,15 @@ fn compile(
         diags.locate_in(path, text);
         return Err(diags);
     }
-    config::sandbox::hide(path, &config.credentials, &mut upstreams);
+    let mut plan = Plan {
+        credentials: config.credentials,
+        upstreams,
+        approval_webhook: config.approval_webhook,
+        programs,
+    };
+    config::sandbox::hide(&mut plan, Some(path));
     Ok(Loaded {
-        plan: Plan {
-            credentials: config.credentials,
-            upstreams,
-            approval_webhook: config.approval_webhook,
-            programs,
-        },
+        plan,
         secrets,
         files,
     })

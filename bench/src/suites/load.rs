@@ -227,12 +227,10 @@ fn rows(host: &HostProcess, upstream: &str) -> Vec<Row> {
             &args(&[&direct_url, "direct", "1000", calls]),
             &[("PTC_BENCH_TOKEN", TOKEN)],
         );
-        let (ours, base) = match (ours, base) {
-            (Ok(ours), Ok(base)) => (ours, base),
-            (Err(e), _) | (_, Err(e)) => {
-                eprintln!("load: the io row with {calls} call(s) did not run: {e}");
-                continue;
-            }
+        let row = format!("the io row with {calls} call(s)");
+        let (Some(ours), Some(base)) = (ran(&row, ours), ran(&format!("{row}'s baseline"), base))
+        else {
+            continue;
         };
         let rss = host.peak_rss().map_or(String::new(), |b| {
             format!("; host peak RSS {:.0} MB", b as f64 / 1e6)
@@ -260,10 +258,8 @@ fn rows(host: &HostProcess, upstream: &str) -> Vec<Row> {
         &args(&[&format!("{}/health", host.base), "health", "64", "10000"]),
         &[],
     );
-    if let Some(e) = light.as_ref().err() {
-        eprintln!("load: the light rows did not run: {e}");
-    }
-    if let (Ok(light), Some(health)) = (&light, ran("the /health baseline", health)) {
+    let light = ran("the light rows", light);
+    if let (Some(light), Some(health)) = (&light, ran("the /health baseline", health)) {
         let rate = light.count as f64 / light.wall.as_secs_f64();
         rows.push(Row::time(
             "load",
@@ -281,7 +277,7 @@ fn rows(host: &HostProcess, upstream: &str) -> Vec<Row> {
     // The floor the MCP layer sets: an MCP `ping` is a request through the same sessions and
     // transport that runs no tool.
     let ping = client(&args(&[&mcp, "ping", "64", "10000"]), &[]);
-    if let (Ok(light), Some(ping)) = (&light, ran("the MCP ping baseline", ping)) {
+    if let (Some(light), Some(ping)) = (&light, ran("the MCP ping baseline", ping)) {
         let rate = ping.count as f64 / ping.wall.as_secs_f64();
         rows.push(Row::time(
             "load",
@@ -297,7 +293,7 @@ fn rows(host: &HostProcess, upstream: &str) -> Vec<Row> {
         ));
     }
     let mixed = client(&args(&[&mcp, "mixed", "64", "10000", "1000", "10"]), &[]);
-    if let (Some(mixed), Ok(light)) = (ran("the mixed row", mixed), light) {
+    if let (Some(mixed), Some(light)) = (ran("the mixed row", mixed), light) {
         rows.push(Row::time(
             "load",
             "p99 of (+ 1 2) from 64 sessions while 1,000 programs wait on the upstream",

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use ptc_core::credentials::redact::Redactor;
 use ptc_core::wire::mcp::McpClient;
-use ptc_plan::{McpStdioPlan, SandboxPlan};
+use ptc_plan::McpStdioPlan;
 
 use crate::measure::{Budget, pair, pair_rounds};
 use crate::report::Row;
@@ -18,7 +18,9 @@ fn fixtures() -> PathBuf {
     ptc_plan::paths::normalize(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/mcp"))
 }
 
-fn plan(sandbox: Option<SandboxPlan>) -> Result<McpStdioPlan, String> {
+/// The peer's upstream as a config names it, isolated (`sandbox` left out, the default) or not
+/// (`"sandbox": false`), through the same loader as a user's config.
+fn plan(isolated: bool) -> Result<McpStdioPlan, String> {
     let python = fixtures().join(".venv/bin/python");
     if !python.exists() {
         return Err(format!(
@@ -26,23 +28,28 @@ fn plan(sandbox: Option<SandboxPlan>) -> Result<McpStdioPlan, String> {
             python.display()
         ));
     }
-    Ok(McpStdioPlan {
-        command: python.to_string_lossy().into_owned(),
-        args: vec![
-            fixtures()
-                .join("py_server.py")
-                .to_string_lossy()
-                .into_owned(),
-            "stdio".into(),
-        ],
-        env: vec![],
-        cwd: Some(fixtures().to_string_lossy().into_owned()),
-        handshake_timeout_ms: 30_000,
-        request_timeout_ms: 30_000,
-        max_response_bytes: 1 << 20,
-        tools: Default::default(),
-        sandbox,
-    })
+    let mut peer = serde_json::json!({"transport": "mcp_stdio", "command": python,
+        "args": [fixtures().join("py_server.py"), "stdio"], "cwd": fixtures()});
+    if !isolated {
+        peer["sandbox"] = false.into();
+    }
+    let config = serde_json::json!({"upstreams": {"peer": peer}});
+    let loaded = ptc_plan::load_str(
+        &config.to_string(),
+        Path::new("/bench/upstreams.json"),
+        &ptc_plan::FileSource,
+    )
+    .map_err(|d| d.to_string())?;
+    match loaded
+        .plan
+        .upstreams
+        .into_iter()
+        .next()
+        .map(|u| u.transport)
+    {
+        Some(ptc_plan::Transport::McpStdio(p)) => Ok(p),
+        _ => Err("the config has no stdio upstream".into()),
+    }
 }
 
 /// The rows, or why they were skipped (said on stderr).
@@ -57,8 +64,8 @@ pub fn run(budget: Budget) -> Vec<Row> {
 }
 
 fn measure(budget: Budget) -> Result<Vec<Row>, String> {
-    let isolated = plan(Some(SandboxPlan::default()))?;
-    let open = plan(None)?;
+    let isolated = plan(true)?;
+    let open = plan(false)?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

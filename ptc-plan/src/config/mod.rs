@@ -13,6 +13,7 @@ mod upstreams;
 mod writes;
 
 pub use http::{UrlOptIns, UrlProblem, check_base_url, check_upstream_url};
+pub use sandbox::hide as hide_from_sandboxes;
 
 use std::collections::BTreeMap;
 use std::fmt;

@@ -6,7 +6,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::fields::{Cx, Fields};
-use crate::plan::{CredentialSource, SandboxLimits, SandboxPlan, Transport, UpstreamPlan};
+use crate::plan::{CredentialSource, SandboxLimits, SandboxPlan, Transport};
 
 const HELP: &str = "set \"sandbox\" to an object (e.g. {\"read_paths\": [\"./data\"]}), true, or \
                     false to run the server with the host's own rights";
@@ -77,27 +77,27 @@ fn paths(cx: &mut Cx, f: &mut Fields, key: &'static str, base_dir: &Path) -> Vec
     out
 }
 
-/// Fills each sandbox's `hidden`: the config file (it may hold literal secrets), every file a
-/// credential is read from, and the working and writable folders of the other stdio upstreams.
-pub(crate) fn hide(
-    config: &Path,
-    credentials: &[crate::plan::CredentialBinding],
-    upstreams: &mut [UpstreamPlan],
-) {
-    let mut secret: Vec<String> = vec![
-        crate::paths::normalize(
-            &std::path::absolute(config).unwrap_or_else(|_| config.to_path_buf()),
-        )
-        .to_string_lossy()
-        .into_owned(),
-    ];
-    for c in credentials {
+/// Fills each sandbox's `hidden`: the config file at `config` when there is one (it may hold
+/// literal secrets), every file a credential is read from, and the working and writable folders
+/// of the other stdio upstreams. Run again whenever the credentials' files change (an operator's
+/// `--credential-file` over a compiled plan), so the files hidden are the ones read.
+pub fn hide(plan: &mut crate::plan::Plan, config: Option<&Path>) {
+    let mut secret: Vec<String> = config
+        .map(|c| {
+            crate::paths::normalize(&std::path::absolute(c).unwrap_or_else(|_| c.to_path_buf()))
+                .to_string_lossy()
+                .into_owned()
+        })
+        .into_iter()
+        .collect();
+    for c in &plan.credentials {
         match &c.source {
             CredentialSource::File { path } => secret.push(path.clone()),
             CredentialSource::PerCaller { files } => secret.extend(files.values().cloned()),
             _ => {}
         }
     }
+    let upstreams = &mut plan.upstreams;
     let folders: Vec<(String, Vec<String>)> = upstreams
         .iter()
         .filter_map(|u| match &u.transport {

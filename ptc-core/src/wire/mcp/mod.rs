@@ -897,11 +897,11 @@ fn with_retries(mut error: ToolError, retries: u32) -> ToolError {
     error
 }
 
-/// `error` with the server's last stderr lines (already redacted) appended, for diagnosis.
 /// How long a closed connection's error waits for the sandbox to say why its server ended: it
 /// says so as it exits, right after the server.
 const VERDICT_WAIT: Duration = Duration::from_secs(2);
 
+/// `error` with the server's last stderr lines (already redacted) appended, for diagnosis.
 fn with_stderr(mut error: ToolError, tail: &stdio::StderrTail, redactor: &Redactor) -> ToolError {
     let lines = tail.summary();
     if !lines.is_empty() {
