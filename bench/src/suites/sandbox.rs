@@ -2,7 +2,8 @@
 //! starting a server and to a call, beside the same server started with `"sandbox": false`,
 //! sampled in alternation. The server is the Python peer (`fixtures/mcp/py_server.py`): a start
 //! is the process, the Python runtime and the MCP handshake, as a user's servers are. Targets:
-//! a start at most 1.2×, a call at most 1.02× the unsandboxed one.
+//! a start at most 1.2×, a call (alone, and 200 at once each waiting 200 ms in the server) at most
+//! 1.02× the unsandboxed one.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -143,7 +144,44 @@ fn measure(budget: Budget) -> Result<Vec<Row>, String> {
         Some(1.02),
         format!("5 rounds' ratios: {spread}"),
     );
+    // The shape agents give a server: many calls at once, each waiting in the server.
+    let waiting = |c: &McpClient| {
+        let began = Instant::now();
+        let answered = rt.block_on(async {
+            let mut calls = tokio::task::JoinSet::new();
+            for _ in 0..WAITING {
+                let c = c.clone();
+                let serde_json::Value::Object(args) = serde_json::json!({"ms": WAIT_MS}) else {
+                    unreachable!()
+                };
+                calls.spawn(async move { c.call_tool("sleep", args, None).await.is_ok() });
+            }
+            calls.join_all().await
+        });
+        let failed = answered.iter().filter(|ok| !**ok).count();
+        failures.set(failures.get() + failed);
+        began.elapsed()
+    };
+    let (ours, base) = pair(few, || waiting(&sandboxed), || waiting(&unsandboxed));
+    if failures.get() > 0 {
+        return Err(format!("{} waiting calls failed", failures.get()));
+    }
+    let concurrent = Row::paired(
+        "sandbox",
+        &format!(
+            "{WAITING} calls at once to a sandboxed stdio server, each waiting {WAIT_MS} ms in it"
+        ),
+        &ours,
+        "the same calls with \"sandbox\": false",
+        &base,
+        Some(1.02),
+        "all answered within the default limits (128 processes and threads, 1024 files)".into(),
+    );
     rt.block_on(sandboxed.shutdown());
     rt.block_on(unsandboxed.shutdown());
-    Ok(vec![starts, calls])
+    Ok(vec![starts, calls, concurrent])
 }
+
+/// Calls at once in the concurrent row, and how long each waits in the server.
+const WAITING: usize = 200;
+const WAIT_MS: u64 = 200;
