@@ -197,6 +197,30 @@ async fn a_person_consents_once_and_again_only_for_more_scope() {
     assert_eq!(issuer.registrations().await, 1, "registered once");
 }
 
+/// Scopes the config names are asked for at the first consent, beside what the server's
+/// challenge names: a call that needs one of them is served without asking again.
+#[tokio::test]
+async fn configured_scopes_are_asked_for_at_the_first_consent() {
+    let Some((issuer, server)) = peers(&[]) else {
+        return;
+    };
+    let (consent, shown) = browser();
+    let mut oauth = code_grant(ptc_tests::free_port());
+    oauth["scopes"] = json!(["read", "admin"]);
+    let upstreams = start(&server, oauth, json!({}), Some(consent))
+        .await
+        .unwrap();
+    let note = call(&upstreams, "admin_note").await.unwrap();
+    assert_eq!(note["sub"], "alice", "{note}");
+    assert_eq!(shown.load(Ordering::SeqCst), 1, "one consent, no step-up");
+    let authorized = issuer.authorizations().await;
+    assert_eq!(authorized.len(), 1, "{authorized:?}");
+    let mut asked: Vec<&str> = authorized[0]["scope"].as_str().unwrap().split(' ').collect();
+    asked.sort();
+    // offline_access: asked for as the issuer offers it, for a refresh token.
+    assert_eq!(asked, ["admin", "offline_access", "read"], "{authorized:?}");
+}
+
 /// A client named by a metadata document registers itself instead (RFC 7591) where the
 /// authorization server does not take such documents (the test issuer's metadata does not say
 /// `client_id_metadata_document_supported`, and refuses the document's URL as a client id), and

@@ -8,6 +8,7 @@
 
 use std::time::{Duration, Instant};
 
+use ptc_core::ToolOutput;
 use ptc_core::call::upstreams::{CallOptions, StartOptions, Upstreams};
 use serde_json::{Map, json};
 
@@ -140,5 +141,154 @@ fn rows(budget: Budget) -> Result<Vec<Row>, String> {
             per_round.join(", ")
         ),
     );
-    Ok(vec![call_row, first_row])
+    let callers = rt.block_on(many_callers(&issuer, &server, &configured))?;
+    let mut rows = vec![call_row, first_row];
+    rows.extend(callers);
+    Ok(rows)
+}
+
+/// Callers at once in the many-callers rows: below the per-upstream bound of caller sessions
+/// (256), so each caller keeps a session of their own.
+const CALLERS: usize = 200;
+/// How long the upstream's `wait` tool takes: a slow hosted server, as a program mostly waits.
+const WAIT_MS: u64 = 200;
+
+/// Many callers at once, each called as themselves: each caller's own token exchanged (RFC 8693)
+/// for one meant for the upstream and a session of their own, every call waiting [`WAIT_MS`] in
+/// the server; beside the same calls at once over one shared session with a static token. Twice:
+/// the first round opens every caller's session (an exchange, a handshake each), the second
+/// finds them kept. Every answer must name its own caller.
+async fn many_callers(
+    issuer: &ptc_tests::issuer::Issuer,
+    server: &ptc_tests::oauth_mcp::OAuthMcp,
+    configured: &serde_json::Value,
+) -> Result<Vec<Row>, String> {
+    use ptc_core::credentials::identity::{Caller, CallerToken};
+    use std::sync::Arc;
+
+    let (id, secret) = ptc_tests::issuer::client();
+    let as_caller = json!({
+        "credentials": {
+            "host-client": {"source": "literal", "value": secret},
+            "as-caller": {"source": "caller_token_exchange",
+                          "token_endpoint": issuer.token_endpoint(),
+                          "resource": server.url, "scope": "read",
+                          "client_id": id, "client_secret": "host-client"},
+        },
+        "upstreams": {"hosted": {
+            "transport": "mcp_http", "url": server.url,
+            "allow_insecure_http": true, "allow_insecure_auth": true,
+            "auth": [{"scheme": "bearer", "binding": "as-caller"}],
+        }},
+    });
+    let start = |config: &serde_json::Value| {
+        let loaded = ptc_plan::load_str(
+            &config.to_string(),
+            std::path::Path::new("upstreams.json"),
+            &ptc_plan::FileSource,
+        )
+        .map_err(|d| d.to_string());
+        async move {
+            let loaded = loaded?;
+            Upstreams::start(loaded.plan, loaded.secrets, StartOptions::default())
+                .await
+                .map_err(|e| e.to_string())
+        }
+    };
+    let per_caller = Arc::new(start(&as_caller).await?);
+    let shared = Arc::new(start(configured).await?);
+    let mut people = Vec::with_capacity(CALLERS);
+    for n in 0..CALLERS {
+        let subject = format!("person-{n}");
+        // The caller's own token, as a host's identity check would have accepted it.
+        let own = issuer
+            .mint(json!({"claims": {"sub": subject, "aud": "http://127.0.0.1/ptc-host",
+                                     "scope": "read"}}))
+            .await;
+        people.push(Arc::new(Caller {
+            subject,
+            token: Some(CallerToken::new(&own)),
+            ..Caller::local()
+        }));
+    }
+    let args: Map<String, serde_json::Value> =
+        [("ms".to_string(), json!(WAIT_MS))].into_iter().collect();
+    // All calls at once; the wall time until the last answer, every answer checked.
+    let round = |upstreams: Arc<Upstreams>, as_themselves: bool| {
+        let people = people.clone();
+        let args = args.clone();
+        async move {
+            let t = Instant::now();
+            let calls: Vec<_> = people
+                .iter()
+                .map(|person| {
+                    let upstreams = upstreams.clone();
+                    let args = args.clone();
+                    let caller = as_themselves.then(|| person.clone());
+                    tokio::spawn(async move {
+                        let options = CallOptions {
+                            caller,
+                            ..CallOptions::default()
+                        };
+                        upstreams.call("hosted", "wait", args, options).await
+                    })
+                })
+                .collect();
+            let mut answers = Vec::with_capacity(calls.len());
+            for call in calls {
+                answers.push(call.await.map_err(|e| e.to_string())?);
+            }
+            let elapsed = t.elapsed();
+            for (person, answer) in people.iter().zip(answers) {
+                let sub = match answer.map_err(|e| e.message)? {
+                    ToolOutput::Text(t) => serde_json::from_str::<serde_json::Value>(&t)
+                        .ok()
+                        .and_then(|v| v["sub"].as_str().map(str::to_string)),
+                    _ => None,
+                };
+                if as_themselves && sub.as_deref() != Some(person.subject.as_str()) {
+                    return Err(format!(
+                        "{} was answered for {sub:?}",
+                        person.subject
+                    ));
+                }
+            }
+            Ok::<_, String>(elapsed)
+        }
+    };
+    let shared_first = round(shared.clone(), false).await?;
+    let opened = round(per_caller.clone(), true).await?;
+    let shared_kept = round(shared.clone(), false).await?;
+    let kept = round(per_caller.clone(), true).await?;
+    let sessions: u64 = per_caller
+        .caller_sessions()
+        .iter()
+        .map(|(_, c)| c.opened.load(std::sync::atomic::Ordering::Relaxed))
+        .sum();
+    if sessions != CALLERS as u64 {
+        return Err(format!("{CALLERS} callers opened {sessions} sessions"));
+    }
+    let made = per_caller.exchanges().made();
+    Ok(vec![
+        Row::time(
+            "upstream_oauth",
+            &format!("{CALLERS} callers at once, each as themselves (first: exchange and session each)"),
+            opened,
+            &format!("{CALLERS} calls at once, one shared session, static token"),
+            shared_first,
+            None,
+            format!(
+                "each call waits {WAIT_MS} ms in the server; {made} exchanges, {sessions} sessions opened"
+            ),
+        ),
+        Row::time(
+            "upstream_oauth",
+            &format!("{CALLERS} callers at once, each as themselves (sessions kept)"),
+            kept,
+            &format!("{CALLERS} calls at once, one shared session, static token"),
+            shared_kept,
+            None,
+            format!("each call waits {WAIT_MS} ms in the server; every answer named its caller"),
+        ),
+    ])
 }
