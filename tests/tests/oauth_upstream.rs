@@ -215,7 +215,11 @@ async fn configured_scopes_are_asked_for_at_the_first_consent() {
     assert_eq!(shown.load(Ordering::SeqCst), 1, "one consent, no step-up");
     let authorized = issuer.authorizations().await;
     assert_eq!(authorized.len(), 1, "{authorized:?}");
-    let mut asked: Vec<&str> = authorized[0]["scope"].as_str().unwrap().split(' ').collect();
+    let mut asked: Vec<&str> = authorized[0]["scope"]
+        .as_str()
+        .unwrap()
+        .split(' ')
+        .collect();
     asked.sort();
     // offline_access: asked for as the issuer offers it, for a refresh token.
     assert_eq!(asked, ["admin", "offline_access", "read"], "{authorized:?}");

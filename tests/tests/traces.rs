@@ -660,3 +660,67 @@ async fn the_exporters_thread_runs_only_when_nothing_else_wants_a_cpu() {
         .collect();
     assert_eq!(policies, vec!["5".to_string()], "the exporter's thread");
 }
+
+/// No OAuth material is exported: an upstream behind OAuth (the client credentials grant, ptc's
+/// token discovered and obtained, then stepped up for more scope) answering with the very token
+/// it was called with, traced end to end: the spans say the calls happened, and hold no token
+/// (the issuer's are JWTs, `eyJ...`) and no client secret.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_oauth_token_or_client_secret_is_exported() {
+    let Some(e) = exporting() else { return };
+    let Some(issuer) = ptc_tests::issuer::start(&[]) else {
+        return;
+    };
+    let Some(server) = ptc_tests::oauth_mcp::OAuthMcp::start(&issuer.url, &[]) else {
+        return;
+    };
+    let (id, secret) = ptc_tests::issuer::client();
+    let config = json!({
+        "credentials": {"client": {"source": "literal", "value": secret}},
+        "upstreams": {"hosted": {
+            "transport": "mcp_http", "url": server.url,
+            "allow_insecure_http": true, "allow_insecure_auth": true,
+            "oauth": {"grant": "client_credentials", "client_id": id, "client_secret": "client"},
+        }},
+    });
+    let loaded = ptc_plan::load_str(
+        &config.to_string(),
+        std::path::Path::new("/traces-test/upstreams.json"),
+        &ptc_plan::FileSource,
+    )
+    .unwrap_or_else(|d| panic!("{d}"));
+    let up = Upstreams::start(loaded.plan, loaded.secrets, StartOptions::default())
+        .await
+        .unwrap();
+    let evaluator = Evaluator::new(
+        Arc::new(up),
+        tokio::runtime::Handle::current(),
+        EvalLimits::default(),
+    )
+    .unwrap();
+    let trace_id = "5a0a7b1c2d3e4f506172839405a6b7c8";
+    let req = EvalRequest {
+        program: "[(tool/call 'hosted/echo_token {}) (tool/call 'hosted/admin_note {})]".into(),
+        trace: Some(TraceParent {
+            traceparent: traceparent(trace_id, "1a2b3c4d5e6f7081"),
+            tracestate: None,
+        }),
+        ..EvalRequest::default()
+    };
+    let outcome = evaluator.eval(req, Default::default()).await;
+    assert!(outcome.result.is_ok(), "{:?}", outcome.result);
+
+    let spans = e.trace(trace_id).await;
+    let calls = named(&spans, "tool/call");
+    assert_eq!(calls.len(), 2, "{spans:#?}");
+    assert!(
+        calls.iter().all(|c| attr(c, "ptc.outcome") == "ok"),
+        "{calls:#?}"
+    );
+    let everything = e.receiver.everything().await;
+    assert!(!everything.contains("eyJ"), "a token was exported");
+    assert!(
+        !everything.contains(secret),
+        "the client secret was exported"
+    );
+}

@@ -202,8 +202,10 @@ async fn many_callers(
         let subject = format!("person-{n}");
         // The caller's own token, as a host's identity check would have accepted it.
         let own = issuer
-            .mint(json!({"claims": {"sub": subject, "aud": "http://127.0.0.1/ptc-host",
-                                     "scope": "read"}}))
+            .mint(
+                json!({"claims": {"sub": subject, "aud": "http://127.0.0.1/ptc-host",
+                                     "scope": "read"}}),
+            )
             .await;
         people.push(Arc::new(Caller {
             subject,
@@ -247,10 +249,7 @@ async fn many_callers(
                     _ => None,
                 };
                 if as_themselves && sub.as_deref() != Some(person.subject.as_str()) {
-                    return Err(format!(
-                        "{} was answered for {sub:?}",
-                        person.subject
-                    ));
+                    return Err(format!("{} was answered for {sub:?}", person.subject));
                 }
             }
             Ok::<_, String>(elapsed)
@@ -272,7 +271,9 @@ async fn many_callers(
     Ok(vec![
         Row::time(
             "upstream_oauth",
-            &format!("{CALLERS} callers at once, each as themselves (first: exchange and session each)"),
+            &format!(
+                "{CALLERS} callers at once, each as themselves (first: exchange and session each)"
+            ),
             opened,
             &format!("{CALLERS} calls at once, one shared session, static token"),
             shared_first,
