@@ -63,7 +63,7 @@ pub struct Ctx<'a> {
 
 /// A program that computes this long lets the other programs of its thread run before it goes
 /// on (it suspends with nothing to wait for), so a long computation does not hold up short ones.
-pub(crate) const TIME_SLICE: std::time::Duration = std::time::Duration::from_millis(2);
+pub const TIME_SLICE: std::time::Duration = std::time::Duration::from_millis(2);
 
 /// What a parallel branch starts from: a snapshot of its parent context. Each branch calls
 /// [`Fork::start`] on its own stack.

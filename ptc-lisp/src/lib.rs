@@ -46,6 +46,7 @@ mod value;
 
 pub use call_sites::{CallSite, LiteralArg, Uses, call_sites, upstream_call_sites, uses};
 pub use error::{Ctl, LispError, Pos, R, Reason};
+pub use eval::TIME_SLICE;
 pub use function::{Closure, Function, Native};
 pub use host::{CallContext, Discovery, Host, HostError, HostValue};
 pub use interp::Interpreter;

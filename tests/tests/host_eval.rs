@@ -345,3 +345,54 @@ async fn the_outcome_carries_the_evaluations_wall_clock_time() {
         o.duration
     );
 }
+
+/// `ptc_ready_wait_seconds_count`: how many times a ready program got its evaluation thread.
+fn turns_taken(ev: &Evaluator) -> f64 {
+    let body = ev.metrics().render(Default::default()).unwrap();
+    body.lines()
+        .find_map(|l| l.strip_prefix("ptc_ready_wait_seconds_count "))
+        .and_then(|n| n.parse().ok())
+        .expect("the ready wait is reported")
+}
+
+/// One evaluation thread, one party's four programs computing without end, and another party's
+/// `(+ 1 2)` sent while they are mid-computation (each has taken turns on the thread): it is
+/// answered while all four still compute, and they end only when cancelled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_light_program_is_answered_while_heavy_ones_compute() {
+    let limits = EvalLimits {
+        eval_threads: 1,
+        ..EvalLimits::default()
+    };
+    let ev = evaluator(empty(), limits).await;
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let mut heavy = Vec::new();
+    for _ in 0..4 {
+        let (ev, cancel) = (ev.clone(), cancel.clone());
+        heavy.push(tokio::spawn(async move {
+            let req = EvalRequest {
+                program: "(loop [i 0] (recur (inc i)))".into(),
+                party: Some("heavy".into()),
+                ..EvalRequest::default()
+            };
+            ev.eval(req, cancel).await
+        }));
+    }
+    // Each of the four has started and let the others run at least a few times.
+    while turns_taken(&ev) < 40.0 {
+        tokio::task::yield_now().await;
+    }
+    let light = EvalRequest {
+        program: "(+ 1 2)".into(),
+        party: Some("light".into()),
+        ..EvalRequest::default()
+    };
+    let answer = ev.eval(light, Default::default()).await;
+    assert_eq!(answer.result.unwrap().text, "3");
+    assert!(heavy.iter().all(|h| !h.is_finished()), "still computing");
+    cancel.cancel();
+    for h in heavy {
+        let e = h.await.unwrap().result.unwrap_err();
+        assert_eq!(e.reason.as_str(), "cancelled", "{}", e.message);
+    }
+}

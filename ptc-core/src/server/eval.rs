@@ -88,7 +88,8 @@ impl Evaluator {
         limits: EvalLimits,
     ) -> Result<Arc<Self>, String> {
         limits.validate()?;
-        let workers = Workers::new(limits.eval_threads)
+        let metrics = crate::server::metrics::HostMetrics::new();
+        let workers = Workers::new(limits.eval_threads, metrics.ready_wait())
             .map_err(|e| format!("cannot start the evaluation threads: {e}"))?;
         // Counted in bytes: programs reserve from it as they grow (see `ptc_lisp::MemoryPool`).
         let budget = usize::try_from(limits.memory_budget_bytes).unwrap_or(usize::MAX);
@@ -110,7 +111,7 @@ impl Evaluator {
             sessions: std::sync::OnceLock::new(),
             record_dir: std::sync::OnceLock::new(),
             pace: Pace::default(),
-            metrics: crate::server::metrics::HostMetrics::new(),
+            metrics,
             listeners: Default::default(),
         }))
     }
@@ -545,7 +546,8 @@ impl Evaluator {
         let deadline = tokio::time::Instant::now() + self.limits.program_timeout;
         let stop_on = cancel.clone();
         let io = self.runtime.clone();
-        let job = self.workers.run(move || async move {
+        let party: Arc<str> = Arc::from(req.party.as_deref().unwrap_or(&req.caller.subject));
+        let job = self.workers.run(party, move || async move {
             let _held = (permits, guard);
             // While the program waits on its host, these end the wait; while it computes, it
             // notices the deadline and the cancel flag itself. The timer runs on the I/O runtime

@@ -223,6 +223,7 @@ impl ServerHandler for PtcServer {
                     r.session.clone().or_else(|| self.default_session(&context))
                 },
                 trace: trace_parent(&context),
+                party: mcp_session_id(&context).map(|id| format!("{}#{id}", caller.subject)),
                 ..r
             },
             Err(m) => return Ok(refused(EvalError::host(HostReason::InvalidRequest, m))),
@@ -301,6 +302,17 @@ fn trace_parent(context: &RequestContext<RoleServer>) -> Option<crate::telemetry
     })
 }
 
+/// The client's MCP session over HTTP (none in stateless mode, nor over stdio).
+fn mcp_session_id(context: &RequestContext<RoleServer>) -> Option<&str> {
+    context
+        .extensions
+        .get::<axum::http::request::Parts>()?
+        .headers
+        .get("mcp-session-id")?
+        .to_str()
+        .ok()
+}
+
 impl PtcServer {
     /// The session a program runs in when it names none, where the deployment keeps sessions:
     /// the MCP session over HTTP (none in stateless mode), the process's over stdio.
@@ -309,11 +321,7 @@ impl PtcServer {
             return None;
         }
         match context.extensions.get::<axum::http::request::Parts>() {
-            Some(parts) => parts
-                .headers
-                .get("mcp-session-id")
-                .and_then(|v| v.to_str().ok())
-                .map(|id| format!("mcp-{id}")),
+            Some(_) => mcp_session_id(context).map(|id| format!("mcp-{id}")),
             None => Some("stdio".into()),
         }
     }

@@ -10,6 +10,7 @@
 //! [`LIMITS`]. Never a caller, an argument, a session or a message: the number of series stays
 //! bounded by the catalog, whatever programs send.
 
+use std::sync::atomic::AtomicU64;
 use std::time::Instant;
 
 use prometheus_client::collector::Collector;
@@ -18,7 +19,7 @@ use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetri
 use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::{ConstCounter, Counter};
 use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::{Registry, Unit};
 
@@ -92,6 +93,11 @@ const EVAL_SECONDS: [f64; 15] = [
 const WAIT_SECONDS: [f64; 11] = [
     0.0001, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 2.5, 5.0, 10.0,
 ];
+/// Upper bounds of the ready wait buckets, in seconds: a turn is at most a time slice, so a
+/// ready program waits a few slices at most.
+const READY_SECONDS: [f64; 10] = [
+    0.0001, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0,
+];
 /// Upper bounds of the upstream call duration buckets, in seconds (calls are timed in
 /// milliseconds).
 const CALL_SECONDS: [f64; 12] = [
@@ -161,6 +167,7 @@ pub struct HostMetrics {
     program_runs: Family<ProgramLabels, Counter>,
     evaluation_seconds: Histograms<OutcomeLabels>,
     queue_wait: Histogram,
+    ready_wait: Histogram,
     upstream_calls: Family<CallLabels, Counter>,
     upstream_seconds: Histograms<CallTimeLabels>,
     upstream_bytes: Family<ToolLabels, Counter>,
@@ -191,6 +198,7 @@ impl HostMetrics {
             program_runs: Family::default(),
             evaluation_seconds: Family::new_with_constructor(|| Histogram::new(EVAL_SECONDS)),
             queue_wait: Histogram::new(WAIT_SECONDS),
+            ready_wait: Histogram::new(READY_SECONDS),
             upstream_calls: Family::default(),
             upstream_seconds: Family::new_with_constructor(|| Histogram::new(CALL_SECONDS)),
             upstream_bytes: Family::default(),
@@ -222,6 +230,22 @@ impl HostMetrics {
             "Time a request waited for its turn (a slot and memory of the global budget)",
             Unit::Seconds,
             m.queue_wait.clone(),
+        );
+        m.registry.register_with_unit(
+            "ready_wait",
+            "Time a running program, ready to compute, waited for its evaluation thread: the \
+             threads run the ready program of the party (client session, else caller) that \
+             has computed least, one time slice at a time",
+            Unit::Seconds,
+            m.ready_wait.clone(),
+        );
+        let slice: Gauge<f64, AtomicU64> = Gauge::default();
+        slice.set(ptc_lisp::TIME_SLICE.as_secs_f64());
+        m.registry.register_with_unit(
+            "time_slice",
+            "How long a program computes before the other ready programs of its thread run",
+            Unit::Seconds,
+            slice,
         );
         m.registry.register(
             "upstream_calls",
@@ -368,6 +392,12 @@ impl HostMetrics {
         if let Some((_, limit)) = LIMITS.iter().find(|(h, _)| *h == hit) {
             self.limit_hits.get_or_create(&LimitLabels { limit }).inc();
         }
+    }
+
+    /// The histogram of ready programs' waits for their evaluation thread (the threads observe
+    /// it).
+    pub(crate) fn ready_wait(&self) -> Histogram {
+        self.ready_wait.clone()
     }
 
     /// Times one request's wait for its turn, from now until the guard drops (admitted,
@@ -806,6 +836,28 @@ mod tests {
                 "{series}\n{body}"
             );
         }
+    }
+
+    /// The evaluation threads' order is visible: the time slice, and how long ready programs
+    /// waited for their thread, observed by a worker as it runs a program.
+    #[tokio::test]
+    async fn the_time_slice_and_ready_waits_are_reported() {
+        let m = HostMetrics::new();
+        let body = render(&m);
+        assert_eq!(
+            sample(&body, "ptc_time_slice_seconds"),
+            Some(ptc_lisp::TIME_SLICE.as_secs_f64())
+        );
+        assert_eq!(sample(&body, "ptc_ready_wait_seconds_count"), Some(0.0));
+        let workers = crate::server::workers::Workers::new(1, m.ready_wait()).unwrap();
+        assert_eq!(
+            workers.run(std::sync::Arc::from("p"), || async { 1 }).await,
+            Some(1)
+        );
+        assert_eq!(
+            sample(&render(&m), "ptc_ready_wait_seconds_count"),
+            Some(1.0)
+        );
     }
 
     #[test]

@@ -21,6 +21,7 @@ pub mod programs;
 pub mod refresh;
 pub mod repl;
 mod rounds;
+mod run_queue;
 pub mod session_run;
 pub mod sessions;
 pub mod state;

@@ -31,6 +31,10 @@ pub struct EvalRequest {
     /// The declared program this runs, when the request called one as its tool (the audit
     /// line, the span and the metrics name it).
     pub tool: Option<String>,
+    /// Whose computing time the program counts to in the evaluation threads' fair order: the
+    /// client's MCP session where it has one (agents may share one identity); the caller's
+    /// subject when unset.
+    pub party: Option<String>,
 }
 
 /// A successful program's value.

@@ -4,7 +4,9 @@
 //! frames), so each worker thread runs its programs as tasks of an executor of its own: a program
 //! that waits on an upstream is a parked task, and the thread computes the others meanwhile.
 //! Upstream I/O and timers run on the host's main runtime; what a worker polls needs none. A new
-//! program goes to the worker with the fewest programs.
+//! program goes to the worker with the fewest programs. Which of a worker's ready programs runs
+//! next is fair per party (see [`run_queue`](super::run_queue)): every message waiting is taken
+//! in before each choice, so a program that just arrived is seen at once.
 //!
 //! The executor is a channel and a table of tasks rather than a tokio runtime with a `LocalSet`,
 //! so that an idle worker can look for work a little before it sleeps: on a 2-vCPU virtual
@@ -17,21 +19,33 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::task::{Context, Wake, Waker};
+use std::time::{Duration, Instant};
+
+use prometheus_client::metrics::histogram::Histogram;
 
 use tokio::sync::oneshot;
+
+use super::run_queue::RunQueue;
 
 /// A program to start on a worker: called there, it makes the future the worker runs.
 type Job = Box<dyn FnOnce() -> Pin<Box<dyn Future<Output = ()>>> + Send>;
 
-/// What a worker thread is told: start a job, or poll task `n` again.
+/// What a worker thread is told: start a job for a party, or poll task `n` again.
 enum Message {
-    Start(Job),
+    Start(Job, Arc<str>),
     Wake(usize),
 }
 
 struct Worker {
     inbox: mpsc::Sender<Message>,
     programs: Arc<AtomicUsize>,
+}
+
+/// A task of a worker: its future, whose computing time it counts to, and whether it is in line.
+struct Task {
+    future: Pin<Box<dyn Future<Output = ()>>>,
+    party: Arc<str>,
+    ready_since: Option<Instant>,
 }
 
 /// Wakes task `task` of a worker by telling the worker.
@@ -74,47 +88,95 @@ fn next(inbox: &mpsc::Receiver<Message>) -> Option<Message> {
     }
 }
 
-/// A worker thread's loop: its tasks, each polled when it starts and whenever woken, until the
-/// host drops its side of the channel.
-fn work(inbox: mpsc::Receiver<Message>, to_self: mpsc::Sender<Message>) {
-    let mut tasks: Vec<Option<Pin<Box<dyn Future<Output = ()>>>>> = Vec::new();
+/// A worker thread's loop: its tasks, each polled when it starts and whenever woken, in the
+/// order [`RunQueue`] gives, until the host drops its side of the channel. `ready_wait` observes
+/// how long each ready task waited for its turn.
+fn work(inbox: mpsc::Receiver<Message>, to_self: mpsc::Sender<Message>, ready_wait: Histogram) {
+    let mut tasks: Vec<Option<Task>> = Vec::new();
     let mut free: Vec<usize> = Vec::new();
-    while let Some(message) = next(&inbox) {
-        let n = match message {
-            Message::Start(job) => {
-                let task = job();
-                match free.pop() {
-                    Some(n) => {
-                        tasks[n] = Some(task);
-                        n
-                    }
-                    None => {
-                        tasks.push(Some(task));
-                        tasks.len() - 1
-                    }
-                }
+    let mut line: RunQueue<usize> = RunQueue::default();
+    loop {
+        // Everything that arrived, so that the choice below sees every ready program.
+        loop {
+            match inbox.try_recv() {
+                Ok(m) => take_in(m, &mut tasks, &mut free, &mut line),
+                Err(mpsc::TryRecvError::Empty) => break,
+                Err(mpsc::TryRecvError::Disconnected) => return,
             }
-            Message::Wake(n) => n,
+        }
+        let Some((party, n)) = line.next() else {
+            match next(&inbox) {
+                Some(m) => {
+                    take_in(m, &mut tasks, &mut free, &mut line);
+                    continue;
+                }
+                None => return,
+            }
         };
-        // A wake for a task that finished (or for an earlier task of a reused slot) polls
-        // nothing or polls once more than needed, which a future allows.
         let Some(Some(task)) = tasks.get_mut(n) else {
+            line.ran(&party, Duration::ZERO);
             continue;
         };
+        if let Some(since) = task.ready_since.take() {
+            ready_wait.observe(since.elapsed().as_secs_f64());
+        }
         let waker = Waker::from(Arc::new(TaskWaker {
             task: n,
             inbox: to_self.clone(),
         }));
+        let started = Instant::now();
         let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            task.as_mut()
+            task.future
+                .as_mut()
                 .poll(&mut Context::from_waker(&waker))
                 .is_ready()
         }))
         .unwrap_or(true);
+        line.ran(&party, started.elapsed());
         if done {
             tasks[n] = None;
             free.push(n);
+            line.leave(&party);
         }
+    }
+}
+
+/// Takes in one message: a new task joins its party and is ready; a woken one is ready unless
+/// it already is.
+fn take_in(
+    message: Message,
+    tasks: &mut Vec<Option<Task>>,
+    free: &mut Vec<usize>,
+    line: &mut RunQueue<usize>,
+) {
+    let n = match message {
+        Message::Start(job, party) => {
+            let task = Task {
+                future: job(),
+                party,
+                ready_since: None,
+            };
+            line.join(&task.party);
+            match free.pop() {
+                Some(n) => {
+                    tasks[n] = Some(task);
+                    n
+                }
+                None => {
+                    tasks.push(Some(task));
+                    tasks.len() - 1
+                }
+            }
+        }
+        Message::Wake(n) => n,
+    };
+    // A wake for a task that finished (or for an earlier task of a reused slot) polls nothing
+    // or polls once more than needed, which a future allows.
+    if let Some(Some(task)) = tasks.get_mut(n)
+        && task.ready_since.is_none()
+    {
+        task.ready_since = Some(Instant::now());
+        line.ready(&task.party, n);
     }
 }
 
@@ -133,15 +195,17 @@ impl Drop for Count {
 }
 
 impl Workers {
-    /// `n` worker threads (at least one).
-    pub fn new(n: usize) -> std::io::Result<Self> {
+    /// `n` worker threads (at least one); `ready_wait` observes how long ready programs wait
+    /// for their turn on them.
+    pub fn new(n: usize, ready_wait: Histogram) -> std::io::Result<Self> {
         let mut workers = Vec::new();
         for i in 0..n.max(1) {
             let (inbox, rx) = mpsc::channel::<Message>();
             let to_self = inbox.clone();
+            let ready_wait = ready_wait.clone();
             std::thread::Builder::new()
                 .name(format!("ptc-eval-{i}"))
-                .spawn(move || work(rx, to_self))?;
+                .spawn(move || work(rx, to_self, ready_wait))?;
             workers.push(Worker {
                 inbox,
                 programs: Arc::default(),
@@ -160,9 +224,14 @@ impl Workers {
         self.workers.is_empty()
     }
 
-    /// Runs the future `make` builds on a worker thread and gives back its output; `None` if the
-    /// worker stopped before the future finished (it panicked, or the host is shutting down).
-    pub async fn run<T, F>(&self, make: impl FnOnce() -> F + Send + 'static) -> Option<T>
+    /// Runs the future `make` builds on a worker thread for `party` (whose computing time it
+    /// counts to) and gives back its output; `None` if the worker stopped before the future
+    /// finished (it panicked, or the host is shutting down).
+    pub async fn run<T, F>(
+        &self,
+        party: Arc<str>,
+        make: impl FnOnce() -> F + Send + 'static,
+    ) -> Option<T>
     where
         T: Send + 'static,
         F: Future<Output = T> + 'static,
@@ -182,7 +251,7 @@ impl Workers {
                 let _ = tx.send(out);
             })
         });
-        worker.inbox.send(Message::Start(job)).ok()?;
+        worker.inbox.send(Message::Start(job, party)).ok()?;
         rx.await.ok()
     }
 }
@@ -190,13 +259,24 @@ impl Workers {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::AtomicBool;
+
+    fn workers(n: usize) -> Workers {
+        Workers::new(n, Histogram::new([0.001])).unwrap()
+    }
+
+    fn party(name: &str) -> Arc<str> {
+        Arc::from(name)
+    }
 
     #[tokio::test]
     async fn work_runs_on_the_worker_threads_and_comes_back() {
-        let workers = Workers::new(2).unwrap();
+        let workers = workers(2);
         assert_eq!(workers.len(), 2);
         let name = workers
-            .run(|| async { std::thread::current().name().map(String::from) })
+            .run(party("p"), || async {
+                std::thread::current().name().map(String::from)
+            })
             .await
             .unwrap();
         assert!(name.unwrap().starts_with("ptc-eval-"));
@@ -206,12 +286,13 @@ mod tests {
     async fn a_waiting_job_leaves_its_thread_to_the_others() {
         // One thread; the first job waits for the second, which can only run if the first
         // left the thread while it waited.
-        let workers = Arc::new(Workers::new(1).unwrap());
+        let workers = Arc::new(workers(1));
         let (tx, rx) = oneshot::channel::<u8>();
         let w = workers.clone();
-        let first = tokio::spawn(async move { w.run(|| async { rx.await.unwrap() }).await });
+        let first =
+            tokio::spawn(async move { w.run(party("p"), || async { rx.await.unwrap() }).await });
         let second = workers
-            .run(move || async move {
+            .run(party("p"), move || async move {
                 tx.send(7).unwrap();
                 1u8
             })
@@ -222,12 +303,12 @@ mod tests {
 
     #[tokio::test]
     async fn new_work_goes_to_the_least_busy_worker() {
-        let workers = Arc::new(Workers::new(2).unwrap());
+        let workers = Arc::new(workers(2));
         let (started_tx, started) = oneshot::channel::<Option<String>>();
         let (release, rx) = oneshot::channel::<()>();
         let w = workers.clone();
         let busy = tokio::spawn(async move {
-            w.run(|| async {
+            w.run(party("p"), || async {
                 let _ = started_tx.send(std::thread::current().name().map(String::from));
                 rx.await.unwrap();
             })
@@ -235,7 +316,9 @@ mod tests {
         });
         let first = started.await.unwrap();
         let other = workers
-            .run(|| async { std::thread::current().name().map(String::from) })
+            .run(party("p"), || async {
+                std::thread::current().name().map(String::from)
+            })
             .await
             .unwrap();
         assert_ne!(
@@ -255,9 +338,71 @@ mod tests {
 
     #[tokio::test]
     async fn a_job_that_panics_is_none_and_the_worker_runs_on() {
-        let workers = Workers::new(1).unwrap();
-        let r: Option<u8> = workers.run(|| async { panic!("a bug") }).await;
+        let workers = workers(1);
+        let r: Option<u8> = workers.run(party("p"), || async { panic!("a bug") }).await;
         assert_eq!(r, None);
-        assert_eq!(workers.run(|| async { 5u8 }).await, Some(5));
+        assert_eq!(workers.run(party("p"), || async { 5u8 }).await, Some(5));
+    }
+
+    /// Computes in turns: each poll is one turn (counted), after which it lets the others run,
+    /// as an evaluation does at the end of its time slice; until `stop`.
+    struct Spinner {
+        turns: Arc<AtomicUsize>,
+        stop: Arc<AtomicBool>,
+    }
+
+    impl Future for Spinner {
+        type Output = ();
+        fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> std::task::Poll<()> {
+            if self.stop.load(Ordering::Acquire) {
+                return std::task::Poll::Ready(());
+            }
+            self.turns.fetch_add(1, Ordering::AcqRel);
+            cx.waker().wake_by_ref();
+            std::task::Poll::Pending
+        }
+    }
+
+    /// One party's four long computations on the one thread, and another party's short program
+    /// arriving while they are mid-computation: it runs next, before any of them takes another
+    /// turn, and they all go on afterwards.
+    #[tokio::test]
+    async fn a_light_program_runs_next_while_heavy_ones_compute() {
+        let workers = Arc::new(workers(1));
+        let turns = Arc::new(AtomicUsize::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut heavy = Vec::new();
+        for _ in 0..4 {
+            let w = workers.clone();
+            let spinner = Spinner {
+                turns: turns.clone(),
+                stop: stop.clone(),
+            };
+            heavy.push(tokio::spawn(async move {
+                w.run(party("heavy"), move || spinner).await
+            }));
+        }
+        while turns.load(Ordering::Acquire) < 1_000 {
+            tokio::task::yield_now().await;
+        }
+        let (t, s) = (turns.clone(), turns.clone());
+        let (seen, ran) = workers
+            .run(party("light"), move || {
+                // Taken in by the worker: the heavy turns so far.
+                let seen = t.load(Ordering::Acquire);
+                async move { (seen, s.load(Ordering::Acquire)) }
+            })
+            .await
+            .unwrap();
+        assert_eq!(ran, seen, "heavy turns ran before the light program");
+        assert!(heavy.iter().all(|h| !h.is_finished()), "still computing");
+        let before = turns.load(Ordering::Acquire);
+        while turns.load(Ordering::Acquire) < before + 100 {
+            tokio::task::yield_now().await;
+        }
+        stop.store(true, Ordering::Release);
+        for h in heavy {
+            assert_eq!(h.await.unwrap(), Some(()));
+        }
     }
 }
