@@ -8,6 +8,10 @@
 //!   sending its next when its last is answered.
 //! - `mixed SESSIONS TOTAL WAITERS CALLS`: `light` while `WAITERS` more sessions each run one
 //!   `io` program of `CALLS` calls; the percentiles are the light evaluations'.
+//! - `busy HEAVY ROUNDS`: one session sends `(+ 1 2)` after `(+ 1 2)` while `HEAVY` more sessions
+//!   each run one program computing `ROUNDS` loops of a million turns (no upstream); the
+//!   percentiles are the light evaluations', until every heavy program is answered. `busy 0
+//!   ROUNDS`: one heavy program alone, its wall time (to size `ROUNDS`).
 //! - `ping SESSIONS TOTAL`: the baseline of `light` through the MCP layer, `TOTAL` MCP `ping`
 //!   requests shared the same way: what a request costs before any evaluation.
 //! - `kept SESSIONS CALLS`: `io` with a program that keeps its answer (`def`), so a host with
@@ -72,6 +76,36 @@ async fn io(sessions: Vec<Arc<Session>>, program: Arc<String>) -> (Vec<Duration>
         })
         .collect();
     joined(tasks).await
+}
+
+/// A program that computes `rounds` loops of a million turns (each loop under the language's
+/// limit of iterations) and calls nothing.
+pub fn heavy_program(rounds: usize) -> String {
+    format!(
+        "(reduce + (map (fn [k] (loop [i 0] (if (< i 999999) (recur (inc i)) i))) (range {rounds})))"
+    )
+}
+
+/// `heavy` sessions each running [`heavy_program`] once, and one more sending `(+ 1 2)` after
+/// `(+ 1 2)` until they are all answered; the light evaluations' latencies, and every error.
+/// Without heavy sessions, one heavy program alone (its latency).
+async fn busy(url: &str, heavy: usize, rounds: usize) -> (Vec<Duration>, usize) {
+    let program = Arc::new(heavy_program(rounds));
+    if heavy == 0 {
+        return io(sessions(url, 1).await, program).await;
+    }
+    let h = sessions(url, heavy).await;
+    let light = sessions(url, 1).await.remove(0);
+    let background = tokio::spawn(io(h, program));
+    let mut lat = Vec::new();
+    let mut errors = 0;
+    while !background.is_finished() {
+        let (took, ok) = light.call(2 + lat.len() as u64, "(+ 1 2)").await;
+        lat.push(took);
+        errors += usize::from(!ok);
+    }
+    let (_, heavy_errors) = background.await.expect("the heavy programs");
+    (lat, errors + heavy_errors)
 }
 
 /// `total` evaluations of `(+ 1 2)` shared by the sessions; latencies and errors.
@@ -222,6 +256,11 @@ pub fn main(args: &[String]) -> ExitCode {
                 let wall = start.elapsed();
                 let (_, io_errors) = background.await.expect("the waiting programs");
                 Some((wall, lat, errors + io_errors))
+            }
+            ("busy", Some(heavy), Some(rounds)) => {
+                let start = Instant::now();
+                let (lat, errors) = busy(url, heavy, rounds).await;
+                Some((start.elapsed(), lat, errors))
             }
             ("direct", Some(n), Some(calls)) => {
                 let token = std::env::var("PTC_BENCH_TOKEN").ok();

@@ -62,7 +62,8 @@ pub struct Ctx<'a> {
 }
 
 /// A program that computes this long lets the other programs of its thread run before it goes
-/// on (it suspends with nothing to wait for), so a long computation does not hold up short ones.
+/// on (it suspends with nothing to wait for), so a long computation does not hold up short ones;
+/// sooner when its host wants the thread for another (see [`crate::suspend::yield_when`]).
 pub const TIME_SLICE: std::time::Duration = std::time::Duration::from_millis(2);
 
 /// What a parallel branch starts from: a snapshot of its parent context. Each branch calls
@@ -288,7 +289,7 @@ impl<'a> Ctx<'a> {
                 format!("step budget of {max} evaluation steps exhausted"),
             );
         }
-        if self.slice_start.elapsed() >= TIME_SLICE {
+        if self.slice_start.elapsed() >= TIME_SLICE || crate::suspend::wanted() {
             if let Resume::Stopped(reason) = self.suspend.suspend(crate::suspend::yield_now()) {
                 return err(reason, self.shared.limits.stop_message(reason));
             }

@@ -16,9 +16,30 @@ use std::any::Any;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll, Wake, Waker};
 
 use crate::error::Reason;
+
+thread_local! {
+    /// Set while this thread's host wants it for another program (see [`yield_when`]).
+    static WANTED: std::cell::OnceCell<Arc<AtomicBool>> = const { std::cell::OnceCell::new() };
+}
+
+/// Makes a program computing on this thread yield at its next safe point (every thousand
+/// evaluation steps or so) while `wanted` is set, as it does at the end of its time slice: a host
+/// running many programs on one thread sets it when another of them becomes ready, so that one
+/// does not wait for the slice to end. The first flag given to a thread is the one it keeps.
+pub fn yield_when(wanted: Arc<AtomicBool>) {
+    WANTED.with(|w| {
+        let _ = w.set(wanted);
+    });
+}
+
+/// Whether this thread's host wants it for another program.
+pub(crate) fn wanted() -> bool {
+    WANTED.with(|w| w.get().is_some_and(|f| f.load(Ordering::Relaxed)))
+}
 
 /// The output of a future a program waits on, type-erased for the trip through the driver.
 pub(crate) type Output = Box<dyn Any + Send>;

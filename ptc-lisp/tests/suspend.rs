@@ -386,3 +386,36 @@ fn a_long_computation_lets_others_run_every_time_slice_and_a_short_one_does_not_
     assert_eq!(answer, Value::Int(1_000_000));
     assert!(pending >= 2, "it yielded {pending} times");
 }
+
+/// While its host wants the thread for another program (`yield_when`'s flag set), a computing
+/// program yields at each safe point, a thousand steps or so, without waiting for its slice to
+/// end; once the flag is down it computes its slice again. Counted in yields, not time: the
+/// loop's million steps or more give a yield per 1,024 of them with the flag up.
+#[test]
+fn a_program_yields_at_its_next_safe_point_while_its_host_wants_the_thread() {
+    let gates = Arc::new(Gates::default());
+    let mut interp = interpreter(&gates);
+    let wanted = Arc::new(AtomicBool::new(true));
+    ptc_lisp::yield_when(wanted.clone());
+    let src = "(loop [i 0] (if (< i 999999) (recur (inc i)) i))";
+    let mut long = Box::pin(interp.eval_async(src, std::future::pending()));
+    let mut pending = 0;
+    let answer = loop {
+        match poll_once(long.as_mut()) {
+            Poll::Pending => pending += 1,
+            Poll::Ready(r) => break r.unwrap(),
+        }
+    };
+    assert_eq!(answer, Value::Int(999_999));
+    assert!(pending >= 999_999 / 1024, "it yielded {pending} times");
+    drop(long);
+    // Down: the same loop (tens of milliseconds, a few hundred unoptimised) yields once a
+    // slice, far fewer times.
+    wanted.store(false, Ordering::Relaxed);
+    let mut long = Box::pin(interp.eval_async(src, std::future::pending()));
+    let mut slices = 0;
+    while poll_once(long.as_mut()).is_pending() {
+        slices += 1;
+    }
+    assert!(slices < pending / 2, "{slices} yields against {pending}");
+}

@@ -678,3 +678,87 @@ async fn a_token_refused_early_is_refreshed_without_asking_again() {
     assert_eq!(issuer.refreshes().await, 1);
     assert_eq!(shown.load(Ordering::SeqCst), 1, "nobody asked again");
 }
+
+/// The sessions of an upstream called as the caller are bounded at their limit: one caller more
+/// than it closes the least recently used caller's session, whose next call opens a new one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn caller_sessions_are_bounded_at_their_limit() {
+    use ptc_core::program::limits::MAX_CALLER_SESSIONS;
+    let Some((issuer, server)) = peers(&[]) else {
+        return;
+    };
+    let (id, secret) = issuer::client();
+    let config = json!({
+        "credentials": {
+            "host-client": {"source": "literal", "value": secret},
+            "as-caller": {"source": "caller_token_exchange",
+                          "token_endpoint": issuer.token_endpoint(),
+                          "resource": server.url, "scope": "read",
+                          "client_id": id, "client_secret": "host-client"},
+        },
+        "upstreams": {"hosted": {
+            "transport": "mcp_http", "url": server.url,
+            "allow_insecure_http": true, "allow_insecure_auth": true,
+            "auth": [{"scheme": "bearer", "binding": "as-caller"}],
+        }},
+    });
+    let loaded = ptc_plan::load_str(
+        &config.to_string(),
+        std::path::Path::new("upstreams.json"),
+        &ptc_plan::FileSource,
+    )
+    .unwrap_or_else(|d| panic!("{d}"));
+    let upstreams = Arc::new(
+        Upstreams::start(loaded.plan, loaded.secrets, StartOptions::default())
+            .await
+            .unwrap(),
+    );
+    let as_caller = |n: usize, own: &str| CallOptions {
+        caller: Some(Arc::new(ptc_core::credentials::identity::Caller {
+            subject: format!("person-{n}"),
+            token: Some(ptc_core::credentials::identity::CallerToken::new(own)),
+            ..ptc_core::credentials::identity::Caller::local()
+        })),
+        ..CallOptions::default()
+    };
+    let mut tokens = Vec::new();
+    for n in 0..=MAX_CALLER_SESSIONS {
+        let own = issuer
+            .mint(json!({"claims": {"sub": format!("person-{n}"),
+                                     "aud": "http://127.0.0.1/ptc-host", "scope": "read"}}))
+            .await;
+        tokens.push(own);
+    }
+    // (open, opened, evicted)
+    let counts = || {
+        let c = upstreams.caller_sessions()[0].1;
+        let read = |n: &std::sync::atomic::AtomicU64| n.load(Ordering::Relaxed);
+        (read(&c.open), read(&c.opened), read(&c.evicted))
+    };
+    // Up to the limit, every caller keeps a session.
+    for (n, own) in tokens.iter().enumerate().take(MAX_CALLER_SESSIONS) {
+        let me = call_with(&upstreams, as_caller(n, own), "whoami")
+            .await
+            .unwrap();
+        assert_eq!(me["sub"], format!("person-{n}"), "{me}");
+    }
+    let max = MAX_CALLER_SESSIONS as u64;
+    assert_eq!(counts(), (max, max, 0));
+    // One more: the first caller's session (the least recently used) is closed for it.
+    let last = MAX_CALLER_SESSIONS;
+    let me = call_with(&upstreams, as_caller(last, &tokens[last]), "whoami")
+        .await
+        .unwrap();
+    assert_eq!(me["sub"], format!("person-{last}"), "{me}");
+    assert_eq!(counts(), (max, max + 1, 1));
+    // The second caller's is still there; the first caller's next call opens a new one.
+    call_with(&upstreams, as_caller(1, &tokens[1]), "whoami")
+        .await
+        .unwrap();
+    assert_eq!(counts(), (max, max + 1, 1), "kept");
+    let me = call_with(&upstreams, as_caller(0, &tokens[0]), "whoami")
+        .await
+        .unwrap();
+    assert_eq!(me["sub"], "person-0", "{me}");
+    assert_eq!(counts(), (max, max + 2, 2));
+}

@@ -8,7 +8,8 @@
 //!   trips to the same host, and beside as many MCP `ping`s through the same sessions (what the
 //!   MCP layer costs without a tool).
 //! - Mixed: the light evaluations' p99 while 1,000 programs wait on the upstream, beside their
-//!   p99 alone.
+//!   p99 alone; and `(+ 1 2)` from one session, one after another, while `2 × cores` sessions
+//!   each run a program computing for about 2 s, beside the same light programs on an idle host.
 //! - Traces: the I/O-bound programs (one call each) to a host exporting its spans over OTLP/HTTP,
 //!   beside the same programs to the host without traces.
 //!
@@ -304,7 +305,75 @@ fn rows(host: &HostProcess, upstream: &str) -> Vec<Row> {
             note(&mixed, "; target: p99 <= 5 ms"),
         ));
     }
+    rows.extend(busy_rows(&mcp));
     rows
+}
+
+/// Rounds (of a million loop turns) a first run of the heavy program is timed with, to size the
+/// real one.
+const PROBE_ROUNDS: usize = 5;
+/// How long each heavy program of the busy rows computes, alone.
+const HEAVY_SECONDS: f64 = 2.0;
+
+/// Light programs beside computing ones: `(+ 1 2)` from one session, one after another, while
+/// `2 × cores` sessions each run a program computing for about [`HEAVY_SECONDS`] (sized by a
+/// timed run alone); beside the same light programs on an idle host.
+fn busy_rows(mcp: &str) -> Vec<Row> {
+    let probe = client(&args(&[mcp, "busy", "0", &PROBE_ROUNDS.to_string()]), &[]);
+    let probe = match ran("the busy rows' probe", probe) {
+        Some(p) if p.errors == 0 => p,
+        Some(_) => {
+            eprintln!("load: the busy rows' probe program failed: the rows are skipped");
+            return Vec::new();
+        }
+        None => return Vec::new(),
+    };
+    let rounds =
+        (PROBE_ROUNDS as f64 * HEAVY_SECONDS / probe.wall.as_secs_f64().max(1e-3)).ceil() as usize;
+    let heavy = 2 * std::thread::available_parallelism().map_or(2, |n| n.get());
+    let busy = client(
+        &args(&[mcp, "busy", &heavy.to_string(), &rounds.to_string()]),
+        &[],
+    );
+    let idle = client(&args(&[mcp, "light", "1", "1000"]), &[]);
+    let (Some(busy), Some(idle)) = (ran("the busy row", busy), ran("the idle baseline", idle))
+    else {
+        return Vec::new();
+    };
+    if busy.errors > 0 {
+        eprintln!(
+            "load: the busy rows are skipped: {} of the programs failed (a heavy one past the \
+             host's limits?)",
+            busy.errors
+        );
+        return Vec::new();
+    }
+    let ms = |d: f64| Duration::from_secs_f64(d / 1e3);
+    let extra = format!(
+        "; {heavy} heavy programs of {rounds} million loop turns (~{HEAVY_SECONDS} s each alone); idle p99 \
+         {:.2} ms; target: p99 <= 5 ms and <= 3x idle",
+        idle.p99_ms
+    );
+    vec![
+        Row::time(
+            "load",
+            &format!("p50 of (+ 1 2), one session, while {heavy} programs compute"),
+            ms(busy.p50_ms),
+            "p50 on an idle host",
+            ms(idle.p50_ms),
+            None,
+            note(&busy, &extra),
+        ),
+        Row::time(
+            "load",
+            &format!("p99 of (+ 1 2), one session, while {heavy} programs compute"),
+            ms(busy.p99_ms),
+            "p99 on an idle host",
+            ms(idle.p99_ms),
+            Some(3.0),
+            note(&busy, &extra),
+        ),
+    ]
 }
 
 /// `run`'s report, or `None` after saying on stderr why `what` did not run.

@@ -242,12 +242,12 @@ async fn many_callers(
             }
             let elapsed = t.elapsed();
             for (person, answer) in people.iter().zip(answers) {
-                let sub = match answer.map_err(|e| e.message)? {
-                    ToolOutput::Text(t) => serde_json::from_str::<serde_json::Value>(&t)
-                        .ok()
-                        .and_then(|v| v["sub"].as_str().map(str::to_string)),
-                    _ => None,
+                let answer: Option<serde_json::Value> = match answer.map_err(|e| e.message)? {
+                    ToolOutput::Text(t) => serde_json::from_str(&t).ok(),
+                    ToolOutput::Json(bytes) => serde_json::from_slice(&bytes).ok(),
+                    ToolOutput::Empty => None,
                 };
+                let sub = answer.and_then(|v| v["sub"].as_str().map(str::to_string));
                 if as_themselves && sub.as_deref() != Some(person.subject.as_str()) {
                     return Err(format!("{} was answered for {sub:?}", person.subject));
                 }

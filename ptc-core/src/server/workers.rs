@@ -6,7 +6,8 @@
 //! Upstream I/O and timers run on the host's main runtime; what a worker polls needs none. A new
 //! program goes to the worker with the fewest programs. Which of a worker's ready programs runs
 //! next is fair per party (see [`run_queue`](super::run_queue)): every message waiting is taken
-//! in before each choice, so a program that just arrived is seen at once.
+//! in before each choice, and each message asks the program computing on the worker to yield at
+//! its next safe point, so a program that just arrived is seen within microseconds.
 //!
 //! The executor is a channel and a table of tasks rather than a tokio runtime with a `LocalSet`,
 //! so that an idle worker can look for work a little before it sleeps: on a 2-vCPU virtual
@@ -16,7 +17,7 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::task::{Context, Wake, Waker};
 use std::time::{Duration, Instant};
@@ -39,6 +40,9 @@ enum Message {
 struct Worker {
     inbox: mpsc::Sender<Message>,
     programs: Arc<AtomicUsize>,
+    /// Set with every message: the program computing on the worker yields at its next safe
+    /// point, so the worker takes the message in and chooses again ([`ptc_lisp::yield_when`]).
+    wanted: Arc<AtomicBool>,
 }
 
 /// A task of a worker: its future, whose computing time it counts to, and whether it is in line.
@@ -52,16 +56,25 @@ struct Task {
 struct TaskWaker {
     task: usize,
     inbox: mpsc::Sender<Message>,
+    wanted: Arc<AtomicBool>,
 }
 
 impl Wake for TaskWaker {
     fn wake(self: Arc<Self>) {
-        let _ = self.inbox.send(Message::Wake(self.task));
+        self.wake_by_ref();
     }
 
     fn wake_by_ref(self: &Arc<Self>) {
-        let _ = self.inbox.send(Message::Wake(self.task));
+        tell(&self.inbox, &self.wanted, Message::Wake(self.task));
     }
+}
+
+/// Sends `message` to a worker and asks the program computing there to yield: after the send,
+/// so that the worker, which clears the flag before it reads its inbox, finds the message.
+fn tell(inbox: &mpsc::Sender<Message>, wanted: &AtomicBool, message: Message) -> bool {
+    let sent = inbox.send(message).is_ok();
+    wanted.store(true, Ordering::Release);
+    sent
 }
 
 /// How long an idle worker looks for work before it sleeps: waking a sleeping thread on a
@@ -91,11 +104,20 @@ fn next(inbox: &mpsc::Receiver<Message>) -> Option<Message> {
 /// A worker thread's loop: its tasks, each polled when it starts and whenever woken, in the
 /// order [`RunQueue`] gives, until the host drops its side of the channel. `ready_wait` observes
 /// how long each ready task waited for its turn.
-fn work(inbox: mpsc::Receiver<Message>, to_self: mpsc::Sender<Message>, ready_wait: Histogram) {
+fn work(
+    inbox: mpsc::Receiver<Message>,
+    to_self: mpsc::Sender<Message>,
+    wanted: Arc<AtomicBool>,
+    ready_wait: Histogram,
+) {
+    ptc_lisp::yield_when(wanted.clone());
     let mut tasks: Vec<Option<Task>> = Vec::new();
     let mut free: Vec<usize> = Vec::new();
     let mut line: RunQueue<usize> = RunQueue::default();
     loop {
+        // Cleared before the inbox is read: a message sent after this sets it again, and the
+        // program polled below yields for it.
+        wanted.swap(false, Ordering::AcqRel);
         // Everything that arrived, so that the choice below sees every ready program.
         loop {
             match inbox.try_recv() {
@@ -123,6 +145,7 @@ fn work(inbox: mpsc::Receiver<Message>, to_self: mpsc::Sender<Message>, ready_wa
         let waker = Waker::from(Arc::new(TaskWaker {
             task: n,
             inbox: to_self.clone(),
+            wanted: wanted.clone(),
         }));
         let started = Instant::now();
         let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -203,12 +226,15 @@ impl Workers {
             let (inbox, rx) = mpsc::channel::<Message>();
             let to_self = inbox.clone();
             let ready_wait = ready_wait.clone();
+            let wanted = Arc::new(AtomicBool::new(false));
+            let for_thread = wanted.clone();
             std::thread::Builder::new()
                 .name(format!("ptc-eval-{i}"))
-                .spawn(move || work(rx, to_self, ready_wait))?;
+                .spawn(move || work(rx, to_self, for_thread, ready_wait))?;
             workers.push(Worker {
                 inbox,
                 programs: Arc::default(),
+                wanted,
             });
         }
         Ok(Workers { workers })
@@ -251,7 +277,9 @@ impl Workers {
                 let _ = tx.send(out);
             })
         });
-        worker.inbox.send(Message::Start(job, party)).ok()?;
+        if !tell(&worker.inbox, &worker.wanted, Message::Start(job, party)) {
+            return None;
+        }
         rx.await.ok()
     }
 }
@@ -259,7 +287,6 @@ impl Workers {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::AtomicBool;
 
     fn workers(n: usize) -> Workers {
         Workers::new(n, Histogram::new([0.001])).unwrap()
