@@ -99,7 +99,7 @@ fn a_grant_given_at_the_terminal_serves_the_caller_in_a_host() {
         "{stderr}"
     );
     assert!(
-        stdout.contains("consent given for `alice@example.com` (3 tools listed)")
+        stdout.contains("consent given for `alice@example.com` (4 tools listed)")
             && stdout.contains("sealed with the grant key"),
         "{stdout}"
     );
