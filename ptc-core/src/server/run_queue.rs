@@ -238,20 +238,25 @@ mod tests {
     #[test]
     fn a_newcomer_starts_one_slice_before_the_floor() {
         let mut q = RunQueue::default();
-        let (a, b) = (party("a"), party("b"));
+        // Named against the order they get in line, so a tie is not decided by the name.
+        let (a, b) = (party("zed"), party("amy"));
         q.join(&a);
         q.ready(&a, 1);
-        assert_eq!(run(&mut q, 1, 10 * MS), ["a"]);
-        // a's virtual time is 10 ms, the floor 0 until a runs again.
-        assert_eq!(run(&mut q, 1, 10 * MS), ["a"]);
-        // Floor 10 ms: b arrives at 8 ms, a is at 20 ms.
+        assert_eq!(run(&mut q, 1, 10 * MS), ["zed"]);
+        // zed's virtual time is 10 ms, the floor 0 until it runs again.
+        assert_eq!(run(&mut q, 1, 10 * MS), ["zed"]);
+        // Floor 10 ms: amy arrives at 8 ms, zed is at 20 ms.
         q.join(&b);
         q.ready(&b, 2);
         assert_eq!(q.parties[&b].vtime, nanos(8 * MS));
-        // b runs while it is behind a (8, 10, ... 18 < 20); at 20 they tie and a, in line first,
-        // runs; then b.
+        // amy runs while she is behind (8, 10, ... 18 < 20); at 20 they tie and zed, in line
+        // first, runs; then amy.
         let order = run(&mut q, 8, 2 * MS);
-        assert_eq!(order, ["b", "b", "b", "b", "b", "b", "a", "b"], "{order:?}");
+        assert_eq!(
+            order,
+            ["amy", "amy", "amy", "amy", "amy", "amy", "zed", "amy"],
+            "{order:?}"
+        );
     }
 
     #[test]

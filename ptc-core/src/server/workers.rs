@@ -371,6 +371,40 @@ mod tests {
         assert_eq!(workers.run(party("p"), || async { 5u8 }).await, Some(5));
     }
 
+    /// A task woken by value (`Waker::wake`, as timers and sockets do) from another thread is
+    /// polled again.
+    #[tokio::test]
+    async fn a_task_woken_by_value_from_another_thread_runs_again() {
+        let workers = workers(1);
+        let slot: Arc<std::sync::Mutex<Option<Waker>>> = Arc::default();
+        let kept = slot.clone();
+        let waking = std::thread::spawn(move || {
+            loop {
+                if let Some(w) = slot.lock().unwrap().take() {
+                    w.wake();
+                    return;
+                }
+                std::thread::yield_now();
+            }
+        });
+        let mut polls = 0;
+        let run = workers.run(party("p"), move || {
+            std::future::poll_fn(move |cx| {
+                polls += 1;
+                if polls == 1 {
+                    *kept.lock().unwrap() = Some(cx.waker().clone());
+                    return std::task::Poll::Pending;
+                }
+                std::task::Poll::Ready(polls)
+            })
+        });
+        let polls = tokio::time::timeout(std::time::Duration::from_secs(30), run)
+            .await
+            .expect("woken, it ran again");
+        assert_eq!(polls, Some(2));
+        waking.join().unwrap();
+    }
+
     /// Computes in turns: each poll is one turn (counted), after which it lets the others run,
     /// as an evaluation does at the end of its time slice; until `stop`.
     struct Spinner {
