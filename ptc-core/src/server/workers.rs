@@ -371,6 +371,36 @@ mod tests {
         assert_eq!(workers.run(party("p"), || async { 5u8 }).await, Some(5));
     }
 
+    /// A worker with nothing to do sleeps on its inbox after its short spin: it does not keep a
+    /// CPU busy.
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn an_idle_worker_sleeps() {
+        let workers = workers(1);
+        // `/proc/thread-self` names the worker's own task (`<pid>/task/<tid>`).
+        let task = workers
+            .run(party("p"), || async {
+                std::fs::read_link("/proc/thread-self")
+            })
+            .await
+            .unwrap()
+            .unwrap();
+        let stat = std::path::Path::new("/proc").join(task).join("stat");
+        let state = || {
+            let s = std::fs::read_to_string(&stat).unwrap();
+            s.rsplit_once(") ").unwrap().1.chars().next().unwrap()
+        };
+        let since = Instant::now();
+        while state() != 'S' {
+            assert!(
+                since.elapsed() < Duration::from_secs(10),
+                "the idle worker is still {}",
+                state()
+            );
+            tokio::task::yield_now().await;
+        }
+    }
+
     /// A task woken by value (`Waker::wake`, as timers and sockets do) from another thread is
     /// polled again.
     #[tokio::test]
