@@ -18,6 +18,27 @@ pub struct OAuthMcp {
 }
 
 impl OAuthMcp {
+    /// A config with this server as upstream `hosted`, called as each caller: the caller's own
+    /// token exchanged at `issuer` (RFC 8693, `caller_token_exchange`, scope `read`) for one
+    /// meant for this server, with the issuer's default client.
+    pub fn as_each_caller(&self, issuer: &issuer::Issuer) -> serde_json::Value {
+        let (id, secret) = issuer::client();
+        serde_json::json!({
+            "credentials": {
+                "host-client": {"source": "literal", "value": secret},
+                "as-caller": {"source": "caller_token_exchange",
+                              "token_endpoint": issuer.token_endpoint(),
+                              "resource": self.url, "scope": "read",
+                              "client_id": id, "client_secret": "host-client"},
+            },
+            "upstreams": {"hosted": {
+                "transport": "mcp_http", "url": self.url,
+                "allow_insecure_http": true, "allow_insecure_auth": true,
+                "auth": [{"scheme": "bearer", "binding": "as-caller"}],
+            }},
+        })
+    }
+
     /// Starts `oauth_server.py --port 0 --issuer issuer_url extra_args...` (for example
     /// `["--required-scope", "write"]`; the default required scope is `read`) and waits until it
     /// says where it listens. `None` after [`crate::skip`] says how to install the

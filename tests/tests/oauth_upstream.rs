@@ -538,21 +538,7 @@ async fn each_caller_s_token_is_exchanged_for_the_upstream() {
     let Some((issuer, server)) = peers(&[]) else {
         return;
     };
-    let (id, secret) = issuer::client();
-    let config = json!({
-        "credentials": {
-            "host-client": {"source": "literal", "value": secret},
-            "as-caller": {"source": "caller_token_exchange",
-                          "token_endpoint": issuer.token_endpoint(),
-                          "resource": server.url, "scope": "read",
-                          "client_id": id, "client_secret": "host-client"},
-        },
-        "upstreams": {"hosted": {
-            "transport": "mcp_http", "url": server.url,
-            "allow_insecure_http": true, "allow_insecure_auth": true,
-            "auth": [{"scheme": "bearer", "binding": "as-caller"}],
-        }},
-    });
+    let config = server.as_each_caller(&issuer);
     let loaded = ptc_plan::load_str(
         &config.to_string(),
         std::path::Path::new("upstreams.json"),
@@ -687,21 +673,7 @@ async fn caller_sessions_are_bounded_at_their_limit() {
     let Some((issuer, server)) = peers(&[]) else {
         return;
     };
-    let (id, secret) = issuer::client();
-    let config = json!({
-        "credentials": {
-            "host-client": {"source": "literal", "value": secret},
-            "as-caller": {"source": "caller_token_exchange",
-                          "token_endpoint": issuer.token_endpoint(),
-                          "resource": server.url, "scope": "read",
-                          "client_id": id, "client_secret": "host-client"},
-        },
-        "upstreams": {"hosted": {
-            "transport": "mcp_http", "url": server.url,
-            "allow_insecure_http": true, "allow_insecure_auth": true,
-            "auth": [{"scheme": "bearer", "binding": "as-caller"}],
-        }},
-    });
+    let config = server.as_each_caller(&issuer);
     let loaded = ptc_plan::load_str(
         &config.to_string(),
         std::path::Path::new("upstreams.json"),

@@ -166,21 +166,7 @@ async fn many_callers(
     use ptc_core::credentials::identity::{Caller, CallerToken};
     use std::sync::Arc;
 
-    let (id, secret) = ptc_tests::issuer::client();
-    let as_caller = json!({
-        "credentials": {
-            "host-client": {"source": "literal", "value": secret},
-            "as-caller": {"source": "caller_token_exchange",
-                          "token_endpoint": issuer.token_endpoint(),
-                          "resource": server.url, "scope": "read",
-                          "client_id": id, "client_secret": "host-client"},
-        },
-        "upstreams": {"hosted": {
-            "transport": "mcp_http", "url": server.url,
-            "allow_insecure_http": true, "allow_insecure_auth": true,
-            "auth": [{"scheme": "bearer", "binding": "as-caller"}],
-        }},
-    });
+    let as_caller = server.as_each_caller(issuer);
     let start = |config: &serde_json::Value| {
         let loaded = ptc_plan::load_str(
             &config.to_string(),
