@@ -363,6 +363,20 @@ fn a_host_that_panics_ends_the_program_with_an_internal_error() {
     assert_eq!(interp.eval_str("(* 6 7)").unwrap(), Value::Int(42));
 }
 
+/// Polls an evaluation until it ends: its value, and how many times it yielded first.
+fn to_the_end<F>(mut eval: Pin<&mut F>) -> (Value, usize)
+where
+    F: Future<Output = Result<Value, ptc_lisp::LispError>> + ?Sized,
+{
+    let mut pending = 0;
+    loop {
+        match poll_once(eval.as_mut()) {
+            Poll::Pending => pending += 1,
+            Poll::Ready(r) => return (r.unwrap(), pending),
+        }
+    }
+}
+
 #[test]
 fn a_long_computation_lets_others_run_every_time_slice_and_a_short_one_does_not_stop() {
     let gates = Arc::new(Gates::default());
@@ -376,13 +390,7 @@ fn a_long_computation_lets_others_run_every_time_slice_and_a_short_one_does_not_
     // Seconds of work: it gives its thread back after each slice, then goes on where it was.
     let src = "(reduce + (for [j (range 50)] (loop [i 0] (if (< i 20000) (recur (inc i)) i))))";
     let mut long = Box::pin(interp.eval_async(src, std::future::pending()));
-    let mut pending = 0;
-    let answer = loop {
-        match poll_once(long.as_mut()) {
-            Poll::Pending => pending += 1,
-            Poll::Ready(r) => break r.unwrap(),
-        }
-    };
+    let (answer, pending) = to_the_end(long.as_mut());
     assert_eq!(answer, Value::Int(1_000_000));
     assert!(pending >= 2, "it yielded {pending} times");
 }
@@ -399,13 +407,7 @@ fn a_program_yields_at_its_next_safe_point_while_its_host_wants_the_thread() {
     ptc_lisp::yield_when(wanted.clone());
     let src = "(loop [i 0] (if (< i 999999) (recur (inc i)) i))";
     let mut long = Box::pin(interp.eval_async(src, std::future::pending()));
-    let mut pending = 0;
-    let answer = loop {
-        match poll_once(long.as_mut()) {
-            Poll::Pending => pending += 1,
-            Poll::Ready(r) => break r.unwrap(),
-        }
-    };
+    let (answer, pending) = to_the_end(long.as_mut());
     assert_eq!(answer, Value::Int(999_999));
     assert!(pending >= 999_999 / 1024, "it yielded {pending} times");
     drop(long);
@@ -413,9 +415,6 @@ fn a_program_yields_at_its_next_safe_point_while_its_host_wants_the_thread() {
     // slice, far fewer times.
     wanted.store(false, Ordering::Relaxed);
     let mut long = Box::pin(interp.eval_async(src, std::future::pending()));
-    let mut slices = 0;
-    while poll_once(long.as_mut()).is_pending() {
-        slices += 1;
-    }
+    let (_, slices) = to_the_end(long.as_mut());
     assert!(slices < pending / 2, "{slices} yields against {pending}");
 }

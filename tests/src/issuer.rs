@@ -94,6 +94,14 @@ impl Issuer {
             .to_string()
     }
 
+    /// A caller's own token for `subject`, as a host's identity check accepts it (meant for the
+    /// host, scope `read`): what a caller exchanges for a token meant for an upstream.
+    pub async fn caller_token(&self, subject: &str) -> String {
+        self.mint(serde_json::json!({"claims": {"sub": subject,
+            "aud": "http://127.0.0.1/ptc-host", "scope": "read"}}))
+            .await
+    }
+
     /// Rotates the signing keys (`POST /test/rotate`): new RS256 and ES256 keys become current;
     /// the old ones stay in the JWKS unless `drop_old`. Returns `{"kids": {"RS256": .., "ES256":
     /// ..}}`, the new kids.

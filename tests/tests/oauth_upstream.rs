@@ -68,12 +68,7 @@ async fn start_with(
             "oauth": oauth,
         }},
     });
-    let loaded = ptc_plan::load_str(
-        &config.to_string(),
-        std::path::Path::new("upstreams.json"),
-        &ptc_plan::FileSource,
-    )
-    .unwrap_or_else(|d| panic!("{d}"));
+    let loaded = loaded(&config);
     let options = StartOptions {
         consent: consent.map(|c| c as Arc<dyn ptc_core::credentials::upstream_oauth::Consent>),
         grants,
@@ -82,6 +77,38 @@ async fn start_with(
     Upstreams::start(loaded.plan, loaded.secrets, options)
         .await
         .map_err(|e| e.to_string())
+}
+
+/// `config` compiled as the host compiles a config file.
+fn loaded(config: &Value) -> ptc_plan::Loaded {
+    ptc_plan::load_str(
+        &config.to_string(),
+        std::path::Path::new("upstreams.json"),
+        &ptc_plan::FileSource,
+    )
+    .unwrap_or_else(|d| panic!("{d}"))
+}
+
+/// Upstreams started from `config` with the default options.
+async fn load(config: &Value) -> Upstreams {
+    let loaded = loaded(config);
+    Upstreams::start(loaded.plan, loaded.secrets, StartOptions::default())
+        .await
+        .unwrap()
+}
+
+/// The options of a call by `subject` holding their own `token` (as a host's identity check
+/// accepted it).
+fn holding(subject: &str, token: &str) -> CallOptions {
+    let caller = ptc_core::credentials::identity::Caller {
+        subject: subject.to_string(),
+        token: Some(ptc_core::credentials::identity::CallerToken::new(token)),
+        ..ptc_core::credentials::identity::Caller::local()
+    };
+    CallOptions {
+        caller: Some(Arc::new(caller)),
+        ..CallOptions::default()
+    }
 }
 
 /// Calls `tool` for nobody in particular (the process) and reads its JSON answer.
@@ -538,40 +565,19 @@ async fn each_caller_s_token_is_exchanged_for_the_upstream() {
     let Some((issuer, server)) = peers(&[]) else {
         return;
     };
-    let config = server.as_each_caller(&issuer);
-    let loaded = ptc_plan::load_str(
-        &config.to_string(),
-        std::path::Path::new("upstreams.json"),
-        &ptc_plan::FileSource,
-    )
-    .unwrap_or_else(|d| panic!("{d}"));
     // Listed at start as everything is: for nobody there is no token to exchange, so it waits
     // for its first caller rather than fail the start.
-    let upstreams = Upstreams::start(loaded.plan, loaded.secrets, StartOptions::default())
-        .await
-        .unwrap();
+    let upstreams = load(&server.as_each_caller(&issuer)).await;
     let mut callers = Vec::new();
     for sub in ["alice", "bob"] {
         // The caller's own token, as the host's identity check accepted it (meant for the host).
-        let own = issuer
-            .mint(
-                json!({"claims": {"sub": sub, "aud": "http://127.0.0.1/ptc-host",
-                                    "scope": "read"}}),
-            )
-            .await;
+        let own = issuer.caller_token(sub).await;
         callers.push((sub, own));
     }
     for (sub, own) in callers.iter().chain(callers.iter()) {
-        let caller = ptc_core::credentials::identity::Caller {
-            subject: sub.to_string(),
-            token: Some(ptc_core::credentials::identity::CallerToken::new(own)),
-            ..ptc_core::credentials::identity::Caller::local()
-        };
-        let options = CallOptions {
-            caller: Some(Arc::new(caller)),
-            ..CallOptions::default()
-        };
-        let me = call_with(&upstreams, options, "whoami").await.unwrap();
+        let me = call_with(&upstreams, holding(sub, own), "whoami")
+            .await
+            .unwrap();
         assert_eq!(me["sub"], *sub, "{me}");
     }
     let served: Vec<String> = server
@@ -588,23 +594,11 @@ async fn each_caller_s_token_is_exchanged_for_the_upstream() {
 
     // Alice comes back with a new token (hers was renewed): her session reads it from this
     // call on, so it is the one exchanged.
-    let renewed = issuer
-        .mint(
-            json!({"claims": {"sub": "alice", "aud": "http://127.0.0.1/ptc-host",
-                                "scope": "read"}}),
-        )
-        .await;
+    let renewed = issuer.caller_token("alice").await;
     assert_ne!(renewed, callers[0].1);
-    let caller = ptc_core::credentials::identity::Caller {
-        subject: "alice".to_string(),
-        token: Some(ptc_core::credentials::identity::CallerToken::new(&renewed)),
-        ..ptc_core::credentials::identity::Caller::local()
-    };
-    let options = CallOptions {
-        caller: Some(Arc::new(caller)),
-        ..CallOptions::default()
-    };
-    let me = call_with(&upstreams, options, "whoami").await.unwrap();
+    let me = call_with(&upstreams, holding("alice", &renewed), "whoami")
+        .await
+        .unwrap();
     assert_eq!(me["sub"], "alice", "{me}");
     assert_eq!(
         upstreams.exchanges().made(),
@@ -673,32 +667,11 @@ async fn caller_sessions_are_bounded_at_their_limit() {
     let Some((issuer, server)) = peers(&[]) else {
         return;
     };
-    let config = server.as_each_caller(&issuer);
-    let loaded = ptc_plan::load_str(
-        &config.to_string(),
-        std::path::Path::new("upstreams.json"),
-        &ptc_plan::FileSource,
-    )
-    .unwrap_or_else(|d| panic!("{d}"));
-    let upstreams = Arc::new(
-        Upstreams::start(loaded.plan, loaded.secrets, StartOptions::default())
-            .await
-            .unwrap(),
-    );
-    let as_caller = |n: usize, own: &str| CallOptions {
-        caller: Some(Arc::new(ptc_core::credentials::identity::Caller {
-            subject: format!("person-{n}"),
-            token: Some(ptc_core::credentials::identity::CallerToken::new(own)),
-            ..ptc_core::credentials::identity::Caller::local()
-        })),
-        ..CallOptions::default()
-    };
+    let upstreams = load(&server.as_each_caller(&issuer)).await;
+    let as_caller = |n: usize, own: &str| holding(&format!("person-{n}"), own);
     let mut tokens = Vec::new();
     for n in 0..=MAX_CALLER_SESSIONS {
-        let own = issuer
-            .mint(json!({"claims": {"sub": format!("person-{n}"),
-                                     "aud": "http://127.0.0.1/ptc-host", "scope": "read"}}))
-            .await;
+        let own = issuer.caller_token(&format!("person-{n}")).await;
         tokens.push(own);
     }
     // (open, opened, evicted)

@@ -171,6 +171,25 @@ impl Bed {
     }
 }
 
+/// An evaluator over the upstreams `config` names, loaded as the host loads a config file.
+async fn evaluator_of(config: &Value) -> Arc<Evaluator> {
+    let loaded = ptc_plan::load_str(
+        &config.to_string(),
+        std::path::Path::new("/traces-test/upstreams.json"),
+        &ptc_plan::FileSource,
+    )
+    .unwrap_or_else(|d| panic!("{d}"));
+    let up = Upstreams::start(loaded.plan, loaded.secrets, StartOptions::default())
+        .await
+        .unwrap();
+    Evaluator::new(
+        Arc::new(up),
+        tokio::runtime::Handle::current(),
+        EvalLimits::default(),
+    )
+    .unwrap()
+}
+
 /// A W3C `traceparent` for trace `trace_id` whose parent span is `span_id`, sampled.
 fn traceparent(trace_id: &str, span_id: &str) -> String {
     format!("00-{trace_id}-{span_id}-01")
@@ -519,21 +538,7 @@ async fn an_mcp_upstreams_own_spans_join_the_trace_through_meta() {
         "url": inner.url,
         "allow_insecure_http": true,
     }}});
-    let loaded = ptc_plan::load_str(
-        &config.to_string(),
-        std::path::Path::new("/traces-test/upstreams.json"),
-        &ptc_plan::FileSource,
-    )
-    .unwrap_or_else(|d| panic!("{d}"));
-    let up = Upstreams::start(loaded.plan, loaded.secrets, StartOptions::default())
-        .await
-        .unwrap();
-    let outer = Evaluator::new(
-        Arc::new(up),
-        tokio::runtime::Handle::current(),
-        EvalLimits::default(),
-    )
-    .unwrap();
+    let outer = evaluator_of(&config).await;
     let (trace_id, caller_span) = ("8f3b5d7e9a1c42b4a6c8e0f2a4b6c8d0", "4d5e6f7081920314");
     let inner_program = "(* 6 7)";
     let req = EvalRequest {
@@ -683,21 +688,7 @@ async fn no_oauth_token_or_client_secret_is_exported() {
             "oauth": {"grant": "client_credentials", "client_id": id, "client_secret": "client"},
         }},
     });
-    let loaded = ptc_plan::load_str(
-        &config.to_string(),
-        std::path::Path::new("/traces-test/upstreams.json"),
-        &ptc_plan::FileSource,
-    )
-    .unwrap_or_else(|d| panic!("{d}"));
-    let up = Upstreams::start(loaded.plan, loaded.secrets, StartOptions::default())
-        .await
-        .unwrap();
-    let evaluator = Evaluator::new(
-        Arc::new(up),
-        tokio::runtime::Handle::current(),
-        EvalLimits::default(),
-    )
-    .unwrap();
+    let evaluator = evaluator_of(&config).await;
     let trace_id = "5a0a7b1c2d3e4f506172839405a6b7c8";
     let req = EvalRequest {
         program: "[(tool/call 'hosted/echo_token {}) (tool/call 'hosted/admin_note {})]".into(),

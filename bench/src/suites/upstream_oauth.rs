@@ -186,13 +186,7 @@ async fn many_callers(
     let mut people = Vec::with_capacity(CALLERS);
     for n in 0..CALLERS {
         let subject = format!("person-{n}");
-        // The caller's own token, as a host's identity check would have accepted it.
-        let own = issuer
-            .mint(
-                json!({"claims": {"sub": subject, "aud": "http://127.0.0.1/ptc-host",
-                                     "scope": "read"}}),
-            )
-            .await;
+        let own = issuer.caller_token(&subject).await;
         people.push(Arc::new(Caller {
             subject,
             token: Some(CallerToken::new(&own)),
