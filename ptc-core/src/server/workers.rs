@@ -45,11 +45,13 @@ struct Worker {
     wanted: Arc<AtomicBool>,
 }
 
-/// A task of a worker: its future, whose computing time it counts to, and whether it is in line.
+/// A task of a worker: its future, whose computing time it counts to, since when it is in line
+/// (`None`: not in line), and its waker once it was first polled (one per task, not per poll).
 struct Task {
     future: Pin<Box<dyn Future<Output = ()>>>,
     party: Arc<str>,
     ready_since: Option<Instant>,
+    waker: Option<Waker>,
 }
 
 /// Wakes task `task` of a worker by telling the worker.
@@ -142,16 +144,18 @@ fn work(
         if let Some(since) = task.ready_since.take() {
             ready_wait.observe(since.elapsed().as_secs_f64());
         }
-        let waker = Waker::from(Arc::new(TaskWaker {
-            task: n,
-            inbox: to_self.clone(),
-            wanted: wanted.clone(),
-        }));
+        let waker = task.waker.get_or_insert_with(|| {
+            Waker::from(Arc::new(TaskWaker {
+                task: n,
+                inbox: to_self.clone(),
+                wanted: wanted.clone(),
+            }))
+        });
         let started = Instant::now();
         let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             task.future
                 .as_mut()
-                .poll(&mut Context::from_waker(&waker))
+                .poll(&mut Context::from_waker(waker))
                 .is_ready()
         }))
         .unwrap_or(true);
@@ -178,6 +182,7 @@ fn take_in(
                 future: job(),
                 party,
                 ready_since: None,
+                waker: None,
             };
             line.join(&task.party);
             match free.pop() {
