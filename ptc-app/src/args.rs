@@ -15,7 +15,7 @@ pub struct LimitArgs {
     /// Wall-clock limit of one program, in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = limits::millis(limits::PROGRAM_TIMEOUT))]
     pub timeout_ms: u64,
-    /// Memory one program may allocate, in bytes.
+    /// Memory one program may hold at once, in bytes (what it frees is given back).
     #[arg(long, value_name = "BYTES", default_value_t = limits::MEMORY_BYTES)]
     pub memory_bytes: u64,
     /// Memory all programs in flight may hold together; past it requests wait in the queue
@@ -637,7 +637,7 @@ pub struct EvalLimitArgs {
     /// Wall-clock limit of the program, in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = limits::millis(limits::PROGRAM_TIMEOUT))]
     pub timeout_ms: u64,
-    /// Memory the program (and its `--context`) may allocate, in bytes [default: 1 GiB, the
+    /// Memory the program (and its `--context`) may hold at once, in bytes [default: 1 GiB, the
     /// interpreter's own; one local run needs no room left for others].
     #[arg(long, value_name = "BYTES")]
     pub memory_bytes: Option<u64>,

@@ -76,7 +76,28 @@ enum Command {
     Promote(promote::PromoteArgs),
 }
 
+/// mimalloc's `mi_option_purge_delay` (its place in `mi_option_e`, mimalloc.h; the crate names
+/// no constant for it).
+const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+
+/// Freed memory goes back to the system at once, not a second later (mimalloc 3's default): the
+/// memory budget counts what a program holds, credited as it frees, so a program that frees and
+/// allocates in a loop would otherwise hold its budget plus what it freed in the last second (a
+/// doubling map peaked 20 % past its budget; `tests/memory.rs`). Measured in
+/// docs/performance.md: no slower decode. `MIMALLOC_PURGE_DELAY` in the environment still wins.
+fn return_freed_memory_at_once() {
+    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_some() {
+        return;
+    }
+    // SAFETY: sets a process-wide option of the allocator, which reads it at each purge.
+    #[allow(unsafe_code)]
+    unsafe {
+        libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0)
+    };
+}
+
 fn main() -> ExitCode {
+    return_freed_memory_at_once();
     let cli = Cli::parse();
     match cli.command {
         Command::Check(args) => check::run(args),
@@ -90,5 +111,25 @@ fn main() -> ExitCode {
         Command::Login(cmd) => host::login(cmd),
         Command::New(args) => new::run(args),
         Command::Promote(args) => promote::run(args),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[allow(unsafe_code)]
+    fn the_option_set_is_the_purge_delay() {
+        // SAFETY: reads a process-wide option of the allocator.
+        let get = || unsafe { libmimalloc_sys::mi_option_get(MI_OPTION_PURGE_DELAY) };
+        if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
+            // mimalloc 3's default purge delay (options.c), which no neighbouring option has.
+            assert_eq!(get(), 1000);
+        }
+        return_freed_memory_at_once();
+        if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
+            assert_eq!(get(), 0);
+        }
     }
 }

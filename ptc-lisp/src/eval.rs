@@ -13,11 +13,11 @@ use crate::function::{Builtin, Closure, Function, arity_error, closure_arity_err
 use crate::globals::GlobalTable;
 use crate::host::{CallContext, Host, HostValue};
 use crate::limits::Limits;
-use crate::meter::Meter;
+use crate::meter::{Bill, Charge, Meter};
 use crate::printer::short;
 use crate::suspend::{Resume, Suspender};
-use crate::value::access::{get_flex, get_in_place, map_get_flex, seq_items};
-use crate::value::{Items, MapData, SetData, Value};
+use crate::value::access::{Seq, get_flex, get_in_place, map_get_flex, seq_items};
+use crate::value::{Charged, Items, MapData, SetData, Value};
 
 pub(crate) struct Frame<'a> {
     pub base: usize,
@@ -317,13 +317,80 @@ impl<'a> Ctx<'a> {
         Ok(())
     }
 
-    /// Charges `bytes` against the memory budget.
+    /// Charges `bytes` against the memory budget: the bill, to give to the collection it pays
+    /// for ([`Ctx::vector`]) or to leave charged until the program ends.
     #[inline]
-    pub(crate) fn charge(&self, bytes: u64) -> R<()> {
+    pub(crate) fn charge(&self, bytes: u64) -> R<Bill> {
         self.shared
             .meter
             .charge(bytes)
             .or_else(|message| err(Reason::MemoryExceeded, message))
+    }
+
+    /// A vector of `values`, its storage charged now (for values built from what the program
+    /// already holds) and credited back when it is freed.
+    pub(crate) fn vector(&self, values: Vec<Value>) -> R<Value> {
+        let bill = self.charge(footprint::vector(values.capacity()))?;
+        Ok(self.paid_vector(values, bill))
+    }
+
+    /// A vector of `values` whose storage `bill` paid for before it was allocated (from
+    /// `self.charge(footprint::vector(capacity))`): credited back when it is freed.
+    pub(crate) fn paid_vector(&self, values: Vec<Value>, bill: Bill) -> Value {
+        Value::Vector(self.paid(Items(values), bill))
+    }
+
+    /// A map of `m`, its storage charged now and credited back when it is freed.
+    pub(crate) fn map(&self, m: MapData) -> R<Value> {
+        let bill = self.charge(footprint::map_storage(&m))?;
+        Ok(Value::Map(self.paid(m, bill)))
+    }
+
+    /// A set of `s`, its storage charged now and credited back when it is freed.
+    pub(crate) fn set(&self, s: SetData) -> R<Value> {
+        let bill = self.charge(footprint::set_storage(&s))?;
+        Ok(Value::Set(self.paid(s, bill)))
+    }
+
+    /// The elements of a seqable value: a vector's own; for a set, map (`[k v]` entries, each a
+    /// vector of its own) or string (one-character strings), built and charged before they are.
+    pub(crate) fn seq<'v>(&self, v: &'v Value) -> R<Seq<'v>> {
+        let n = match v {
+            Value::Vector(items) => return Ok(Seq::borrowed(items)),
+            Value::Map(m) => {
+                let bill = self.charge(footprint::vector(m.len()))?;
+                let mut pairs = Vec::with_capacity(m.len());
+                for (k, x) in m.sorted() {
+                    pairs.push(self.vector(vec![k.clone(), x.clone()])?);
+                }
+                return Ok(Seq::built(pairs, self.owned(bill)));
+            }
+            Value::Set(s) => s.0.len(),
+            Value::Str(s) => {
+                let n = s.chars().count();
+                // One-character strings stay charged, as every string does.
+                self.charge(n as u64 * footprint::string(4))?;
+                n
+            }
+            other => {
+                return Ok(Seq::built(
+                    seq_items(other)?.into_owned(),
+                    Charge::default(),
+                ));
+            }
+        };
+        let bill = self.charge(footprint::vector(n))?;
+        Ok(Seq::built(seq_items(v)?.into_owned(), self.owned(bill)))
+    }
+
+    /// Storage that `bill` paid for, and nothing else did: credited back when it is freed.
+    pub(crate) fn paid<T>(&self, data: T, bill: Bill) -> Arc<Charged<T>> {
+        Arc::new(Charged::new(data, self.owned(bill)))
+    }
+
+    /// The charge of something `bill` paid for, and nothing else did, to be kept with it.
+    pub(crate) fn owned(&self, bill: Bill) -> Charge {
+        self.shared.meter.own(bill)
     }
 
     /// The elements of a vector that `extra` more will be added to, charged before anything is
@@ -331,64 +398,74 @@ impl<'a> Ctx<'a> {
     /// that lacks the room grows (its new room is charged).
     pub(crate) fn grow_vector<'v>(
         &self,
-        items: &'v mut Arc<Items>,
+        items: &'v mut Arc<Charged<Items>>,
         extra: usize,
     ) -> R<&'v mut Vec<Value>> {
         let need = items.len().saturating_add(extra);
         if Arc::get_mut(items).is_none() {
-            self.charge(footprint::vector(need))?;
+            let bill = self.charge(footprint::vector(need))?;
             let mut copy = Vec::with_capacity(need);
             copy.extend_from_slice(items);
-            *items = Arc::new(Items(copy));
+            *items = self.paid(Items(copy), bill);
         } else if items.capacity() < need {
             let room = need.max(items.capacity().saturating_mul(2));
-            self.charge(footprint::vector(room))?;
+            let bill = self.charge(footprint::vector(room))?;
             let own = Arc::make_mut(items);
             let len = own.len();
             own.reserve_exact(room - len);
+            // Growing moved the elements out of the old storage, freed now: its charge comes back.
+            own.recharge(self.owned(bill));
         }
         Ok(&mut Arc::make_mut(items).0)
     }
 
     /// A map that `extra` more entries will be added to, charged first as [`Ctx::grow_vector`]
     /// charges a vector.
-    pub(crate) fn grow_map<'m>(&self, m: &'m mut Arc<MapData>, extra: usize) -> R<&'m mut MapData> {
+    pub(crate) fn grow_map<'m>(
+        &self,
+        m: &'m mut Arc<Charged<MapData>>,
+        extra: usize,
+    ) -> R<&'m mut MapData> {
         let need = m.len().saturating_add(extra);
         if Arc::get_mut(m).is_none() {
-            self.charge(footprint::map(need))?;
+            let bill = self.charge(footprint::map_room(need))?;
             let mut copy = MapData::with_capacity(need);
             for (k, v) in m.iter() {
                 copy.insert(k.clone(), v.clone());
             }
-            *m = Arc::new(copy);
-        } else if let MapData::Large(own) = Arc::make_mut(m)
-            && own.capacity() < need
-        {
-            let room = need.max(own.capacity().saturating_mul(2));
-            self.charge(footprint::map(room))?;
-            let len = own.len();
-            own.reserve(room - len);
+            *m = self.paid(copy, bill);
+        } else if m.capacity() < need {
+            let room = need.max(m.capacity().saturating_mul(2));
+            let bill = self.charge(footprint::map_room(room))?;
+            let own = Arc::make_mut(m);
+            own.regrow(room);
+            own.recharge(self.owned(bill));
         }
-        Ok(Arc::make_mut(m))
+        Ok(&mut **Arc::make_mut(m))
     }
 
     /// A set that `extra` more elements will be added to, charged first as [`Ctx::grow_vector`]
     /// charges a vector.
-    pub(crate) fn grow_set<'s>(&self, s: &'s mut Arc<SetData>, extra: usize) -> R<&'s mut SetData> {
+    pub(crate) fn grow_set<'s>(
+        &self,
+        s: &'s mut Arc<Charged<SetData>>,
+        extra: usize,
+    ) -> R<&'s mut SetData> {
         let need = s.0.len().saturating_add(extra);
         if Arc::get_mut(s).is_none() {
-            self.charge(footprint::set(need))?;
+            let bill = self.charge(footprint::set(need))?;
             let mut copy = indexmap::IndexSet::with_capacity_and_hasher(need, Default::default());
             copy.extend(s.0.iter().cloned());
-            *s = Arc::new(SetData(copy));
+            *s = self.paid(SetData(copy), bill);
         } else if s.0.capacity() < need {
             let room = need.max(s.0.capacity().saturating_mul(2));
-            self.charge(footprint::set(room))?;
+            let bill = self.charge(footprint::set(room))?;
             let own = Arc::make_mut(s);
             let len = own.0.len();
             own.0.reserve(room - len);
+            own.recharge(self.owned(bill));
         }
-        Ok(Arc::make_mut(s))
+        Ok(&mut **Arc::make_mut(s))
     }
 
     /// Bytes left in the memory budget (a bound for text a builtin may build).
@@ -424,7 +501,7 @@ impl<'a> Ctx<'a> {
 
     /// Charges for a vector of `n` elements.
     #[inline]
-    pub(crate) fn charge_items(&self, n: usize) -> R<()> {
+    pub(crate) fn charge_items(&self, n: usize) -> R<Bill> {
         self.charge(n as u64 * std::mem::size_of::<Value>() as u64 + 32)
     }
 
@@ -660,8 +737,8 @@ impl<'a> Ctx<'a> {
                 Err(Ctl::Recur)
             }
             Node::Fn(lambda, caps) => {
-                // Closures are values too: a loop that builds millions of them must hit the budget.
-                self.charge_items(caps.len() + 4)?;
+                // Closures are values too: a loop that keeps millions of them must hit the budget.
+                let bill = self.charge_items(caps.len() + 4)?;
                 let captures = caps
                     .iter()
                     .map(|c| match c {
@@ -673,6 +750,7 @@ impl<'a> Ctx<'a> {
                 Ok(Value::Func(Arc::new(Function::Closure(Closure {
                     lambda: lambda.clone(),
                     captures,
+                    _charge: self.owned(bill),
                 }))))
             }
             Node::Def {
@@ -764,8 +842,7 @@ impl<'a> Ctx<'a> {
                 self.run_for(clauses, 0, body, fr, &mut out, *collect)
                     .map_err(|e| at(e, *pos))?;
                 if *collect {
-                    self.charge_items(out.len())?;
-                    Ok(Value::vector(out))
+                    self.vector(out)
                 } else {
                     Ok(Value::Nil)
                 }
@@ -775,8 +852,7 @@ impl<'a> Ctx<'a> {
                 for n in nodes {
                     v.push(self.eval(n, fr)?);
                 }
-                self.charge_items(v.len())?;
-                Ok(Value::vector(v))
+                self.vector(v)
             }
             Node::MakeMap(pairs) => {
                 let mut m = MapData::with_capacity(pairs.len());
@@ -785,16 +861,14 @@ impl<'a> Ctx<'a> {
                     let v = self.eval(v, fr)?;
                     m.insert(k, v);
                 }
-                self.charge_items(pairs.len() * 2)?;
-                Ok(Value::Map(Arc::new(m)))
+                self.map(m)
             }
             Node::MakeSet(nodes) => {
                 let mut s = SetData::default();
                 for n in nodes {
                     s.0.insert(self.eval(n, fr)?);
                 }
-                self.charge_items(nodes.len())?;
-                Ok(Value::Set(Arc::new(s)))
+                self.set(s)
             }
             Node::Nth(src, i) => {
                 let v = self.eval(src, fr)?;
@@ -803,10 +877,7 @@ impl<'a> Ctx<'a> {
             Node::RestFrom(src, i) => {
                 let v = self.eval(src, fr)?;
                 match destructure::rest(&v, *i)? {
-                    Some(rest) => {
-                        self.charge_items(rest.len())?;
-                        Ok(Value::vector(rest))
-                    }
+                    Some(rest) => self.vector(rest),
                     None => Ok(Value::Nil),
                 }
             }
@@ -892,7 +963,7 @@ impl<'a> Ctx<'a> {
         match clause {
             ForClause::Each { slot, coll, binds } => {
                 let c = self.eval(coll, fr)?;
-                let items = seq_items(&c)?;
+                let items = self.seq(&c)?;
                 for item in items.iter() {
                     self.tick()?;
                     self.stack[fr.base + slot] = item.clone();
@@ -1198,16 +1269,13 @@ impl<'a> Ctx<'a> {
 
     /// Decodes JSON bytes into values, charging the memory budget.
     pub(crate) fn decode_json(&mut self, bytes: &[u8]) -> R<Value> {
-        let budget = self.shared.meter.left();
-        let (v, charged) = crate::json::decode(
+        crate::json::decode_for(
+            &self.shared.meter,
             bytes,
             self.shared.limits.max_json_depth,
-            budget,
             self.shared.deadline,
         )
-        .map_err(Ctl::from)?;
-        self.charge(charged)?;
-        Ok(v)
+        .map_err(Ctl::from)
     }
 }
 

@@ -2,16 +2,16 @@
 //! allocates, with element and entry sizes as the allocator sees them (a map entry is its hash,
 //! key, value and index slot; a hash table has empty slots) and the capacity it asks for, so a
 //! program stopped by `memory_exceeded` never held much more than its budget. Charges are
-//! cumulative: what a program frees is not given back, which also covers the old value alive
-//! while a new one is built from it.
+//! given back when the value is freed (see `meter`), so they count what a program holds.
 
-use crate::value::Value;
+use crate::value::{MapData, SMALL_MAP, SetData, Value};
 
 /// One vector element.
 pub(crate) const VALUE: u64 = std::mem::size_of::<Value>() as u64;
 
-/// A collection's own allocation: the `Arc` counts and the container's header.
-pub(crate) const HEADER: u64 = 48;
+/// A collection's own allocation: the `Arc` counts, the container's header and its charge
+/// (56 bytes for a vector or a map, a 64-byte block from the allocator).
+pub(crate) const HEADER: u64 = 64;
 
 /// One map entry in a hash map: its hash, key and value, and about two index slots (a table is
 /// at most 7/8 full and grows by doubling).
@@ -30,13 +30,42 @@ pub(crate) fn map(n: usize) -> u64 {
     HEADER + n as u64 * MAP_ENTRY
 }
 
+/// A map built with room for `n` entries ([`MapData::with_capacity`]): a flat array when small.
+pub(crate) fn map_room(n: usize) -> u64 {
+    if n <= SMALL_MAP {
+        HEADER + n as u64 * 2 * VALUE
+    } else {
+        map(n)
+    }
+}
+
 /// A set with room for `n` elements.
 pub(crate) fn set(n: usize) -> u64 {
     HEADER + n as u64 * SET_ENTRY
+}
+
+/// A string of `len` bytes: its shared form's counts and its bytes.
+pub(crate) fn string(len: usize) -> u64 {
+    16 + len as u64
 }
 
 /// A string of `len` bytes built in a buffer and then copied into its shared form: both exist
 /// for a moment.
 pub(crate) fn built_string(len: usize) -> u64 {
     HEADER + 2 * len as u64
+}
+
+/// What a built map's storage takes (its entries; keys and values of their own are charged
+/// where they are made).
+pub(crate) fn map_storage(m: &MapData) -> u64 {
+    match m {
+        MapData::Small(pairs) => HEADER + pairs.capacity() as u64 * 2 * VALUE,
+        MapData::Record(_, values) => HEADER + values.len() as u64 * VALUE,
+        MapData::Large(table) => map(table.capacity()),
+    }
+}
+
+/// What a built set's storage takes.
+pub(crate) fn set_storage(s: &SetData) -> u64 {
+    set(s.0.capacity())
 }

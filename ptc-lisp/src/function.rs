@@ -2,6 +2,7 @@
 //! host functions, and their arity errors. Values hold these; the evaluator applies them. The
 //! only thing this module knows of the evaluator is the context type in the builtin signature.
 
+use crate::meter::Charge;
 use std::sync::Arc;
 
 use crate::ast::{BinOp, Lambda};
@@ -101,6 +102,8 @@ pub struct Native {
     pub(crate) name: &'static str,
     pub(crate) captured: Vec<Value>,
     pub(crate) f: NativeFn,
+    /// What the program was charged for it, credited back when it is freed (held for that).
+    pub(crate) _charge: Charge,
 }
 
 impl Drop for Native {
@@ -136,6 +139,8 @@ pub enum Function {
 pub struct Closure {
     pub(crate) lambda: Arc<Lambda>,
     pub(crate) captures: Vec<Value>,
+    /// What the program was charged for it, credited back when it is freed (held for that).
+    pub(crate) _charge: Charge,
 }
 
 impl Function {

@@ -132,14 +132,13 @@ impl<'a> CallContext<'a> {
     /// result). Invalid JSON is a `parse_error`, too deep `depth_exceeded`, too big
     /// `memory_exceeded`; a host returning the error ends the program with that reason.
     pub fn decode_json(&mut self, bytes: &[u8]) -> Result<Value, HostError> {
-        let meter = self.budget.meter();
-        let (v, charged) =
-            crate::json::decode(bytes, self.max_json_depth, meter.left(), self.deadline)
-                .map_err(|e| HostError::new(e.reason(), e.message()))?;
-        meter
-            .charge(charged)
-            .map_err(|message| HostError::new(Reason::MemoryExceeded, message))?;
-        Ok(v)
+        crate::json::decode_for(
+            self.budget.meter(),
+            bytes,
+            self.max_json_depth,
+            self.deadline,
+        )
+        .map_err(|e| HostError::new(e.reason(), e.message()))
     }
 
     /// Time left before the program's deadline (`None` when the program has no deadline).

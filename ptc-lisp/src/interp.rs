@@ -172,7 +172,8 @@ impl Interpreter {
         self.cancel.clone()
     }
 
-    /// Bytes charged to the memory budget by the last evaluation.
+    /// The most the last evaluation held at once, as charged to its memory budget: the smallest
+    /// budget it runs within.
     pub fn last_memory_bytes(&self) -> u64 {
         self.last_memory
     }
@@ -402,7 +403,7 @@ fn run(job: &mut Job, suspender: &Suspender) -> (Ran, usize) {
     let ran = Ran {
         result,
         printed,
-        memory: shared.meter.used(),
+        memory: shared.meter.peak(),
     };
     (ran, stack_used)
 }

@@ -9,8 +9,9 @@ pub struct Limits {
     pub timeout: Option<Duration>,
     /// Evaluation steps (function calls and loop iterations) per evaluation (`timeout`).
     pub max_steps: Option<u64>,
-    /// Bytes the program may allocate for values, decoded tool results included (`memory_exceeded`).
-    /// Accounting is cumulative: freed values are not credited back.
+    /// Bytes of values the program may hold at once, decoded tool results included
+    /// (`memory_exceeded`). What it frees is given back (strings stay charged until the program
+    /// ends).
     pub max_memory_bytes: u64,
     /// Iterations of one `loop`/`recur` (`loop_limit_exceeded`).
     pub max_loop_iterations: u64,

@@ -2,7 +2,15 @@
 //! shares one budget among many programs ([`MemoryPool`]), what it has reserved from that budget.
 //! A program reserves as it grows, a chunk at a time, and gives everything back when it ends
 //! (however it ends), so a thousand programs in flight hold what they use, not what they may.
+//!
+//! A charge for a collection's own storage is given to that collection ([`Meter::own`]) and
+//! credited back when it is freed, so the budget bounds what a program holds, not what it has
+//! allocated over its life. Only the exact bytes charged for that one allocation come back, and
+//! only once: a charge is not cloned with its collection, and a charge covering several values
+//! (or a value's elements) is never given to one of them, so no program is credited more than
+//! it was charged for what it freed.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// A memory budget shared by every program of a host.
@@ -19,9 +27,35 @@ pub trait MemoryPool: Send + Sync {
 /// would cost more than the allocation it stands for).
 pub const RESERVE_CHUNK: u64 = 1 << 20;
 
+/// Bytes just charged to a meter, not yet given to a value: left alone they stay charged until
+/// the program ends; given to the collection they paid for ([`Meter::own`]), they come back when
+/// it is freed. Neither `Clone` nor `Copy`, so one charge is given at most once.
+#[derive(Debug)]
+pub(crate) struct Bill(u64);
+
+/// What a collection's own storage was charged, credited back to the program's meter when the
+/// collection is freed (dropped with it). An empty charge (the default) credits nothing: values
+/// the program did not pay for alone, such as literals or copies made by `Clone`.
+#[derive(Default)]
+pub struct Charge {
+    bytes: u64,
+    used: Option<Arc<AtomicU64>>,
+}
+
+impl Drop for Charge {
+    fn drop(&mut self) {
+        if let Some(used) = &self.used {
+            used.fetch_sub(self.bytes, Ordering::Relaxed);
+        }
+    }
+}
+
 /// The meter of one evaluation (shared with its `pmap` branches).
 pub(crate) struct Meter<'a> {
-    used: AtomicU64,
+    // Shared with the charges given to values, which may outlive the meter (a value kept in a
+    // session): a credit after the program ended is harmless.
+    used: Arc<AtomicU64>,
+    peak: AtomicU64,
     reserved: AtomicU64,
     max: u64,
     pool: Option<&'a dyn MemoryPool>,
@@ -31,16 +65,22 @@ impl<'a> Meter<'a> {
     /// A meter for a budget of `max` bytes, reserving from `pool` when there is one.
     pub(crate) fn new(max: u64, pool: Option<&'a dyn MemoryPool>) -> Self {
         Meter {
-            used: AtomicU64::new(0),
+            used: Arc::new(AtomicU64::new(0)),
+            peak: AtomicU64::new(0),
             reserved: AtomicU64::new(0),
             max,
             pool,
         }
     }
 
-    /// Bytes charged so far.
+    /// Bytes charged and not yet credited back: what the program holds.
     pub(crate) fn used(&self) -> u64 {
         self.used.load(Ordering::Relaxed)
+    }
+
+    /// The most the program has held at once: the smallest budget it runs within.
+    pub(crate) fn peak(&self) -> u64 {
+        self.peak.load(Ordering::Relaxed)
     }
 
     /// Bytes left in the program's own budget.
@@ -50,14 +90,15 @@ impl<'a> Meter<'a> {
 
     /// Charges `bytes`: the message of the `memory_exceeded` error when the program's budget is
     /// passed, or the pool cannot give what the program now uses.
-    pub(crate) fn charge(&self, bytes: u64) -> Result<(), String> {
+    pub(crate) fn charge(&self, bytes: u64) -> Result<Bill, String> {
         let used = self
             .used
             .fetch_add(bytes, Ordering::Relaxed)
             .saturating_add(bytes);
         if used > self.max {
-            return Err(format!("program allocated more than {} bytes", self.max));
+            return Err(format!("program would hold more than {} bytes", self.max));
         }
+        self.peak.fetch_max(used, Ordering::Relaxed);
         if let Some(pool) = self.pool {
             let mut have = self.reserved.load(Ordering::Acquire);
             while used > have {
@@ -71,7 +112,15 @@ impl<'a> Meter<'a> {
                 have = self.reserved.fetch_add(want, Ordering::AcqRel) + want;
             }
         }
-        Ok(())
+        Ok(Bill(bytes))
+    }
+
+    /// Gives `bill` to the collection it paid for: credited back when the collection is freed.
+    pub(crate) fn own(&self, bill: Bill) -> Charge {
+        Charge {
+            bytes: bill.0,
+            used: Some(Arc::clone(&self.used)),
+        }
     }
 }
 
@@ -86,6 +135,7 @@ impl Drop for Meter<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::value::{Charged, Items};
     use std::sync::Mutex;
 
     /// A pool of `free` bytes that logs what it is asked.
@@ -147,13 +197,61 @@ mod tests {
     }
 
     #[test]
+    fn a_charge_given_to_a_value_comes_back_once_when_the_value_is_freed() {
+        let m = Meter::new(1000, None);
+        let held = m.own(m.charge(300).unwrap());
+        m.charge(200).unwrap(); // a bill given to nothing: charged until the end
+        assert_eq!((m.used(), m.peak()), (500, 500));
+        drop(held);
+        assert_eq!((m.used(), m.peak()), (200, 500));
+        // What was freed is room again, up to exactly the budget.
+        m.charge(800).unwrap();
+        assert_eq!((m.used(), m.peak()), (1000, 1000));
+        assert_eq!(
+            m.charge(1).unwrap_err(),
+            "program would hold more than 1000 bytes"
+        );
+    }
+
+    #[test]
+    fn a_copy_carries_no_charge_and_a_charge_outliving_its_meter_is_harmless() {
+        let m = Meter::new(1000, None);
+        let storage = Charged::new(Items(vec![]), m.own(m.charge(100).unwrap()));
+        let copy = storage.clone();
+        drop(storage);
+        assert_eq!(m.used(), 0);
+        drop(copy);
+        assert_eq!(m.used(), 0, "credited once");
+        let kept = m.own(m.charge(10).unwrap());
+        drop(m);
+        drop(kept);
+    }
+
+    #[test]
+    fn a_program_that_frees_and_allocates_again_reserves_nothing_more() {
+        const C: u64 = RESERVE_CHUNK;
+        let p = pool(5 * C);
+        {
+            let m = Meter::new(u64::MAX, Some(&p));
+            for _ in 0..3 {
+                drop(m.own(m.charge(C).unwrap()));
+            }
+            assert_eq!(m.peak(), C);
+        }
+        assert_eq!(
+            *p.log.lock().unwrap(),
+            [format!("reserve {C}"), format!("release {C}")]
+        );
+    }
+
+    #[test]
     fn the_program_budget_holds_at_exactly_max_and_the_pool_names_its_budget_when_full() {
         let m = Meter::new(100, None);
         m.charge(100).unwrap();
         assert_eq!(m.left(), 0);
         assert_eq!(
             m.charge(1).unwrap_err(),
-            "program allocated more than 100 bytes"
+            "program would hold more than 100 bytes"
         );
         let p = pool(RESERVE_CHUNK);
         let m = Meter::new(u64::MAX, Some(&p));

@@ -68,6 +68,7 @@ impl Host for Fake {
                     Some(Value::Symbol(s)) if &**s == "o/fail" => {
                         Err(HostError::new(Reason::RuntimeError, "no upstream 'o' configured"))
                     }
+                    Some(Value::Symbol(s)) if &**s == "o/page" => Ok(HostValue::Json(page())),
                     Some(Value::Symbol(s)) if &**s == "o/json" => Ok(HostValue::Json(
                         br#"{"ok":true,"value":{"traces":[{"id":"t1","cost":1.5},{"id":"t2","cost":2}]}}"#.to_vec(),
                     )),
@@ -105,6 +106,14 @@ impl Host for Fake {
             _ => Ok(None),
         }
     }
+}
+
+/// A page of 500 records of numbers, as an upstream answers it.
+fn page() -> Vec<u8> {
+    let records: Vec<String> = (0..500)
+        .map(|i| format!(r#"{{"n":{i},"x":{i}}}"#))
+        .collect();
+    format!(r#"{{"ok":true,"value":[{}]}}"#, records.join(",")).into_bytes()
 }
 
 fn interp(host: Arc<Fake>) -> Interpreter {
@@ -163,6 +172,38 @@ fn json_results_are_decoded_by_the_runtime() {
         .eval_str("(->> (tool/call 'o/json) :value :traces (map :cost) (reduce +))")
         .unwrap();
     assert_eq!(v.to_string(), "3.5");
+}
+
+/// A decoded result is charged as it is decoded and given back when the program drops it: a
+/// program reading page after page holds one page at a time (and its two key strings per page,
+/// which stay charged), whether the pages are read one after another or in parallel.
+#[test]
+fn decoded_results_are_given_back_when_the_program_drops_them() {
+    let peak = |prog: &str| {
+        let mut i = interp(Fake::new(1));
+        assert_eq!(i.eval_str(prog).unwrap().to_string(), "5000");
+        i.last_memory_bytes()
+    };
+    let one_page = peak("(* 10 (count (:value (tool/call 'o/page))))");
+    assert!(one_page > 500 * 48, "a page is charged: {one_page}");
+    // One page at a time one after another; at most the branches running together in `pmap`
+    // (up to 4).
+    for (prog, pages) in [
+        (
+            "(reduce + (map (fn [_] (count (:value (tool/call 'o/page)))) (range 10)))",
+            2,
+        ),
+        (
+            "(reduce + (pmap (fn [_] (count (:value (tool/call 'o/page)))) (range 10)))",
+            5,
+        ),
+    ] {
+        let ten = peak(prog);
+        assert!(
+            ten < pages * one_page,
+            "{prog}: {ten} bytes, less than {pages} pages of {one_page}"
+        );
+    }
 }
 
 #[test]

@@ -179,7 +179,7 @@ fn records_share_their_keys_and_behave_as_maps() {
         panic!("a vector: {v}")
     };
     let shape = |i: usize| match &items[i] {
-        Value::Map(m) => match &**m {
+        Value::Map(m) => match &***m {
             MapData::Record(s, _) => Some(s.clone()),
             _ => None,
         },

@@ -136,9 +136,70 @@ fn memory_budget_holds_at_exactly_what_a_program_uses() {
         fails(with(used - 1), prog),
         (
             "memory_exceeded".into(),
-            format!("program allocated more than {} bytes", used - 1)
+            format!("program would hold more than {} bytes", used - 1)
         )
     );
+}
+
+/// The most `prog` held at once, as charged (the smallest budget it runs within).
+fn peak(prog: &str) -> u64 {
+    let mut interp = Interpreter::new(Limits::default());
+    interp
+        .eval_str(prog)
+        .unwrap_or_else(|e| panic!("{prog}: {e}"));
+    interp.last_memory_bytes()
+}
+
+fn memory(max: u64) -> Limits {
+    Limits {
+        max_memory_bytes: max,
+        ..Limits::default()
+    }
+}
+
+/// What a program frees comes back to its budget: a pipeline that builds and drops a 100-element
+/// vector per element (3 KiB of temporaries each) holds only its outer vectors, so ten times the
+/// elements cost ten times those, not ten times the temporaries; at the default 64 MiB it runs
+/// 30,000 elements (the temporaries add up to about 100 MB), and at exactly its peak too.
+#[test]
+fn the_budget_bounds_what_a_program_holds_not_what_it_allocated() {
+    let pipeline = |n: u64| {
+        format!("(count (filter even? (map (fn [i] (count (vec (range 100)))) (range {n}))))")
+    };
+    let (small, large) = (peak(&pipeline(3_000)), peak(&pipeline(30_000)));
+    let per_element = (large - small) / 27_000;
+    assert!(
+        per_element <= 4 * 24,
+        "the outer vectors grow (at most four values per element), not the temporaries: \
+         {per_element} bytes per element ({small} → {large})"
+    );
+    assert_eq!(ok(memory(64 << 20), &pipeline(30_000)), "30000");
+    assert_eq!(ok(memory(large), &pipeline(30_000)), "30000");
+    assert_eq!(
+        fails(memory(large - 1), &pipeline(30_000)).0,
+        "memory_exceeded"
+    );
+}
+
+/// What stays alive stays charged: copies kept of a shared vector, map or set (each `conj`,
+/// `assoc` or `disj` of a value the program still holds) are each charged at their size, and
+/// so are the parts a pipeline keeps while their container is freed.
+#[test]
+fn what_a_program_keeps_stays_charged() {
+    let kept = [
+        "(let [big (vec (range 10000))] (count (mapv (fn [i] (conj big i)) (range 50))))",
+        "(let [big (zipmap (range 1000) (range 1000))] (count (mapv (fn [i] (assoc big -1 i)) (range 50))))",
+        "(let [big (set (range 1000))] (count (mapv (fn [i] (disj big i)) (range 50))))",
+        "(count (mapv (fn [i] (first (split-at 5000 (range 10000)))) (range 50)))",
+    ];
+    let size = [10_001 * 24, 1_001 * 80, 1_000 * 56, 5_000 * 24];
+    for (prog, bytes) in kept.iter().zip(size) {
+        assert!(
+            peak(prog) >= 50 * bytes,
+            "{prog}: 50 kept copies of {bytes} bytes, peak {}",
+            peak(prog)
+        );
+    }
 }
 
 /// Bytes `prog` is charged beyond `base` (the same program without the growth).
@@ -154,9 +215,10 @@ fn charged(base: &str, prog: &str) -> u64 {
 /// Growing a collection is charged at what it really allocates, before it allocates: the
 /// element (a value is 24 bytes), a map entry (hash, key, value, index slots: 80), a set element
 /// (56), a string built and then copied into its shared form (twice its length), each with a
-/// 48-byte header. A shared collection is copied whole with room for what is added (the vector
-/// here); an own one that lacks the room doubles it (the map and the set, whose
-/// last use hands them over).
+/// 64-byte header (counts, container, charge). A shared collection is copied whole with room for
+/// what is added (the vector here); an own one that lacks the room doubles it (the map and the
+/// set, whose last use hands them over). Peaks are measured, so each pair keeps alive what the
+/// growth is built from.
 #[test]
 fn growth_is_charged_at_its_real_size_and_at_exactly_the_budget_it_fits() {
     let cases = [
@@ -164,22 +226,22 @@ fn growth_is_charged_at_its_real_size_and_at_exactly_the_budget_it_fits() {
         (
             "(let [v (vec (range 1000))] (count v))",
             "(let [v (vec (range 1000))] (count (into v v)))",
-            48 + 2000 * 24,
+            64 + 2000 * 24,
         ),
         (
-            "(let [s (apply str (repeat 1000 \"x\"))] (count s))",
-            "(let [s (apply str (repeat 1000 \"x\"))] (count (str s s)))",
-            48 + 2 * 2000,
+            "(let [xs (repeat 1000 \"x\") s (apply str xs)] [(count s) (count xs)])",
+            "(let [xs (repeat 1000 \"x\") s (apply str xs)] [(count (str s s)) (count xs)])",
+            64 + 2 * 2000,
         ),
         (
-            "(let [m (zipmap (range 100) (range 100))] (count m))",
-            "(let [m (zipmap (range 100) (range 100))] (count (merge m {1000 1})))",
-            48 + 200 * 80,
+            "(let [ks (range 100) m (zipmap ks ks)] [(count m) (count ks)])",
+            "(let [ks (range 100) m (zipmap ks ks)] [(count (merge m {1000 1})) (count ks)])",
+            64 + 200 * 80,
         ),
         (
-            "(let [s (set (range 100))] (count s))",
-            "(let [s (set (range 100))] (count (into s [1000])))",
-            48 + 200 * 56,
+            "(let [xs (range 100) s (set xs)] [(count s) (count xs)])",
+            "(let [xs (range 100) s (set xs)] [(count (into s [1000])) (count xs)])",
+            64 + 200 * 56,
         ),
     ];
     for (base, prog, footprint) in cases {
@@ -193,7 +255,7 @@ fn growth_is_charged_at_its_real_size_and_at_exactly_the_budget_it_fits() {
             max_memory_bytes: max,
             ..Limits::default()
         };
-        assert!(ok(with(used), prog).parse::<u64>().is_ok(), "{prog}");
+        assert_eq!(ok(with(used), prog), ok(Limits::default(), prog), "{prog}");
         assert_eq!(fails(with(used - 1), prog).0, "memory_exceeded", "{prog}");
     }
 }

@@ -3,8 +3,7 @@
 use std::sync::Arc;
 
 use super::{
-    Builtin, VARIADIC, b, count_of, get_flex, has_key_flex, into_items, seq_items, take, type_err,
-    vec_value,
+    Builtin, VARIADIC, b, count_of, get_flex, has_key_flex, into_items, take, type_err, vec_value,
 };
 use crate::error::{R, Reason, err};
 use crate::eval::Ctx;
@@ -133,7 +132,7 @@ pub(crate) const BUILTINS: &[Builtin] = &[
         1,
         1,
         |ctx, a| {
-            let v = into_items(take(a, 0))?;
+            let v = into_items(ctx, take(a, 0))?;
             vec_value(ctx, v)
         },
         "(vec coll): a vector of the elements"
@@ -157,7 +156,7 @@ pub(crate) const BUILTINS: &[Builtin] = &[
         1,
         1,
         |ctx, a| {
-            let v = into_items(take(a, 0))?;
+            let v = into_items(ctx, take(a, 0))?;
             if v.is_empty() {
                 Ok(Value::Nil)
             } else {
@@ -180,21 +179,14 @@ pub(crate) const BUILTINS: &[Builtin] = &[
         "hash-set",
         0,
         VARIADIC,
-        |ctx, a| {
-            ctx.charge_items(a.len())?;
-            Ok(Value::set_from(a.to_vec()))
-        },
+        |ctx, a| ctx.set(SetData::from_values(a.iter_mut().map(std::mem::take))),
         "(hash-set & xs)"
     ),
     b!(
         "set",
         1,
         1,
-        |ctx, a| {
-            let v = into_items(take(a, 0))?;
-            ctx.charge_items(v.len())?;
-            Ok(Value::set_from(v))
-        },
+        |ctx, a| { ctx.set(SetData::from_values(into_items(ctx, take(a, 0))?)) },
         "(set coll): a set of the elements"
     ),
     b!(
@@ -215,15 +207,15 @@ pub(crate) fn nth_or_nil(v: &Value, i: usize) -> R<Value> {
     nth_item(v, i).unwrap_or_else(|| type_err("first", "a collection", v))
 }
 
-fn last(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
+fn last(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     match &a[0] {
         Value::Vector(items) => Ok(items.last().cloned().unwrap_or(Value::Nil)),
-        other => Ok(seq_items(other)?.last().cloned().unwrap_or(Value::Nil)),
+        other => Ok(ctx.seq(other)?.last().cloned().unwrap_or(Value::Nil)),
     }
 }
 
 fn rest(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
-    let items = into_items(take(a, 0))?;
+    let items = into_items(ctx, take(a, 0))?;
     if items.is_empty() {
         return Ok(Value::vector(vec![]));
     }
@@ -233,7 +225,7 @@ fn rest(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
 }
 
 fn next(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
-    let items = into_items(take(a, 0))?;
+    let items = into_items(ctx, take(a, 0))?;
     if items.len() <= 1 {
         return Ok(Value::Nil);
     }
@@ -243,7 +235,7 @@ fn next(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
 }
 
 fn butlast(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
-    let mut items = into_items(take(a, 0))?;
+    let mut items = into_items(ctx, take(a, 0))?;
     if items.len() <= 1 {
         return Ok(Value::Nil);
     }
@@ -282,22 +274,25 @@ fn get(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     }
 }
 
-/// Adds one element to a collection in place (the collection must be uniquely owned to avoid a copy).
-pub(crate) fn conj1(coll: &mut Value, x: Value) -> R<()> {
+/// Adds one element to a collection in place (a shared collection is copied first), its growth
+/// charged before it grows.
+pub(crate) fn conj1(ctx: &Ctx<'_>, coll: &mut Value, x: Value) -> R<()> {
     match coll {
         Value::Nil => {
-            *coll = Value::vector(vec![x]);
+            *coll = ctx.vector(vec![x])?;
         }
-        Value::Vector(items) => Arc::make_mut(items).push(x),
+        Value::Vector(items) => ctx.grow_vector(items, 1)?.push(x),
         Value::Set(s) => {
-            Arc::make_mut(s).0.insert(x);
+            ctx.grow_set(s, 1)?.0.insert(x);
         }
         Value::Map(m) => match x {
             Value::Vector(pair) if pair.len() == 2 => {
-                Arc::make_mut(m).insert(pair[0].clone(), pair[1].clone());
+                let extra = usize::from(!m.contains_key(&pair[0]));
+                ctx.grow_map(m, extra)?
+                    .insert(pair[0].clone(), pair[1].clone());
             }
             Value::Map(other) => {
-                let mm = Arc::make_mut(m);
+                let mm = ctx.grow_map(m, other.len())?;
                 for (k, v) in other.iter() {
                     mm.insert(k.clone(), v.clone());
                 }
@@ -315,30 +310,32 @@ fn conj(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
         return Ok(Value::vector(vec![]));
     }
     let mut coll = take(a, 0);
-    ctx.charge_items(a.len() - 1)?;
+    if let Value::Vector(items) = &mut coll {
+        ctx.grow_vector(items, a.len() - 1)?;
+    }
     for x in a[1..].iter_mut() {
-        conj1(&mut coll, std::mem::take(x))?;
+        conj1(ctx, &mut coll, std::mem::take(x))?;
     }
     Ok(coll)
 }
 
 fn cons(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let x = take(a, 0);
-    let items = into_items(take(a, 1))?;
+    let items = into_items(ctx, take(a, 1))?;
     let mut v = Vec::with_capacity(items.len() + 1);
     v.push(x);
     v.extend(items);
     vec_value(ctx, v)
 }
 
-fn pop(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
+fn pop(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     match take(a, 0) {
         Value::Nil => Ok(Value::Nil),
         Value::Vector(mut items) => {
             if items.is_empty() {
                 return err(Reason::TypeError, "pop of an empty vector");
             }
-            Arc::make_mut(&mut items).pop();
+            ctx.grow_vector(&mut items, 0)?.pop();
             Ok(Value::Vector(items))
         }
         other => type_err("pop", "a vector", &other),
@@ -348,8 +345,8 @@ fn pop(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
 fn empty(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     Ok(match &a[0] {
         Value::Vector(_) | Value::Str(_) => Value::vector(vec![]),
-        Value::Map(_) => Value::Map(Arc::new(MapData::default())),
-        Value::Set(_) => Value::Set(Arc::new(SetData::default())),
+        Value::Map(_) => Value::Map(Arc::new(MapData::default().into())),
+        Value::Set(_) => Value::Set(Arc::new(SetData::default().into())),
         _ => Value::Nil,
     })
 }
@@ -361,12 +358,11 @@ fn hash_map(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
             "hash-map expects an even number of arguments",
         );
     }
-    ctx.charge_items(a.len())?;
     let mut m = MapData::with_capacity(a.len() / 2);
     for kv in a.chunks_mut(2) {
         m.insert(std::mem::take(&mut kv[0]), std::mem::take(&mut kv[1]));
     }
-    Ok(Value::Map(Arc::new(m)))
+    ctx.map(m)
 }
 
 fn into(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
@@ -379,8 +375,8 @@ fn into(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     if a.len() == 3 {
         // (into to xform from): the transducer transforms the whole collection.
         let f = take(a, 1);
-        let items = into_items(from)?;
-        from = ctx.apply(&f, &mut [Value::vector(items)])?;
+        let items = ctx.vector(into_items(ctx, from)?)?;
+        from = ctx.apply(&f, &mut [items])?;
     }
     // The target grows (or is copied, when shared) with room for every new element, charged
     // before anything is allocated.
@@ -392,7 +388,7 @@ fn into(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
         }
         return Ok(to);
     }
-    let items = seq_items(&from)?;
+    let items = ctx.seq(&from)?;
     match &mut to {
         Value::Vector(v) => {
             ctx.grow_vector(v, items.len())?.extend_from_slice(&items);
@@ -404,10 +400,10 @@ fn into(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
         Value::Map(m) => {
             ctx.grow_map(m, items.len())?;
         }
-        _ => ctx.charge_items(items.len())?,
+        _ => {}
     }
     for x in items.iter() {
-        conj1(&mut to, x.clone())?;
+        conj1(ctx, &mut to, x.clone())?;
     }
     Ok(to)
 }

@@ -589,7 +589,7 @@ fn apply(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let n = a.len();
     let last = take(a, n - 1);
     let mut args: Vec<Value> = a[1..n - 1].iter_mut().map(std::mem::take).collect();
-    args.extend(super::into_items(last)?);
+    args.extend(super::into_items(ctx, last)?);
     let f = take(a, 0);
     ctx.apply(&f, &mut args)
 }
@@ -600,9 +600,14 @@ fn native(
     captured: Vec<Value>,
     f: crate::function::NativeFn,
 ) -> R<Value> {
-    ctx.charge_items(captured.len() + 4)?;
+    let bill = ctx.charge_items(captured.len() + 4)?;
     Ok(Value::Func(Arc::new(Function::Native(
-        crate::function::Native { name, captured, f },
+        crate::function::Native {
+            name,
+            captured,
+            f,
+            _charge: ctx.owned(bill),
+        },
     ))))
 }
 
@@ -733,6 +738,6 @@ fn trampoline(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
 fn list_star(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let n = a.len();
     let mut out: Vec<Value> = a[..n - 1].iter_mut().map(std::mem::take).collect();
-    out.extend(super::into_items(take(a, n - 1))?);
+    out.extend(super::into_items(ctx, take(a, n - 1))?);
     super::vec_value(ctx, out)
 }

@@ -1,11 +1,7 @@
 //! Map functions: assoc/dissoc/update (in place when the map is uniquely owned), merge,
 //! select-keys, get-in/assoc-in/update-in, keys/vals (sorted by key), reduce-kv.
 
-use std::sync::Arc;
-
-use super::{
-    Builtin, VARIADIC, b, get_flex, into_items, map_get_flex, seq_items, take, type_err, vec_value,
-};
+use super::{Builtin, VARIADIC, b, get_flex, into_items, map_get_flex, take, type_err, vec_value};
 use crate::error::{R, Reason, err};
 use crate::eval::Ctx;
 use crate::value::{MapData, Value};
@@ -100,7 +96,7 @@ pub(crate) const BUILTINS: &[Builtin] = &[
         1,
         1,
         |ctx, a| {
-            let v = seq_items(&a[0])?.into_owned();
+            let v = ctx.seq(&a[0])?.into_owned();
             vec_value(ctx, v)
         },
         "(entries m): [k v] pairs sorted by key"
@@ -152,15 +148,19 @@ fn find(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     }
 }
 
-/// Sets `k` to `v` in `coll` in place.
-pub(crate) fn assoc1(coll: &mut Value, k: Value, v: Value) -> R<()> {
+/// Sets `k` to `v` in `coll` in place (a shared collection is copied first), its growth charged
+/// before it grows.
+pub(crate) fn assoc1(ctx: &Ctx<'_>, coll: &mut Value, k: Value, v: Value) -> R<()> {
     match coll {
         Value::Nil => {
-            *coll = Value::map_from(vec![(k, v)]);
+            let mut m = MapData::with_capacity(1);
+            m.insert(k, v);
+            *coll = ctx.map(m)?;
             Ok(())
         }
         Value::Map(m) => {
-            Arc::make_mut(m).insert(k, v);
+            let extra = usize::from(!m.contains_key(&k));
+            ctx.grow_map(m, extra)?.insert(k, v);
             Ok(())
         }
         Value::Vector(items) => {
@@ -175,7 +175,7 @@ pub(crate) fn assoc1(coll: &mut Value, k: Value, v: Value) -> R<()> {
                     format!("assoc index {i} out of bounds for a vector of {len}"),
                 );
             }
-            let items = Arc::make_mut(items);
+            let items = ctx.grow_vector(items, usize::from(i == len))?;
             if i == len {
                 items.push(v);
             } else {
@@ -195,9 +195,9 @@ fn assoc(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
         );
     }
     let mut m = take(a, 0);
-    ctx.charge_items(a.len() - 1)?;
     for kv in a[1..].chunks_mut(2) {
         assoc1(
+            ctx,
             &mut m,
             std::mem::take(&mut kv[0]),
             std::mem::take(&mut kv[1]),
@@ -206,14 +206,14 @@ fn assoc(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     Ok(m)
 }
 
-fn dissoc(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
+fn dissoc(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let mut m = take(a, 0);
     match &mut m {
         Value::Nil => {}
         Value::Map(mm) => {
             for k in a[1..].iter() {
                 if mm.contains_key(k) {
-                    Arc::make_mut(mm).remove(k);
+                    ctx.grow_map(mm, 0)?.remove(k);
                 }
             }
         }
@@ -222,13 +222,13 @@ fn dissoc(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     Ok(m)
 }
 
-/// Removes the value at `k` from a uniquely owned map so `f` can update it in place.
-fn take_entry(m: &mut Value, k: &Value) -> Value {
-    match m {
+/// Removes the value at `k` from a map (copied first when shared) so `f` can update it in place.
+fn take_entry(ctx: &Ctx<'_>, m: &mut Value, k: &Value) -> R<Value> {
+    Ok(match m {
         Value::Map(mm) => {
             // Exact key first (so we can take it out); flexible lookup as a read-only fallback.
             if mm.contains_key(k) {
-                Arc::make_mut(mm)
+                ctx.grow_map(mm, 0)?
                     .get_mut(k)
                     .map(std::mem::take)
                     .unwrap_or(Value::Nil)
@@ -237,7 +237,7 @@ fn take_entry(m: &mut Value, k: &Value) -> Value {
             }
         }
         other => get_flex(other, k).unwrap_or(Value::Nil),
-    }
+    })
 }
 
 fn update(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
@@ -257,17 +257,16 @@ fn update(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     };
     // An exact key is updated where it lies: one lookup, and the map is copied at most once.
     if let Value::Map(mm) = &mut m
-        && let Some(slot) = Arc::make_mut(mm).get_mut(&k)
+        && mm.contains_key(&k)
+        && let Some(slot) = ctx.grow_map(mm, 0)?.get_mut(&k)
     {
         let old = std::mem::take(slot);
         *slot = call(ctx, old, a)?;
-        ctx.charge(48)?;
         return Ok(m);
     }
-    let old = take_entry(&mut m, &k);
+    let old = take_entry(ctx, &mut m, &k)?;
     let new = call(ctx, old, a)?;
-    ctx.charge(48)?;
-    assoc1(&mut m, k, new)?;
+    assoc1(ctx, &mut m, k, new)?;
     Ok(m)
 }
 
@@ -298,11 +297,10 @@ fn assoc_in_rec(ctx: &mut Ctx<'_>, mut m: Value, ks: &[Value], v: Value) -> R<Va
     let inner = if rest.is_empty() {
         v
     } else {
-        let child = take_entry(&mut m, k);
+        let child = take_entry(ctx, &mut m, k)?;
         assoc_in_rec(ctx, child, rest, v)?
     };
-    ctx.charge(48)?;
-    assoc1(&mut m, k.clone(), inner)?;
+    assoc1(ctx, &mut m, k.clone(), inner)?;
     Ok(m)
 }
 
@@ -327,10 +325,9 @@ fn update_in_rec(
         args.extend(extra.iter().cloned());
         return ctx.apply(f, &mut args);
     };
-    let child = take_entry(&mut m, k);
+    let child = take_entry(ctx, &mut m, k)?;
     let new = update_in_rec(ctx, child, rest, f, extra)?;
-    ctx.charge(48)?;
-    assoc1(&mut m, k.clone(), new)?;
+    assoc1(ctx, &mut m, k.clone(), new)?;
     Ok(m)
 }
 
@@ -395,8 +392,7 @@ fn merge_with(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
                         Some(old) => ctx.apply(&f, &mut [old, v.clone()])?,
                         None => v.clone(),
                     };
-                    ctx.charge(48)?;
-                    assoc1(&mut acc, k.clone(), nv)?;
+                    assoc1(ctx, &mut acc, k.clone(), nv)?;
                 }
             }
             other => return type_err("merge-with", "maps", &other),
@@ -406,7 +402,7 @@ fn merge_with(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
 }
 
 fn select_keys(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
-    let ks = seq_items(&a[1])?;
+    let ks = ctx.seq(&a[1])?;
     let mut out = MapData::with_capacity(ks.len());
     if let Value::Map(m) = &a[0] {
         for k in ks.iter() {
@@ -421,19 +417,17 @@ fn select_keys(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
             }
         }
     }
-    ctx.charge_items(out.len() * 2)?;
-    Ok(Value::Map(Arc::new(out)))
+    ctx.map(out)
 }
 
 fn zipmap(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
-    let ks = into_items(take(a, 0))?;
-    let vs = into_items(take(a, 1))?;
+    let ks = into_items(ctx, take(a, 0))?;
+    let vs = into_items(ctx, take(a, 1))?;
     let mut out = MapData::with_capacity(ks.len().min(vs.len()));
     for (k, v) in ks.into_iter().zip(vs) {
         out.insert(k, v);
     }
-    ctx.charge_items(out.len() * 2)?;
-    Ok(Value::Map(Arc::new(out)))
+    ctx.map(out)
 }
 
 fn update_keys(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
@@ -464,8 +458,7 @@ fn update_entries(ctx: &mut Ctx<'_>, a: &mut [Value], name: &str, keys: bool) ->
             out.insert(k, nv);
         }
     }
-    ctx.charge_items(out.len() * 2)?;
-    Ok(Value::Map(Arc::new(out)))
+    ctx.map(out)
 }
 
 fn reduce_kv(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {

@@ -5,7 +5,7 @@
 //! passed to `assoc`/`conj`/`update` is then uniquely owned and updated in place.
 
 use std::collections::HashMap;
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 
 use crate::error::{Ctl, LispError, R, Reason};
 use crate::eval::Ctx;
@@ -13,9 +13,7 @@ pub use crate::function::{Builtin, BuiltinFn, VARIADIC};
 use crate::names::{Namespace, NsKind, TOOL_DISCOVERY};
 use crate::printer::short;
 use crate::value::Value;
-pub(crate) use crate::value::access::{
-    get_flex, has_key_flex, into_items, map_get_flex, seq_items,
-};
+pub(crate) use crate::value::access::{get_flex, has_key_flex, map_get_flex};
 
 pub(crate) mod coll;
 pub(crate) mod core;
@@ -167,8 +165,20 @@ pub(crate) fn str_arg<'v>(fname: &str, v: &'v Value) -> R<&'v str> {
     }
 }
 
-/// Builds a vector value after charging the memory budget.
+/// Like [`Ctx::seq`] but takes ownership, avoiding a copy when the vector is uniquely owned.
+/// The storage's charge comes back ([`Charged::into_inner`](crate::value::Charged::into_inner)):
+/// a value built on it is charged ([`Ctx::vector`]).
+pub(crate) fn into_items(ctx: &Ctx<'_>, v: Value) -> R<Vec<Value>> {
+    match v {
+        Value::Vector(items) => Ok(match Arc::try_unwrap(items) {
+            Ok(it) => std::mem::take(&mut it.into_inner().0),
+            Err(shared) => shared.0.clone(),
+        }),
+        other => Ok(ctx.seq(&other)?.into_owned()),
+    }
+}
+
+/// Builds a vector value after charging the memory budget ([`Ctx::vector`]).
 pub(crate) fn vec_value(ctx: &Ctx<'_>, v: Vec<Value>) -> R<Value> {
-    ctx.charge_items(v.len())?;
-    Ok(Value::vector(v))
+    ctx.vector(v)
 }

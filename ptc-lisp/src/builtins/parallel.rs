@@ -279,7 +279,7 @@ fn pmap(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let f = take(a, 0);
     let colls: Vec<Vec<Value>> = a[1..]
         .iter_mut()
-        .map(|c| into_items(std::mem::take(c)))
+        .map(|c| into_items(ctx, std::mem::take(c)))
         .collect::<R<_>>()?;
     let n = colls.iter().map(Vec::len).min().unwrap_or(0);
     let out = par_run(ctx, n, &|wctx, i| {

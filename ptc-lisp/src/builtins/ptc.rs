@@ -1,7 +1,7 @@
 //! PTC extensions for aggregation: sum, avg, sum-by, avg-by, min-by, max-by, distinct-by.
 //! nil values (missing fields) are skipped; non-numeric values are an `arithmetic_error`.
 
-use super::{Builtin, b, seq_items, take, vec_value};
+use super::{Builtin, b, take, vec_value};
 use crate::error::{R, Reason, err};
 use crate::eval::Ctx;
 use crate::printer::short;
@@ -137,17 +137,17 @@ impl Acc {
     }
 }
 
-fn sum(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
+fn sum(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let mut acc = Acc::new();
-    for x in seq_items(&a[0])?.iter() {
+    for x in ctx.seq(&a[0])?.iter() {
         acc.add(x, "sum")?;
     }
     Ok(acc.total())
 }
 
-fn avg(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
+fn avg(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let mut acc = Acc::new();
-    for x in seq_items(&a[0])?.iter() {
+    for x in ctx.seq(&a[0])?.iter() {
         acc.add(x, "avg")?;
     }
     Ok(acc.mean())
@@ -156,7 +156,7 @@ fn avg(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
 fn by_acc(ctx: &mut Ctx<'_>, a: &mut [Value], fname: &str) -> R<Acc> {
     let key = take(a, 0);
     let mut acc = Acc::new();
-    for x in seq_items(&a[1])?.iter() {
+    for x in ctx.seq(&a[1])?.iter() {
         let v = ctx.call1(&key, x)?;
         acc.add(&v, fname)?;
     }
@@ -174,7 +174,7 @@ fn avg_by(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
 fn extreme_by(ctx: &mut Ctx<'_>, a: &mut [Value], greatest: bool) -> R<Value> {
     let key = take(a, 0);
     let mut best: Option<(Value, Value)> = None;
-    for x in seq_items(&a[1])?.iter() {
+    for x in ctx.seq(&a[1])?.iter() {
         let k = ctx.call1(&key, x)?;
         if k.is_nil() {
             continue;
@@ -201,7 +201,7 @@ fn distinct_by(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let key = take(a, 0);
     let mut seen = std::collections::HashSet::with_hasher(FxBuild::default());
     let mut out = Vec::new();
-    for x in seq_items(&a[1])?.iter() {
+    for x in ctx.seq(&a[1])?.iter() {
         let k = ctx.call1(&key, x)?;
         if seen.insert(k) {
             out.push(x.clone());

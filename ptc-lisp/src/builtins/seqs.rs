@@ -4,9 +4,10 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-use super::{Builtin, VARIADIC, b, int_arg, into_items, seq_items, take, type_err, vec_value};
+use super::{Builtin, VARIADIC, b, int_arg, into_items, take, type_err, vec_value};
 use crate::error::{Ctl, R, Reason, err};
 use crate::eval::Ctx;
+use crate::footprint;
 use crate::function::Order as BuiltinOrder;
 use crate::value::{FxBuild, MapData, Value, compare, stable_sort_by};
 
@@ -16,7 +17,7 @@ pub(crate) const BUILTINS: &[Builtin] = &[
         1,
         1,
         |ctx, a| {
-            let mut v = into_items(take(a, 0))?;
+            let mut v = into_items(ctx, take(a, 0))?;
             v.reverse();
             if v.is_empty() {
                 Ok(Value::Nil)
@@ -204,7 +205,7 @@ pub(crate) const BUILTINS: &[Builtin] = &[
         1,
         1,
         |ctx, a| {
-            let mut v = into_items(take(a, 0))?;
+            let mut v = into_items(ctx, take(a, 0))?;
             v.reverse();
             vec_value(ctx, v)
         },
@@ -358,6 +359,7 @@ fn xf(ctx: &mut Ctx<'_>, a: &mut [Value], f: super::BuiltinFn, name: &str) -> R<
         crate::function::Native {
             name: TRANSDUCER,
             captured,
+            _charge: Default::default(),
             f: |c, ctx, args| {
                 if args.len() != 1 {
                     return err(
@@ -382,13 +384,13 @@ pub(crate) fn is_transducer(v: &Value) -> bool {
 
 fn sequence(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     if a.len() == 1 {
-        let v = into_items(take(a, 0))?;
+        let v = into_items(ctx, take(a, 0))?;
         return vec_value(ctx, v);
     }
     let xf = take(a, 0);
     let coll = take(a, 1);
     let r = ctx.apply(&xf, &mut [coll])?;
-    vec_value(ctx, into_items(r)?)
+    vec_value(ctx, into_items(ctx, r)?)
 }
 
 fn transduce(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
@@ -410,38 +412,34 @@ fn transduce(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     reduce(ctx, &mut args)
 }
 
-fn items_of<'v>(v: &'v Value) -> R<std::borrow::Cow<'v, [Value]>> {
-    seq_items(v)
-}
-
 fn map(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let f = take(a, 0);
     if a.len() == 2 {
-        let items = items_of(&a[1])?;
-        ctx.charge_items(items.len())?;
+        let items = ctx.seq(&a[1])?;
+        let bill = ctx.charge(footprint::vector(items.len()))?;
         let mut out = Vec::with_capacity(items.len());
         for x in items.iter() {
             out.push(ctx.call1(&f, x)?);
         }
-        return Ok(Value::vector(out));
+        return Ok(ctx.paid_vector(out, bill));
     }
     let colls: Vec<Vec<Value>> = a[1..]
         .iter()
-        .map(|c| items_of(c).map(|c| c.into_owned()))
+        .map(|c| ctx.seq(c).map(|c| c.into_owned()))
         .collect::<R<_>>()?;
     let n = colls.iter().map(Vec::len).min().unwrap_or(0);
-    ctx.charge_items(n)?;
+    let bill = ctx.charge(footprint::vector(n))?;
     let mut out = Vec::with_capacity(n);
     for i in 0..n {
         let mut args: Vec<Value> = colls.iter().map(|c| c[i].clone()).collect();
         out.push(ctx.apply(&f, &mut args)?);
     }
-    Ok(Value::vector(out))
+    Ok(ctx.paid_vector(out, bill))
 }
 
 fn filter_impl(ctx: &mut Ctx<'_>, a: &mut [Value], keep_if: bool) -> R<Value> {
     let f = take(a, 0);
-    let items = items_of(&a[1])?;
+    let items = ctx.seq(&a[1])?;
     let mut out = Vec::new();
     for x in items.iter() {
         if ctx.call1(&f, x)?.truthy() == keep_if {
@@ -461,7 +459,7 @@ fn remove(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
 
 fn keep(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let f = take(a, 0);
-    let items = items_of(&a[1])?;
+    let items = ctx.seq(&a[1])?;
     let mut out = Vec::new();
     for x in items.iter() {
         let r = ctx.call1(&f, x)?;
@@ -474,7 +472,7 @@ fn keep(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
 
 fn keep_indexed(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let f = take(a, 0);
-    let items = items_of(&a[1])?;
+    let items = ctx.seq(&a[1])?;
     let mut out = Vec::new();
     for (i, x) in items.iter().enumerate() {
         let r = ctx.apply(&f, &mut [Value::Int(i as i64), x.clone()])?;
@@ -487,7 +485,7 @@ fn keep_indexed(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
 
 fn map_indexed(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let f = take(a, 0);
-    let items = items_of(&a[1])?;
+    let items = ctx.seq(&a[1])?;
     let mut out = Vec::with_capacity(items.len());
     for (i, x) in items.iter().enumerate() {
         out.push(ctx.apply(&f, &mut [Value::Int(i as i64), x.clone()])?);
@@ -499,18 +497,18 @@ fn mapcat(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     if a.len() > 2 {
         let mapped = map(ctx, a)?;
         let mut out = Vec::new();
-        for part in into_items(mapped)? {
-            out.extend(into_items(part)?);
+        for part in into_items(ctx, mapped)? {
+            out.extend(into_items(ctx, part)?);
         }
         return vec_value(ctx, out);
     }
     // One collection: extend straight from each result without materialising the mapped vector.
     let f = take(a, 0);
-    let items = items_of(&a[1])?;
+    let items = ctx.seq(&a[1])?;
     let mut out = Vec::new();
     for x in items.iter() {
         let part = ctx.call1(&f, x)?;
-        out.extend(seq_items(&part)?.iter().cloned());
+        out.extend(ctx.seq(&part)?.iter().cloned());
     }
     vec_value(ctx, out)
 }
@@ -520,7 +518,7 @@ fn reduce(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let (mut acc, coll) = if a.len() == 3 {
         (take(a, 1), take(a, 2))
     } else {
-        let items = into_items(take(a, 1))?;
+        let items = into_items(ctx, take(a, 1))?;
         let mut it = items.into_iter();
         let first = match it.next() {
             Some(x) => x,
@@ -532,7 +530,7 @@ fn reduce(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
         }
         return Ok(acc);
     };
-    let items = items_of(&coll)?;
+    let items = ctx.seq(&coll)?;
     for x in items.iter() {
         acc = ctx.apply(&f, &mut [acc, x.clone()])?;
     }
@@ -542,9 +540,9 @@ fn reduce(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
 fn reductions(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let f = take(a, 0);
     let (init, items) = if a.len() == 3 {
-        (Some(take(a, 1)), into_items(take(a, 2))?)
+        (Some(take(a, 1)), into_items(ctx, take(a, 2))?)
     } else {
-        (None, into_items(take(a, 1))?)
+        (None, into_items(ctx, take(a, 1))?)
     };
     let mut it = items.into_iter();
     let mut acc = match init.or_else(|| it.next()) {
@@ -564,7 +562,7 @@ fn reductions(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
 
 fn run(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let f = take(a, 0);
-    for x in items_of(&a[1])?.iter() {
+    for x in ctx.seq(&a[1])?.iter() {
         ctx.call1(&f, x)?;
     }
     Ok(Value::Nil)
@@ -572,7 +570,7 @@ fn run(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
 
 fn every(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let f = take(a, 0);
-    for x in items_of(&a[1])?.iter() {
+    for x in ctx.seq(&a[1])?.iter() {
         if !ctx.call1(&f, x)?.truthy() {
             return Ok(Value::Bool(false));
         }
@@ -582,7 +580,7 @@ fn every(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
 
 fn some(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let f = take(a, 0);
-    for x in items_of(&a[1])?.iter() {
+    for x in ctx.seq(&a[1])?.iter() {
         let r = ctx.call1(&f, x)?;
         if r.truthy() {
             return Ok(r);
@@ -594,7 +592,7 @@ fn some(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
 fn concat(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let mut out = Vec::new();
     for c in a.iter_mut() {
-        out.extend(into_items(std::mem::take(c))?);
+        out.extend(into_items(ctx, std::mem::take(c))?);
     }
     vec_value(ctx, out)
 }
@@ -609,14 +607,14 @@ fn count_arg(fname: &str, v: &Value) -> R<usize> {
 
 fn take_fn(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let n = count_arg("take", &a[0])?;
-    let items = items_of(&a[1])?;
+    let items = ctx.seq(&a[1])?;
     let v = items[..n.min(items.len())].to_vec();
     vec_value(ctx, v)
 }
 
 fn drop_fn(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let n = count_arg("drop", &a[0])?;
-    let mut items = into_items(take(a, 1))?;
+    let mut items = into_items(ctx, take(a, 1))?;
     let n = n.min(items.len());
     items.drain(..n);
     vec_value(ctx, items)
@@ -638,7 +636,7 @@ fn nthnext(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
 
 fn take_last(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let n = count_arg("take-last", &a[0])?;
-    let items = items_of(&a[1])?;
+    let items = ctx.seq(&a[1])?;
     if n == 0 || items.is_empty() {
         return Ok(Value::Nil);
     }
@@ -653,7 +651,7 @@ fn drop_last(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     } else {
         (1, take(a, 0))
     };
-    let mut items = into_items(coll)?;
+    let mut items = into_items(ctx, coll)?;
     let keep = items.len().saturating_sub(n);
     items.truncate(keep);
     vec_value(ctx, items)
@@ -662,7 +660,7 @@ fn drop_last(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
 fn take_while(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let f = take(a, 0);
     let mut out = Vec::new();
-    for x in items_of(&a[1])?.iter() {
+    for x in ctx.seq(&a[1])?.iter() {
         if !ctx.call1(&f, x)?.truthy() {
             break;
         }
@@ -673,7 +671,7 @@ fn take_while(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
 
 fn drop_while(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let f = take(a, 0);
-    let items = items_of(&a[1])?;
+    let items = ctx.seq(&a[1])?;
     let mut i = 0;
     while i < items.len() && ctx.call1(&f, &items[i])?.truthy() {
         i += 1;
@@ -690,7 +688,8 @@ fn take_nth(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
             "take-nth expects a positive step (an infinite result otherwise)",
         );
     }
-    let v = items_of(&a[1])?
+    let v = ctx
+        .seq(&a[1])?
         .iter()
         .step_by(n as usize)
         .cloned()
@@ -700,23 +699,27 @@ fn take_nth(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
 
 fn split_at(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let n = count_arg("split-at", &a[0])?;
-    let items = items_of(&a[1])?;
+    let items = ctx.seq(&a[1])?;
     let n = n.min(items.len());
-    let (x, y) = (items[..n].to_vec(), items[n..].to_vec());
-    ctx.charge_items(items.len() + 2)?;
-    Ok(Value::vector(vec![Value::vector(x), Value::vector(y)]))
+    let halves = vec![
+        ctx.vector(items[..n].to_vec())?,
+        ctx.vector(items[n..].to_vec())?,
+    ];
+    ctx.vector(halves)
 }
 
 fn split_with(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let f = take(a, 0);
-    let items = items_of(&a[1])?;
+    let items = ctx.seq(&a[1])?;
     let mut i = 0;
     while i < items.len() && ctx.call1(&f, &items[i])?.truthy() {
         i += 1;
     }
-    let (x, y) = (items[..i].to_vec(), items[i..].to_vec());
-    ctx.charge_items(items.len() + 2)?;
-    Ok(Value::vector(vec![Value::vector(x), Value::vector(y)]))
+    let halves = vec![
+        ctx.vector(items[..i].to_vec())?,
+        ctx.vector(items[i..].to_vec())?,
+    ];
+    ctx.vector(halves)
 }
 
 fn partition(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
@@ -730,9 +733,9 @@ fn partition(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
         return Ok(Value::vector(vec![]));
     }
     let (n, step) = (n as usize, step as usize);
-    let items = items_of(coll)?;
+    let items = ctx.seq(coll)?;
     let pad_items = match pad {
-        Some(p) => Some(items_of(p)?.into_owned()),
+        Some(p) => Some(ctx.seq(p)?.into_owned()),
         None => None,
     };
     let mut out = Vec::new();
@@ -743,15 +746,14 @@ fn partition(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
         if chunk.len() < n {
             if let Some(p) = &pad_items {
                 chunk.extend(p.iter().take(n - chunk.len()).cloned());
-                out.push(Value::vector(chunk));
+                out.push(ctx.vector(chunk)?);
             }
             break;
         }
-        out.push(Value::vector(chunk));
+        out.push(ctx.vector(chunk)?);
         i += step;
     }
-    ctx.charge_items(items.len() + out.len())?;
-    Ok(Value::vector(out))
+    ctx.vector(out)
 }
 
 fn partition_all(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
@@ -767,21 +769,20 @@ fn partition_all(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
             "partition-all expects a positive size and step",
         );
     }
-    let items = items_of(coll)?;
+    let items = ctx.seq(coll)?;
     let mut out = Vec::new();
     let mut i = 0;
     while i < items.len() {
         let end = (i + n as usize).min(items.len());
-        out.push(Value::vector(items[i..end].to_vec()));
+        out.push(ctx.vector(items[i..end].to_vec())?);
         i += step as usize;
     }
-    ctx.charge_items(items.len() + out.len())?;
-    Ok(Value::vector(out))
+    ctx.vector(out)
 }
 
 fn partition_by(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let f = take(a, 0);
-    let items = items_of(&a[1])?;
+    let items = ctx.seq(&a[1])?;
     let mut out = Vec::new();
     let mut cur: Vec<Value> = Vec::new();
     let mut last_key: Option<Value> = None;
@@ -790,16 +791,15 @@ fn partition_by(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
         if let Some(lk) = &last_key
             && *lk != k
         {
-            out.push(Value::vector(std::mem::take(&mut cur)));
+            out.push(ctx.vector(std::mem::take(&mut cur))?);
         }
         cur.push(x.clone());
         last_key = Some(k);
     }
     if !cur.is_empty() {
-        out.push(Value::vector(cur));
+        out.push(ctx.vector(cur)?);
     }
-    ctx.charge_items(items.len() + out.len())?;
-    Ok(Value::vector(out))
+    ctx.vector(out)
 }
 
 /// The ordering a core comparison function (`<`, `>`, `compare`) gives, without calling it.
@@ -980,7 +980,7 @@ fn sort(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     } else {
         (Order::Natural, take(a, 0))
     };
-    let items = into_items(coll)?;
+    let items = into_items(ctx, coll)?;
     let keyed = items.into_iter().map(|x| (x.clone(), x)).collect();
     let v = sort_values(ctx, keyed, &order)?;
     vec_value(ctx, v)
@@ -993,7 +993,7 @@ fn sort_by(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     } else {
         (Order::Natural, take(a, 1))
     };
-    let items = into_items(coll)?;
+    let items = into_items(ctx, coll)?;
     let mut keyed = Vec::with_capacity(items.len());
     for x in items {
         let k = ctx.call1(&keyfn, &x)?;
@@ -1004,7 +1004,7 @@ fn sort_by(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
 }
 
 fn distinct(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
-    let items = into_items(take(a, 0))?;
+    let items = into_items(ctx, take(a, 0))?;
     let mut seen =
         std::collections::HashSet::with_capacity_and_hasher(items.len(), FxBuild::default());
     let mut out: Vec<Value> = Vec::new();
@@ -1018,7 +1018,7 @@ fn distinct(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
 }
 
 fn dedupe(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
-    let items = into_items(take(a, 0))?;
+    let items = into_items(ctx, take(a, 0))?;
     let mut out: Vec<Value> = Vec::with_capacity(items.len());
     for x in items {
         if out.last() != Some(&x) {
@@ -1030,39 +1030,37 @@ fn dedupe(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
 
 fn group_by(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let f = take(a, 0);
-    let items = items_of(&a[1])?;
+    let items = ctx.seq(&a[1])?;
     let mut groups: indexmap::IndexMap<Value, Vec<Value>, FxBuild> = indexmap::IndexMap::default();
     for x in items.iter() {
         let k = ctx.call1(&f, x)?;
         groups.entry(k).or_default().push(x.clone());
     }
-    ctx.charge_items(items.len() + groups.len() * 3)?;
     let mut m = MapData::with_capacity(groups.len());
     for (k, v) in groups {
-        m.insert(k, Value::vector(v));
+        m.insert(k, ctx.vector(v)?);
     }
-    Ok(Value::Map(Arc::new(m)))
+    ctx.map(m)
 }
 
 fn frequencies(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
-    let items = items_of(&a[0])?;
+    let items = ctx.seq(&a[0])?;
     let mut counts: indexmap::IndexMap<Value, i64, FxBuild> = indexmap::IndexMap::default();
     for x in items.iter() {
         ctx.tick()?;
         *counts.entry(x.clone()).or_insert(0) += 1;
     }
-    ctx.charge_items(counts.len() * 2)?;
     let mut m = MapData::with_capacity(counts.len());
     for (k, n) in counts {
         m.insert(k, Value::Int(n));
     }
-    Ok(Value::Map(Arc::new(m)))
+    ctx.map(m)
 }
 
 fn interleave(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let colls: Vec<Vec<Value>> = a
         .iter_mut()
-        .map(|c| into_items(std::mem::take(c)))
+        .map(|c| into_items(ctx, std::mem::take(c)))
         .collect::<R<_>>()?;
     let n = colls.iter().map(Vec::len).min().unwrap_or(0);
     let mut out = Vec::with_capacity(n * colls.len());
@@ -1076,7 +1074,7 @@ fn interleave(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
 
 fn interpose(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let sep = take(a, 0);
-    let items = into_items(take(a, 1))?;
+    let items = into_items(ctx, take(a, 1))?;
     let mut out = Vec::with_capacity(items.len() * 2);
     for (i, x) in items.into_iter().enumerate() {
         if i > 0 {
@@ -1219,18 +1217,17 @@ fn extreme_key(ctx: &mut Ctx<'_>, a: &mut [Value], greatest: bool) -> R<Value> {
 fn zip(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let colls: Vec<Vec<Value>> = a
         .iter_mut()
-        .map(|c| into_items(std::mem::take(c)))
+        .map(|c| into_items(ctx, std::mem::take(c)))
         .collect::<R<_>>()?;
     let n = colls.iter().map(Vec::len).min().unwrap_or(0);
     let out: Vec<Value> = (0..n)
-        .map(|i| Value::vector(colls.iter().map(|c| c[i].clone()).collect()))
-        .collect();
-    ctx.charge_items(n * (colls.len() + 1))?;
-    Ok(Value::vector(out))
+        .map(|i| ctx.vector(colls.iter().map(|c| c[i].clone()).collect()))
+        .collect::<R<_>>()?;
+    ctx.vector(out)
 }
 
 fn combinations(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
-    let items = into_items(take(a, 0))?;
+    let items = into_items(ctx, take(a, 0))?;
     let k = count_arg("combinations", &a[1])?;
     let n = items.len();
     if k > n {
@@ -1240,10 +1237,7 @@ fn combinations(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let mut idx: Vec<usize> = (0..k).collect();
     loop {
         ctx.tick()?;
-        ctx.charge_items(k + 1)?;
-        out.push(Value::vector(
-            idx.iter().map(|&i| items[i].clone()).collect(),
-        ));
+        out.push(ctx.vector(idx.iter().map(|&i| items[i].clone()).collect())?);
         // Advance to the next combination in lexicographic order.
         let mut i = k;
         let mut advanced = false;
@@ -1262,7 +1256,7 @@ fn combinations(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
             break;
         }
     }
-    Ok(Value::vector(out))
+    ctx.vector(out)
 }
 
 fn tree_seq(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
@@ -1274,7 +1268,8 @@ fn tree_seq(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
         ctx.tick()?;
         out.push(node.clone());
         if ctx.apply(&branch, &mut [node.clone()])?.truthy() {
-            let kids = into_items(ctx.apply(&children, &mut [node])?)?;
+            let kids = ctx.apply(&children, &mut [node])?;
+            let kids = into_items(ctx, kids)?;
             stack.extend(kids.into_iter().rev());
         }
         ctx.charge_items(1)?;
@@ -1305,7 +1300,7 @@ fn walk_children(
                     other => return type_err("walk", "[key value] entries for a map", other),
                 }
             }
-            Value::Map(Arc::new(out))
+            Value::Map(Arc::new(out.into()))
         }
         Value::Set(s) => {
             let mut out = Vec::with_capacity(s.0.len());
@@ -1368,7 +1363,7 @@ fn rekey(v: Value, to_kw: bool, depth: usize) -> R<Value> {
                 };
                 out.insert(nk, rekey(x.clone(), to_kw, depth + 1)?);
             }
-            Value::Map(Arc::new(out))
+            Value::Map(Arc::new(out.into()))
         }
         Value::Vector(items) => Value::vector(
             items

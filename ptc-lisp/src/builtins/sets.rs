@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use super::{Builtin, VARIADIC, b, into_items, seq_items, take, type_err};
+use super::{Builtin, VARIADIC, b, into_items, take, type_err};
 use crate::error::R;
 use crate::eval::Ctx;
 use crate::value::{MapData, SetData, Value};
@@ -43,28 +43,28 @@ pub(crate) const BUILTINS: &[Builtin] = &[
         "clojure.set/subset?",
         2,
         2,
-        |_, a| subset(&a[0], &a[1]),
+        |ctx, a| subset(ctx, &a[0], &a[1]),
         "(subset? a b): every element of a is in b"
     ),
     b!(
         "subset?",
         2,
         2,
-        |_, a| subset(&a[0], &a[1]),
+        |ctx, a| subset(ctx, &a[0], &a[1]),
         "(subset? a b)"
     ),
     b!(
         "clojure.set/superset?",
         2,
         2,
-        |_, a| subset(&a[1], &a[0]),
+        |ctx, a| subset(ctx, &a[1], &a[0]),
         "(superset? a b): every element of b is in a"
     ),
     b!(
         "superset?",
         2,
         2,
-        |_, a| subset(&a[1], &a[0]),
+        |ctx, a| subset(ctx, &a[1], &a[0]),
         "(superset? a b)"
     ),
     b!("clojure.set/select", 2, 2, select, "(select pred set)"),
@@ -100,13 +100,15 @@ pub(crate) const BUILTINS: &[Builtin] = &[
     ),
 ];
 
-fn to_set(fname: &str, v: Value) -> R<SetData> {
+fn to_set(ctx: &Ctx<'_>, fname: &str, v: Value) -> R<SetData> {
     match v {
-        Value::Set(s) => Ok(Arc::try_unwrap(s).unwrap_or_else(|s| (*s).clone())),
+        Value::Set(s) => Ok(
+            Arc::try_unwrap(s).map_or_else(|s| (**s).clone(), crate::value::Charged::into_inner)
+        ),
         Value::Nil => Ok(SetData::default()),
         Value::Vector(_) => {
             let mut s = SetData::default();
-            for x in into_items(v)? {
+            for x in into_items(ctx, v)? {
                 s.0.insert(x);
             }
             Ok(s)
@@ -115,12 +117,12 @@ fn to_set(fname: &str, v: Value) -> R<SetData> {
     }
 }
 
-fn disj(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
+fn disj(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let mut s = take(a, 0);
     match &mut s {
         Value::Nil => {}
         Value::Set(set) => {
-            let set = Arc::make_mut(set);
+            let set = ctx.grow_set(set, 0)?;
             for x in a[1..].iter() {
                 set.0.shift_remove(x);
             }
@@ -132,55 +134,54 @@ fn disj(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
 
 fn union(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     if a.is_empty() {
-        return Ok(Value::Set(Arc::new(SetData::default())));
+        return Ok(Value::Set(Arc::new(SetData::default().into())));
     }
-    let mut acc = to_set("union", take(a, 0))?;
+    let mut acc = to_set(ctx, "union", take(a, 0))?;
     for s in a[1..].iter() {
-        for x in seq_items(s)?.iter() {
+        for x in ctx.seq(s)?.iter() {
             acc.0.insert(x.clone());
         }
     }
-    ctx.charge_items(acc.0.len())?;
-    Ok(Value::Set(Arc::new(acc)))
+    ctx.set(acc)
 }
 
-fn intersection(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
-    let mut acc = to_set("intersection", take(a, 0))?;
+fn intersection(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
+    let mut acc = to_set(ctx, "intersection", take(a, 0))?;
     for s in a[1..].iter_mut() {
-        let other = to_set("intersection", std::mem::take(s))?;
+        let other = to_set(ctx, "intersection", std::mem::take(s))?;
         acc.0.retain(|x| other.0.contains(x));
     }
-    Ok(Value::Set(Arc::new(acc)))
+    ctx.set(acc)
 }
 
-fn difference(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
-    let mut acc = to_set("difference", take(a, 0))?;
+fn difference(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
+    let mut acc = to_set(ctx, "difference", take(a, 0))?;
     for s in a[1..].iter_mut() {
-        let other = to_set("difference", std::mem::take(s))?;
+        let other = to_set(ctx, "difference", std::mem::take(s))?;
         acc.0.retain(|x| !other.0.contains(x));
     }
-    Ok(Value::Set(Arc::new(acc)))
+    ctx.set(acc)
 }
 
-fn subset(a: &Value, b: &Value) -> R<Value> {
-    let sa = to_set("subset?", a.clone())?;
-    let sb = to_set("subset?", b.clone())?;
+fn subset(ctx: &Ctx<'_>, a: &Value, b: &Value) -> R<Value> {
+    let sa = to_set(ctx, "subset?", a.clone())?;
+    let sb = to_set(ctx, "subset?", b.clone())?;
     Ok(Value::Bool(sa.0.iter().all(|x| sb.0.contains(x))))
 }
 
 fn select(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let f = take(a, 0);
-    let s = to_set("select", take(a, 1))?;
+    let s = to_set(ctx, "select", take(a, 1))?;
     let mut out = SetData::default();
     for x in s.0.iter() {
         if ctx.call1(&f, x)?.truthy() {
             out.0.insert(x.clone());
         }
     }
-    Ok(Value::Set(Arc::new(out)))
+    ctx.set(out)
 }
 
-fn map_invert(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
+fn map_invert(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     match &a[0] {
         Value::Nil => Ok(Value::map_from(vec![])),
         Value::Map(m) => {
@@ -188,19 +189,19 @@ fn map_invert(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
             for (k, v) in m.sorted() {
                 out.insert(v.clone(), k.clone());
             }
-            Ok(Value::Map(Arc::new(out)))
+            ctx.map(out)
         }
         other => type_err("map-invert", "a map", other),
     }
 }
 
-fn rename_keys(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
+fn rename_keys(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let (m, kmap) = match (&a[0], &a[1]) {
         (Value::Map(m), Value::Map(k)) => (m.clone(), k.clone()),
         (Value::Nil, _) => return Ok(Value::Nil),
         (other, _) => return type_err("rename-keys", "a map", other),
     };
-    let mut out = (*m).clone();
+    let mut out = (**m).clone();
     for (old, _) in kmap.iter() {
         out.remove(old);
     }
@@ -209,11 +210,11 @@ fn rename_keys(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
             out.insert(new.clone(), v.clone());
         }
     }
-    Ok(Value::Map(Arc::new(out)))
+    ctx.map(out)
 }
 
 fn project(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
-    let rel = to_set("project", take(a, 0))?;
+    let rel = to_set(ctx, "project", take(a, 0))?;
     let ks = take(a, 1);
     let mut out = SetData::default();
     for x in rel.0.iter() {
@@ -223,11 +224,11 @@ fn project(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
             .unwrap_or(|_, _| Ok(Value::Nil)))(ctx, &mut args)?;
         out.0.insert(sel);
     }
-    Ok(Value::Set(Arc::new(out)))
+    ctx.set(out)
 }
 
 fn index(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
-    let rel = to_set("index", take(a, 0))?;
+    let rel = to_set(ctx, "index", take(a, 0))?;
     let ks = take(a, 1);
     let mut groups: indexmap::IndexMap<Value, SetData, crate::value::FxBuild> = Default::default();
     for x in rel.0.iter() {
@@ -239,7 +240,7 @@ fn index(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     }
     let mut out = MapData::with_capacity(groups.len());
     for (k, v) in groups {
-        out.insert(k, Value::Set(Arc::new(v)));
+        out.insert(k, Value::Set(Arc::new(v.into())));
     }
-    Ok(Value::Map(Arc::new(out)))
+    ctx.map(out)
 }

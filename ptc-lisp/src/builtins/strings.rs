@@ -535,7 +535,7 @@ fn join(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     } else {
         (String::new(), take(a, 0))
     };
-    let items = into_items(coll)?;
+    let items = into_items(ctx, coll)?;
     let mut s = String::new();
     for (i, x) in items.iter().enumerate() {
         if i > 0 {
@@ -595,11 +595,8 @@ fn split(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     {
         parts.remove(0);
     }
-    ctx.charge_items(parts.len())?;
     ctx.charge(parts.iter().map(|p| p.len() as u64 + 16).sum())?;
-    Ok(Value::vector(
-        parts.into_iter().map(|p| Value::Str(p.into())).collect(),
-    ))
+    ctx.vector(parts.into_iter().map(|p| Value::Str(p.into())).collect())
 }
 
 fn split_lines(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
@@ -611,8 +608,8 @@ fn split_lines(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     while parts.len() > 1 && parts.last().is_some_and(|p| p.is_empty()) {
         parts.pop();
     }
-    ctx.charge_items(parts.len())?;
-    Ok(Value::vector(parts.into_iter().map(Value::str).collect()))
+    ctx.charge(parts.iter().map(|p| p.len() as u64 + 16).sum())?;
+    ctx.vector(parts.into_iter().map(Value::str).collect())
 }
 
 fn upper(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
@@ -814,7 +811,7 @@ fn replace_any(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     }
     // Core (replace smap coll).
     let smap = take(a, 0);
-    let items = into_items(take(a, 1))?;
+    let items = into_items(ctx, take(a, 1))?;
     let out = items
         .into_iter()
         .map(|x| {

@@ -10,7 +10,9 @@ use std::time::Instant;
 use super::jerr;
 use super::source::{MIN_AHEAD, Source};
 use crate::error::{LispError, Reason};
-use crate::value::{FxBuild, Items, MapData, SMALL_MAP, Shape, Value};
+use crate::footprint;
+use crate::meter::{Charge, Meter};
+use crate::value::{Charged, FxBuild, Items, MapData, SMALL_MAP, Shape, Value};
 
 const VALUE_BYTES: u64 = std::mem::size_of::<Value>() as u64;
 /// Keys, and strings up to this many bytes, are shared through the intern table.
@@ -79,8 +81,13 @@ fn key_is(hints: &[Option<Arc<str>>], shape_key: &Value, k: &Key) -> bool {
     }
 }
 
-struct Decoder<S> {
+struct Decoder<'m, S> {
     src: S,
+    /// The program's meter, when decoding for one: each collection's storage is charged to it
+    /// as it is made and credited back when freed.
+    meter: Option<&'m Meter<'m>>,
+    /// Of `used`, what is charged to `meter` already.
+    held: u64,
     /// Index of the next byte in `src.bytes()`.
     i: usize,
     /// Bytes a streaming source has forgotten: `base + i` is the position in the input.
@@ -124,7 +131,7 @@ fn plain_run_end(b: &[u8], mut i: usize) -> usize {
     i
 }
 
-impl<S: Source> Decoder<S> {
+impl<S: Source> Decoder<'_, S> {
     /// Skips whitespace. A streaming source then has at least [`MIN_AHEAD`] bytes at hand, or
     /// all that is left of the input.
     #[inline(always)]
@@ -194,6 +201,20 @@ impl<S: Source> Decoder<S> {
         Ok(())
     }
 
+    /// Charges one collection's storage (as [`Decoder::charge`]): what the collection keeps, to
+    /// be credited back when it is freed, when decoding for a program.
+    fn charge_storage(&mut self, n: u64) -> Result<Charge, LispError> {
+        self.charge(n)?;
+        let Some(meter) = self.meter else {
+            return Ok(Charge::default());
+        };
+        let bill = meter
+            .charge(n)
+            .map_err(|message| LispError::new(Reason::MemoryExceeded, message))?;
+        self.held += n;
+        Ok(meter.own(bill))
+    }
+
     fn tick(&mut self) -> Result<(), LispError> {
         self.count += 1;
         if self.count & 0xFFFF == 0
@@ -211,12 +232,12 @@ impl<S: Source> Decoder<S> {
     fn finish_object(&mut self, start: usize, depth: usize) -> Result<Value, LispError> {
         let n = self.scratch_pairs.len() - start;
         if n == 0 || n > SMALL_MAP {
-            self.charge(n as u64 * 2 * VALUE_BYTES + 32)?;
             let mut m = MapData::with_capacity(n);
+            let charge = self.charge_storage(footprint::map_storage(&m))?;
             for (k, x) in self.scratch_pairs.drain(start..) {
                 m.insert(Value::Str(key_text(&self.key_hints, k)), x);
             }
-            return Ok(Value::Map(Arc::new(m)));
+            return Ok(Value::Map(Arc::new(Charged::new(m, charge))));
         }
         // Arrays of records repeat one object's keys in the same order: the second and later
         // objects at this depth with the keys of the last one seen there share its key list.
@@ -231,11 +252,14 @@ impl<S: Source> Decoder<S> {
                     .all(|(a, (b, _))| key_is(&self.key_hints, a, b))
         });
         if hit && let Some(shape) = self.shapes[slot].clone() {
-            self.charge(n as u64 * VALUE_BYTES + 32)?;
+            let charge = self.charge_storage(footprint::HEADER + n as u64 * VALUE_BYTES)?;
             let values: Box<[Value]> = self.scratch_pairs.drain(start..).map(|(_, v)| v).collect();
-            return Ok(Value::Map(Arc::new(MapData::Record(shape, values))));
+            return Ok(Value::Map(Arc::new(Charged::new(
+                MapData::Record(shape, values),
+                charge,
+            ))));
         }
-        self.charge(n as u64 * 2 * VALUE_BYTES + 32)?;
+        let charge = self.charge_storage(footprint::map_room(n))?;
         let mut v: Vec<(Value, Value)> = Vec::with_capacity(n);
         // Duplicate keys are rare: the last one wins, as in most JSON decoders.
         for (k, x) in self.scratch_pairs.drain(start..) {
@@ -250,12 +274,15 @@ impl<S: Source> Decoder<S> {
             let keys: Box<[Value]> = v.iter().map(|(k, _)| k.clone()).collect();
             self.shapes[slot] = Some(Arc::new(Shape::new(keys)));
         }
-        Ok(Value::Map(Arc::new(MapData::Small(v))))
+        Ok(Value::Map(Arc::new(Charged::new(
+            MapData::Small(v),
+            charge,
+        ))))
     }
 
     fn finish_array(&mut self, start: usize) -> Result<Value, LispError> {
         let n = self.scratch.len() - start;
-        self.charge(n as u64 * VALUE_BYTES + 32)?;
+        let charge = self.charge_storage(footprint::vector(n))?;
         // A long array that is all of the scratch list (the outermost open one) takes the list
         // itself: copying it out would hold it twice at the end of a large document.
         let items: Vec<Value> = if start == 0 && n >= 1024 {
@@ -263,7 +290,7 @@ impl<S: Source> Decoder<S> {
         } else {
             self.scratch.drain(start..).collect()
         };
-        Ok(Value::Vector(Arc::new(Items(items))))
+        Ok(Value::Vector(Arc::new(Charged::new(Items(items), charge))))
     }
 
     /// Reads `"key":` (after the opening quote has been checked).
@@ -669,28 +696,66 @@ impl<S: Source> Decoder<S> {
     }
 }
 
-/// Decodes JSON; returns the value and the bytes charged.
+/// Decodes JSON within `budget` bytes; returns the value and the bytes it takes.
 pub(crate) fn decode(
     bytes: &[u8],
     max_depth: usize,
     budget: u64,
     deadline: Option<Instant>,
 ) -> Result<(Value, u64), LispError> {
-    // Sized from the input (a short string per ~128 bytes, up to the cap) so the table is not
-    // rehashed as it fills, and a small document does not pay for a large table.
-    let interned = (bytes.len() / 128).min(MAX_INTERNED);
-    decode_from(bytes, interned, max_depth, budget, deadline)
+    decode_from(
+        bytes,
+        interned_for(bytes),
+        max_depth,
+        budget,
+        deadline,
+        None,
+    )
 }
 
+/// Decodes JSON for a running program: within what is left of its budget, charged to its
+/// meter (a collection's storage as it is made, credited back when it is freed; strings for the
+/// rest of the program).
+pub(crate) fn decode_for(
+    meter: &Meter<'_>,
+    bytes: &[u8],
+    max_depth: usize,
+    deadline: Option<Instant>,
+) -> Result<Value, LispError> {
+    let (v, rest) = decode_from(
+        bytes,
+        interned_for(bytes),
+        max_depth,
+        meter.left(),
+        deadline,
+        Some(meter),
+    )?;
+    meter
+        .charge(rest)
+        .map_err(|message| LispError::new(Reason::MemoryExceeded, message))?;
+    Ok(v)
+}
+
+/// The intern table's size, from the input (a short string per ~128 bytes, up to the cap) so
+/// the table is not rehashed as it fills, and a small document does not pay for a large table.
+fn interned_for(bytes: &[u8]) -> usize {
+    (bytes.len() / 128).min(MAX_INTERNED)
+}
+
+/// Decodes JSON from `src`; returns the value and the bytes it takes that are not charged to
+/// `meter` yet (all of them without one).
 pub(super) fn decode_from<S: Source>(
     src: S,
     interned: usize,
     max_depth: usize,
     budget: u64,
     deadline: Option<Instant>,
+    meter: Option<&Meter<'_>>,
 ) -> Result<(Value, u64), LispError> {
     let mut d = Decoder {
         src,
+        meter,
+        held: 0,
         i: 0,
         base: 0,
         max_depth,
@@ -713,7 +778,7 @@ pub(super) fn decode_from<S: Source>(
             d.pos()
         )));
     }
-    Ok((v, d.used))
+    Ok((v, d.used - d.held))
 }
 
 #[cfg(test)]
@@ -743,6 +808,7 @@ mod tests {
                 MAX_INTERNED,
                 DEPTH,
                 BUDGET,
+                None,
                 None,
             ));
             assert_eq!(
@@ -860,7 +926,8 @@ mod tests {
                 Ok(1)
             }
         }
-        let e = decode_from(Streamed::new(Failing(3), 2), 16, DEPTH, BUDGET, None).unwrap_err();
+        let e =
+            decode_from(Streamed::new(Failing(3), 2), 16, DEPTH, BUDGET, None, None).unwrap_err();
         assert_eq!(e.message(), "cannot read the JSON input: disk on fire");
     }
 

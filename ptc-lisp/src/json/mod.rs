@@ -13,7 +13,7 @@ use crate::error::{LispError, Reason};
 use crate::limits::Limits;
 use crate::value::Value;
 
-pub(crate) use decode::decode;
+pub(crate) use decode::{decode, decode_for};
 pub(crate) use encode::encode;
 
 fn jerr(msg: impl Into<String>) -> LispError {
@@ -36,6 +36,7 @@ impl Value {
             decode::MAX_INTERNED,
             limits.max_json_depth,
             limits.max_memory_bytes,
+            None,
             None,
         )
         .map(|(v, _)| v)

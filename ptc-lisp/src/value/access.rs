@@ -3,11 +3,47 @@
 //! values through these.
 
 use std::borrow::Cow;
-use std::sync::Arc;
 
 use crate::error::{Ctl, LispError, R, Reason};
+use crate::meter::Charge;
 use crate::printer::short;
 use crate::value::{MapData, Value};
+
+/// The elements of a seqable value as a slice (the evaluator's `seq`): a vector's own, or built for a
+/// set, map or string and charged to the program's budget for as long as the view lives.
+pub(crate) struct Seq<'v> {
+    items: Cow<'v, [Value]>,
+    _charge: Charge,
+}
+
+impl<'v> Seq<'v> {
+    pub(crate) fn borrowed(items: &'v [Value]) -> Self {
+        Seq {
+            items: Cow::Borrowed(items),
+            _charge: Charge::default(),
+        }
+    }
+
+    pub(crate) fn built(items: Vec<Value>, charge: Charge) -> Self {
+        Seq {
+            items: Cow::Owned(items),
+            _charge: charge,
+        }
+    }
+
+    /// The elements as a vector of their own. A built view's charge comes back: a value made of
+    /// them is charged (the evaluator's `vector`).
+    pub(crate) fn into_owned(self) -> Vec<Value> {
+        self.items.into_owned()
+    }
+}
+
+impl std::ops::Deref for Seq<'_> {
+    type Target = [Value];
+    fn deref(&self) -> &[Value] {
+        &self.items
+    }
+}
 
 fn alt_key(k: &Value) -> Option<(&str, bool)> {
     match k {
@@ -159,15 +195,4 @@ pub(crate) fn seq_items(v: &Value) -> R<Cow<'_, [Value]>> {
             )));
         }
     })
-}
-
-/// Like [`seq_items`] but takes ownership, avoiding a copy when the vector is uniquely owned.
-pub(crate) fn into_items(v: Value) -> R<Vec<Value>> {
-    match v {
-        Value::Vector(items) => Ok(match Arc::try_unwrap(items) {
-            Ok(mut it) => std::mem::take(&mut it.0),
-            Err(shared) => shared.0.clone(),
-        }),
-        other => Ok(seq_items(&other)?.into_owned()),
-    }
 }

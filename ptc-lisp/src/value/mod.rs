@@ -14,6 +14,7 @@ use std::sync::Arc;
 use indexmap::{IndexMap, IndexSet};
 
 use crate::function::Function;
+use crate::meter::Charge;
 
 pub(crate) mod access;
 
@@ -99,11 +100,11 @@ pub enum Value {
     /// A symbol (a value only when quoted), e.g. `observatory/list-traces`.
     Symbol(Arc<str>),
     /// A vector; every sequence is an eager vector.
-    Vector(Arc<Items>),
+    Vector(Arc<Charged<Items>>),
     /// A map.
-    Map(Arc<MapData>),
+    Map(Arc<Charged<MapData>>),
     /// A set.
-    Set(Arc<SetData>),
+    Set(Arc<Charged<SetData>>),
     /// A function: builtin, closure, combinator or host function.
     Func(Arc<Function>),
     /// A compiled regular expression.
@@ -132,6 +133,63 @@ impl Clone for Value {
             Value::Regex(r) => Value::Regex(Arc::clone(r)),
             Value::Var(s) => Value::Var(Arc::clone(s)),
         }
+    }
+}
+
+/// A collection's storage with what the program was charged for it, credited back to the
+/// program's meter when the storage is freed (the last reference dropped), so the memory budget
+/// bounds what a program holds. Storage nobody paid for alone (a literal, a decoded tool result,
+/// a copy) carries an empty charge.
+#[derive(Default)]
+pub struct Charged<T> {
+    data: T,
+    charge: Charge,
+}
+
+impl<T> Charged<T> {
+    /// Storage paid for by `charge`.
+    pub(crate) fn new(data: T, charge: Charge) -> Self {
+        Charged { data, charge }
+    }
+
+    /// The storage itself, to live on in another value. Its charge comes back now, so the value
+    /// it lives on in must be charged for it ([`Ctx::vector`](crate::eval::Ctx::vector)).
+    pub(crate) fn into_inner(self) -> T {
+        self.data
+    }
+
+    /// Pays for the storage with `charge` (after it grew); the charge it had comes back.
+    pub(crate) fn recharge(&mut self, charge: Charge) {
+        self.charge = charge;
+    }
+}
+
+impl<T> From<T> for Charged<T> {
+    fn from(data: T) -> Self {
+        Charged::new(data, Charge::default())
+    }
+}
+
+// A copy (`Arc::make_mut` of shared storage) is storage nobody has paid for: it never carries
+// the original's charge, which would then be credited twice.
+impl<T: Clone> Clone for Charged<T> {
+    fn clone(&self) -> Self {
+        Charged::from(self.data.clone())
+    }
+}
+
+impl<T> Deref for Charged<T> {
+    type Target = T;
+    #[inline]
+    fn deref(&self) -> &T {
+        &self.data
+    }
+}
+
+impl<T> DerefMut for Charged<T> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut T {
+        &mut self.data
     }
 }
 
@@ -275,6 +333,30 @@ impl MapData {
                 FxBuild::default(),
             )))
         }
+    }
+
+    /// Entries it holds without growing.
+    pub(crate) fn capacity(&self) -> usize {
+        match self {
+            MapData::Small(v) => v.capacity(),
+            MapData::Record(_, values) => values.len(),
+            MapData::Large(m) => m.capacity(),
+        }
+    }
+
+    /// Moves the entries into storage with room for `n` ([`MapData::with_capacity`]).
+    pub(crate) fn regrow(&mut self, n: usize) {
+        if let MapData::Large(m) = self
+            && n > SMALL_MAP
+        {
+            m.reserve(n.saturating_sub(m.len()));
+            return;
+        }
+        let mut grown = MapData::with_capacity(n);
+        for (k, v) in self.iter() {
+            grown.insert(k.clone(), v.clone());
+        }
+        *self = grown;
     }
 
     fn drain_values(&mut self, stack: &mut Vec<Value>) {
@@ -477,6 +559,16 @@ impl Drop for SetData {
 }
 
 impl SetData {
+    /// A set of `values` (duplicates dropped), with room for exactly as many.
+    pub(crate) fn from_values(
+        values: impl IntoIterator<Item = Value, IntoIter: ExactSizeIterator>,
+    ) -> Self {
+        let values = values.into_iter();
+        let mut s = IndexSet::with_capacity_and_hasher(values.len(), FxBuild::default());
+        s.extend(values);
+        SetData(s)
+    }
+
     /// Elements sorted (the order every sequence view of a set uses).
     pub fn sorted(&self) -> Vec<&Value> {
         let v: Vec<&Value> = self.0.iter().collect();
@@ -537,7 +629,7 @@ impl Value {
     }
     /// A vector value.
     pub fn vector(v: Vec<Value>) -> Value {
-        Value::Vector(Arc::new(Items(v)))
+        Value::Vector(Arc::new(Items(v).into()))
     }
     /// A map value from entries (later duplicates win).
     pub fn map_from(entries: Vec<(Value, Value)>) -> Value {
@@ -545,15 +637,11 @@ impl Value {
         for (k, v) in entries {
             m.insert(k, v);
         }
-        Value::Map(Arc::new(m))
+        Value::Map(Arc::new(m.into()))
     }
     /// A set value.
     pub fn set_from(items: Vec<Value>) -> Value {
-        let mut s = IndexSet::with_capacity_and_hasher(items.len(), FxBuild::default());
-        for v in items {
-            s.insert(v);
-        }
-        Value::Set(Arc::new(SetData(s)))
+        Value::Set(Arc::new(SetData::from_values(items).into()))
     }
 
     /// Clojure truthiness: only `nil` and `false` are falsy.
