@@ -69,3 +69,45 @@ pub(crate) fn map_storage(m: &MapData) -> u64 {
 pub(crate) fn set_storage(s: &SetData) -> u64 {
     set(s.0.capacity())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[test]
+    fn a_map_is_a_flat_array_up_to_the_small_size_and_a_hash_table_past_it() {
+        assert_eq!(map_room(0), HEADER);
+        assert_eq!(map_room(SMALL_MAP), HEADER + SMALL_MAP as u64 * 2 * VALUE);
+        assert_eq!(
+            map_room(SMALL_MAP + 1),
+            HEADER + (SMALL_MAP as u64 + 1) * MAP_ENTRY
+        );
+    }
+
+    #[test]
+    fn built_storage_is_charged_at_its_capacity() {
+        let small = MapData::with_capacity(5);
+        assert_eq!(map_storage(&small), HEADER + 5 * 2 * VALUE);
+        let large = MapData::with_capacity(100);
+        let room = match &large {
+            MapData::Large(table) => table.capacity() as u64,
+            _ => unreachable!("100 entries are a hash table"),
+        };
+        assert!(room >= 100);
+        assert_eq!(map_storage(&large), HEADER + room * MAP_ENTRY);
+        let shape = Arc::new(crate::value::Shape::new(
+            vec![Value::str("a"), Value::str("b"), Value::str("c")].into(),
+        ));
+        let record = MapData::Record(shape, vec![Value::Nil; 3].into());
+        assert_eq!(map_storage(&record), HEADER + 3 * VALUE);
+        let set = SetData::from_values((0..10).map(|i: i32| Value::Int(i.into())));
+        assert_eq!(
+            set_storage(&set),
+            HEADER + set.0.capacity() as u64 * SET_ENTRY
+        );
+        assert!(set.0.capacity() >= 10);
+        assert_eq!(string(5), 21);
+        assert_eq!(built_string(5), HEADER + 10);
+    }
+}

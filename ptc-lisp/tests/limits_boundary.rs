@@ -181,6 +181,43 @@ fn the_budget_bounds_what_a_program_holds_not_what_it_allocated() {
     );
 }
 
+/// A vector that grows in place is charged its new room before it grows and gives back the old
+/// room after: `conj`-ing 1,000 elements onto `[]` doubles its room 1, 2, 4, … 1,024 (64 bytes
+/// and 24 per element each), so the most it holds is the last two rooms, at the last growth.
+#[test]
+fn a_growing_vector_holds_its_new_and_its_old_room_only_while_it_grows() {
+    let room = |n: u64| 64 + 24 * n;
+    assert_eq!(
+        peak("(loop [v [] i 0] (if (< i 1000) (recur (conj v i) (inc i)) (count v)))"),
+        room(1024) + room(512)
+    );
+}
+
+/// Changing a collection within the room it has charges nothing: a new value for an existing key
+/// of a full map, an element a full set already has, an element popped.
+#[test]
+fn a_change_within_the_room_a_collection_has_is_not_charged() {
+    for (base, prog) in [
+        (
+            "(count (hash-map 1 1 2 2))",
+            "(count (assoc (hash-map 1 1 2 2) 1 3))",
+        ),
+        ("(count (hash-set 1 2))", "(count (conj (hash-set 1 2) 1))"),
+        ("(count (vec (range 10)))", "(count (pop (vec (range 10))))"),
+    ] {
+        assert_eq!(peak(prog), peak(base), "{prog}");
+    }
+}
+
+/// A sequence view of a string charges its one-character strings (20 bytes each, for the rest
+/// of the program) and its vector while it lives: `(map identity s)` holds both and its own
+/// result vector, 20 + 24 + 24 bytes per character.
+#[test]
+fn a_string_seen_as_a_sequence_is_charged_per_character() {
+    let prog = |n: usize| format!("(count (map identity \"{}\"))", "x".repeat(n));
+    assert_eq!(peak(&prog(2000)) - peak(&prog(1000)), 1000 * (20 + 24 + 24));
+}
+
 /// What stays alive stays charged: copies kept of a shared vector, map or set (each `conj`,
 /// `assoc` or `disj` of a value the program still holds) are each charged at their size, and
 /// so are the parts a pipeline keeps while their container is freed.

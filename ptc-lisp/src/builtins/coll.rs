@@ -283,7 +283,8 @@ pub(crate) fn conj1(ctx: &Ctx<'_>, coll: &mut Value, x: Value) -> R<()> {
         }
         Value::Vector(items) => ctx.grow_vector(items, 1)?.push(x),
         Value::Set(s) => {
-            ctx.grow_set(s, 1)?.0.insert(x);
+            let extra = usize::from(!s.0.contains(&x));
+            ctx.grow_set(s, extra)?.0.insert(x);
         }
         Value::Map(m) => match x {
             Value::Vector(pair) if pair.len() == 2 => {

@@ -1023,3 +1023,47 @@ pub(crate) fn stable_sort_by<T>(v: Vec<T>, mut cmp: impl FnMut(&T, &T) -> Orderi
         .filter_map(|i| slots.get_mut(i).and_then(Option::take))
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entries(m: &MapData) -> Vec<(String, String)> {
+        m.sorted()
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn a_map_regrown_has_the_room_asked_and_the_same_entries() {
+        let shape = Arc::new(Shape::new(vec![Value::str("a"), Value::str("b")].into()));
+        let record = MapData::Record(shape, vec![Value::Int(1), Value::Int(2)].into());
+        let mut small = MapData::with_capacity(2);
+        small.insert(Value::Int(1), Value::Int(2));
+        let mut large = MapData::with_capacity(SMALL_MAP + 1);
+        for i in 0..=SMALL_MAP as i64 {
+            large.insert(Value::Int(i), Value::Int(i));
+        }
+        for (mut m, room) in [(record, 8), (small, SMALL_MAP), (large, 100)] {
+            let before = entries(&m);
+            assert!(m.capacity() < room);
+            m.regrow(room);
+            assert!(m.capacity() >= room, "{} < {room}", m.capacity());
+            assert_eq!(entries(&m), before);
+        }
+        // Past the small size a map becomes a hash table, which then grows in place: its entries
+        // are not copied into a new one.
+        let mut m = MapData::with_capacity(SMALL_MAP);
+        m.regrow(SMALL_MAP + 1);
+        let table = |m: &MapData| match m {
+            MapData::Large(t) => &**t as *const IndexMap<Value, Value, FxBuild>,
+            _ => std::ptr::null(),
+        };
+        let before = table(&m);
+        assert!(!before.is_null(), "a hash table");
+        m.regrow(1000);
+        assert!(m.capacity() >= 1000);
+        assert_eq!(table(&m), before, "the same table, grown");
+    }
+}
