@@ -194,7 +194,8 @@ fn a_growing_vector_holds_its_new_and_its_old_room_only_while_it_grows() {
 }
 
 /// Changing a collection within the room it has charges nothing: a new value for an existing key
-/// of a full map, an element a full set already has, an element popped.
+/// of a full map or index of a full vector, an element a full set already has, an element popped
+/// or a key removed.
 #[test]
 fn a_change_within_the_room_a_collection_has_is_not_charged() {
     for (base, prog) in [
@@ -204,6 +205,14 @@ fn a_change_within_the_room_a_collection_has_is_not_charged() {
         ),
         ("(count (hash-set 1 2))", "(count (conj (hash-set 1 2) 1))"),
         ("(count (vec (range 10)))", "(count (pop (vec (range 10))))"),
+        (
+            "(count (vec (range 10)))",
+            "(count (assoc (vec (range 10)) 0 :x))",
+        ),
+        (
+            "(count (zipmap [1 2] [3 4]))",
+            "(count (dissoc (zipmap [1 2] [3 4]) 1))",
+        ),
     ] {
         assert_eq!(peak(prog), peak(base), "{prog}");
     }

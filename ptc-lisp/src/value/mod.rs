@@ -224,12 +224,14 @@ pub(crate) fn drop_values(mut values: Vec<Value>) {
 }
 
 /// Moves the children of uniquely owned containers onto `stack` so they drop one level at a time.
+/// Children that hold nothing are dropped at once: the stack grows only by containers (freeing a
+/// vector of pairs does not allocate a second vector as large as the first).
 fn drain_into(stack: &mut Vec<Value>) {
     while let Some(v) = stack.pop() {
         match v {
             Value::Vector(a) => {
                 if let Some(mut items) = Arc::into_inner(a) {
-                    stack.append(&mut items.0);
+                    stack.extend(items.0.drain(..).filter(is_container));
                 }
             }
             Value::Map(a) => {
@@ -239,14 +241,18 @@ fn drain_into(stack: &mut Vec<Value>) {
             }
             Value::Set(a) => {
                 if let Some(mut s) = Arc::into_inner(a) {
-                    stack.extend(std::mem::take(&mut s.0));
+                    stack.extend(std::mem::take(&mut s.0).into_iter().filter(is_container));
                 }
             }
             Value::Func(a) => {
                 if let Some(mut f) = Arc::into_inner(a) {
                     match &mut f {
-                        Function::Closure(c) => stack.append(&mut c.captures),
-                        Function::Native(n) => stack.append(&mut n.captured),
+                        Function::Closure(c) => {
+                            stack.extend(c.captures.drain(..).filter(is_container))
+                        }
+                        Function::Native(n) => {
+                            stack.extend(n.captured.drain(..).filter(is_container))
+                        }
                         Function::Builtin(_) | Function::Host { .. } => {}
                     }
                 }
@@ -359,21 +365,19 @@ impl MapData {
         *self = grown;
     }
 
+    /// Moves the keys and values that are containers onto `stack` (for [`drain_into`]); the
+    /// rest are dropped.
     fn drain_values(&mut self, stack: &mut Vec<Value>) {
-        match self {
-            MapData::Small(v) => {
-                for (k, x) in std::mem::take(v) {
-                    stack.push(k);
-                    stack.push(x);
-                }
+        let pairs: Box<dyn Iterator<Item = (Value, Value)>> = match self {
+            MapData::Small(v) => Box::new(std::mem::take(v).into_iter()),
+            MapData::Record(_, values) => {
+                stack.extend(std::mem::take(values).into_iter().filter(is_container));
+                return;
             }
-            MapData::Record(_, values) => stack.extend(std::mem::take(values)),
-            MapData::Large(m) => {
-                for (k, x) in *std::mem::take(m) {
-                    stack.push(k);
-                    stack.push(x);
-                }
-            }
+            MapData::Large(m) => Box::new(std::mem::take(m).into_iter()),
+        };
+        for (k, x) in pairs {
+            stack.extend([k, x].into_iter().filter(is_container));
         }
     }
 
