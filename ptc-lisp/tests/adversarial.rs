@@ -216,8 +216,11 @@ fn deeply_nested_values_print_compare_and_drop_without_overflow() {
     );
     let src = "(json/generate-string (reduce (fn [acc _] {:a acc}) {} (range 200000)))";
     assert_eq!(reason(src), "depth_exceeded");
-    let src = "(count (reduce (fn [acc _] {:a acc}) {} (range 300000)))";
-    assert_eq!(reason(src), "ok: 1");
+    // Sets and maps in each other, a set in a vector in a set: each level dropped in turn.
+    for wrap in ["#{acc}", "{:a acc}", "{acc 1}", "#{[acc]}"] {
+        let src = format!("(count (reduce (fn [acc _] {wrap}) #{{}} (range 300000)))");
+        assert_eq!(reason(&src), "ok: 1", "{wrap}");
+    }
 }
 
 #[test]
