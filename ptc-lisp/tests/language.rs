@@ -156,6 +156,8 @@ fn functions_closures_arities() {
         ("([10 20] 1)", "20"),
         ("((comp inc inc) 1)", "3"),
         ("((partial + 1 2) 3)", "6"),
+        ("(list* 1 2 [3 4])", "[1 2 3 4]"),
+        ("(list* [3 4])", "[3 4]"),
         ("((juxt :a :b) {:a 1 :b 2})", "[1 2]"),
         ("((complement even?) 3)", "true"),
         ("((constantly 7) 1 2)", "7"),

@@ -191,6 +191,20 @@ fn a_growing_vector_holds_its_new_and_its_old_room_only_while_it_grows() {
         peak("(loop [v [] i 0] (if (< i 1000) (recur (conj v i) (inc i)) (count v)))"),
         room(1024) + room(512)
     );
+    // Several at once onto a shared vector (the literal `[]`): one copy with room for them all.
+    assert_eq!(peak("(count (conj [] 1 2 3))"), room(3));
+}
+
+/// Functions built by combinators are charged per value they capture (24 bytes each) with a
+/// fixed part; the lines `split-lines` makes, per byte with a fixed part each.
+#[test]
+fn combinators_and_split_lines_are_charged_by_what_they_hold() {
+    assert_eq!(
+        peak("(count [(partial + 1 2)])") - peak("(count [(partial + 1)])"),
+        24
+    );
+    let lines = |line: &str| format!("(count (split-lines \"{}\"))", vec![line; 100].join("\\n"));
+    assert_eq!(peak(&lines("xx")) - peak(&lines("x")), 100);
 }
 
 /// Changing a collection within the room it has charges nothing: a new value for an existing key
@@ -212,6 +226,10 @@ fn a_change_within_the_room_a_collection_has_is_not_charged() {
         (
             "(count (zipmap [1 2] [3 4]))",
             "(count (dissoc (zipmap [1 2] [3 4]) 1))",
+        ),
+        (
+            "(count (hash-map 1 1 2 2))",
+            "(count (conj (hash-map 1 1 2 2) [1 3]))",
         ),
     ] {
         assert_eq!(peak(prog), peak(base), "{prog}");
