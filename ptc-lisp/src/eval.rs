@@ -290,7 +290,9 @@ impl<'a> Ctx<'a> {
             );
         }
         if self.slice_start.elapsed() >= TIME_SLICE || crate::suspend::wanted() {
-            if let Resume::Stopped(reason) = self.suspend.suspend(crate::suspend::yield_now()) {
+            if let Resume::Stopped(reason) =
+                crate::suspend::suspend(self.suspend, crate::suspend::yield_now())
+            {
                 return err(reason, self.shared.limits.stop_message(reason));
             }
             self.slice_start = Instant::now();

@@ -10,7 +10,7 @@ use crate::value::{MapData, SMALL_MAP, SetData, Value};
 pub(crate) const VALUE: u64 = std::mem::size_of::<Value>() as u64;
 
 /// A collection's own allocation: the `Arc` counts, the container's header and its charge
-/// (56 bytes for a vector or a map, a 64-byte block from the allocator).
+/// (48 bytes for a vector, 56 for a map; rounded up, as the allocator's blocks are).
 pub(crate) const HEADER: u64 = 64;
 
 /// One map entry in a hash map: its hash, key and value, and about two index slots (a table is

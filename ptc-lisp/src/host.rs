@@ -164,7 +164,7 @@ impl<'a> CallContext<'a> {
             return Ok(block_on(fut));
         };
         let pending: Pending = Box::pin(async move { Box::new(fut.await) as Output });
-        match suspender.suspend(pending) {
+        match crate::suspend::suspend(suspender, pending) {
             Resume::Ready(out) => out.downcast::<T>().map(|t| *t).map_err(|_| {
                 HostError::new(
                     Reason::InternalError,

@@ -241,7 +241,12 @@ impl Interpreter {
         let mut stopped = None;
         let mut input = Resume::Start;
         let finished = loop {
-            match catch_unwind(AssertUnwindSafe(|| program.resume(input))) {
+            // What ran on this thread before steps out while the program runs, and back in when
+            // it suspends or ends.
+            let outer = crate::meter::step_out();
+            let resumed = catch_unwind(AssertUnwindSafe(|| program.resume(input)));
+            crate::meter::step_in(outer);
+            match resumed {
                 Ok(CoroutineResult::Yield(pending)) => {
                     input = match stopped {
                         // `stop` finished already: every later wait ends at once.
@@ -339,6 +344,7 @@ fn run(job: &mut Job, suspender: &Suspender) -> (Ran, usize) {
         data,
         sessions: *sessions,
     };
+    let _running = shared.meter.enter();
     let forms = match Reader::new(src, limits.max_reader_depth).read_all_with_text() {
         Ok(forms) => forms,
         Err(e) => {

@@ -9,9 +9,18 @@
 //! only once: a charge is not cloned with its collection, and a charge covering several values
 //! (or a value's elements) is never given to one of them, so no program is credited more than
 //! it was charged for what it freed.
+//!
+//! A charge is 8 bytes (every collection carries one, decoded tool results included): its bytes
+//! and its meter's id. It is credited to the meter of the program running on the thread that
+//! frees it ([`Meter::enter`]) when that is its own: a program runs on one thread, its `pmap`
+//! branches included, and its driver steps it out while it is suspended. A charge freed elsewhere (by the
+//! host, after its program) stays charged to a meter that is gone or that counts on, which is
+//! the safe side. Ids are 32 bits: only a value kept four billion programs later on the same
+//! thread could meet its id again.
 
+use std::cell::Cell;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 /// A memory budget shared by every program of a host.
 pub trait MemoryPool: Send + Sync {
@@ -38,23 +47,73 @@ pub(crate) struct Bill(u64);
 /// the program did not pay for alone, such as literals or copies made by `Clone`.
 #[derive(Default)]
 pub struct Charge {
-    bytes: u64,
-    used: Option<Arc<AtomicU64>>,
+    bytes: u32,
+    /// The meter's id; 0 for none.
+    meter: u32,
+}
+
+/// The meter of the program running on a thread: its id and its count.
+type Running = Option<(u32, Arc<AtomicU64>)>;
+
+thread_local! {
+    static RUNNING: Cell<Running> = const { Cell::new(None) };
 }
 
 impl Drop for Charge {
     fn drop(&mut self) {
-        if let Some(used) = &self.used {
-            used.fetch_sub(self.bytes, Ordering::Relaxed);
+        if self.meter == 0 {
+            return;
         }
+        // Gone only while the thread exits, when there is no program left to credit.
+        let _ = RUNNING.try_with(|running| {
+            let current = running.take();
+            if let Some((id, used)) = &current
+                && *id == self.meter
+            {
+                used.fetch_sub(u64::from(self.bytes), Ordering::Relaxed);
+            }
+            running.set(current);
+        });
     }
 }
+
+/// The program running on this thread, for as long as it runs here (see [`Meter::enter`]).
+pub(crate) struct Entered(Running);
+
+impl Drop for Entered {
+    fn drop(&mut self) {
+        let _ = RUNNING.try_with(|running| running.set(self.0.take()));
+    }
+}
+
+/// What runs on this thread, taken out of it: a driver about to resume a program steps out
+/// what ran before it, and back in ([`step_in`]) when the program suspends or ends.
+pub(crate) fn step_out() -> Running {
+    RUNNING.try_with(Cell::take).ok().flatten()
+}
+
+/// Makes `running` what runs on this thread again ([`step_out`]).
+pub(crate) fn step_in(running: Running) {
+    let _ = RUNNING.try_with(|r| r.set(running));
+}
+
+/// What runs on this thread, left running (a program about to suspend keeps it, to step back
+/// in when resumed).
+pub(crate) fn running() -> Running {
+    let current = step_out();
+    step_in(current.clone());
+    current
+}
+
+/// Ids of meters: 0 is no meter.
+static NEXT_ID: AtomicU32 = AtomicU32::new(1);
 
 /// The meter of one evaluation (shared with its `pmap` branches).
 pub(crate) struct Meter<'a> {
     // Shared with the charges given to values, which may outlive the meter (a value kept in a
     // session): a credit after the program ended is harmless.
     used: Arc<AtomicU64>,
+    id: u32,
     peak: AtomicU64,
     reserved: AtomicU64,
     max: u64,
@@ -66,6 +125,10 @@ impl<'a> Meter<'a> {
     pub(crate) fn new(max: u64, pool: Option<&'a dyn MemoryPool>) -> Self {
         Meter {
             used: Arc::new(AtomicU64::new(0)),
+            id: match NEXT_ID.fetch_add(1, Ordering::Relaxed) {
+                0 => NEXT_ID.fetch_add(1, Ordering::Relaxed),
+                id => id,
+            },
             peak: AtomicU64::new(0),
             reserved: AtomicU64::new(0),
             max,
@@ -115,12 +178,23 @@ impl<'a> Meter<'a> {
         Ok(Bill(bytes))
     }
 
-    /// Gives `bill` to the collection it paid for: credited back when the collection is freed.
+    /// Gives `bill` to the collection it paid for: credited back when the collection is freed
+    /// while this meter's program runs on the thread. A bill of 4 GiB or more stays charged.
     pub(crate) fn own(&self, bill: Bill) -> Charge {
-        Charge {
-            bytes: bill.0,
-            used: Some(Arc::clone(&self.used)),
+        match u32::try_from(bill.0) {
+            Ok(bytes) => Charge {
+                bytes,
+                meter: self.id,
+            },
+            Err(_) => Charge::default(),
         }
+    }
+
+    /// Makes this meter's program the one running on this thread until the guard drops (the one
+    /// before it runs again then): charges freed meanwhile on this thread are credited to it.
+    pub(crate) fn enter(&self) -> Entered {
+        let mine = Some((self.id, Arc::clone(&self.used)));
+        Entered(RUNNING.try_with(|r| r.replace(mine)).ok().flatten())
     }
 }
 
@@ -199,6 +273,7 @@ mod tests {
     #[test]
     fn a_charge_given_to_a_value_comes_back_once_when_the_value_is_freed() {
         let m = Meter::new(1000, None);
+        let _running = m.enter();
         let held = m.own(m.charge(300).unwrap());
         m.charge(200).unwrap(); // a bill given to nothing: charged until the end
         assert_eq!((m.used(), m.peak()), (500, 500));
@@ -216,6 +291,7 @@ mod tests {
     #[test]
     fn a_copy_carries_no_charge_and_a_charge_outliving_its_meter_is_harmless() {
         let m = Meter::new(1000, None);
+        let running = m.enter();
         let storage = Charged::new(Items(vec![]), m.own(m.charge(100).unwrap()));
         let copy = storage.clone();
         drop(storage);
@@ -223,8 +299,42 @@ mod tests {
         drop(copy);
         assert_eq!(m.used(), 0, "credited once");
         let kept = m.own(m.charge(10).unwrap());
+        drop(running);
         drop(m);
         drop(kept);
+    }
+
+    #[test]
+    fn a_charge_is_credited_only_to_its_own_program_running_on_the_thread() {
+        let (a, b) = (Meter::new(1000, None), Meter::new(1000, None));
+        let of_a = a.own(a.charge(100).unwrap());
+        drop(of_a); // no program running here: stays charged
+        assert_eq!(a.used(), 100);
+        let of_a = a.own(a.charge(10).unwrap());
+        let running_b = b.enter();
+        drop(of_a); // another program runs: stays charged to its own
+        assert_eq!((a.used(), b.used()), (110, 0));
+        let running_a = a.enter();
+        let of_a = a.own(a.charge(5).unwrap());
+        let suspended = running(); // a suspends, keeping what to step back in
+        let away = step_out(); // its driver steps it out
+        drop(a.own(a.charge(1).unwrap())); // freed while a is suspended: stays charged
+        step_in(away);
+        step_in(suspended); // resumed
+        drop(of_a);
+        assert_eq!(a.used(), 111);
+        drop(running_a); // b runs again
+        let of_b = b.own(b.charge(7).unwrap());
+        drop(of_b);
+        assert_eq!(b.used(), 0);
+        drop(running_b);
+        assert!(step_out().is_none(), "nothing left running");
+        let big = a.own(Bill(u64::from(u32::MAX) + 1));
+        assert_eq!(
+            (big.bytes, big.meter),
+            (0, 0),
+            "4 GiB or more stays charged"
+        );
     }
 
     #[test]
@@ -233,6 +343,7 @@ mod tests {
         let p = pool(5 * C);
         {
             let m = Meter::new(u64::MAX, Some(&p));
+            let _running = m.enter();
             for _ in 0..3 {
                 drop(m.own(m.charge(C).unwrap()));
             }

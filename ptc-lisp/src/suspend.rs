@@ -60,6 +60,16 @@ pub(crate) enum Resume {
 /// The handle a running program suspends through.
 pub(crate) type Suspender = corosensei::Yielder<Resume, Pending>;
 
+/// Suspends the running program until `pending` is ready, and makes it what runs on its thread
+/// again when resumed (its driver stepped it out meanwhile: whatever ran there did not free into
+/// its meter). A `pmap` branch suspends to its program, which goes on running.
+pub(crate) fn suspend(suspender: &Suspender, pending: Pending) -> Resume {
+    let running = crate::meter::running();
+    let resume = suspender.suspend(pending);
+    crate::meter::step_in(running);
+    resume
+}
+
 /// A wait for nothing: ready the second time it is polled, having asked to be polled again, so
 /// the executor runs whatever else is ready first (how a long computation lets others run).
 pub(crate) fn yield_now() -> Pending {

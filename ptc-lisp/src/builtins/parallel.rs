@@ -222,7 +222,7 @@ fn drive(branches: &mut [&mut dyn Resumable], suspender: &Suspender) -> Result<B
             }
             continue;
         }
-        match suspender.suspend(Box::pin(AnyReady(std::mem::take(&mut waits)))) {
+        match crate::suspend::suspend(suspender, Box::pin(AnyReady(std::mem::take(&mut waits)))) {
             Resume::Ready(out) => {
                 let Ok(woken) = out.downcast::<Woken>() else {
                     return Err("a parallel wait ended with a value of another type".into());
