@@ -504,7 +504,7 @@ impl<'a> Ctx<'a> {
     /// Charges for a vector of `n` elements.
     #[inline]
     pub(crate) fn charge_items(&self, n: usize) -> R<Bill> {
-        self.charge(n as u64 * std::mem::size_of::<Value>() as u64 + 32)
+        self.charge(footprint::vector(n))
     }
 
     /// Checks that a collection of `n` elements could be charged, before building it.

@@ -30,6 +30,11 @@ pub(crate) fn map(n: usize) -> u64 {
     HEADER + n as u64 * MAP_ENTRY
 }
 
+/// A map of `n` values whose keys are a shared shape ([`MapData::Record`]).
+pub(crate) fn record(n: usize) -> u64 {
+    HEADER + n as u64 * VALUE
+}
+
 /// A map built with room for `n` entries ([`MapData::with_capacity`]): a flat array when small.
 pub(crate) fn map_room(n: usize) -> u64 {
     if n <= SMALL_MAP {
@@ -60,7 +65,7 @@ pub(crate) fn built_string(len: usize) -> u64 {
 pub(crate) fn map_storage(m: &MapData) -> u64 {
     match m {
         MapData::Small(pairs) => HEADER + pairs.capacity() as u64 * 2 * VALUE,
-        MapData::Record(_, values) => HEADER + values.len() as u64 * VALUE,
+        MapData::Record(_, values) => record(values.len()),
         MapData::Large(table) => map(table.capacity()),
     }
 }

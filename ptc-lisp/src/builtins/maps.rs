@@ -255,7 +255,7 @@ fn update(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
             ctx.apply(&f, &mut args)
         }
     };
-    // An exact key is updated where it lies: one lookup, and the map is copied at most once.
+    // An exact key is updated where it lies, and the map is copied at most once.
     if let Value::Map(mm) = &mut m
         && mm.contains_key(&k)
         && let Some(slot) = ctx.grow_map(mm, 0)?.get_mut(&k)

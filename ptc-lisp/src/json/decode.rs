@@ -14,7 +14,6 @@ use crate::footprint;
 use crate::meter::{Charge, Meter};
 use crate::value::{Charged, FxBuild, Items, MapData, SMALL_MAP, Shape, Value};
 
-const VALUE_BYTES: u64 = std::mem::size_of::<Value>() as u64;
 /// Keys, and strings up to this many bytes, are shared through the intern table.
 const MAX_INTERNED_LEN: usize = 32;
 /// The intern table stops growing here: small enough to stay in cache (at 65 536 entries the
@@ -252,7 +251,7 @@ impl<S: Source> Decoder<'_, S> {
                     .all(|(a, (b, _))| key_is(&self.key_hints, a, b))
         });
         if hit && let Some(shape) = self.shapes[slot].clone() {
-            let charge = self.charge_storage(footprint::HEADER + n as u64 * VALUE_BYTES)?;
+            let charge = self.charge_storage(footprint::record(n))?;
             let values: Box<[Value]> = self.scratch_pairs.drain(start..).map(|(_, v)| v).collect();
             return Ok(Value::Map(Arc::new(Charged::new(
                 MapData::Record(shape, values),

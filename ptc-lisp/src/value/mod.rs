@@ -359,26 +359,35 @@ impl MapData {
             return;
         }
         let mut grown = MapData::with_capacity(n);
-        for (k, v) in self.iter() {
-            grown.insert(k.clone(), v.clone());
-        }
+        self.take_entries(|k, x| grown.insert(k, x));
         *self = grown;
+    }
+
+    /// Moves every entry out to `each`, leaving the map empty.
+    fn take_entries(&mut self, mut each: impl FnMut(Value, Value)) {
+        match self {
+            MapData::Small(v) => std::mem::take(v).into_iter().for_each(|(k, x)| each(k, x)),
+            MapData::Record(shape, values) => shape
+                .keys()
+                .iter()
+                .cloned()
+                .zip(std::mem::take(values))
+                .for_each(|(k, x)| each(k, x)),
+            MapData::Large(m) => (*std::mem::take(m))
+                .into_iter()
+                .for_each(|(k, x)| each(k, x)),
+        }
     }
 
     /// Moves the keys and values that are containers onto `stack` (for [`drain_into`]); the
     /// rest are dropped.
     fn drain_values(&mut self, stack: &mut Vec<Value>) {
-        let pairs: Box<dyn Iterator<Item = (Value, Value)>> = match self {
-            MapData::Small(v) => Box::new(std::mem::take(v).into_iter()),
-            MapData::Record(_, values) => {
-                stack.extend(std::mem::take(values).into_iter().filter(is_container));
-                return;
-            }
-            MapData::Large(m) => Box::new(std::mem::take(m).into_iter()),
-        };
-        for (k, x) in pairs {
-            stack.extend([k, x].into_iter().filter(is_container));
+        // A record's keys are its shape's strings: only its values can hold anything.
+        if let MapData::Record(_, values) = self {
+            stack.extend(std::mem::take(values).into_iter().filter(is_container));
+            return;
         }
+        self.take_entries(|k, x| stack.extend([k, x].into_iter().filter(is_container)));
     }
 
     /// Number of entries.
