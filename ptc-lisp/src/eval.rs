@@ -368,12 +368,8 @@ impl<'a> Ctx<'a> {
                 return Ok(Seq::built(pairs, self.owned(bill)));
             }
             Value::Set(s) => s.0.len(),
-            Value::Str(s) => {
-                let n = s.chars().count();
-                // One-character strings stay charged, as every string does.
-                self.charge(n as u64 * footprint::string(4))?;
-                n
-            }
+            // One-character strings are inline: their elements are all they take.
+            Value::Str(s) => s.chars().count(),
             other => {
                 return Ok(Seq::built(
                     seq_items(other)?.into_owned(),
@@ -763,7 +759,7 @@ impl<'a> Ctx<'a> {
                 origin,
             } => {
                 if *once && matches!(self.globals.get(*idx), Some(Some(_))) {
-                    return Ok(Value::Var(name.clone()));
+                    return Ok(Value::Var(name.into()));
                 }
                 let v = self.eval(value, fr)?;
                 if self.globals.len() <= *idx {
@@ -771,7 +767,7 @@ impl<'a> Ctx<'a> {
                 }
                 self.globals[*idx] = Some(v);
                 self.table.mark(*idx, origin.clone());
-                Ok(Value::Var(name.clone()))
+                Ok(Value::Var(name.into()))
             }
             Node::And(nodes) => {
                 let mut v = Value::Bool(true);

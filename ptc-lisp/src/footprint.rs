@@ -4,7 +4,7 @@
 //! program stopped by `memory_exceeded` never held much more than its budget. Charges are
 //! given back when the value is freed (see `meter`), so they count what a program holds.
 
-use crate::value::{MapData, SMALL_MAP, SetData, Value};
+use crate::value::{INLINE, MapData, SMALL_MAP, SetData, Value};
 
 /// One vector element.
 pub(crate) const VALUE: u64 = std::mem::size_of::<Value>() as u64;
@@ -49,9 +49,10 @@ pub(crate) fn set(n: usize) -> u64 {
     HEADER + n as u64 * SET_ENTRY
 }
 
-/// A string of `len` bytes: its shared form's counts and its bytes.
+/// A string of `len` bytes beyond its value: nothing when it is stored inline, else its shared
+/// form's count, charge and length, and its bytes.
 pub(crate) fn string(len: usize) -> u64 {
-    16 + len as u64
+    if len <= INLINE { 0 } else { 24 + len as u64 }
 }
 
 /// A string of `len` bytes built in a buffer and then copied into its shared form: both exist
@@ -112,7 +113,9 @@ mod tests {
             HEADER + set.0.capacity() as u64 * SET_ENTRY
         );
         assert!(set.0.capacity() >= 10);
-        assert_eq!(string(5), 21);
+        assert_eq!(string(0), 0);
+        assert_eq!(string(INLINE), 0, "inline in its value");
+        assert_eq!(string(INLINE + 1), 24 + INLINE as u64 + 1);
         assert_eq!(built_string(5), HEADER + 10);
     }
 }

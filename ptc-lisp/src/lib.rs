@@ -55,4 +55,4 @@ pub use meter::{MemoryPool, RESERVE_CHUNK};
 pub use read_data::read_value;
 pub use session::{Kept, SessionError, SessionState, SessionVar};
 pub use suspend::yield_when;
-pub use value::{Charged, FxBuild, Items, MapData, SetData, Value, compare, equal};
+pub use value::{Charged, FxBuild, INLINE, Items, MapData, SetData, Text, Value, compare, equal};

@@ -14,9 +14,9 @@ pub(crate) fn form_to_value(form: &Form) -> Result<Value, LispError> {
         FormKind::Bool(b) => Value::Bool(*b),
         FormKind::Int(i) => Value::Int(*i),
         FormKind::Float(f) => Value::Float(*f),
-        FormKind::Str(s) => Value::Str(s.clone()),
-        FormKind::Keyword(k) => Value::Keyword(k.clone()),
-        FormKind::Symbol(s) => Value::Symbol(s.clone()),
+        FormKind::Str(s) => Value::Str(s.into()),
+        FormKind::Keyword(k) => Value::Keyword(k.into()),
+        FormKind::Symbol(s) => Value::Symbol(s.into()),
         FormKind::List(items)
             if items.len() == 2
                 && items[0].sym_name() == Some("var")

@@ -1,7 +1,7 @@
 //! Every limit at exactly its maximum (passes) and one past it (fails with its reason and
 //! message), through the public API only.
 
-use ptc_lisp::{Interpreter, Limits, LispError, Value};
+use ptc_lisp::{INLINE, Interpreter, Limits, LispError, Value};
 
 fn run(limits: Limits, src: &str) -> Result<Value, LispError> {
     Interpreter::new(limits).eval_str(src)
@@ -183,10 +183,10 @@ fn the_budget_bounds_what_a_program_holds_not_what_it_allocated() {
 
 /// A vector that grows in place is charged its new room before it grows and gives back the old
 /// room after: `conj`-ing 1,000 elements onto `[]` doubles its room 1, 2, 4, … 1,024 (64 bytes
-/// and 24 per element each), so the most it holds is the last two rooms, at the last growth.
+/// and 16 per element each), so the most it holds is the last two rooms, at the last growth.
 #[test]
 fn a_growing_vector_holds_its_new_and_its_old_room_only_while_it_grows() {
-    let room = |n: u64| 64 + 24 * n;
+    let room = |n: u64| 64 + 16 * n;
     assert_eq!(
         peak("(loop [v [] i 0] (if (< i 1000) (recur (conj v i) (inc i)) (count v)))"),
         room(1024) + room(512)
@@ -195,16 +195,24 @@ fn a_growing_vector_holds_its_new_and_its_old_room_only_while_it_grows() {
     assert_eq!(peak("(count (conj [] 1 2 3))"), room(3));
 }
 
-/// Functions built by combinators are charged per value they capture (24 bytes each) with a
-/// fixed part; the lines `split-lines` makes, per byte with a fixed part each.
+/// Functions built by combinators are charged per value they capture (16 bytes each) with a
+/// fixed part; the lines `split-lines` makes, per byte with a fixed part each when they are too
+/// long to be stored inline, and nothing of their own when they are.
 #[test]
 fn combinators_and_split_lines_are_charged_by_what_they_hold() {
     assert_eq!(
         peak("(count [(partial + 1 2)])") - peak("(count [(partial + 1)])"),
-        24
+        16
     );
     let lines = |line: &str| format!("(count (split-lines \"{}\"))", vec![line; 100].join("\\n"));
-    assert_eq!(peak(&lines("xx")) - peak(&lines("x")), 100);
+    let long = "x".repeat(INLINE + 1);
+    assert_eq!(peak(&lines(&format!("{long}x"))) - peak(&lines(&long)), 100);
+    let inline = "x".repeat(INLINE);
+    assert_eq!(
+        peak(&lines(&long)) - peak(&lines(&inline)),
+        100 * (24 + INLINE as u64 + 1),
+        "a line one byte too long for its value costs its shared form"
+    );
 }
 
 /// Changing a collection within the room it has charges nothing: a new value for an existing key
@@ -236,13 +244,13 @@ fn a_change_within_the_room_a_collection_has_is_not_charged() {
     }
 }
 
-/// A sequence view of a string charges its one-character strings (20 bytes each, for the rest
-/// of the program) and its vector while it lives: `(map identity s)` holds both and its own
-/// result vector, 20 + 24 + 24 bytes per character.
+/// A sequence view of a string charges its vector while it lives (its one-character strings are
+/// inline): `(map identity s)` holds it and its own result vector, 16 + 16 bytes per character
+/// (the literal string is part of the program).
 #[test]
 fn a_string_seen_as_a_sequence_is_charged_per_character() {
     let prog = |n: usize| format!("(count (map identity \"{}\"))", "x".repeat(n));
-    assert_eq!(peak(&prog(2000)) - peak(&prog(1000)), 1000 * (20 + 24 + 24));
+    assert_eq!(peak(&prog(2000)) - peak(&prog(1000)), 1000 * (16 + 16));
 }
 
 /// What stays alive stays charged: copies kept of a shared vector, map or set (each `conj`,
@@ -256,7 +264,7 @@ fn what_a_program_keeps_stays_charged() {
         "(let [big (set (range 1000))] (count (mapv (fn [i] (disj big i)) (range 50))))",
         "(count (mapv (fn [i] (first (split-at 5000 (range 10000)))) (range 50)))",
     ];
-    let size = [10_001 * 24, 1_001 * 80, 1_000 * 56, 5_000 * 24];
+    let size = [10_001 * 16, 1_001 * 64, 1_000 * 48, 5_000 * 16];
     for (prog, bytes) in kept.iter().zip(size) {
         assert!(
             peak(prog) >= 50 * bytes,
@@ -277,8 +285,8 @@ fn charged(base: &str, prog: &str) -> u64 {
 }
 
 /// Growing a collection is charged at what it really allocates, before it allocates: the
-/// element (a value is 24 bytes), a map entry (hash, key, value, index slots: 80), a set element
-/// (56), a string built and then copied into its shared form (twice its length), each with a
+/// element (a value is 16 bytes), a map entry (hash, key, value, index slots: 64), a set element
+/// (48), a string built and then copied into its shared form (twice its length), each with a
 /// 64-byte header (counts, container, charge). A shared collection is copied whole with room for
 /// what is added (the vector here); an own one that lacks the room doubles it (the map and the
 /// set, whose last use hands them over). Peaks are measured, so each pair keeps alive what the
@@ -290,7 +298,7 @@ fn growth_is_charged_at_its_real_size_and_at_exactly_the_budget_it_fits() {
         (
             "(let [v (vec (range 1000))] (count v))",
             "(let [v (vec (range 1000))] (count (into v v)))",
-            64 + 2000 * 24,
+            64 + 2000 * 16,
         ),
         (
             "(let [xs (repeat 1000 \"x\") s (apply str xs)] [(count s) (count xs)])",
@@ -300,12 +308,12 @@ fn growth_is_charged_at_its_real_size_and_at_exactly_the_budget_it_fits() {
         (
             "(let [ks (range 100) m (zipmap ks ks)] [(count m) (count ks)])",
             "(let [ks (range 100) m (zipmap ks ks)] [(count (merge m {1000 1})) (count ks)])",
-            64 + 200 * 80,
+            64 + 200 * 64,
         ),
         (
             "(let [xs (range 100) s (set xs)] [(count s) (count xs)])",
             "(let [xs (range 100) s (set xs)] [(count (into s [1000])) (count xs)])",
-            64 + 200 * 56,
+            64 + 200 * 48,
         ),
     ];
     for (base, prog, footprint) in cases {

@@ -269,7 +269,8 @@ fn decode_json_outside_an_evaluation_uses_the_limits_it_is_given() {
 
 #[test]
 fn decode_json_charges_its_own_budget_up_to_exactly_the_limit() {
-    // A string longer than the interned ones is charged its length plus 16 bytes.
+    // A string longer than the interned ones is charged its length plus 24 bytes (its count,
+    // charge and length).
     let string = |len: usize| format!("\"{}\"", "x".repeat(len));
     let limits = Limits {
         max_memory_bytes: 100,
@@ -278,15 +279,15 @@ fn decode_json_charges_its_own_budget_up_to_exactly_the_limit() {
     let mut out = String::new();
     let mut cx = CallContext::new(&limits, None, &mut out);
     assert_eq!(
-        cx.decode_json(string(84).as_bytes()).unwrap().to_string(),
-        string(84)
+        cx.decode_json(string(76).as_bytes()).unwrap().to_string(),
+        string(76)
     );
     // The budget is spent: the next decode, however small, is refused.
     let e = cx.decode_json(string(40).as_bytes()).unwrap_err();
     assert_eq!(e.reason, Reason::MemoryExceeded);
     let mut out = String::new();
     let mut cx = CallContext::new(&limits, None, &mut out);
-    let e = cx.decode_json(string(85).as_bytes()).unwrap_err();
+    let e = cx.decode_json(string(77).as_bytes()).unwrap_err();
     assert_eq!(e.reason, Reason::MemoryExceeded);
 }
 

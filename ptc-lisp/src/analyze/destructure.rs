@@ -126,9 +126,9 @@ impl Analyzer<'_> {
                                     }
                                 };
                                 let key = match &**kw {
-                                    "keys" => Value::Keyword(full),
-                                    "strs" => Value::Str(full),
-                                    _ => Value::Symbol(full),
+                                    "keys" => Value::Keyword(full.into()),
+                                    "strs" => Value::Str(full.into()),
+                                    _ => Value::Symbol(full.into()),
                                 };
                                 let default = match defaults.iter().find(|(d, _)| *d == local) {
                                     Some((_, f)) => Some(Box::new(self.analyze(f, false)?)),

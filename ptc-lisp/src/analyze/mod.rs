@@ -174,8 +174,8 @@ impl<'a> Analyzer<'a> {
             FormKind::Bool(b) => Ok(Node::Const(Value::Bool(*b))),
             FormKind::Int(i) => Ok(Node::Const(Value::Int(*i))),
             FormKind::Float(f) => Ok(Node::Const(Value::Float(*f))),
-            FormKind::Str(s) => Ok(Node::Const(Value::Str(s.clone()))),
-            FormKind::Keyword(k) => Ok(Node::Const(Value::Keyword(k.clone()))),
+            FormKind::Str(s) => Ok(Node::Const(Value::Str(s.into()))),
+            FormKind::Keyword(k) => Ok(Node::Const(Value::Keyword(k.into()))),
             FormKind::Regex(r) => match regex::Regex::new(r) {
                 Ok(re) => Ok(Node::Const(Value::Regex(Arc::new(re)))),
                 Err(e) => Err(LispError::new(
@@ -449,7 +449,7 @@ impl<'a> Analyzer<'a> {
                 None => None,
             };
             return Ok(Node::KwGet(
-                Value::Keyword(k.clone()),
+                Value::Keyword(k.into()),
                 Box::new(target),
                 default,
             ));
@@ -804,7 +804,7 @@ impl<'a> Analyzer<'a> {
                 let mut nodes = Vec::new();
                 for a in args {
                     match &a.kind {
-                        FormKind::Symbol(s) => nodes.push(Node::Const(Value::Symbol(s.clone()))),
+                        FormKind::Symbol(s) => nodes.push(Node::Const(Value::Symbol(s.into()))),
                         _ => nodes.push(self.analyze(a, false)?),
                     }
                 }

@@ -1,14 +1,12 @@
 //! Strings and `clojure.string`. Indexes count Unicode scalar values (chars); a char is a
 //! one-character string. Bad data signals (`parse-long` of junk is nil, `subs` clamps).
 
-use std::sync::Arc;
-
 use super::{Builtin, VARIADIC, b, int_arg, into_items, str_arg, take, type_err};
 use crate::error::{R, Reason, err};
 use crate::eval::Ctx;
 use crate::footprint;
 use crate::printer::Style;
-use crate::value::Value;
+use crate::value::{Text, Value};
 
 pub(crate) const BUILTINS: &[Builtin] = &[
     b!(
@@ -409,8 +407,8 @@ fn check_text(ctx: &Ctx<'_>, len: usize) -> R<()> {
 
 /// Builds a string value after charging its size.
 pub(crate) fn string_value(ctx: &Ctx<'_>, s: String) -> R<Value> {
-    ctx.charge(s.len() as u64 + 16)?;
-    Ok(Value::Str(Arc::from(s)))
+    ctx.charge(footprint::string(s.len()))?;
+    Ok(Value::Str(Text::new(&s)))
 }
 
 fn str_fn(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
@@ -434,7 +432,7 @@ fn str_fn(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
                 s.push_str(part);
             }
         }
-        return Ok(Value::Str(Arc::from(s)));
+        return Ok(Value::Str(Text::new(&s)));
     }
     let mut s = String::new();
     for v in a.iter() {
@@ -595,7 +593,7 @@ fn split(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     {
         parts.remove(0);
     }
-    ctx.charge(parts.iter().map(|p| p.len() as u64 + 16).sum())?;
+    ctx.charge(parts.iter().map(|p| footprint::string(p.len())).sum())?;
     ctx.vector(parts.into_iter().map(|p| Value::Str(p.into())).collect())
 }
 
@@ -608,7 +606,7 @@ fn split_lines(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     while parts.len() > 1 && parts.last().is_some_and(|p| p.is_empty()) {
         parts.pop();
     }
-    ctx.charge(parts.iter().map(|p| p.len() as u64 + 16).sum())?;
+    ctx.charge(parts.iter().map(|p| footprint::string(p.len())).sum())?;
     ctx.vector(parts.into_iter().map(Value::str).collect())
 }
 

@@ -12,9 +12,10 @@ use super::source::{MIN_AHEAD, Source};
 use crate::error::{LispError, Reason};
 use crate::footprint;
 use crate::meter::{Charge, Meter};
-use crate::value::{Charged, FxBuild, Items, MapData, SMALL_MAP, Shape, Value};
+use crate::value::{Charged, FxBuild, INLINE, Items, MapData, SMALL_MAP, Shape, Text, Value};
 
-/// Keys, and strings up to this many bytes, are shared through the intern table.
+/// Keys, and strings up to this many bytes, are shared through the intern table (unless they
+/// are short enough to be stored inline, which costs less than a lookup).
 const MAX_INTERNED_LEN: usize = 32;
 /// The intern table stops growing here: small enough to stay in cache (at 65 536 entries the
 /// probes of a 50 MB trace list missed it and the decode took a fifth longer). Values that
@@ -27,7 +28,7 @@ const HINT_SIDE: usize = 16;
 const SHAPE_SLOTS: usize = 16;
 
 /// An interned string, looked up by the bytes it was decoded from.
-struct Interned(Arc<str>);
+struct Interned(Text);
 
 impl Borrow<[u8]> for Interned {
     fn borrow(&self) -> &[u8] {
@@ -56,27 +57,25 @@ impl Eq for Interned {}
 /// keys of an array of records touch no reference count.
 enum Key {
     Hinted(usize),
-    Own(Arc<str>),
+    Own(Text),
 }
 
 /// A key as a string value.
-fn key_text(hints: &[Option<Arc<str>>], k: Key) -> Arc<str> {
+fn key_text(hints: &[Option<Text>], k: Key) -> Text {
     match k {
-        Key::Hinted(i) => hints[i].clone().unwrap_or_else(|| Arc::from("")),
+        Key::Hinted(i) => hints[i].clone().unwrap_or_else(|| Text::new("")),
         Key::Own(s) => s,
     }
 }
 
 /// Whether a shape's key is this key.
-fn key_is(hints: &[Option<Arc<str>>], shape_key: &Value, k: &Key) -> bool {
+fn key_is(hints: &[Option<Text>], shape_key: &Value, k: &Key) -> bool {
     let Value::Str(a) = shape_key else {
         return false;
     };
     match k {
-        Key::Hinted(i) => hints[*i]
-            .as_ref()
-            .is_some_and(|b| Arc::ptr_eq(a, b) || a == b),
-        Key::Own(b) => Arc::ptr_eq(a, b) || a == b,
+        Key::Hinted(i) => hints[*i].as_ref().is_some_and(|b| a == b),
+        Key::Own(b) => a == b,
     }
 }
 
@@ -98,7 +97,7 @@ struct Decoder<'m, S> {
     count: u64,
     interned: HashSet<Interned, FxBuild>,
     /// The key last seen at each (depth, position) slot, `HINT_SIDE` × `HINT_SIDE` of them.
-    key_hints: Vec<Option<Arc<str>>>,
+    key_hints: Vec<Option<Text>>,
     scratch: Vec<Value>,
     scratch_pairs: Vec<(Key, Value)>,
     /// The keys of the last small object finished at each depth.
@@ -433,7 +432,7 @@ impl<S: Source> Decoder<'_, S> {
                     }
                     Some(Open::Obj(start, key)) => {
                         let start = *start;
-                        let k = key.take().unwrap_or_else(|| Key::Own(Arc::from("")));
+                        let k = key.take().unwrap_or_else(|| Key::Own(Text::new("")));
                         self.scratch_pairs.push((k, v));
                         self.ws()?;
                         match self.src.bytes().get(self.i) {
@@ -537,7 +536,7 @@ impl<S: Source> Decoder<'_, S> {
     }
 
     /// Reads a string body (after the opening quote).
-    fn string(&mut self, key: bool) -> Result<Arc<str>, LispError> {
+    fn string(&mut self, key: bool) -> Result<Text, LispError> {
         let mut start = self.i;
         loop {
             self.i = plain_run_end(self.src.bytes(), self.i);
@@ -570,8 +569,8 @@ impl<S: Source> Decoder<'_, S> {
             match c {
                 b'"' => {
                     self.i += 1;
-                    self.charge(self.buf.len() as u64 + 16)?;
-                    return Ok(self.buf.as_str().into());
+                    self.charge(footprint::string(self.buf.len()))?;
+                    return Ok(Text::new(&self.buf));
                 }
                 b'\\' => {
                     self.i += 1;
@@ -648,16 +647,20 @@ impl<S: Source> Decoder<'_, S> {
         }
     }
 
-    /// The string between `start` and `end` (no escapes), interned when it is a key or short.
-    fn plain_string(&mut self, start: usize, end: usize, key: bool) -> Result<Arc<str>, LispError> {
-        let shared = key || end - start <= MAX_INTERNED_LEN;
-        if shared && let Some(s) = self.interned.get(&self.src.bytes()[start..end]) {
+    /// The string between `start` and `end` (no escapes): inline when it fits, else interned
+    /// when it is a key or short.
+    fn plain_string(&mut self, start: usize, end: usize, key: bool) -> Result<Text, LispError> {
+        let bytes = &self.src.bytes()[start..end];
+        let text = || std::str::from_utf8(bytes).map_err(|_| jerr("invalid UTF-8 in JSON string"));
+        if bytes.len() <= INLINE {
+            return Ok(Text::new(text()?));
+        }
+        let shared = key || bytes.len() <= MAX_INTERNED_LEN;
+        if shared && let Some(s) = self.interned.get(bytes) {
             return Ok(s.0.clone());
         }
-        let s: Arc<str> = std::str::from_utf8(&self.src.bytes()[start..end])
-            .map_err(|_| jerr("invalid UTF-8 in JSON string"))?
-            .into();
-        self.charge((end - start) as u64 + 16)?;
+        let s = Text::new(text()?);
+        self.charge(footprint::string(s.len()))?;
         if shared && self.interned.len() < MAX_INTERNED {
             self.interned.insert(Interned(s.clone()));
         }

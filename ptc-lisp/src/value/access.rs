@@ -147,9 +147,10 @@ pub(crate) fn has_key_flex(target: &Value, k: &Value) -> bool {
 // Sequence views.
 
 fn char_values(s: &str) -> Vec<Value> {
-    s.chars()
-        .map(|c| Value::str(c.encode_utf8(&mut [0; 4])))
-        .collect()
+    // Exactly as many as there are characters: the vector is charged at that length.
+    let mut chars = Vec::with_capacity(s.chars().count());
+    chars.extend(s.chars().map(|c| Value::Str(c.into())));
+    chars
 }
 
 /// The elements of a seqable value: vectors as they are, sets and maps sorted (maps as

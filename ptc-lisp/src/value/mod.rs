@@ -17,6 +17,11 @@ use crate::function::Function;
 use crate::meter::Charge;
 
 pub(crate) mod access;
+mod text;
+
+pub use text::{INLINE, Text};
+
+const _: () = assert!(std::mem::size_of::<Value>() == 16);
 
 /// Maps with at most this many entries are stored as a flat array with linear lookup.
 pub const SMALL_MAP: usize = 12;
@@ -78,11 +83,10 @@ impl Hasher for FxHasher {
 /// Hash builder for [`FxHasher`].
 pub type FxBuild = BuildHasherDefault<FxHasher>;
 
-/// A PTC-Lisp value.
-// A word-sized tag keeps every payload word-aligned, so moving a value is three plain word
-// copies (with a byte tag, `Bool` sits at offset 1 and moves stall on partial stores).
+/// A PTC-Lisp value: 16 bytes, a one-byte tag and its payload (text inline up to
+/// [`text::INLINE`] bytes, numbers, or one pointer at offset 8).
 #[derive(Default)]
-#[repr(u64)]
+#[repr(u8)]
 pub enum Value {
     /// `nil`
     #[default]
@@ -94,11 +98,11 @@ pub enum Value {
     /// IEEE double.
     Float(f64),
     /// A string (chars are one-character strings).
-    Str(Arc<str>),
+    Str(Text),
     /// A keyword, stored without the leading colon (`"a"` or `"ns/a"`).
-    Keyword(Arc<str>),
+    Keyword(Text),
     /// A symbol (a value only when quoted), e.g. `observatory/list-traces`.
-    Symbol(Arc<str>),
+    Symbol(Text),
     /// A vector; every sequence is an eager vector.
     Vector(Arc<Charged<Items>>),
     /// A map.
@@ -110,29 +114,27 @@ pub enum Value {
     /// A compiled regular expression.
     Regex(Arc<regex::Regex>),
     /// A var reference `#'x`, what `def` returns.
-    Var(Arc<str>),
+    Var(Text),
 }
 
-// Written out by hand: the derived clone copies the padding bytes of the small variants with
-// overlapping partial moves, which stalls store forwarding on the evaluator's hottest path.
+// A bitwise copy after taking one more count on whatever the value shares: two word moves,
+// where a clone built variant by variant copies the small variants with partial stores that
+// stall store forwarding on the evaluator's hottest path.
+#[allow(unsafe_code)]
 impl Clone for Value {
     #[inline]
     fn clone(&self) -> Self {
         match self {
-            Value::Nil => Value::Nil,
-            Value::Bool(b) => Value::Bool(*b),
-            Value::Int(i) => Value::Int(*i),
-            Value::Float(f) => Value::Float(*f),
-            Value::Str(s) => Value::Str(Arc::clone(s)),
-            Value::Keyword(s) => Value::Keyword(Arc::clone(s)),
-            Value::Symbol(s) => Value::Symbol(Arc::clone(s)),
-            Value::Vector(v) => Value::Vector(Arc::clone(v)),
-            Value::Map(m) => Value::Map(Arc::clone(m)),
-            Value::Set(s) => Value::Set(Arc::clone(s)),
-            Value::Func(f) => Value::Func(Arc::clone(f)),
-            Value::Regex(r) => Value::Regex(Arc::clone(r)),
-            Value::Var(s) => Value::Var(Arc::clone(s)),
+            Value::Nil | Value::Bool(_) | Value::Int(_) | Value::Float(_) => {}
+            Value::Str(s) | Value::Keyword(s) | Value::Symbol(s) | Value::Var(s) => s.retain(),
+            Value::Vector(v) => std::mem::forget(Arc::clone(v)),
+            Value::Map(m) => std::mem::forget(Arc::clone(m)),
+            Value::Set(s) => std::mem::forget(Arc::clone(s)),
+            Value::Func(f) => std::mem::forget(Arc::clone(f)),
+            Value::Regex(r) => std::mem::forget(Arc::clone(r)),
         }
+        // SAFETY: everything the value owns now has a count for the copy.
+        unsafe { std::ptr::read(self) }
     }
 }
 
@@ -469,9 +471,9 @@ impl MapData {
             }),
             None => {
                 let key = if keyword {
-                    Value::Keyword(Arc::from(name))
+                    Value::Keyword(Text::new(name))
                 } else {
-                    Value::Str(Arc::from(name))
+                    Value::Str(Text::new(name))
                 };
                 self.get(&key)
             }
@@ -605,7 +607,7 @@ impl Value {
             total += word;
             match v {
                 Value::Str(s) | Value::Keyword(s) | Value::Symbol(s) | Value::Var(s) => {
-                    total += s.len() as u64 + 16
+                    total += crate::footprint::string(s.len())
                 }
                 Value::Vector(items) => {
                     total += 32;
@@ -630,15 +632,15 @@ impl Value {
 
     /// A string value.
     pub fn str(s: &str) -> Value {
-        Value::Str(Arc::from(s))
+        Value::Str(Text::new(s))
     }
     /// A keyword value (name without colon).
     pub fn keyword(s: &str) -> Value {
-        Value::Keyword(Arc::from(s))
+        Value::Keyword(Text::new(s))
     }
     /// A symbol value.
     pub fn symbol(s: &str) -> Value {
-        Value::Symbol(Arc::from(s))
+        Value::Symbol(Text::new(s))
     }
     /// A vector value.
     pub fn vector(v: Vec<Value>) -> Value {
@@ -692,9 +694,7 @@ impl Value {
     #[inline]
     pub(crate) fn fast_eq(&self, other: &Value) -> bool {
         match (self, other) {
-            (Value::Keyword(a), Value::Keyword(b)) | (Value::Str(a), Value::Str(b)) => {
-                Arc::ptr_eq(a, b) || a == b
-            }
+            (Value::Keyword(a), Value::Keyword(b)) | (Value::Str(a), Value::Str(b)) => a == b,
             _ => equal(self, other),
         }
     }
