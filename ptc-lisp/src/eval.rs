@@ -17,7 +17,7 @@ use crate::meter::{Bill, Charge, Meter};
 use crate::printer::short;
 use crate::suspend::{Resume, Suspender};
 use crate::value::access::{Seq, get_flex, get_in_place, map_get_flex, seq_items};
-use crate::value::{Charged, Items, MapData, SetData, Value};
+use crate::value::{Charged, Items, MapData, SetData, Text, Value};
 
 pub(crate) struct Frame<'a> {
     pub base: usize,
@@ -340,6 +340,16 @@ impl<'a> Ctx<'a> {
     /// `self.charge(footprint::vector(capacity))`): credited back when it is freed.
     pub(crate) fn paid_vector(&self, values: Vec<Value>, bill: Bill) -> Value {
         Value::Vector(self.paid(Items(values), bill))
+    }
+
+    /// A string of `s`, its shared bytes charged now and credited back when they are freed
+    /// (text stored inline takes nothing beyond its value).
+    pub(crate) fn string(&self, s: &str) -> R<Value> {
+        let charge = match footprint::string(s.len()) {
+            0 => Charge::default(),
+            bytes => self.owned(self.charge(bytes)?),
+        };
+        Ok(Value::Str(Text::charged(s, charge)))
     }
 
     /// A map of `m`, its storage charged now and credited back when it is freed.

@@ -55,12 +55,6 @@ pub(crate) fn string(len: usize) -> u64 {
     if len <= INLINE { 0 } else { 24 + len as u64 }
 }
 
-/// A string of `len` bytes built in a buffer and then copied into its shared form: both exist
-/// for a moment.
-pub(crate) fn built_string(len: usize) -> u64 {
-    HEADER + 2 * len as u64
-}
-
 /// What a built map's storage takes (its entries; keys and values of their own are charged
 /// where they are made).
 pub(crate) fn map_storage(m: &MapData) -> u64 {
@@ -116,6 +110,5 @@ mod tests {
         assert_eq!(string(0), 0);
         assert_eq!(string(INLINE), 0, "inline in its value");
         assert_eq!(string(INLINE + 1), 24 + INLINE as u64 + 1);
-        assert_eq!(built_string(5), HEADER + 10);
     }
 }

@@ -10,8 +10,7 @@ pub struct Limits {
     /// Evaluation steps (function calls and loop iterations) per evaluation (`timeout`).
     pub max_steps: Option<u64>,
     /// Bytes of values the program may hold at once, decoded tool results included
-    /// (`memory_exceeded`). What it frees is given back (strings stay charged until the program
-    /// ends).
+    /// (`memory_exceeded`). What it frees is given back.
     pub max_memory_bytes: u64,
     /// Iterations of one `loop`/`recur` (`loop_limit_exceeded`).
     pub max_loop_iterations: u64,

@@ -181,6 +181,42 @@ fn the_budget_bounds_what_a_program_holds_not_what_it_allocated() {
     );
 }
 
+/// Strings a program builds or decodes and then drops are given back like collections: a loop
+/// that makes a shared string (too long to be inline) each time, or decodes one, holds one at a
+/// time however long it runs; one that keeps them holds them all.
+#[test]
+fn strings_a_program_frees_are_given_back() {
+    let line = "a line too long to be stored inline";
+    let built = |n: usize| {
+        format!(
+            "(loop [i 0 total 0] (if (< i {n}) \
+             (recur (inc i) (+ total (count (str \"{line}\" (mod i 10))))) total))"
+        )
+    };
+    let decoded = |n: usize| {
+        format!(
+            "(loop [i 0 total 0] (if (< i {n}) \
+             (recur (inc i) (+ total (count (first (json/parse-string \"[\\\"{line}\\\"]\"))))) total))"
+        )
+    };
+    let split = |n: usize| {
+        format!(
+            "(loop [i 0 total 0] (if (< i {n}) \
+             (recur (inc i) (+ total (count (split-lines \"{line}\\n{line}\")))) total))"
+        )
+    };
+    let programs: [&dyn Fn(usize) -> String; 3] = [&built, &decoded, &split];
+    for prog in programs {
+        assert_eq!(peak(&prog(1000)), peak(&prog(10)), "{}", prog(1000));
+    }
+    let kept = |n: usize| format!("(count (mapv (fn [i] (str \"{line}\" i)) (range {n})))");
+    let each = 24 + line.len() as u64 + 3;
+    assert!(
+        peak(&kept(1100)) - peak(&kept(100)) >= 1000 * each,
+        "kept strings stay charged"
+    );
+}
+
 /// A vector that grows in place is charged its new room before it grows and gives back the old
 /// room after: `conj`-ing 1,000 elements onto `[]` doubles its room 1, 2, 4, … 1,024 (64 bytes
 /// and 16 per element each), so the most it holds is the last two rooms, at the last growth.
@@ -286,24 +322,27 @@ fn charged(base: &str, prog: &str) -> u64 {
 
 /// Growing a collection is charged at what it really allocates, before it allocates: the
 /// element (a value is 16 bytes), a map entry (hash, key, value, index slots: 64), a set element
-/// (48), a string built and then copied into its shared form (twice its length), each with a
-/// 64-byte header (counts, container, charge). A shared collection is copied whole with room for
-/// what is added (the vector here); an own one that lacks the room doubles it (the map and the
-/// set, whose last use hands them over). Peaks are measured, so each pair keeps alive what the
+/// (48), each with a 64-byte header (counts, container, charge); a string built in a buffer and
+/// then copied into its shared form (its count, charge and length: 24 bytes), both held for a
+/// moment. A shared collection is copied whole with room for what is added (the vector here);
+/// an own one that lacks the room doubles it (the map and the set, whose last use hands them
+/// over). Peaks are measured, so each pair keeps alive what the
 /// growth is built from.
 #[test]
 fn growth_is_charged_at_its_real_size_and_at_exactly_the_budget_it_fits() {
-    let cases = [
+    let text = "x".repeat(1000);
+    let cases: [(&str, &str, u64); 4] = [
         // (into v v): v is shared (the binding holds it), so the copy has room for both.
         (
             "(let [v (vec (range 1000))] (count v))",
             "(let [v (vec (range 1000))] (count (into v v)))",
             64 + 2000 * 16,
         ),
+        // A literal is part of the program: only the joined string is charged.
         (
-            "(let [xs (repeat 1000 \"x\") s (apply str xs)] [(count s) (count xs)])",
-            "(let [xs (repeat 1000 \"x\") s (apply str xs)] [(count (str s s)) (count xs)])",
-            64 + 2 * 2000,
+            &format!("(let [s \"{text}\"] (count s))"),
+            &format!("(let [s \"{text}\"] (count (str s s)))"),
+            2000 + 24 + 2000,
         ),
         (
             "(let [ks (range 100) m (zipmap ks ks)] [(count m) (count ks)])",

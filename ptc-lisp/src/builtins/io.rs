@@ -59,7 +59,7 @@ pub(crate) const BUILTINS: &[Builtin] = &[
         VARIADIC,
         |ctx, a| {
             let s = join(ctx, a, true)? + "\n";
-            super::strings::string_value(ctx, s)
+            ctx.string(&s)
         },
         "(prn-str & xs)"
     ),
@@ -76,7 +76,7 @@ pub(crate) const BUILTINS: &[Builtin] = &[
         VARIADIC,
         |ctx, a| {
             let s = join(ctx, a, false)? + "\n";
-            super::strings::string_value(ctx, s)
+            ctx.string(&s)
         },
         "(println-str & xs)"
     ),
@@ -109,5 +109,5 @@ fn emit(ctx: &mut Ctx<'_>, a: &mut [Value], readable: bool, newline: bool) -> R<
 
 fn render(ctx: &mut Ctx<'_>, a: &mut [Value], readable: bool) -> R<Value> {
     let s = join(ctx, a, readable)?;
-    super::strings::string_value(ctx, s)
+    ctx.string(&s)
 }

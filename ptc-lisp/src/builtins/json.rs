@@ -60,7 +60,7 @@ fn parse_string(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
 fn generate_string(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let mut s = String::new();
     crate::json::encode(&a[0], &mut s, 0, ctx.text_limit()).map_err(Ctl::from)?;
-    super::strings::string_value(ctx, s)
+    ctx.string(&s)
 }
 
 fn parse_lines(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {

@@ -76,31 +76,29 @@ fn re_pattern(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     }
 }
 
-/// The Clojure shape of a match: the string, or [whole g1 g2 ...] when there are groups.
-pub(crate) fn match_value(caps: &regex::Captures<'_>) -> Value {
+/// The Clojure shape of a match: the string, or [whole g1 g2 ...] when there are groups;
+/// charged as it is built.
+pub(crate) fn match_value(ctx: &Ctx<'_>, caps: &regex::Captures<'_>) -> R<Value> {
+    let group = |g: Option<regex::Match<'_>>| match g {
+        Some(m) => ctx.string(m.as_str()),
+        None => Ok(Value::Nil),
+    };
     if caps.len() == 1 {
-        return caps
-            .get(0)
-            .map(|m| Value::str(m.as_str()))
-            .unwrap_or(Value::Nil);
+        return group(caps.get(0));
     }
-    Value::vector(
-        caps.iter()
-            .map(|g| g.map(|m| Value::str(m.as_str())).unwrap_or(Value::Nil))
-            .collect(),
-    )
+    ctx.vector(caps.iter().map(group).collect::<R<Vec<_>>>()?)
 }
 
-fn re_find(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
+fn re_find(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let re = regex_arg(&a[0])?;
     let s = str_arg("re-find", &a[1])?;
-    Ok(re
-        .captures(s)
-        .map(|c| match_value(&c))
-        .unwrap_or(Value::Nil))
+    match re.captures(s) {
+        Some(c) => match_value(ctx, &c),
+        None => Ok(Value::Nil),
+    }
 }
 
-fn re_matches(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
+fn re_matches(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let re = regex_arg(&a[0])?;
     let s = str_arg("re-matches", &a[1])?;
     let anchored = match regex::Regex::new(&format!("^(?:{})$", re.as_str())) {
@@ -109,7 +107,7 @@ fn re_matches(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     };
     match anchored.captures(s) {
         // Re-run the original to keep group numbering (the wrapper group is non-capturing).
-        Some(c) => Ok(match_value(&c)),
+        Some(c) => match_value(ctx, &c),
         None => Ok(Value::Nil),
     }
 }
@@ -117,7 +115,10 @@ fn re_matches(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
 fn re_seq(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let re = regex_arg(&a[0])?;
     let s = str_arg("re-seq", &a[1])?;
-    let v: Vec<Value> = re.captures_iter(s).map(|c| match_value(&c)).collect();
+    let v = re
+        .captures_iter(s)
+        .map(|c| match_value(ctx, &c))
+        .collect::<R<Vec<_>>>()?;
     if v.is_empty() {
         return Ok(Value::Nil);
     }

@@ -4,9 +4,8 @@
 use super::{Builtin, VARIADIC, b, int_arg, into_items, str_arg, take, type_err};
 use crate::error::{R, Reason, err};
 use crate::eval::Ctx;
-use crate::footprint;
 use crate::printer::Style;
-use crate::value::{Text, Value};
+use crate::value::Value;
 
 pub(crate) const BUILTINS: &[Builtin] = &[
     b!(
@@ -61,60 +60,56 @@ pub(crate) const BUILTINS: &[Builtin] = &[
         "clojure.string/trim",
         1,
         1,
-        |c, a| string_value(c, str_arg("trim", &a[0])?.trim().to_string()),
+        |c, a| c.string(str_arg("trim", &a[0])?.trim()),
         "(trim s)"
     ),
     b!(
         "trim",
         1,
         1,
-        |c, a| string_value(c, str_arg("trim", &a[0])?.trim().to_string()),
+        |c, a| c.string(str_arg("trim", &a[0])?.trim()),
         "(trim s)"
     ),
     b!(
         "clojure.string/triml",
         1,
         1,
-        |c, a| string_value(c, str_arg("triml", &a[0])?.trim_start().to_string()),
+        |c, a| c.string(str_arg("triml", &a[0])?.trim_start()),
         "(triml s)"
     ),
     b!(
         "triml",
         1,
         1,
-        |c, a| string_value(c, str_arg("triml", &a[0])?.trim_start().to_string()),
+        |c, a| c.string(str_arg("triml", &a[0])?.trim_start()),
         "(triml s)"
     ),
     b!(
         "clojure.string/trimr",
         1,
         1,
-        |c, a| string_value(c, str_arg("trimr", &a[0])?.trim_end().to_string()),
+        |c, a| c.string(str_arg("trimr", &a[0])?.trim_end()),
         "(trimr s)"
     ),
     b!(
         "trimr",
         1,
         1,
-        |c, a| string_value(c, str_arg("trimr", &a[0])?.trim_end().to_string()),
+        |c, a| c.string(str_arg("trimr", &a[0])?.trim_end()),
         "(trimr s)"
     ),
     b!(
         "clojure.string/trim-newline",
         1,
         1,
-        |_, a| Ok(Value::str(
-            str_arg("trim-newline", &a[0])?.trim_end_matches(['\n', '\r'])
-        )),
+        |c, a| c.string(str_arg("trim-newline", &a[0])?.trim_end_matches(['\n', '\r'])),
         "(trim-newline s)"
     ),
     b!(
         "trim-newline",
         1,
         1,
-        |_, a| Ok(Value::str(
-            str_arg("trim-newline", &a[0])?.trim_end_matches(['\n', '\r'])
-        )),
+        |c, a| c.string(str_arg("trim-newline", &a[0])?.trim_end_matches(['\n', '\r'])),
         "(trim-newline s)"
     ),
     b!("clojure.string/upper-case", 1, 1, upper, "(upper-case s)"),
@@ -137,9 +132,7 @@ pub(crate) const BUILTINS: &[Builtin] = &[
         "clojure.string/reverse",
         1,
         1,
-        |_, a| Ok(Value::str(
-            &str_arg("reverse", &a[0])?.chars().rev().collect::<String>()
-        )),
+        |c, a| c.string(&str_arg("reverse", &a[0])?.chars().rev().collect::<String>()),
         "(clojure.string/reverse s)"
     ),
     b!(
@@ -361,7 +354,7 @@ pub(crate) const BUILTINS: &[Builtin] = &[
         |ctx, a| {
             let mut s = String::new();
             ctx.render(&a[0], &mut s, Style::Str)?;
-            Ok(Value::str(&s))
+            ctx.string(&s)
         },
         "(String/valueOf x)"
     ),
@@ -384,7 +377,7 @@ pub(crate) const BUILTINS: &[Builtin] = &[
         |_, a| {
             let i = int_arg("char", &a[0])?;
             match char::from_u32(i as u32) {
-                Some(c) => Ok(Value::str(c.encode_utf8(&mut [0; 4]))),
+                Some(c) => Ok(Value::Str(c.into())),
                 None => type_err("char", "a code point", &a[0]),
             }
         },
@@ -405,12 +398,6 @@ fn check_text(ctx: &Ctx<'_>, len: usize) -> R<()> {
     Ok(())
 }
 
-/// Builds a string value after charging its size.
-pub(crate) fn string_value(ctx: &Ctx<'_>, s: String) -> R<Value> {
-    ctx.charge(footprint::string(s.len()))?;
-    Ok(Value::Str(Text::new(&s)))
-}
-
 fn str_fn(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     if a.len() == 1
         && let Value::Str(_) = &a[0]
@@ -425,14 +412,17 @@ fn str_fn(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
         });
         let len = len.fold(0usize, usize::saturating_add);
         check_text(ctx, len)?;
-        ctx.charge(footprint::built_string(len))?;
+        // The buffer is held until the string is made from it.
+        let buffer = ctx.owned(ctx.charge(len as u64)?);
         let mut s = String::with_capacity(len);
         for v in a.iter() {
             if let Value::Str(part) = v {
                 s.push_str(part);
             }
         }
-        return Ok(Value::Str(Text::new(&s)));
+        let joined = ctx.string(&s);
+        drop(buffer);
+        return joined;
     }
     let mut s = String::new();
     for v in a.iter() {
@@ -444,7 +434,7 @@ fn str_fn(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
             );
         }
     }
-    string_value(ctx, s)
+    ctx.string(&s)
 }
 
 fn char_range(s: &str, start: i64, end: i64) -> String {
@@ -465,25 +455,25 @@ fn subs(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     } else {
         i64::MAX
     };
-    string_value(ctx, char_range(s, start, end))
+    ctx.string(&char_range(s, start, end))
 }
 
-fn name(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
+fn name(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     match &a[0] {
         Value::Keyword(k) | Value::Symbol(k) => {
-            Ok(Value::str(k.rsplit_once('/').map(|(_, n)| n).unwrap_or(k)))
+            ctx.string(k.rsplit_once('/').map(|(_, n)| n).unwrap_or(k))
         }
         Value::Str(_) => Ok(take(a, 0)),
         other => type_err("name", "a keyword, symbol or string", other),
     }
 }
 
-fn namespace(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
+fn namespace(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     match &a[0] {
-        Value::Keyword(k) | Value::Symbol(k) => Ok(k
-            .rsplit_once('/')
-            .map(|(ns, _)| Value::str(ns))
-            .unwrap_or(Value::Nil)),
+        Value::Keyword(k) | Value::Symbol(k) => match k.rsplit_once('/') {
+            Some((ns, _)) => ctx.string(ns),
+            None => Ok(Value::Nil),
+        },
         other => type_err("namespace", "a keyword or symbol", other),
     }
 }
@@ -542,7 +532,7 @@ fn join(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
         }
         ctx.render(x, &mut s, Style::Str)?;
     }
-    string_value(ctx, s)
+    ctx.string(&s)
 }
 
 fn split(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
@@ -593,8 +583,8 @@ fn split(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     {
         parts.remove(0);
     }
-    ctx.charge(parts.iter().map(|p| footprint::string(p.len())).sum())?;
-    ctx.vector(parts.into_iter().map(|p| Value::Str(p.into())).collect())
+    let parts = parts.iter().map(|p| ctx.string(p)).collect::<R<Vec<_>>>()?;
+    ctx.vector(parts)
 }
 
 fn split_lines(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
@@ -606,27 +596,30 @@ fn split_lines(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     while parts.len() > 1 && parts.last().is_some_and(|p| p.is_empty()) {
         parts.pop();
     }
-    ctx.charge(parts.iter().map(|p| footprint::string(p.len())).sum())?;
-    ctx.vector(parts.into_iter().map(Value::str).collect())
+    let parts = parts
+        .into_iter()
+        .map(|p| ctx.string(p))
+        .collect::<R<Vec<_>>>()?;
+    ctx.vector(parts)
 }
 
 fn upper(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let s = str_arg("upper-case", &a[0])?.to_uppercase();
-    string_value(ctx, s)
+    ctx.string(&s)
 }
 
 fn lower(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let s = str_arg("lower-case", &a[0])?.to_lowercase();
-    string_value(ctx, s)
+    ctx.string(&s)
 }
 
-fn capitalize(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
+fn capitalize(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let s = str_arg("capitalize", &a[0])?;
     let mut chars = s.chars();
-    Ok(Value::str(&match chars.next() {
+    ctx.string(&match chars.next() {
         Some(c) => c.to_uppercase().collect::<String>() + &chars.as_str().to_lowercase(),
         None => String::new(),
-    }))
+    })
 }
 
 fn includes(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
@@ -732,7 +725,7 @@ fn replace_impl(ctx: &mut Ctx<'_>, a: &mut [Value], all: bool) -> R<Value> {
             for caps in re.captures_iter(&s) {
                 let Some(m) = caps.get(0) else { continue };
                 out.push_str(&s[last..m.start()]);
-                let arg = super::regex::match_value(&caps);
+                let arg = super::regex::match_value(ctx, &caps)?;
                 let r = ctx.apply(&f, &mut [arg])?;
                 ctx.render(&r, &mut out, Style::Str)?;
                 last = m.end();
@@ -760,7 +753,7 @@ fn replace_impl(ctx: &mut Ctx<'_>, a: &mut [Value], all: bool) -> R<Value> {
         }
         (m, _) => return type_err("replace", "a string or regex match", m),
     };
-    string_value(ctx, out)
+    ctx.string(&out)
 }
 
 fn java_replacement(r: &str) -> String {
@@ -962,7 +955,7 @@ fn format(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
             out.push_str(&body);
         }
     }
-    string_value(ctx, out)
+    ctx.string(&out)
 }
 
 /// `%.Nf` the way Java's Formatter does it: round the shortest decimal form of the double

@@ -42,14 +42,14 @@ pub(crate) const BUILTINS: &[Builtin] = &[
         ".plusDays",
         2,
         2,
-        |_, a| shift_days(&a[0], &a[1], 1),
+        |c, a| shift_days(c, &a[0], &a[1], 1),
         "(.plusDays date n)"
     ),
     b!(
         ".minusDays",
         2,
         2,
-        |_, a| shift_days(&a[0], &a[1], -1),
+        |c, a| shift_days(c, &a[0], &a[1], -1),
         "(.minusDays date n)"
     ),
     b!(
@@ -261,20 +261,16 @@ fn millis_of(v: &Value) -> Option<i64> {
     }
 }
 
-fn local_date_parse(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
+fn local_date_parse(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     match &a[0] {
-        Value::Str(s) => Ok(parse_date(s)
-            .map(|d| Value::str(&format_date(d)))
-            .unwrap_or(Value::Nil)),
+        Value::Str(s) => date_or_nil(ctx, parse_date(s).map(format_date)),
         other => type_err("LocalDate/parse", "a string", other),
     }
 }
 
-fn instant_parse(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
+fn instant_parse(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     match &a[0] {
-        Value::Str(s) => Ok(parse_instant(s)
-            .map(|m| Value::str(&format_instant(m)))
-            .unwrap_or(Value::Nil)),
+        Value::Str(s) => date_or_nil(ctx, parse_instant(s).map(format_instant)),
         other => type_err("Instant/parse", "a string", other),
     }
 }
@@ -286,7 +282,7 @@ fn duration_between(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     })
 }
 
-fn date_ctor(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
+fn date_ctor(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     let ms = match a.first() {
         Some(v) => int_arg("java.util.Date.", v)?,
         None => std::time::SystemTime::now()
@@ -294,20 +290,29 @@ fn date_ctor(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
             .map(|d| d.as_millis() as i64)
             .unwrap_or(0),
     };
-    Ok(Value::str(&format_instant(ms)))
+    ctx.string(&format_instant(ms))
 }
 
-fn shift_days(v: &Value, n: &Value, sign: i64) -> R<Value> {
+/// A formatted date or instant as a string (charged), or `nil` when there is none.
+fn date_or_nil(ctx: &Ctx<'_>, text: Option<String>) -> R<Value> {
+    match text {
+        Some(t) => ctx.string(&t),
+        None => Ok(Value::Nil),
+    }
+}
+
+fn shift_days(ctx: &Ctx<'_>, v: &Value, n: &Value, sign: i64) -> R<Value> {
     let n = int_arg("plusDays", n)?.saturating_mul(sign);
-    Ok(match v {
-        Value::Str(s) if s.len() == 10 => parse_date(s)
-            .map(|d| Value::str(&format_date(d.saturating_add(n))))
-            .unwrap_or(Value::Nil),
-        Value::Str(s) => parse_instant(s)
-            .map(|m| Value::str(&format_instant(m.saturating_add(n.saturating_mul(DAY_MS)))))
-            .unwrap_or(Value::Nil),
-        other => return type_err("plusDays", "a date", other),
-    })
+    match v {
+        Value::Str(s) if s.len() == 10 => {
+            date_or_nil(ctx, parse_date(s).map(|d| format_date(d.saturating_add(n))))
+        }
+        Value::Str(s) => date_or_nil(
+            ctx,
+            parse_instant(s).map(|m| format_instant(m.saturating_add(n.saturating_mul(DAY_MS)))),
+        ),
+        other => type_err("plusDays", "a date", other),
+    }
 }
 
 fn compare_times(a: &Value, b: &Value, before: bool) -> R<Value> {

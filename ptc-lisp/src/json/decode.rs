@@ -199,8 +199,8 @@ impl<S: Source> Decoder<'_, S> {
         Ok(())
     }
 
-    /// Charges one collection's storage (as [`Decoder::charge`]): what the collection keeps, to
-    /// be credited back when it is freed, when decoding for a program.
+    /// Charges one collection's or shared string's storage (as [`Decoder::charge`]): what it
+    /// keeps, to be credited back when it is freed, when decoding for a program.
     fn charge_storage(&mut self, n: u64) -> Result<Charge, LispError> {
         self.charge(n)?;
         let Some(meter) = self.meter else {
@@ -569,8 +569,8 @@ impl<S: Source> Decoder<'_, S> {
             match c {
                 b'"' => {
                     self.i += 1;
-                    self.charge(footprint::string(self.buf.len()))?;
-                    return Ok(Text::new(&self.buf));
+                    let charge = self.charge_storage(footprint::string(self.buf.len()))?;
+                    return Ok(Text::charged(&self.buf, charge));
                 }
                 b'\\' => {
                     self.i += 1;
@@ -650,17 +650,17 @@ impl<S: Source> Decoder<'_, S> {
     /// The string between `start` and `end` (no escapes): inline when it fits, else interned
     /// when it is a key or short.
     fn plain_string(&mut self, start: usize, end: usize, key: bool) -> Result<Text, LispError> {
-        let bytes = &self.src.bytes()[start..end];
-        let text = || std::str::from_utf8(bytes).map_err(|_| jerr("invalid UTF-8 in JSON string"));
-        if bytes.len() <= INLINE {
-            return Ok(Text::new(text()?));
+        let utf8 = |b| std::str::from_utf8(b).map_err(|_| jerr("invalid UTF-8 in JSON string"));
+        let len = end - start;
+        if len <= INLINE {
+            return Ok(Text::new(utf8(&self.src.bytes()[start..end])?));
         }
-        let shared = key || bytes.len() <= MAX_INTERNED_LEN;
-        if shared && let Some(s) = self.interned.get(bytes) {
+        let shared = key || len <= MAX_INTERNED_LEN;
+        if shared && let Some(s) = self.interned.get(&self.src.bytes()[start..end]) {
             return Ok(s.0.clone());
         }
-        let s = Text::new(text()?);
-        self.charge(footprint::string(s.len()))?;
+        let charge = self.charge_storage(footprint::string(len))?;
+        let s = Text::charged(utf8(&self.src.bytes()[start..end])?, charge);
         if shared && self.interned.len() < MAX_INTERNED {
             self.interned.insert(Interned(s.clone()));
         }
@@ -716,8 +716,8 @@ pub(crate) fn decode(
 }
 
 /// Decodes JSON for a running program: within what is left of its budget, charged to its
-/// meter (a collection's storage as it is made, credited back when it is freed; strings for the
-/// rest of the program).
+/// meter (a collection's or shared string's storage as it is made, credited back when it is
+/// freed).
 pub(crate) fn decode_for(
     meter: &Meter<'_>,
     bytes: &[u8],
