@@ -8,7 +8,7 @@ use crate::ast::{Bind, Node};
 use crate::error::{LispError, Reason};
 use crate::reader::{Form, FormKind};
 use crate::sugar::invalid;
-use crate::value::Value;
+use crate::value::{Text, Value};
 
 impl Analyzer<'_> {
     /// Binds a (possibly destructuring) pattern to `init`, appending sequential bindings.
@@ -126,9 +126,9 @@ impl Analyzer<'_> {
                                     }
                                 };
                                 let key = match &**kw {
-                                    "keys" => Value::Keyword(full.into()),
-                                    "strs" => Value::Str(full.into()),
-                                    _ => Value::Symbol(full.into()),
+                                    "keys" => Value::Keyword(Text::new(&full)),
+                                    "strs" => Value::Str(Text::new(&full)),
+                                    _ => Value::Symbol(Text::new(&full)),
                                 };
                                 let default = match defaults.iter().find(|(d, _)| *d == local) {
                                     Some((_, f)) => Some(Box::new(self.analyze(f, false)?)),

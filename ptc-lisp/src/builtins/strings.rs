@@ -4,8 +4,9 @@
 use super::{Builtin, VARIADIC, b, int_arg, into_items, str_arg, take, type_err};
 use crate::error::{R, Reason, err};
 use crate::eval::Ctx;
+use crate::footprint;
 use crate::printer::Style;
-use crate::value::Value;
+use crate::value::{Text, Value};
 
 pub(crate) const BUILTINS: &[Builtin] = &[
     b!(
@@ -412,17 +413,19 @@ fn str_fn(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
         });
         let len = len.fold(0usize, usize::saturating_add);
         check_text(ctx, len)?;
-        // The buffer is held until the string is made from it.
+        // The buffer and the string made from it are both charged before either is allocated;
+        // the buffer's charge comes back when it is freed.
         let buffer = ctx.owned(ctx.charge(len as u64)?);
+        let text = ctx.charge(footprint::string(len))?;
         let mut s = String::with_capacity(len);
         for v in a.iter() {
             if let Value::Str(part) = v {
                 s.push_str(part);
             }
         }
-        let joined = ctx.string(&s);
+        let joined = Value::Str(Text::charged(&s, ctx.owned(text)));
         drop(buffer);
-        return joined;
+        return Ok(joined);
     }
     let mut s = String::new();
     for v in a.iter() {

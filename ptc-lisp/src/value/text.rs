@@ -16,10 +16,8 @@
 //! hold a pointer and 14 bytes of text in 15 bytes any other way. Each block says why it holds.
 #![allow(unsafe_code)]
 
-use std::borrow::Borrow;
 use std::cmp::Ordering;
 use std::fmt;
-use std::hash::{Hash, Hasher};
 use std::mem::ManuallyDrop;
 use std::ops::Deref;
 
@@ -149,18 +147,6 @@ impl Deref for Text {
     }
 }
 
-impl Borrow<str> for Text {
-    fn borrow(&self) -> &str {
-        self.as_str()
-    }
-}
-
-impl AsRef<str> for Text {
-    fn as_ref(&self) -> &str {
-        self.as_str()
-    }
-}
-
 impl PartialEq for Text {
     #[inline]
     fn eq(&self, other: &Text) -> bool {
@@ -171,12 +157,6 @@ impl PartialEq for Text {
 }
 impl Eq for Text {}
 
-impl PartialEq<str> for Text {
-    fn eq(&self, other: &str) -> bool {
-        self.as_str() == other
-    }
-}
-
 impl PartialOrd for Text {
     fn partial_cmp(&self, other: &Text) -> Option<Ordering> {
         Some(self.cmp(other))
@@ -185,12 +165,6 @@ impl PartialOrd for Text {
 impl Ord for Text {
     fn cmp(&self, other: &Text) -> Ordering {
         self.as_str().cmp(other.as_str())
-    }
-}
-
-impl Hash for Text {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        self.as_str().hash(state);
     }
 }
 
@@ -215,24 +189,6 @@ impl From<&str> for Text {
 
 impl From<String> for Text {
     fn from(s: String) -> Text {
-        Text::new(&s)
-    }
-}
-
-impl From<&String> for Text {
-    fn from(s: &String) -> Text {
-        Text::new(s)
-    }
-}
-
-impl From<Box<str>> for Text {
-    fn from(s: Box<str>) -> Text {
-        Text::new(&s)
-    }
-}
-
-impl From<std::sync::Arc<str>> for Text {
-    fn from(s: std::sync::Arc<str>) -> Text {
         Text::new(&s)
     }
 }
@@ -279,6 +235,8 @@ mod tests {
         assert_ne!(Text::new("a"), Text::new("a\0"));
         assert_eq!(Text::new("").as_str(), "");
         assert!(Text::new("b") > Text::new("a") && Text::new(&long) > Text::new("a"));
+        assert_eq!(format!("{:?}", Text::new("a\"b")), r#""a\"b""#);
+        assert_eq!(format!("{}", Text::new(&long)), long);
     }
 
     #[test]
