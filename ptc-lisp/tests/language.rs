@@ -436,6 +436,11 @@ fn java_date_time_interop() {
             "\"2024-03-01\"",
         ),
         ("(.minusDays \"2024-01-01\" 1)", "\"2023-12-31\""),
+        // An instant shifts by whole days and stays an instant.
+        (
+            "(.plusDays \"2024-02-28T10:00:00Z\" 2)",
+            "\"2024-03-01T10:00:00Z\"",
+        ),
         ("(LocalDate/parse \"2024-02-30\")", "nil"),
         ("(.toEpochDay \"1970-01-02\")", "1"),
         (

@@ -786,8 +786,10 @@ pub(super) fn decode_from<S: Source>(
 #[cfg(test)]
 mod tests {
     use super::super::source::{Streamed, WINDOW};
-    use super::{MAX_INTERNED, decode, decode_from, plain_run_end};
+    use super::{MAX_INTERNED, MAX_INTERNED_LEN, decode, decode_from, plain_run_end};
     use crate::error::LispError;
+    use crate::footprint;
+    use crate::value::INLINE;
     use crate::value::Value;
 
     const DEPTH: usize = 64;
@@ -935,6 +937,44 @@ mod tests {
 
     /// The word-at-a-time scan stops exactly where a byte-at-a-time one would, for every
     /// special byte at every offset, among plain bytes of every kind (ASCII, UTF-8, 0x7f).
+    /// A string repeated through a document is stored once when it is short enough to be
+    /// interned (charged once), stored inline at no cost when shorter still, and stored (and
+    /// charged) every time when longer; keys are interned at any length.
+    #[test]
+    fn repeated_strings_are_charged_once_when_interned_and_never_when_inline() {
+        let used = |doc: &str| decode(doc.as_bytes(), DEPTH, u64::MAX, None).unwrap().1;
+        let array = |s: &str| format!("[{}]", vec![format!("\"{s}\""); 100].join(","));
+        let vector = footprint::vector(100);
+        for len in [
+            1,
+            INLINE,
+            INLINE + 1,
+            MAX_INTERNED_LEN,
+            MAX_INTERNED_LEN + 1,
+        ] {
+            let s = "s".repeat(len);
+            let copies = match len {
+                l if l <= INLINE => 0,
+                l if l <= MAX_INTERNED_LEN => 1,
+                _ => 100,
+            };
+            assert_eq!(
+                used(&array(&s)),
+                vector + copies * footprint::string(len),
+                "{len} bytes"
+            );
+        }
+        // One object per key: a key longer than any interned value is stored once.
+        let key = "k".repeat(MAX_INTERNED_LEN + 1);
+        let objects = format!("[{}]", vec![format!("{{\"{key}\": 1}}"); 2].join(","));
+        let one = format!("[{{\"{key}\": 1}}]");
+        assert_eq!(
+            used(&objects) - used(&one),
+            footprint::record(1) + footprint::VALUE,
+            "the second object shares the first one's key (and its shape)"
+        );
+    }
+
     #[test]
     fn plain_runs_end_at_the_first_special_byte() {
         let scalar = |b: &[u8], i: usize| {

@@ -1049,6 +1049,19 @@ mod tests {
     }
 
     #[test]
+    fn text_takes_room_beyond_its_value_only_when_it_is_too_long_to_be_inline() {
+        let inline = "x".repeat(INLINE);
+        assert_eq!(Value::str(&inline).approx_size(), 16);
+        assert_eq!(Value::keyword(&inline).approx_size(), 16);
+        let shared = "x".repeat(INLINE + 1);
+        assert_eq!(Value::str(&shared).approx_size(), 16 + 24 + 15);
+        assert_eq!(
+            Value::vector(vec![Value::str(&shared), Value::Int(1)]).approx_size(),
+            16 + 32 + (16 + 24 + 15) + 16
+        );
+    }
+
+    #[test]
     fn a_map_regrown_has_the_room_asked_and_the_same_entries() {
         let shape = Arc::new(Shape::new(vec![Value::str("a"), Value::str("b")].into()));
         let record = MapData::Record(shape, vec![Value::Int(1), Value::Int(2)].into());
