@@ -1249,8 +1249,9 @@ impl<'a> Ctx<'a> {
         match answer {
             None => err(Reason::UnboundVar, format!("no host provides {ns}/{name}")),
             Some(Ok(HostValue::Value(v))) => {
-                // Host-built values count against the budget like decoded ones.
-                self.charge(v.approx_size())?;
+                // Host-built values count against the budget like decoded ones; the walk stops
+                // once it is known not to fit.
+                self.charge(v.approx_size(self.shared.meter.left()))?;
                 Ok(v)
             }
             Some(Ok(HostValue::Json(bytes))) => self.decode_json(&bytes),

@@ -655,15 +655,16 @@ impl<S: Source> Decoder<'_, S> {
         if len <= INLINE {
             return Ok(Text::new(utf8(&self.src.bytes()[start..end])?));
         }
-        let shared = key || len <= MAX_INTERNED_LEN;
-        if shared && let Some(s) = self.interned.get(&self.src.bytes()[start..end]) {
+        let interned = key || len <= MAX_INTERNED_LEN;
+        if interned && let Some(s) = self.interned.get(&self.src.bytes()[start..end]) {
             return Ok(s.0.clone());
         }
         let charge = self.charge_storage(footprint::string(len))?;
         let s = Text::charged(utf8(&self.src.bytes()[start..end])?, charge);
-        if shared && self.interned.len() < MAX_INTERNED {
-            self.interned.insert(Interned(s.clone()));
+        if !interned || self.interned.len() == MAX_INTERNED {
+            return Ok(s);
         }
+        self.interned.insert(Interned(s.clone()));
         Ok(s)
     }
 
@@ -964,6 +965,19 @@ mod tests {
                 "{len} bytes"
             );
         }
+        // The table keeps its first MAX_INTERNED strings: the next one is stored every time.
+        let distinct: Vec<String> = (0..=MAX_INTERNED).map(|i| format!("\"{i:020}\"")).collect();
+        let doc = format!("[{},{}]", distinct.join(","), distinct[MAX_INTERNED]);
+        assert_eq!(
+            used(&doc),
+            footprint::vector(MAX_INTERNED + 2) + (MAX_INTERNED as u64 + 2) * footprint::string(20)
+        );
+        let doc = format!("[{},{}]", distinct.join(","), distinct[MAX_INTERNED - 1]);
+        assert_eq!(
+            used(&doc),
+            footprint::vector(MAX_INTERNED + 2) + (MAX_INTERNED as u64 + 1) * footprint::string(20),
+            "the last string the table keeps is found again"
+        );
         // One object per key: a key longer than any interned value is stored once.
         let key = "k".repeat(MAX_INTERNED_LEN + 1);
         let objects = format!("[{}]", vec![format!("{{\"{key}\": 1}}"); 2].join(","));

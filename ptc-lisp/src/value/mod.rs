@@ -593,15 +593,15 @@ impl SetData {
 
 impl Value {
     /// Approximate bytes held by this value and everything it references (shared parts counted
-    /// each time they are reachable); walks with an explicit stack, so depth does not matter.
-    pub fn approx_size(&self) -> u64 {
+    /// each time they are reachable), or a size past `cap` once it is known to pass it: shared
+    /// structure can make the reachable size astronomical, and the walk stops there. Walks with
+    /// an explicit stack, so depth does not matter.
+    pub fn approx_size(&self, cap: u64) -> u64 {
         let word = std::mem::size_of::<Value>() as u64;
         let mut total = 0u64;
         let mut stack: Vec<&Value> = vec![self];
         while let Some(v) = stack.pop() {
-            // Shared structure can make the reachable size astronomical: stop once it is
-            // far beyond any memory budget.
-            if total > 1 << 42 {
+            if total > cap {
                 return total;
             }
             total += word;
@@ -1051,14 +1051,37 @@ mod tests {
     #[test]
     fn text_takes_room_beyond_its_value_only_when_it_is_too_long_to_be_inline() {
         let inline = "x".repeat(INLINE);
-        assert_eq!(Value::str(&inline).approx_size(), 16);
-        assert_eq!(Value::keyword(&inline).approx_size(), 16);
+        assert_eq!(Value::str(&inline).approx_size(u64::MAX), 16);
+        assert_eq!(Value::keyword(&inline).approx_size(u64::MAX), 16);
         let shared = "x".repeat(INLINE + 1);
-        assert_eq!(Value::str(&shared).approx_size(), 16 + 24 + 15);
+        assert_eq!(Value::str(&shared).approx_size(u64::MAX), 16 + 24 + 15);
         assert_eq!(
-            Value::vector(vec![Value::str(&shared), Value::Int(1)]).approx_size(),
+            Value::vector(vec![Value::str(&shared), Value::Int(1)]).approx_size(u64::MAX),
             16 + 32 + (16 + 24 + 15) + 16
         );
+        assert_eq!(
+            Value::map_from(vec![(Value::str(&shared), Value::Int(1))]).approx_size(u64::MAX),
+            16 + 32 + (16 + 24 + 15) + 16
+        );
+        assert_eq!(
+            Value::set_from(vec![Value::str(&shared), Value::Int(1)]).approx_size(u64::MAX),
+            16 + 32 + (16 + 24 + 15) + 16
+        );
+    }
+
+    /// Shared structure reachable 64^8 times is not walked: the size stops just past the cap.
+    #[test]
+    fn the_size_of_hugely_shared_structure_stops_past_its_cap() {
+        let mut v = Value::vector((0..64).map(Value::Int).collect());
+        for _ in 0..8 {
+            v = Value::vector(vec![v; 64]);
+        }
+        let size = v.approx_size(1 << 20);
+        assert!(size > 1 << 20 && size <= (1 << 20) + 48, "{size}");
+        // A value whose walk reaches exactly its cap is walked on: its size passes the cap.
+        let pair = Value::vector(vec![Value::Int(1), Value::Int(2)]);
+        assert_eq!(pair.approx_size(u64::MAX), 80);
+        assert_eq!(pair.approx_size(64), 80);
     }
 
     #[test]
