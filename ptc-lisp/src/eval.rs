@@ -352,6 +352,11 @@ impl<'a> Ctx<'a> {
         Ok(Value::Str(Text::charged(s, charge)))
     }
 
+    /// A string of `s` ([`Ctx::string`]), or `nil` when there is none.
+    pub(crate) fn string_or_nil(&self, s: Option<&str>) -> R<Value> {
+        s.map_or(Ok(Value::Nil), |s| self.string(s))
+    }
+
     /// A map of `m`, its storage charged now and credited back when it is freed.
     pub(crate) fn map(&self, m: MapData) -> R<Value> {
         let bill = self.charge(footprint::map_storage(&m))?;

@@ -3,20 +3,19 @@
 //! A program reserves as it grows, a chunk at a time, and gives everything back when it ends
 //! (however it ends), so a thousand programs in flight hold what they use, not what they may.
 //!
-//! A charge for a collection's or a shared string's own storage is given to it ([`Meter::own`]) and
-//! credited back when it is freed, so the budget bounds what a program holds, not what it has
-//! allocated over its life. Only the exact bytes charged for that one allocation come back, and
+//! A charge for a collection's or a shared string's own storage is given to it ([`Meter::own`])
+//! and credited back when it is freed, so the budget bounds what a program holds, not what it
+//! has allocated over its life. Only the exact bytes charged for that one allocation come back, and
 //! only once: a charge is not cloned with its collection, and a charge covering several values
 //! (or a value's elements) is never given to one of them, so no program is credited more than
 //! it was charged for what it freed.
 //!
 //! A charge is 8 bytes (every collection and shared string carries one, decoded tool results
-//! included): its bytes
-//! and its meter's id. It is credited to the meter of the program running on the thread that
-//! frees it ([`Meter::enter`]) when that is its own: a program runs on one thread, its `pmap`
-//! branches included, and its driver steps it out while it is suspended. A charge freed elsewhere (by the
-//! host, after its program) stays charged to a meter that is gone or that counts on, which is
-//! the safe side. Ids are 32 bits: only a value kept four billion programs later on the same
+//! included): its bytes and its meter's id. It is credited to the meter of the program running
+//! on the thread that frees it ([`Meter::enter`]) when that is its own: a program runs on one
+//! thread, its `pmap` branches included, and its driver steps it out while it is suspended. A
+//! charge freed elsewhere (by the host, after its program) stays charged to a meter that is gone
+//! or that counts on, which is the safe side. Ids are 32 bits: only a value kept four billion programs later on the same
 //! thread could meet its id again.
 
 use std::cell::Cell;

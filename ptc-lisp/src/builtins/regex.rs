@@ -79,10 +79,7 @@ fn re_pattern(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
 /// The Clojure shape of a match: the string, or [whole g1 g2 ...] when there are groups;
 /// charged as it is built.
 pub(crate) fn match_value(ctx: &Ctx<'_>, caps: &regex::Captures<'_>) -> R<Value> {
-    let group = |g: Option<regex::Match<'_>>| match g {
-        Some(m) => ctx.string(m.as_str()),
-        None => Ok(Value::Nil),
-    };
+    let group = |g: Option<regex::Match<'_>>| ctx.string_or_nil(g.map(|m| m.as_str()));
     if caps.len() == 1 {
         return group(caps.get(0));
     }

@@ -263,14 +263,14 @@ fn millis_of(v: &Value) -> Option<i64> {
 
 fn local_date_parse(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     match &a[0] {
-        Value::Str(s) => date_or_nil(ctx, parse_date(s).map(format_date)),
+        Value::Str(s) => ctx.string_or_nil(parse_date(s).map(format_date).as_deref()),
         other => type_err("LocalDate/parse", "a string", other),
     }
 }
 
 fn instant_parse(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     match &a[0] {
-        Value::Str(s) => date_or_nil(ctx, parse_instant(s).map(format_instant)),
+        Value::Str(s) => ctx.string_or_nil(parse_instant(s).map(format_instant).as_deref()),
         other => type_err("Instant/parse", "a string", other),
     }
 }
@@ -293,23 +293,18 @@ fn date_ctor(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     ctx.string(&format_instant(ms))
 }
 
-/// A formatted date or instant as a string (charged), or `nil` when there is none.
-fn date_or_nil(ctx: &Ctx<'_>, text: Option<String>) -> R<Value> {
-    match text {
-        Some(t) => ctx.string(&t),
-        None => Ok(Value::Nil),
-    }
-}
-
 fn shift_days(ctx: &Ctx<'_>, v: &Value, n: &Value, sign: i64) -> R<Value> {
     let n = int_arg("plusDays", n)?.saturating_mul(sign);
     match v {
-        Value::Str(s) if s.len() == 10 => {
-            date_or_nil(ctx, parse_date(s).map(|d| format_date(d.saturating_add(n))))
-        }
-        Value::Str(s) => date_or_nil(
-            ctx,
-            parse_instant(s).map(|m| format_instant(m.saturating_add(n.saturating_mul(DAY_MS)))),
+        Value::Str(s) if s.len() == 10 => ctx.string_or_nil(
+            parse_date(s)
+                .map(|d| format_date(d.saturating_add(n)))
+                .as_deref(),
+        ),
+        Value::Str(s) => ctx.string_or_nil(
+            parse_instant(s)
+                .map(|m| format_instant(m.saturating_add(n.saturating_mul(DAY_MS))))
+                .as_deref(),
         ),
         other => type_err("plusDays", "a date", other),
     }

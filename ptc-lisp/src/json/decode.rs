@@ -790,8 +790,7 @@ mod tests {
     use super::{MAX_INTERNED, MAX_INTERNED_LEN, decode, decode_from, plain_run_end};
     use crate::error::LispError;
     use crate::footprint;
-    use crate::value::INLINE;
-    use crate::value::Value;
+    use crate::value::{INLINE, Value};
 
     const DEPTH: usize = 64;
     const BUDGET: u64 = 1 << 30;
@@ -936,8 +935,6 @@ mod tests {
         assert_eq!(e.message(), "cannot read the JSON input: disk on fire");
     }
 
-    /// The word-at-a-time scan stops exactly where a byte-at-a-time one would, for every
-    /// special byte at every offset, among plain bytes of every kind (ASCII, UTF-8, 0x7f).
     /// A string repeated through a document is stored once when it is short enough to be
     /// interned (charged once), stored inline at no cost when shorter still, and stored (and
     /// charged) every time when longer; keys are interned at any length.
@@ -989,6 +986,8 @@ mod tests {
         );
     }
 
+    /// The word-at-a-time scan stops exactly where a byte-at-a-time one would, for every
+    /// special byte at every offset, among plain bytes of every kind (ASCII, UTF-8, 0x7f).
     #[test]
     fn plain_runs_end_at_the_first_special_byte() {
         let scalar = |b: &[u8], i: usize| {

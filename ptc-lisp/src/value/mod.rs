@@ -84,7 +84,7 @@ impl Hasher for FxHasher {
 pub type FxBuild = BuildHasherDefault<FxHasher>;
 
 /// A PTC-Lisp value: 16 bytes, a one-byte tag and its payload (text inline up to
-/// [`text::INLINE`] bytes, numbers, or one pointer at offset 8).
+/// [`INLINE`] bytes, numbers, or one pointer at offset 8).
 #[derive(Default)]
 #[repr(u8)]
 pub enum Value {
