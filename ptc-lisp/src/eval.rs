@@ -17,7 +17,7 @@ use crate::meter::{Bill, Charge, Meter};
 use crate::printer::short;
 use crate::suspend::{Resume, Suspender};
 use crate::value::access::{Seq, get_flex, get_in_place, map_get_flex, seq_items};
-use crate::value::{Charged, Items, MapData, SetData, Text, Value};
+use crate::value::{Charged, CollArc, Items, MapData, SetData, Text, Value};
 
 pub(crate) struct Frame<'a> {
     pub base: usize,
@@ -397,8 +397,8 @@ impl<'a> Ctx<'a> {
     }
 
     /// Storage that `bill` paid for, and nothing else did: credited back when it is freed.
-    pub(crate) fn paid<T>(&self, data: T, bill: Bill) -> Arc<Charged<T>> {
-        Arc::new(Charged::new(data, self.owned(bill)))
+    pub(crate) fn paid<T>(&self, data: T, bill: Bill) -> CollArc<Charged<T>> {
+        CollArc::new(Charged::new(data, self.owned(bill)))
     }
 
     /// The charge of something `bill` paid for, and nothing else did, to be kept with it.
@@ -411,11 +411,11 @@ impl<'a> Ctx<'a> {
     /// that lacks the room grows (its new room is charged).
     pub(crate) fn grow_vector<'v>(
         &self,
-        items: &'v mut Arc<Charged<Items>>,
+        items: &'v mut CollArc<Charged<Items>>,
         extra: usize,
     ) -> R<&'v mut Vec<Value>> {
         let need = items.len().saturating_add(extra);
-        if Arc::get_mut(items).is_none() {
+        if CollArc::get_mut(items).is_none() {
             let bill = self.charge(footprint::vector(need))?;
             let mut copy = Vec::with_capacity(need);
             copy.extend_from_slice(items);
@@ -423,24 +423,24 @@ impl<'a> Ctx<'a> {
         } else if items.capacity() < need {
             let room = need.max(items.capacity().saturating_mul(2));
             let bill = self.charge(footprint::vector(room))?;
-            let own = Arc::make_mut(items);
+            let own = CollArc::make_mut(items);
             let len = own.len();
             own.reserve_exact(room - len);
             // Growing moved the elements out of the old storage, freed now: its charge comes back.
             own.recharge(self.owned(bill));
         }
-        Ok(&mut Arc::make_mut(items).0)
+        Ok(&mut CollArc::make_mut(items).0)
     }
 
     /// A map that `extra` more entries will be added to, charged first as [`Ctx::grow_vector`]
     /// charges a vector.
     pub(crate) fn grow_map<'m>(
         &self,
-        m: &'m mut Arc<Charged<MapData>>,
+        m: &'m mut CollArc<Charged<MapData>>,
         extra: usize,
     ) -> R<&'m mut MapData> {
         let need = m.len().saturating_add(extra);
-        if Arc::get_mut(m).is_none() {
+        if CollArc::get_mut(m).is_none() {
             let bill = self.charge(footprint::map_room(need))?;
             let mut copy = MapData::with_capacity(need);
             for (k, v) in m.iter() {
@@ -450,22 +450,22 @@ impl<'a> Ctx<'a> {
         } else if m.capacity() < need {
             let room = need.max(m.capacity().saturating_mul(2));
             let bill = self.charge(footprint::map_room(room))?;
-            let own = Arc::make_mut(m);
+            let own = CollArc::make_mut(m);
             own.regrow(room);
             own.recharge(self.owned(bill));
         }
-        Ok(&mut **Arc::make_mut(m))
+        Ok(&mut **CollArc::make_mut(m))
     }
 
     /// A set that `extra` more elements will be added to, charged first as [`Ctx::grow_vector`]
     /// charges a vector.
     pub(crate) fn grow_set<'s>(
         &self,
-        s: &'s mut Arc<Charged<SetData>>,
+        s: &'s mut CollArc<Charged<SetData>>,
         extra: usize,
     ) -> R<&'s mut SetData> {
         let need = s.0.len().saturating_add(extra);
-        if Arc::get_mut(s).is_none() {
+        if CollArc::get_mut(s).is_none() {
             let bill = self.charge(footprint::set(need))?;
             let mut copy = indexmap::IndexSet::with_capacity_and_hasher(need, Default::default());
             copy.extend(s.0.iter().cloned());
@@ -473,12 +473,12 @@ impl<'a> Ctx<'a> {
         } else if s.0.capacity() < need {
             let room = need.max(s.0.capacity().saturating_mul(2));
             let bill = self.charge(footprint::set(room))?;
-            let own = Arc::make_mut(s);
+            let own = CollArc::make_mut(s);
             let len = own.0.len();
             own.0.reserve(room - len);
             own.recharge(self.owned(bill));
         }
-        Ok(&mut **Arc::make_mut(s))
+        Ok(&mut **CollArc::make_mut(s))
     }
 
     /// Bytes left in the memory budget (a bound for text a builtin may build).

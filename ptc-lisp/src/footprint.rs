@@ -4,14 +4,24 @@
 //! program stopped by `memory_exceeded` never held much more than its budget. Charges are
 //! given back when the value is freed (see `meter`), so they count what a program holds.
 
-use crate::value::{INLINE, MapData, SMALL_MAP, SetData, Value};
+use crate::value::{Charged, INLINE, Items, MapData, SMALL_MAP, SetData, Value};
 
 /// One vector element.
 pub(crate) const VALUE: u64 = std::mem::size_of::<Value>() as u64;
 
-/// A collection's own allocation: the `Arc` counts, the container's header and its charge
-/// (48 bytes for a vector, 56 for a map; rounded up, as the allocator's blocks are).
-pub(crate) const HEADER: u64 = 64;
+/// A collection's own block: its count, its container and its charge (`CollArc<Charged<T>>`).
+const fn block<T>() -> u64 {
+    (8 + std::mem::size_of::<Charged<T>>()) as u64
+}
+
+/// A vector's own block (40 bytes, a size the allocator has a class for).
+pub(crate) const VECTOR_BLOCK: u64 = block::<Items>();
+
+/// A map's own block (40 bytes).
+pub(crate) const MAP_BLOCK: u64 = block::<MapData>();
+
+/// A set's own block (72 bytes).
+pub(crate) const SET_BLOCK: u64 = block::<SetData>();
 
 /// One map entry in a hash map: its hash, key and value, and about two index slots (a table is
 /// at most 7/8 full and grows by doubling).
@@ -22,23 +32,23 @@ pub(crate) const SET_ENTRY: u64 = 8 + VALUE + 2 * 8 + 8;
 
 /// A vector with room for `n` elements.
 pub(crate) fn vector(n: usize) -> u64 {
-    HEADER + n as u64 * VALUE
+    VECTOR_BLOCK + n as u64 * VALUE
 }
 
 /// A map with room for `n` entries.
 pub(crate) fn map(n: usize) -> u64 {
-    HEADER + n as u64 * MAP_ENTRY
+    MAP_BLOCK + n as u64 * MAP_ENTRY
 }
 
 /// A map of `n` values whose keys are a shared shape ([`MapData::Record`]).
 pub(crate) fn record(n: usize) -> u64 {
-    HEADER + n as u64 * VALUE
+    MAP_BLOCK + n as u64 * VALUE
 }
 
 /// A map built with room for `n` entries ([`MapData::with_capacity`]): a flat array when small.
 pub(crate) fn map_room(n: usize) -> u64 {
     if n <= SMALL_MAP {
-        HEADER + n as u64 * 2 * VALUE
+        MAP_BLOCK + n as u64 * 2 * VALUE
     } else {
         map(n)
     }
@@ -46,7 +56,7 @@ pub(crate) fn map_room(n: usize) -> u64 {
 
 /// A set with room for `n` elements.
 pub(crate) fn set(n: usize) -> u64 {
-    HEADER + n as u64 * SET_ENTRY
+    SET_BLOCK + n as u64 * SET_ENTRY
 }
 
 /// A string of `len` bytes beyond its value: nothing when it is stored inline, else its shared
@@ -59,8 +69,8 @@ pub(crate) fn string(len: usize) -> u64 {
 /// where they are made).
 pub(crate) fn map_storage(m: &MapData) -> u64 {
     match m {
-        MapData::Small(pairs) => HEADER + pairs.capacity() as u64 * 2 * VALUE,
-        MapData::Record(_, values) => record(values.len()),
+        MapData::Small(pairs) => MAP_BLOCK + pairs.capacity() as u64 * 2 * VALUE,
+        MapData::Record(r) => record(r.values().len()),
         MapData::Large(table) => map(table.capacity()),
     }
 }
@@ -76,35 +86,45 @@ mod tests {
     use std::sync::Arc;
 
     #[test]
+    fn a_collection_block_is_its_count_its_container_and_its_charge() {
+        assert_eq!((VECTOR_BLOCK, MAP_BLOCK, SET_BLOCK), (40, 40, 72));
+        assert_eq!(vector(3), 40 + 3 * 16);
+        assert_eq!(record(3), 40 + 3 * 16);
+    }
+
+    #[test]
     fn a_map_is_a_flat_array_up_to_the_small_size_and_a_hash_table_past_it() {
-        assert_eq!(map_room(0), HEADER);
-        assert_eq!(map_room(SMALL_MAP), HEADER + SMALL_MAP as u64 * 2 * VALUE);
+        assert_eq!(map_room(0), MAP_BLOCK);
+        assert_eq!(
+            map_room(SMALL_MAP),
+            MAP_BLOCK + SMALL_MAP as u64 * 2 * VALUE
+        );
         assert_eq!(
             map_room(SMALL_MAP + 1),
-            HEADER + (SMALL_MAP as u64 + 1) * MAP_ENTRY
+            MAP_BLOCK + (SMALL_MAP as u64 + 1) * MAP_ENTRY
         );
     }
 
     #[test]
     fn built_storage_is_charged_at_its_capacity() {
         let small = MapData::with_capacity(5);
-        assert_eq!(map_storage(&small), HEADER + 5 * 2 * VALUE);
+        assert_eq!(map_storage(&small), MAP_BLOCK + 5 * 2 * VALUE);
         let large = MapData::with_capacity(100);
         let room = match &large {
             MapData::Large(table) => table.capacity() as u64,
             _ => unreachable!("100 entries are a hash table"),
         };
         assert!(room >= 100);
-        assert_eq!(map_storage(&large), HEADER + room * MAP_ENTRY);
+        assert_eq!(map_storage(&large), MAP_BLOCK + room * MAP_ENTRY);
         let shape = Arc::new(crate::value::Shape::new(
             vec![Value::str("a"), Value::str("b"), Value::str("c")].into(),
         ));
-        let record = MapData::Record(shape, vec![Value::Nil; 3].into());
-        assert_eq!(map_storage(&record), HEADER + 3 * VALUE);
+        let record = MapData::Record(crate::value::Record::new(shape, vec![Value::Nil; 3].into()));
+        assert_eq!(map_storage(&record), MAP_BLOCK + 3 * VALUE);
         let set = SetData::from_values((0..10).map(|i: i32| Value::Int(i.into())));
         assert_eq!(
             set_storage(&set),
-            HEADER + set.0.capacity() as u64 * SET_ENTRY
+            SET_BLOCK + set.0.capacity() as u64 * SET_ENTRY
         );
         assert!(set.0.capacity() >= 10);
         assert_eq!(string(0), 0);

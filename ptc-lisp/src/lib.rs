@@ -55,4 +55,7 @@ pub use meter::{MemoryPool, RESERVE_CHUNK};
 pub use read_data::read_value;
 pub use session::{Kept, SessionError, SessionState, SessionVar};
 pub use suspend::yield_when;
-pub use value::{Charged, FxBuild, INLINE, Items, MapData, SetData, Text, Value, compare, equal};
+pub use value::{
+    Charged, CollArc, FxBuild, INLINE, Items, MapData, Record, SetData, Shape, Text, Value,
+    compare, equal,
+};

@@ -180,7 +180,7 @@ fn records_share_their_keys_and_behave_as_maps() {
     };
     let shape = |i: usize| match &items[i] {
         Value::Map(m) => match &***m {
-            MapData::Record(s, _) => Some(s.clone()),
+            MapData::Record(r) => Some(r.shape().clone()),
             _ => None,
         },
         other => panic!("a map: {other}"),

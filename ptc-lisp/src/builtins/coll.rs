@@ -1,14 +1,12 @@
 //! Collection access and construction: count, first/rest, nth, get, conj, into, vec, ...
 
-use std::sync::Arc;
-
 use super::{
     Builtin, VARIADIC, b, count_of, get_flex, has_key_flex, into_items, take, type_err, vec_value,
 };
 use crate::error::{R, Reason, err};
 use crate::eval::Ctx;
 use crate::value::access::nth_item;
-use crate::value::{MapData, SetData, Value};
+use crate::value::{CollArc, MapData, SetData, Value};
 
 pub(crate) const BUILTINS: &[Builtin] = &[
     b!(
@@ -346,8 +344,8 @@ fn pop(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
 fn empty(_: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     Ok(match &a[0] {
         Value::Vector(_) | Value::Str(_) => Value::vector(vec![]),
-        Value::Map(_) => Value::Map(Arc::new(MapData::default().into())),
-        Value::Set(_) => Value::Set(Arc::new(SetData::default().into())),
+        Value::Map(_) => Value::Map(CollArc::new(MapData::default().into())),
+        Value::Set(_) => Value::Set(CollArc::new(SetData::default().into())),
         _ => Value::Nil,
     })
 }

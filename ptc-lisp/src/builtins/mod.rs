@@ -5,15 +5,15 @@
 //! passed to `assoc`/`conj`/`update` is then uniquely owned and updated in place.
 
 use std::collections::HashMap;
-use std::sync::{Arc, LazyLock};
+use std::sync::LazyLock;
 
 use crate::error::{Ctl, LispError, R, Reason};
 use crate::eval::Ctx;
 pub use crate::function::{Builtin, BuiltinFn, VARIADIC};
 use crate::names::{Namespace, NsKind, TOOL_DISCOVERY};
 use crate::printer::short;
-use crate::value::Value;
 pub(crate) use crate::value::access::{get_flex, has_key_flex, map_get_flex};
+use crate::value::{CollArc, Value};
 
 pub(crate) mod coll;
 pub(crate) mod core;
@@ -170,7 +170,7 @@ pub(crate) fn str_arg<'v>(fname: &str, v: &'v Value) -> R<&'v str> {
 /// a value built on it is charged ([`Ctx::vector`]).
 pub(crate) fn into_items(ctx: &Ctx<'_>, v: Value) -> R<Vec<Value>> {
     match v {
-        Value::Vector(items) => Ok(match Arc::try_unwrap(items) {
+        Value::Vector(items) => Ok(match CollArc::try_unwrap(items) {
             Ok(it) => std::mem::take(&mut it.into_inner().0),
             Err(shared) => shared.0.clone(),
         }),

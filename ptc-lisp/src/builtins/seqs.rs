@@ -9,7 +9,7 @@ use crate::error::{Ctl, R, Reason, err};
 use crate::eval::Ctx;
 use crate::footprint;
 use crate::function::Order as BuiltinOrder;
-use crate::value::{FxBuild, MapData, Value, compare, stable_sort_by};
+use crate::value::{CollArc, FxBuild, MapData, Value, compare, stable_sort_by};
 
 pub(crate) const BUILTINS: &[Builtin] = &[
     b!(
@@ -1300,7 +1300,7 @@ fn walk_children(
                     other => return type_err("walk", "[key value] entries for a map", other),
                 }
             }
-            Value::Map(Arc::new(out.into()))
+            Value::Map(CollArc::new(out.into()))
         }
         Value::Set(s) => {
             let mut out = Vec::with_capacity(s.0.len());
@@ -1363,7 +1363,7 @@ fn rekey(v: Value, to_kw: bool, depth: usize) -> R<Value> {
                 };
                 out.insert(nk, rekey(x.clone(), to_kw, depth + 1)?);
             }
-            Value::Map(Arc::new(out.into()))
+            Value::Map(CollArc::new(out.into()))
         }
         Value::Vector(items) => Value::vector(
             items

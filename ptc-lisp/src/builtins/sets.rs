@@ -1,11 +1,9 @@
 //! Sets and `clojure.set`.
 
-use std::sync::Arc;
-
 use super::{Builtin, VARIADIC, b, into_items, take, type_err};
 use crate::error::R;
 use crate::eval::Ctx;
-use crate::value::{MapData, SetData, Value};
+use crate::value::{CollArc, MapData, SetData, Value};
 
 pub(crate) const BUILTINS: &[Builtin] = &[
     b!("disj", 1, VARIADIC, disj, "(disj set & xs): set without xs"),
@@ -102,9 +100,8 @@ pub(crate) const BUILTINS: &[Builtin] = &[
 
 fn to_set(ctx: &Ctx<'_>, fname: &str, v: Value) -> R<SetData> {
     match v {
-        Value::Set(s) => Ok(
-            Arc::try_unwrap(s).map_or_else(|s| (**s).clone(), crate::value::Charged::into_inner)
-        ),
+        Value::Set(s) => Ok(CollArc::try_unwrap(s)
+            .map_or_else(|s| (**s).clone(), crate::value::Charged::into_inner)),
         Value::Nil => Ok(SetData::default()),
         Value::Vector(_) => {
             let mut s = SetData::default();
@@ -134,7 +131,7 @@ fn disj(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
 
 fn union(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     if a.is_empty() {
-        return Ok(Value::Set(Arc::new(SetData::default().into())));
+        return Ok(Value::Set(CollArc::new(SetData::default().into())));
     }
     let mut acc = to_set(ctx, "union", take(a, 0))?;
     for s in a[1..].iter() {
@@ -240,7 +237,7 @@ fn index(ctx: &mut Ctx<'_>, a: &mut [Value]) -> R<Value> {
     }
     let mut out = MapData::with_capacity(groups.len());
     for (k, v) in groups {
-        out.insert(k, Value::Set(Arc::new(v.into())));
+        out.insert(k, Value::Set(CollArc::new(v.into())));
     }
     ctx.map(out)
 }

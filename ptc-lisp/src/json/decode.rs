@@ -12,7 +12,9 @@ use super::source::{MIN_AHEAD, Source};
 use crate::error::{LispError, Reason};
 use crate::footprint;
 use crate::meter::{Charge, Meter};
-use crate::value::{Charged, FxBuild, INLINE, Items, MapData, SMALL_MAP, Shape, Text, Value};
+use crate::value::{
+    Charged, CollArc, FxBuild, INLINE, Items, MapData, Record, SMALL_MAP, Shape, Text, Value,
+};
 
 /// Keys, and strings up to this many bytes, are shared through the intern table (unless they
 /// are short enough to be stored inline, which costs less than a lookup).
@@ -235,7 +237,7 @@ impl<S: Source> Decoder<'_, S> {
             for (k, x) in self.scratch_pairs.drain(start..) {
                 m.insert(Value::Str(key_text(&self.key_hints, k)), x);
             }
-            return Ok(Value::Map(Arc::new(Charged::new(m, charge))));
+            return Ok(Value::Map(CollArc::new(Charged::new(m, charge))));
         }
         // Arrays of records repeat one object's keys in the same order: the second and later
         // objects at this depth with the keys of the last one seen there share its key list.
@@ -252,8 +254,8 @@ impl<S: Source> Decoder<'_, S> {
         if hit && let Some(shape) = self.shapes[slot].clone() {
             let charge = self.charge_storage(footprint::record(n))?;
             let values: Box<[Value]> = self.scratch_pairs.drain(start..).map(|(_, v)| v).collect();
-            return Ok(Value::Map(Arc::new(Charged::new(
-                MapData::Record(shape, values),
+            return Ok(Value::Map(CollArc::new(Charged::new(
+                MapData::Record(Record::new(shape, values)),
                 charge,
             ))));
         }
@@ -272,7 +274,7 @@ impl<S: Source> Decoder<'_, S> {
             let keys: Box<[Value]> = v.iter().map(|(k, _)| k.clone()).collect();
             self.shapes[slot] = Some(Arc::new(Shape::new(keys)));
         }
-        Ok(Value::Map(Arc::new(Charged::new(
+        Ok(Value::Map(CollArc::new(Charged::new(
             MapData::Small(v),
             charge,
         ))))
@@ -288,7 +290,10 @@ impl<S: Source> Decoder<'_, S> {
         } else {
             self.scratch.drain(start..).collect()
         };
-        Ok(Value::Vector(Arc::new(Charged::new(Items(items), charge))))
+        Ok(Value::Vector(CollArc::new(Charged::new(
+            Items(items),
+            charge,
+        ))))
     }
 
     /// Reads `"key":` (after the opening quote has been checked).

@@ -302,7 +302,7 @@ fn untag(v: &Value, depth: usize) -> Result<Value, String> {
                     while let (Some(k), Some(x)) = (it.next(), it.next()) {
                         m.insert(k, x);
                     }
-                    Value::Map(std::sync::Arc::new(m.into()))
+                    Value::Map(crate::value::CollArc::new(m.into()))
                 }
                 ("set", Value::Vector(xs)) => Value::set_from(items(xs)?),
                 (tag, payload) => {

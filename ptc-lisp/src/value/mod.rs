@@ -17,9 +17,15 @@ use crate::function::Function;
 use crate::meter::Charge;
 
 pub(crate) mod access;
+mod record;
 mod text;
 
+pub use record::Record;
 pub use text::{INLINE, Text};
+
+/// The shared storage of vectors, maps and sets: `triomphe::Arc`, an `Arc` without a weak
+/// count (nothing holds a collection weakly), so each collection's block is 8 bytes smaller.
+pub type CollArc<T> = triomphe::Arc<T>;
 
 const _: () = assert!(std::mem::size_of::<Value>() == 16);
 
@@ -104,11 +110,11 @@ pub enum Value {
     /// A symbol (a value only when quoted), e.g. `observatory/list-traces`.
     Symbol(Text),
     /// A vector; every sequence is an eager vector.
-    Vector(Arc<Charged<Items>>),
+    Vector(CollArc<Charged<Items>>),
     /// A map.
-    Map(Arc<Charged<MapData>>),
+    Map(CollArc<Charged<MapData>>),
     /// A set.
-    Set(Arc<Charged<SetData>>),
+    Set(CollArc<Charged<SetData>>),
     /// A function: builtin, closure, combinator or host function.
     Func(Arc<Function>),
     /// A compiled regular expression.
@@ -127,9 +133,9 @@ impl Clone for Value {
         match self {
             Value::Nil | Value::Bool(_) | Value::Int(_) | Value::Float(_) => {}
             Value::Str(s) | Value::Keyword(s) | Value::Symbol(s) | Value::Var(s) => s.retain(),
-            Value::Vector(v) => std::mem::forget(Arc::clone(v)),
-            Value::Map(m) => std::mem::forget(Arc::clone(m)),
-            Value::Set(s) => std::mem::forget(Arc::clone(s)),
+            Value::Vector(v) => std::mem::forget(CollArc::clone(v)),
+            Value::Map(m) => std::mem::forget(CollArc::clone(m)),
+            Value::Set(s) => std::mem::forget(CollArc::clone(s)),
             Value::Func(f) => std::mem::forget(Arc::clone(f)),
             Value::Regex(r) => std::mem::forget(Arc::clone(r)),
         }
@@ -232,17 +238,17 @@ fn drain_into(stack: &mut Vec<Value>) {
     while let Some(v) = stack.pop() {
         match v {
             Value::Vector(a) => {
-                if let Some(mut items) = Arc::into_inner(a) {
+                if let Some(mut items) = unshare(a) {
                     stack.extend(items.0.drain(..).filter(is_container));
                 }
             }
             Value::Map(a) => {
-                if let Some(mut m) = Arc::into_inner(a) {
+                if let Some(mut m) = unshare(a) {
                     m.drain_values(stack);
                 }
             }
             Value::Set(a) => {
-                if let Some(mut s) = Arc::into_inner(a) {
+                if let Some(mut s) = unshare(a) {
                     stack.extend(std::mem::take(&mut s.0).into_iter().filter(is_container));
                 }
             }
@@ -262,6 +268,12 @@ fn drain_into(stack: &mut Vec<Value>) {
             _ => {}
         }
     }
+}
+
+/// The storage of the last reference to it, else `None` (the reference dropped): exactly one of
+/// the references dropped at once gets it.
+pub(crate) fn unshare<T>(a: CollArc<T>) -> Option<T> {
+    CollArc::into_unique(a).map(triomphe::UniqueArc::into_inner)
 }
 
 impl Drop for Items {
@@ -303,8 +315,8 @@ pub enum MapData {
     /// A small map whose keys are a shared [`Shape`]: the values, in the shape's key order. A
     /// decoded record costs one value per entry instead of two; adding or removing a key turns
     /// it into `Small`.
-    Record(Arc<Shape>, Box<[Value]>),
-    /// Hash map (boxed so the common small variant keeps `MapData` two words wide).
+    Record(Record),
+    /// Hash map (boxed so that `MapData` stays three words wide).
     Large(Box<IndexMap<Value, Value, FxBuild>>),
 }
 
@@ -319,7 +331,7 @@ impl Drop for MapData {
         let nested = match self {
             MapData::Small(v) => v.iter().any(|(k, v)| is_container(k) || is_container(v)),
             // Shape keys come from JSON: strings.
-            MapData::Record(_, values) => values.iter().any(is_container),
+            MapData::Record(r) => r.values().iter().any(is_container),
             MapData::Large(m) => m.iter().any(|(k, v)| is_container(k) || is_container(v)),
         };
         if nested {
@@ -347,7 +359,7 @@ impl MapData {
     pub(crate) fn capacity(&self) -> usize {
         match self {
             MapData::Small(v) => v.capacity(),
-            MapData::Record(_, values) => values.len(),
+            MapData::Record(r) => r.values().len(),
             MapData::Large(m) => m.capacity(),
         }
     }
@@ -369,12 +381,17 @@ impl MapData {
     fn take_entries(&mut self, mut each: impl FnMut(Value, Value)) {
         match self {
             MapData::Small(v) => std::mem::take(v).into_iter().for_each(|(k, x)| each(k, x)),
-            MapData::Record(shape, values) => shape
-                .keys()
-                .iter()
-                .cloned()
-                .zip(std::mem::take(values))
-                .for_each(|(k, x)| each(k, x)),
+            MapData::Record(r) => {
+                let shape = Arc::clone(r.shape());
+                let values = r.values_mut().iter_mut().map(std::mem::take);
+                shape
+                    .keys()
+                    .iter()
+                    .cloned()
+                    .zip(values)
+                    .for_each(|(k, x)| each(k, x));
+                *self = MapData::default();
+            }
             MapData::Large(m) => (*std::mem::take(m))
                 .into_iter()
                 .for_each(|(k, x)| each(k, x)),
@@ -385,8 +402,13 @@ impl MapData {
     /// rest are dropped.
     fn drain_values(&mut self, stack: &mut Vec<Value>) {
         // A record's keys are its shape's strings: only its values can hold anything.
-        if let MapData::Record(_, values) = self {
-            stack.extend(std::mem::take(values).into_iter().filter(is_container));
+        if let MapData::Record(r) = self {
+            stack.extend(
+                r.values_mut()
+                    .iter_mut()
+                    .map(std::mem::take)
+                    .filter(is_container),
+            );
             return;
         }
         self.take_entries(|k, x| stack.extend([k, x].into_iter().filter(is_container)));
@@ -396,7 +418,7 @@ impl MapData {
     pub fn len(&self) -> usize {
         match self {
             MapData::Small(v) => v.len(),
-            MapData::Record(_, values) => values.len(),
+            MapData::Record(r) => r.values().len(),
             MapData::Large(m) => m.len(),
         }
     }
@@ -418,7 +440,7 @@ impl MapData {
                 }
                 None
             }
-            MapData::Record(shape, values) => shape.position(k).map(|i| &values[i]),
+            MapData::Record(r) => r.shape().position(k).map(|i| &r.values()[i]),
             MapData::Large(m) => m.get(k),
         }
     }
@@ -427,7 +449,10 @@ impl MapData {
     pub fn get_mut(&mut self, k: &Value) -> Option<&mut Value> {
         match self {
             MapData::Small(v) => v.iter_mut().find(|(kk, _)| kk.fast_eq(k)).map(|(_, vv)| vv),
-            MapData::Record(shape, values) => shape.position(k).map(|i| &mut values[i]),
+            MapData::Record(r) => {
+                let i = r.shape().position(k)?;
+                Some(&mut r.values_mut()[i])
+            }
             MapData::Large(m) => m.get_mut(k),
         }
     }
@@ -436,9 +461,7 @@ impl MapData {
     pub(crate) fn small_entries(&self) -> Option<SmallEntries<'_>> {
         match self {
             MapData::Small(v) => Some(SmallEntries::Pairs(v.iter())),
-            MapData::Record(shape, values) => {
-                Some(SmallEntries::Record(shape.keys().iter().zip(values.iter())))
-            }
+            MapData::Record(r) => Some(SmallEntries::Record(r.keys().iter().zip(r.values()))),
             MapData::Large(_) => None,
         }
     }
@@ -446,13 +469,10 @@ impl MapData {
     /// The pairs of a small map, so a key can be added or removed (a `Record` becomes `Small`
     /// first); `None` when large.
     fn pairs_mut(&mut self) -> Option<&mut Vec<(Value, Value)>> {
-        if let MapData::Record(shape, values) = self {
-            let pairs = shape
-                .keys()
-                .iter()
-                .cloned()
-                .zip(std::mem::take(values))
-                .collect();
+        if let MapData::Record(r) = self {
+            let shape = Arc::clone(r.shape());
+            let values = r.values_mut().iter_mut().map(std::mem::take);
+            let pairs = shape.keys().iter().cloned().zip(values).collect();
             *self = MapData::Small(pairs);
         }
         match self {
@@ -644,7 +664,7 @@ impl Value {
     }
     /// A vector value.
     pub fn vector(v: Vec<Value>) -> Value {
-        Value::Vector(Arc::new(Items(v).into()))
+        Value::Vector(CollArc::new(Items(v).into()))
     }
     /// A map value from entries (later duplicates win).
     pub fn map_from(entries: Vec<(Value, Value)>) -> Value {
@@ -652,11 +672,11 @@ impl Value {
         for (k, v) in entries {
             m.insert(k, v);
         }
-        Value::Map(Arc::new(m.into()))
+        Value::Map(CollArc::new(m.into()))
     }
     /// A set value.
     pub fn set_from(items: Vec<Value>) -> Value {
-        Value::Set(Arc::new(SetData::from_values(items).into()))
+        Value::Set(CollArc::new(SetData::from_values(items).into()))
     }
 
     /// Clojure truthiness: only `nil` and `false` are falsy.
@@ -737,7 +757,7 @@ fn equal_shallow<'v>(
         (Regex(x), Regex(y)) => Arc::ptr_eq(x, y),
         (Func(x), Func(y)) => Arc::ptr_eq(x, y),
         (Vector(x), Vector(y)) => {
-            if Arc::ptr_eq(x, y) {
+            if CollArc::ptr_eq(x, y) {
                 return true;
             }
             if x.len() != y.len() {
@@ -747,7 +767,7 @@ fn equal_shallow<'v>(
             true
         }
         (Map(x), Map(y)) => {
-            if Arc::ptr_eq(x, y) {
+            if CollArc::ptr_eq(x, y) {
                 return true;
             }
             if x.len() != y.len() {
@@ -763,7 +783,7 @@ fn equal_shallow<'v>(
         }
         // Set members are compared through their hashes and shallow equality.
         (Set(x), Set(y)) => {
-            Arc::ptr_eq(x, y) || (x.0.len() == y.0.len() && x.0.iter().all(|k| y.0.contains(k)))
+            CollArc::ptr_eq(x, y) || (x.0.len() == y.0.len() && x.0.iter().all(|k| y.0.contains(k)))
         }
         _ => false,
     }
@@ -1087,7 +1107,10 @@ mod tests {
     #[test]
     fn a_map_regrown_has_the_room_asked_and_the_same_entries() {
         let shape = Arc::new(Shape::new(vec![Value::str("a"), Value::str("b")].into()));
-        let record = MapData::Record(shape, vec![Value::Int(1), Value::Int(2)].into());
+        let record = MapData::Record(Record::new(
+            shape,
+            vec![Value::Int(1), Value::Int(2)].into(),
+        ));
         let mut small = MapData::with_capacity(2);
         small.insert(Value::Int(1), Value::Int(2));
         let mut large = MapData::with_capacity(SMALL_MAP + 1);

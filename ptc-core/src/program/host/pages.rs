@@ -128,7 +128,7 @@ impl ProgramHost {
             let mut m = (*m).clone();
             m.insert(kw("value"), Value::vector(collected));
             m.insert(kw("pages"), Value::Int(pages as i64));
-            Value::Map(std::sync::Arc::new(m))
+            Value::Map(ptc_lisp::CollArc::new(m))
         };
         let complete = loop {
             if pages == options.max_pages {
