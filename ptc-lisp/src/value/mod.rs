@@ -1104,6 +1104,24 @@ mod tests {
         assert_eq!(pair.approx_size(64), 80);
     }
 
+    /// A collection holding another's members and more is not equal to it, either way round.
+    #[test]
+    fn collections_differ_when_one_holds_more() {
+        fn ints(n: i64) -> Vec<Value> {
+            (1..=n).map(Value::Int).collect()
+        }
+        let kinds: [fn(i64) -> Value; 3] = [
+            |n| Value::vector(ints(n)),
+            |n| Value::set_from(ints(n)),
+            |n| Value::map_from(ints(n).into_iter().map(|k| (k, Value::Nil)).collect()),
+        ];
+        for kind in kinds {
+            assert_eq!(kind(2), kind(2));
+            assert_ne!(kind(2), kind(3));
+            assert_ne!(kind(3), kind(2));
+        }
+    }
+
     #[test]
     fn a_map_regrown_has_the_room_asked_and_the_same_entries() {
         let shape = Arc::new(Shape::new(vec![Value::str("a"), Value::str("b")].into()));
