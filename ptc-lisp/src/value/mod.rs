@@ -470,9 +470,8 @@ impl MapData {
     /// first); `None` when large.
     fn pairs_mut(&mut self) -> Option<&mut Vec<(Value, Value)>> {
         if let MapData::Record(r) = self {
-            let shape = Arc::clone(r.shape());
-            let values = r.values_mut().iter_mut().map(std::mem::take);
-            let pairs = shape.keys().iter().cloned().zip(values).collect();
+            let mut pairs = Vec::with_capacity(r.values().len());
+            self.take_entries(|k, x| pairs.push((k, x)));
             *self = MapData::Small(pairs);
         }
         match self {
